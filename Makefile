@@ -1,0 +1,43 @@
+# Two commands: `make demo` and `make test`. Each creates .venv if missing and installs.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# torch 2.13.0 (CPU build) is installed first and pinned, so nothing pulls a CUDA build.
+TORCH  := torch==2.13.0
+
+.PHONY: demo test lint typecheck unit bench clean help
+
+help:
+	@echo "make demo   - create .venv, install, run the example suites, write reports"
+	@echo "make test   - create .venv, install, lint, type-check and run the tests"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[all,dev]" "$(TORCH)"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test: lint unit
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) runs .queryeval-cache .pytest_cache .mypy_cache .ruff_cache

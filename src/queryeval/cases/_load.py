@@ -1,0 +1,110 @@
+"""Load cases from YAML (one case or a list per file) and JSONL, from globs."""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+
+from queryeval._validation import input_error
+from queryeval._yaml import load_yaml_documents
+from queryeval.cases._model import Case
+from queryeval.errors import InputError
+
+_YAML = {".yaml", ".yml"}
+_JSONL = {".jsonl", ".ndjson"}
+
+
+def expand(patterns: str | Iterable[str], base: Path) -> list[Path]:
+    """Files matching the glob patterns (relative to `base`), sorted, without repeats."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for pattern in patterns:
+        full = pattern if Path(pattern).is_absolute() else str(base / pattern)
+        matches = sorted(Path(m) for m in glob.glob(full, recursive=True))
+        if not matches and not glob.has_magic(pattern):
+            raise InputError("file not found", path=full)
+        for m in matches:
+            if m.is_file() and m.resolve() not in seen:
+                seen.add(m.resolve())
+                files.append(m)
+    return files
+
+
+def load_cases_file(path: Path) -> list[Case]:
+    """Every case in one YAML or JSONL file."""
+    suffix = path.suffix.lower()
+    if suffix in _JSONL:
+        return _load_jsonl(path)
+    if suffix in _YAML:
+        return _load_yaml(path)
+    raise InputError("expected a .yaml, .yml or .jsonl file of cases", path=path)
+
+
+def _load_yaml(path: Path) -> list[Case]:
+    cases: list[Case] = []
+    for doc in load_yaml_documents(path):
+        data = doc.data
+        if data is None:
+            continue
+        if isinstance(data, dict) and "cases" in data and "conversation" not in data:
+            items, base = data["cases"], ("cases",)
+        elif isinstance(data, list):
+            items, base = data, ()
+        else:
+            items, base = [data], None
+        if not isinstance(items, list):
+            raise InputError("expected a list of cases", path=path, line=doc.line_of(("cases",)))
+        for i, item in enumerate(items):
+            loc = (*base, i) if base is not None else ()
+            if not isinstance(item, dict):
+                raise InputError(
+                    "expected a case (a mapping with id and conversation)",
+                    path=path,
+                    line=doc.line_of(loc),
+                )
+            try:
+                cases.append(Case.model_validate(item))
+            except ValidationError as exc:
+                raise input_error(exc, path=path, located=doc, base=loc) from None
+    return cases
+
+
+def _load_jsonl(path: Path) -> list[Case]:
+    cases: list[Case] = []
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputError(f"cannot read file ({exc.strerror})", path=path) from exc
+    with handle:
+        for lineno, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                cases.append(Case.model_validate_json(raw))
+            except ValidationError as exc:
+                if any(e["type"] == "json_invalid" for e in exc.errors()):
+                    raise InputError("invalid JSON", path=path, line=lineno) from None
+                raise input_error(exc, path=path, line=lineno) from None
+    return cases
+
+
+def load_cases(patterns: str | Iterable[str], base: Path = Path(".")) -> list[Case]:
+    """All cases from the files matching the patterns; duplicate ids are an InputError."""
+    cases: list[Case] = []
+    where: dict[str, Path] = {}
+    for path in expand(patterns, base):
+        for case in load_cases_file(path):
+            if case.id in where:
+                raise InputError(
+                    f"duplicate case id {case.id!r} (first defined in {where[case.id]})",
+                    path=path,
+                )
+            where[case.id] = path
+            cases.append(case)
+    return cases

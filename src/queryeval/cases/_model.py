@@ -1,0 +1,258 @@
+"""The data model: cases (what to ask, what is right), outputs (what a system said), scores."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ScoreStatus = Literal["ok", "unscored", "error"]
+OutcomeKind = Literal["ok", "syntax", "schema", "runtime", "timeout", "unsupported", "refused"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# --- SDMX term selection (seed 001) -------------------------------------------------------
+
+
+class Term(_Model):
+    """One code of a dimension: its ID and, for display, its name."""
+
+    id: str
+    name: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+
+class DimensionSelection(_Model):
+    """The terms chosen (or expected) for one dimension. `values: []` is an explicit empty set."""
+
+    dimension_name: str
+    values: list[Term] = Field(default_factory=list)
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: Any) -> Any:
+        return [] if v is None else v
+
+
+class DatasetSelection(_Model):
+    """The dimensions selected in one dataset."""
+
+    dataset_id: str
+    dimensions: list[DimensionSelection] = Field(default_factory=list)
+
+    @field_validator("dimensions", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: Any) -> Any:
+        return [] if v is None else v
+
+
+# --- queries, answers, results ------------------------------------------------------------
+
+
+class Query(_Model):
+    """A query in some language, optionally bound to a named database of the suite."""
+
+    language: str = "sql"
+    text: str
+    database: str | None = None
+
+
+class Answer(_Model):
+    """An expected natural-language answer, with optional keywords for keyword scoring."""
+
+    text: str
+    keywords: list[str] = Field(default_factory=list)
+
+
+class ExpectedResult(_Model):
+    """Expected rows, for cases with no gold query."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+class Target(_Model):
+    """What is right for a turn. Any combination of the kinds may be present."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    query: Query | None = None
+    weaviate_query: Any = None
+    indicator_selection: list[DatasetSelection] | None = None
+    answer: Answer | None = None
+    result: ExpectedResult | None = None
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _query_from_text(cls, v: Any) -> Any:
+        return {"text": v} if isinstance(v, str) else v
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _answer_from_text(cls, v: Any) -> Any:
+        return {"text": v} if isinstance(v, str) else v
+
+
+class Turn(_Model):
+    """One message of the conversation; a turn may carry the target (or several accepted ones)."""
+
+    role: Literal["user", "assistant", "system", "tool"] = "user"
+    content: str = ""
+    target: Target | None = None
+    alternatives: list[Target] = Field(
+        default_factory=list, description="further accepted targets (any-of)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _target_list_is_any_of(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("target"), list):
+            targets = data["target"]
+            data = {**data, "target": targets[0] if targets else None}
+            data["alternatives"] = [*targets[1:], *data.get("alternatives", [])]
+        return data
+
+
+class Case(_Model):
+    """One test case: a conversation whose last targeted turn says what is right."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str
+    name: str = ""
+    tags: list[str] = Field(default_factory=list)
+    comments: str | None = ""
+    conversation: list[Turn]
+    labels: dict[str, Any] = Field(
+        default_factory=dict, description="human judgements, e.g. {correct: 1}"
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @field_validator("conversation")
+    @classmethod
+    def _not_empty(cls, v: list[Turn]) -> list[Turn]:
+        if not v:
+            raise ValueError("a case needs at least one turn")
+        return v
+
+    @property
+    def question(self) -> str:
+        """The last user message."""
+        for turn in reversed(self.conversation):
+            if turn.role == "user":
+                return turn.content
+        return self.conversation[-1].content
+
+    @property
+    def target(self) -> Target | None:
+        """The target of the last turn that has one."""
+        for turn in reversed(self.conversation):
+            if turn.target is not None:
+                return turn.target
+        return None
+
+    @property
+    def targets(self) -> list[Target]:
+        """Every accepted target (any-of), the main one first."""
+        for turn in reversed(self.conversation):
+            if turn.target is not None:
+                return [turn.target, *turn.alternatives]
+        return []
+
+
+# --- outputs --------------------------------------------------------------------------------
+
+
+class Finding(_Model):
+    """A validator's finding on an attempt (syntax / schema / properties / execution ...)."""
+
+    kind: str
+    message: str = ""
+    score: float | None = None
+
+
+class ExecutionOutcome(_Model):
+    """How executing a query went. Rows travel separately (ResultSet), not in this record."""
+
+    kind: OutcomeKind
+    message: str = ""
+    elapsed_s: float | None = None
+    row_count: int | None = None
+    truncated: bool = False
+
+
+class Attempt(_Model):
+    """One produced query / selection / answer: a refinement iteration or an independent sample."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    query: str | None = None
+    language: str | None = None
+    weaviate_query: Any = None
+    indicator_selection: list[DatasetSelection] | None = None
+    answer: str | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    execution: ExecutionOutcome | None = None
+    correct: bool | None = None
+    latency_s: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost: float | None = None
+
+
+class Output(_Model):
+    """What a system produced for a case: attempts (the last is final), or an error."""
+
+    attempts: list[Attempt] = Field(default_factory=list)
+    error: str | None = None
+    latency_s: float | None = None
+    cost: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def final(self) -> Attempt | None:
+        """The last attempt: what the system finally answered."""
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def first(self) -> Attempt | None:
+        """The first attempt (Pass@1)."""
+        return self.attempts[0] if self.attempts else None
+
+
+class Score(_Model):
+    """A scorer's verdict. `unscored` and `error` are never averaged in as 0."""
+
+    value: float | None = None
+    status: ScoreStatus = "ok"
+    passed: bool | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    explanation: str = ""
+
+    @model_validator(mode="after")
+    def _ok_has_value(self) -> Score:
+        if self.status == "ok" and self.value is None:
+            raise ValueError("a score with status 'ok' needs a value")
+        return self
+
+    @classmethod
+    def unscored(cls, why: str, **details: Any) -> Score:
+        """A score that could not be given (no judge, unsupported operator...)."""
+        return cls(status="unscored", explanation=why, details=details)
+
+    @classmethod
+    def failed(cls, why: str, **details: Any) -> Score:
+        """The scorer itself failed on this case."""
+        return cls(status="error", explanation=why, details=details)

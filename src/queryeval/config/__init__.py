@@ -1,0 +1,21 @@
+"""Suite configuration: the model and its YAML loader."""
+
+from queryeval.config._load import load_suite
+from queryeval.config._model import (
+    DatabaseConfig,
+    ReportConfig,
+    ScorerConfig,
+    SuiteConfig,
+    SystemConfig,
+)
+from queryeval.config._presets import PRESETS
+
+__all__ = [
+    "PRESETS",
+    "DatabaseConfig",
+    "ReportConfig",
+    "ScorerConfig",
+    "SuiteConfig",
+    "SystemConfig",
+    "load_suite",
+]

@@ -1,0 +1,26 @@
+"""Presets: named suite fragments that reproduce each seed's scoring.
+
+A preset fills in what the suite leaves out (scorers, threshold); the suite's own keys win.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # seed 001: per-dimension precision/recall of SDMX term selection
+    "sdmx_selection": {
+        "scorers": [{"name": "term_selection"}],
+    },
+}
+
+
+def apply_preset(data: dict[str, Any]) -> dict[str, Any]:
+    """The suite mapping with its preset's defaults filled in (unknown preset: KeyError)."""
+    name = data.get("preset")
+    if not name:
+        return data
+    preset = PRESETS[name]
+    merged = dict(preset)
+    merged.update({k: v for k, v in data.items() if v is not None})
+    return merged

@@ -1,0 +1,243 @@
+"""SDMX term selection (seed 001): per-dimension precision and recall of selected codes.
+
+Policies the seed leaves open are explicit options:
+
+- ``match_on``: ``"id"`` (default; names are kept for display only) or ``"id_and_name"``
+  (the seed: a term matches only if both its ID and its name match).
+- ``absent_dimension``: a dimension the target does not mention at all. ``"penalize"``
+  (default, the seed): every selected term is a false positive and the dimension counts in
+  the macro averages. ``"ignore"``: it is only listed in ``dimensions_not_in_target``.
+  A dimension the target lists with ``values: []`` is *empty*, not absent: selecting nothing
+  there is perfect, selecting anything is a false positive.
+- ``zero_division``: the value of a 0/0 precision or recall. ``"agreement"`` (default): 1.0
+  when both sides are empty for the dimension, else 0.0. ``"zero"``, ``"one"``, or
+  ``"exclude"`` (None, left out of macro averages).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+MatchOn = Literal["id", "id_and_name"]
+AbsentPolicy = Literal["penalize", "ignore"]
+ZeroDivision = Literal["agreement", "zero", "one", "exclude"]
+
+
+@dataclass(frozen=True, slots=True)
+class TermRef:
+    """A term as shown in reports: its ID and (if known) its name."""
+
+    id: str
+    name: str | None = None
+
+    def label(self) -> str:
+        """`ID: name`, or just the ID."""
+        return f"{self.id}: {self.name}" if self.name else self.id
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionResult:
+    """TP/FP/FN and precision/recall for one dimension of one dataset."""
+
+    dataset_id: str
+    dimension_name: str
+    true_positives: tuple[TermRef, ...]
+    false_positives: tuple[TermRef, ...]
+    false_negatives: tuple[TermRef, ...]
+    precision: float | None
+    recall: float | None
+    in_target: bool
+    counted: bool
+
+    @property
+    def f1(self) -> float | None:
+        """Harmonic mean of precision and recall (0 when both are 0)."""
+        p, r = self.precision, self.recall
+        if p is None or r is None:
+            return None
+        return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+    def details_text(self) -> str:
+        """The seed's Excel cell block for this dimension."""
+        lines = [f"[recall: {_fmt(self.recall)}, precision: {_fmt(self.precision)}]"]
+        for title, terms in (
+            ("True Positives", self.true_positives),
+            ("False Negatives", self.false_negatives),
+            ("False Positives", self.false_positives),
+        ):
+            lines.append(f"{title} [{len(terms)}]")
+            lines.extend(f"  * {t.label()}" for t in terms)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class TermSelectionResult:
+    """The whole comparison of one case: per dimension, macro and micro averages."""
+
+    per_dimension: dict[str, DimensionResult]
+    macro_precision: float | None
+    macro_recall: float | None
+    micro_precision: float | None
+    micro_recall: float | None
+    dimensions_not_in_target: tuple[str, ...]
+    tp: int
+    fp: int
+    fn: int
+    policy: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def macro_f1(self) -> float | None:
+        """Harmonic mean of macro precision and macro recall."""
+        return _f1(self.macro_precision, self.macro_recall)
+
+    @property
+    def micro_f1(self) -> float | None:
+        """Harmonic mean of micro precision and micro recall."""
+        return _f1(self.micro_precision, self.micro_recall)
+
+    def details_text(self) -> str:
+        """The seed's "indicator selection details" cell: one block per dimension."""
+        multi = len({d.dataset_id for d in self.per_dimension.values()}) > 1
+        blocks = []
+        for key, dim in self.per_dimension.items():
+            title = key if multi else dim.dimension_name
+            if not dim.in_target:
+                title += " (not in target)"
+            blocks.append(f"{title}\n{dim.details_text()}")
+        if self.dimensions_not_in_target:
+            blocks.append("dimensions not in target: " + ", ".join(self.dimensions_not_in_target))
+        return "\n\n".join(blocks)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def _f1(p: float | None, r: float | None) -> float | None:
+    if p is None or r is None:
+        return None
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def _ratio(num: int, den: int, both_empty: bool, policy: ZeroDivision) -> float | None:
+    if den:
+        return num / den
+    if policy == "agreement":
+        return 1.0 if both_empty else 0.0
+    if policy == "exclude":
+        return None
+    return 1.0 if policy == "one" else 0.0
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def _dimensions(selection: Iterable[Any] | None) -> dict[tuple[str, str], dict[Any, TermRef]]:
+    """{(dataset, dimension): {match key: term}} from the seed structure (models or dicts)."""
+    out: dict[tuple[str, str], dict[Any, TermRef]] = {}
+    for dataset in selection or ():
+        ds = str(_get(dataset, "dataset_id"))
+        for dim in _get(dataset, "dimensions") or ():
+            terms = out.setdefault((ds, str(_get(dim, "dimension_name"))), {})
+            for value in _get(dim, "values") or ():
+                ref = TermRef(str(_get(value, "id")), _get(value, "name"))
+                terms.setdefault(ref, ref)
+    return out
+
+
+def _keyed(terms: dict[Any, TermRef], match_on: MatchOn, ignore_case: bool) -> dict[Any, TermRef]:
+    out: dict[Any, TermRef] = {}
+    for ref in terms.values():
+        ident = ref.id.casefold() if ignore_case else ref.id
+        if match_on == "id_and_name":
+            name = ref.name or ""
+            key: Any = (ident, name.casefold() if ignore_case else name)
+        else:
+            key = ident
+        out.setdefault(key, ref)
+    return out
+
+
+def term_selection(
+    target: Sequence[Any] | None,
+    selected: Sequence[Any] | None,
+    *,
+    match_on: MatchOn = "id",
+    absent_dimension: AbsentPolicy = "penalize",
+    zero_division: ZeroDivision = "agreement",
+    ignore_case: bool = False,
+) -> TermSelectionResult:
+    """Compare a selected SDMX indicator selection with the target (seed 001).
+
+    Both sides are lists of ``{dataset_id, dimensions: [{dimension_name, values: [{id,
+    name}]}]}`` (dicts or queryeval models). Precision = TP/(TP+FP), recall = TP/(TP+FN) per
+    dimension; macro = mean over counted dimensions; micro = pooled over their terms.
+    """
+    if match_on not in ("id", "id_and_name"):
+        raise ValueError(f"match_on must be 'id' or 'id_and_name', not {match_on!r}")
+    if absent_dimension not in ("penalize", "ignore"):
+        raise ValueError(f"absent_dimension must be 'penalize' or 'ignore', not {absent_dimension!r}")
+    if zero_division not in ("agreement", "zero", "one", "exclude"):
+        raise ValueError(f"unknown zero_division policy {zero_division!r}")
+    gold = _dimensions(target)
+    pred = _dimensions(selected)
+    multi = len({ds for ds, _ in (*gold, *pred)}) > 1
+    per_dimension: dict[str, DimensionResult] = {}
+    not_in_target: list[str] = []
+    tp_all = fp_all = fn_all = 0
+    precisions: list[float] = []
+    recalls: list[float] = []
+    for key in [*gold, *(k for k in pred if k not in gold)]:
+        ds, name = key
+        label = f"{ds}/{name}" if multi else name
+        in_target = key in gold
+        g = _keyed(gold.get(key, {}), match_on, ignore_case)
+        p = _keyed(pred.get(key, {}), match_on, ignore_case)
+        if not in_target:
+            not_in_target.append(label)
+        counted = in_target or absent_dimension == "penalize"
+        tps = tuple(g[k] for k in g if k in p)
+        fns = tuple(g[k] for k in g if k not in p)
+        fps = tuple(p[k] for k in p if k not in g)
+        both_empty = not g and not p
+        precision = _ratio(len(tps), len(tps) + len(fps), both_empty, zero_division)
+        recall = _ratio(len(tps), len(tps) + len(fns), both_empty, zero_division)
+        per_dimension[label] = DimensionResult(
+            ds, name, tps, fps, fns, precision, recall, in_target, counted
+        )
+        if counted:
+            tp_all += len(tps)
+            fp_all += len(fps)
+            fn_all += len(fns)
+            if precision is not None:
+                precisions.append(precision)
+            if recall is not None:
+                recalls.append(recall)
+    nothing = not per_dimension or not any(d.counted for d in per_dimension.values())
+    if nothing:
+        empty = _ratio(0, 0, True, zero_division)
+        macro_p = macro_r = micro_p = micro_r = empty
+    else:
+        macro_p = sum(precisions) / len(precisions) if precisions else None
+        macro_r = sum(recalls) / len(recalls) if recalls else None
+        micro_p = _ratio(tp_all, tp_all + fp_all, tp_all + fp_all + fn_all == 0, zero_division)
+        micro_r = _ratio(tp_all, tp_all + fn_all, tp_all + fp_all + fn_all == 0, zero_division)
+    return TermSelectionResult(
+        per_dimension=per_dimension,
+        macro_precision=macro_p,
+        macro_recall=macro_r,
+        micro_precision=micro_p,
+        micro_recall=micro_r,
+        dimensions_not_in_target=tuple(not_in_target),
+        tp=tp_all,
+        fp=fp_all,
+        fn=fn_all,
+        policy={
+            "match_on": match_on,
+            "absent_dimension": absent_dimension,
+            "zero_division": zero_division,
+        },
+    )

@@ -1,0 +1,14 @@
+"""Scorers: thin adapters from a case and an output to a metric, returning a Score."""
+
+from queryeval.scorers._base import NoOptions, Scorer, ScoringContext
+from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer, scorer_class
+
+__all__ = [
+    "NoOptions",
+    "Scorer",
+    "ScoringContext",
+    "build_scorer",
+    "known_scorers",
+    "register_scorer",
+    "scorer_class",
+]

@@ -1,0 +1,118 @@
+"""The scorer protocol: a named, option-recording adapter from (case, output) to a Score."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from queryeval.cases import Case, Output, Score
+
+if TYPE_CHECKING:
+    from queryeval.config import ScorerConfig, SuiteConfig
+
+T = TypeVar("T")
+
+
+class NoOptions(BaseModel):
+    """Options of a scorer that takes none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScoringContext:
+    """What scorers may need beyond the case and output: the suite, caches, and lazily built
+    shared resources (engines, the judge, the embedder), each built once per run."""
+
+    def __init__(self, suite: SuiteConfig | None = None, cache_dir: Path | None = None) -> None:
+        self.suite = suite
+        self.cache_dir = cache_dir or Path(".queryeval-cache")
+        self._resources: dict[str, Any] = {}
+
+    def resource(self, key: str, factory: Callable[[], T]) -> T:
+        """The shared resource under `key`, built by `factory` on first use."""
+        if key not in self._resources:
+            self._resources[key] = factory()
+        return self._resources[key]  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Close every resource that can be closed (engines, clients), newest first."""
+        for res in reversed(list(self._resources.values())):
+            close = getattr(res, "close", None)
+            if callable(close):
+                try:
+                    result = close()
+                    if inspect.isawaitable(result):  # pragma: no cover - async close
+                        result.close()  # type: ignore[attr-defined]
+                except Exception:  # noqa: S110 - closing is best effort
+                    pass
+        self._resources.clear()
+
+
+class Scorer:
+    """Base class. Subclasses set `name`, an `Options` model, and implement `score`.
+
+    `score` may be a coroutine function (then `is_async` is true). `aggregate` adds
+    dataset-level figures beyond the mean of the values (e.g. micro averages).
+    """
+
+    name: ClassVar[str] = ""
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    default_threshold: ClassVar[float | None] = None
+    # Whether the scorer should see a system's failed output (else it scores 0 and fails).
+    scores_system_errors: ClassVar[bool] = False
+
+    def __init__(self, options: BaseModel, config: ScorerConfig | None = None) -> None:
+        self.options = options
+        self.config = config
+        threshold = config.threshold if config is not None else None
+        self.threshold = threshold if threshold is not None else self.default_threshold
+
+    @property
+    def label(self) -> str:
+        """Key of this scorer's scores in results."""
+        return self.config.label if self.config is not None else self.name
+
+    @property
+    def is_async(self) -> bool:
+        """True when `score` is a coroutine function."""
+        return inspect.iscoroutinefunction(self.score)
+
+    def describe(self) -> dict[str, Any]:
+        """Name and every option, so a stored run can re-create this scorer."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "options": self.options.model_dump(mode="json"),
+            "threshold": self.threshold,
+        }
+
+    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:  # noqa: B027
+        """Called once before scoring (e.g. to execute gold queries). Default: nothing."""
+
+    def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
+        """Score one output against one case."""
+        raise NotImplementedError
+
+    def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
+        """Dataset-level figures beyond mean/CI of the values. Default: none."""
+        return {}
+
+    def finish(self, score: Score) -> Score:
+        """Apply the pass threshold when the scorer did not decide `passed` itself."""
+        if score.passed is None and score.status == "ok" and self.threshold is not None:
+            assert score.value is not None
+            score.passed = score.value >= self.threshold - 1e-12
+        return score
+
+    def system_failed(self, output: Output) -> Score:
+        """The score of an output whose system crashed or gave nothing: 0, failed."""
+        return Score(
+            value=0.0,
+            passed=False,
+            explanation=f"system error: {output.error}",
+            details={"system_error": output.error},
+        )

@@ -1,0 +1,65 @@
+"""The scorer registry: names -> scorer classes, imported lazily so heavy ones cost nothing
+until a suite uses them. Third-party scorers register with `register_scorer` or the
+`queryeval.scorers` entry-point group."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from functools import cache
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, TypeVar
+
+from queryeval.scorers._base import Scorer
+
+if TYPE_CHECKING:
+    from queryeval.config import ScorerConfig
+
+S = TypeVar("S", bound=type[Scorer])
+
+# Built-in scorers: name -> "module:Class". One line each; the module is imported on first use.
+_BUILTIN: dict[str, str] = {
+    "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
+}
+_REGISTERED: dict[str, type[Scorer]] = {}
+
+
+def register_scorer(name: str) -> Callable[[S], S]:
+    """Class decorator: register a Scorer subclass under `name`."""
+
+    def deco(cls: S) -> S:
+        cls.name = name
+        _REGISTERED[name] = cls
+        return cls
+
+    return deco
+
+
+@cache
+def _plugins() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group="queryeval.scorers")}
+
+
+def known_scorers() -> set[str]:
+    """Every scorer name a suite may use."""
+    return set(_BUILTIN) | set(_REGISTERED) | set(_plugins())
+
+
+def scorer_class(name: str) -> type[Scorer]:
+    """The class registered under `name` (KeyError if unknown)."""
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    target = _BUILTIN.get(name) or _plugins().get(name)
+    if target is None:
+        raise KeyError(name)
+    module, _, attr = target.partition(":")
+    cls: type[Scorer] = getattr(importlib.import_module(module), attr)
+    _REGISTERED.setdefault(name, cls)
+    return cls
+
+
+def build_scorer(config: ScorerConfig) -> Scorer:
+    """A scorer instance from its suite configuration (options validated by its model)."""
+    cls = scorer_class(config.name)
+    options = cls.Options.model_validate(config.options)
+    return cls(options, config)

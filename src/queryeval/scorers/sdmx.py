@@ -1,0 +1,157 @@
+"""Scorer `term_selection` (seed 001): SDMX indicator/term selection precision and recall."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from queryeval.cases import Case, Output, Score
+from queryeval.metrics import term_selection
+from queryeval.scorers._base import Scorer, ScoringContext
+from queryeval.scorers._registry import register_scorer
+
+
+class TermSelectionOptions(BaseModel):
+    """Options of `term_selection`; see `queryeval.metrics.term_selection` for the policies."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    match_on: Literal["id", "id_and_name"] = "id"
+    absent_dimension: Literal["penalize", "ignore"] = "penalize"
+    zero_division: Literal["agreement", "zero", "one", "exclude"] = "agreement"
+    ignore_case: bool = False
+    value: Literal["macro_f1", "macro_recall", "macro_precision", "micro_f1"] = "macro_f1"
+    codelist: str | None = None
+    codelist_map: dict[str, str] = {}
+
+
+@register_scorer("term_selection")
+class TermSelectionScorer(Scorer):
+    """Per-dimension TP/FP/FN; the value is the case's macro F1 unless `value` says otherwise.
+    A case passes when its value reaches the threshold (default 1.0: exactly right)."""
+
+    Options = TermSelectionOptions
+    default_threshold = 1.0
+    options: TermSelectionOptions
+
+    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """Load the SDMX-ML codelists once, when the suite names a file."""
+        if self.options.codelist and ctx.suite is not None:
+            from queryeval.scorers._codelists import load_codelists
+
+            path = ctx.suite.resolve(self.options.codelist)
+            ctx.resource(f"codelists:{path}", lambda: load_codelists(path))
+
+    def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
+        target = case.target
+        if target is None or target.indicator_selection is None:
+            return Score.unscored("the case has no indicator_selection target")
+        if output.error and not output.attempts:
+            return self.system_failed(output)
+        final = output.final
+        selected = final.indicator_selection if final is not None else None
+        unknown: list[dict[str, str]] = []
+        gold: Any = target.indicator_selection
+        pred: Any = selected or []
+        if self.options.codelist and ctx.suite is not None:
+            from queryeval.scorers._codelists import check_and_name
+
+            path = ctx.suite.resolve(self.options.codelist)
+            lists = ctx.resource(f"codelists:{path}", lambda: {})
+            pred, unknown = check_and_name(pred, lists, self.options.codelist_map)
+            gold, _ = check_and_name(gold, lists, self.options.codelist_map)
+        o = self.options
+        result = term_selection(
+            gold,
+            pred,
+            match_on=o.match_on,
+            absent_dimension=o.absent_dimension,
+            zero_division=o.zero_division,
+            ignore_case=o.ignore_case,
+        )
+        metrics = {
+            "macro_precision": result.macro_precision,
+            "macro_recall": result.macro_recall,
+            "macro_f1": result.macro_f1,
+            "micro_precision": result.micro_precision,
+            "micro_recall": result.micro_recall,
+            "micro_f1": result.micro_f1,
+        }
+        value = metrics[o.value]
+        details: dict[str, Any] = {
+            "metrics": metrics,
+            "counts": {"tp": result.tp, "fp": result.fp, "fn": result.fn},
+            "per_dimension": {
+                key: {
+                    "dataset_id": d.dataset_id,
+                    "dimension": d.dimension_name,
+                    "precision": d.precision,
+                    "recall": d.recall,
+                    "in_target": d.in_target,
+                    "counted": d.counted,
+                    "tp": [[t.id, t.name] for t in d.true_positives],
+                    "fp": [[t.id, t.name] for t in d.false_positives],
+                    "fn": [[t.id, t.name] for t in d.false_negatives],
+                }
+                for key, d in result.per_dimension.items()
+            },
+            "dimensions_not_in_target": list(result.dimensions_not_in_target),
+            "text": result.details_text(),
+        }
+        if unknown:
+            details["unknown_codes"] = unknown
+        if value is None:
+            return Score(status="unscored", details=details, explanation="0/0 excluded by policy")
+        return Score(value=value, details=details)
+
+    def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
+        """Seed 001's dataset metrics (mean macro P/R over cases), pooled micro P/R, and
+        per-dimension figures across cases."""
+        from queryeval.stats import mean_or_none
+
+        ok = [s for s in scores if s.status == "ok" and "metrics" in s.details]
+        tp = sum(s.details["counts"]["tp"] for s in ok)
+        fp = sum(s.details["counts"]["fp"] for s in ok)
+        fn = sum(s.details["counts"]["fn"] for s in ok)
+        dims: dict[str, dict[str, Any]] = {}
+        for s in ok:
+            for d in s.details["per_dimension"].values():
+                if not d["counted"]:
+                    continue
+                agg = dims.setdefault(
+                    d["dimension"], {"precision": [], "recall": [], "tp": 0, "fp": 0, "fn": 0}
+                )
+                if d["precision"] is not None:
+                    agg["precision"].append(d["precision"])
+                if d["recall"] is not None:
+                    agg["recall"].append(d["recall"])
+                agg["tp"] += len(d["tp"])
+                agg["fp"] += len(d["fp"])
+                agg["fn"] += len(d["fn"])
+        return {
+            "data_query_metrics": {
+                "cases": len(ok),
+                "macro_precision": mean_or_none(s.details["metrics"]["macro_precision"] for s in ok),
+                "macro_recall": mean_or_none(s.details["metrics"]["macro_recall"] for s in ok),
+                "micro_precision": tp / (tp + fp) if tp + fp else None,
+                "micro_recall": tp / (tp + fn) if tp + fn else None,
+                "tp": tp,
+                "fp": fp,
+                "fn": fn,
+            },
+            "per_dimension": {
+                name: {
+                    "cases": max(len(a["precision"]), len(a["recall"])),
+                    "mean_precision": mean_or_none(a["precision"]),
+                    "mean_recall": mean_or_none(a["recall"]),
+                    "micro_precision": a["tp"] / (a["tp"] + a["fp"]) if a["tp"] + a["fp"] else None,
+                    "micro_recall": a["tp"] / (a["tp"] + a["fn"]) if a["tp"] + a["fn"] else None,
+                    "tp": a["tp"],
+                    "fp": a["fp"],
+                    "fn": a["fn"],
+                }
+                for name, a in sorted(dims.items())
+            },
+        }

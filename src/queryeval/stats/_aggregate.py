@@ -1,0 +1,12 @@
+"""Plain aggregates that skip missing values instead of counting them as zero."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+
+def mean_or_none(values: Iterable[float | None]) -> float | None:
+    """Mean of the values that are present (not None, not NaN); None when there are none."""
+    kept = [v for v in values if v is not None and not math.isnan(v)]
+    return math.fsum(kept) / len(kept) if kept else None
