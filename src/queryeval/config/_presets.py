@@ -12,6 +12,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "sdmx_selection": {
         "scorers": [{"name": "term_selection"}],
     },
+    # seed 004: RAG answers, binary semantic similarity at the seed's fixed 0.75
+    "rag_answers": {
+        "scorers": [{"name": "answer", "options": {"evaluation_method": "semantic_fixed"}}],
+    },
 }
 
 

