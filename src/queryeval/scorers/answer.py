@@ -72,6 +72,11 @@ class AnswerScorer(Scorer):
         self._judge_missing: str | None = None
 
     @property
+    def judge_missing(self) -> str | None:
+        """Why no judge is available (None when there is one); known after `prepare`."""
+        return None if self._judge is not None else (self._judge_missing or NO_JUDGE)
+
+    @property
     def method(self) -> str:
         """The evaluation method in use."""
         return self.options.evaluation_method
