@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from queryeval._validation import input_error
-from queryeval._yaml import load_yaml
+from queryeval._yaml import Located, load_yaml
 from queryeval.config._model import SuiteConfig
 from queryeval.config._presets import PRESETS, apply_preset
 from queryeval.errors import InputError
@@ -38,10 +38,10 @@ def load_suite(path: str | Path) -> SuiteConfig:
     return suite
 
 
-def _check_scorers(suite: SuiteConfig, path: Path, doc: object) -> None:
+def _check_scorers(suite: SuiteConfig, path: Path, doc: Located) -> None:
     from queryeval.scorers import build_scorer, known_scorers
 
-    line_of = getattr(doc, "line_of", lambda loc: None)
+    line_of = doc.line_of
     for i, sc in enumerate(suite.scorers):
         if sc.name not in known_scorers():
             raise InputError(
@@ -54,7 +54,10 @@ def _check_scorers(suite: SuiteConfig, path: Path, doc: object) -> None:
             build_scorer(sc)
         except ValidationError as exc:
             raise input_error(
-                exc, path=path, located=doc, base=("scorers", i, "options")  # type: ignore[arg-type]
+                exc,
+                path=path,
+                located=doc,
+                base=("scorers", i, "options"),
             ) from None
         except (ValueError, TypeError) as exc:
             raise InputError(

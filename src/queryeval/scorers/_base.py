@@ -36,7 +36,7 @@ class ScoringContext:
         """The shared resource under `key`, built by `factory` on first use."""
         if key not in self._resources:
             self._resources[key] = factory()
-        return self._resources[key]  # type: ignore[no-any-return]
+        return self._resources[key]
 
     def close(self) -> None:
         """Close every resource that can be closed (engines, clients), newest first."""
@@ -47,7 +47,7 @@ class ScoringContext:
                     result = close()
                     if inspect.isawaitable(result):  # pragma: no cover - async close
                         result.close()  # type: ignore[attr-defined]
-                except Exception:  # noqa: S110 - closing is best effort
+                except Exception:
                     pass
         self._resources.clear()
 
@@ -90,7 +90,7 @@ class Scorer:
             "threshold": self.threshold,
         }
 
-    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:  # noqa: B027
+    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Called once before scoring (e.g. to execute gold queries). Default: nothing."""
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
@@ -99,6 +99,10 @@ class Scorer:
 
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """Dataset-level figures beyond mean/CI of the values. Default: none."""
+        return {}
+
+    def report_columns(self, score: Score) -> dict[str, Any]:
+        """Extra per-case columns for tabular reports (Excel overview). Default: none."""
         return {}
 
     def finish(self, score: Score) -> Score:
