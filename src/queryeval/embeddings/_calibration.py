@@ -29,6 +29,9 @@ class Calibration(BaseModel):
         default=None, description="the best of the seed's grid 0.50..0.90 alone"
     )
     coarse_score: float | None = None
+    default_score: float | None = Field(
+        default=None, description="the metric at the seed's fixed 0.75, for comparison"
+    )
     suite: str | None = None
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 

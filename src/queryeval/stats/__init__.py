@@ -8,9 +8,12 @@ from queryeval.stats._grid import (
     Leaderboard,
     MethodComparison,
     RankCorrelation,
+    base_system,
     compare_methods,
     format_leaderboard,
+    grid_section,
     leaderboard,
+    scores_by_config,
 )
 from queryeval.stats._summary import summarize, summarize_scorer
 
@@ -21,14 +24,17 @@ __all__ = [
     "Leaderboard",
     "MethodComparison",
     "RankCorrelation",
+    "base_system",
     "check_gates",
     "compare_methods",
     "format_leaderboard",
+    "grid_section",
     "leaderboard",
     "mean_ci",
     "mean_or_none",
     "metric_value",
     "parse_gate",
+    "scores_by_config",
     "summarize",
     "summarize_scorer",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -237,14 +237,65 @@ def _finite(x: Any) -> float | None:
 
 def format_leaderboard(board: Leaderboard, *, title: str = "", limit: int | None = None) -> str:
     """A plain-text table of the leaderboard (for scripts and logs)."""
-    pct = round(board.confidence * 100)
+    rows = board.rows[:limit]
+    width = max([len("configuration"), *(len(r.config) for r in rows)])
+    ci_head = f"{round(board.confidence * 100)}% CI"
     lines = [title] if title else []
-    ci_head = f"{pct}% CI"
-    lines.append(f"{'rank':>4}  {'configuration':<44} {'mean':>6}  {ci_head:<16} {'n':>4}  p_best")
-    for r in board.rows[:limit]:
-        mean = f"{r.mean:.3f}" if r.mean is not None else "  -  "
+    lines.append(
+        f"{'rank':>4}  {'configuration':<{width}}  {'mean':>6}  {ci_head:<16} {'n':>4}  p_best"
+    )
+    for r in rows:
+        mean = f"{r.mean:.3f}" if r.mean is not None else "-"
         ci = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low is not None else "-"
         pb = f"{r.p_best:.2f}" if r.p_best is not None else "-"
         rank = str(r.rank) if r.rank is not None else "-"
-        lines.append(f"{rank:>4}  {r.config:<44} {mean:>6}  {ci:<16} {r.n:>4}  {pb}")
+        lines.append(f"{rank:>4}  {r.config:<{width}}  {mean:>6}  {ci:<16} {r.n:>4}  {pb}")
     return "\n".join(lines)
+
+
+def base_system(config_name: str) -> str:
+    """`rag[top_k=3,chunk_size=50]` -> `rag` (the runner names grid points this way)."""
+    return config_name.split("[", 1)[0]
+
+
+def scores_by_config(
+    records: Iterable[Mapping[str, Any]], label: str
+) -> dict[str, dict[str, float | None]]:
+    """config -> case id -> value of scorer `label` from run records (None unless status ok)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for rec in records:
+        score = (rec.get("scores") or {}).get(label)
+        if score is None:
+            continue
+        ok = score.get("status", "ok") == "ok" and score.get("value") is not None
+        out.setdefault(rec["system"], {})[str(rec["case_id"])] = (
+            float(score["value"]) if ok else None
+        )
+    return out
+
+
+def grid_section(
+    records: Sequence[Mapping[str, Any]],
+    labels: Sequence[str],
+    *,
+    seed: int = 0,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> dict[str, MethodComparison]:
+    """For every system run as a grid (two or more configurations): the leaderboard of each
+    scorer label and the side-by-side of all labels, from run records."""
+    groups: dict[str, list[str]] = {}
+    for rec in records:
+        configs = groups.setdefault(base_system(rec["system"]), [])
+        if rec["system"] not in configs:
+            configs.append(rec["system"])
+    per_label = {label: scores_by_config(records, label) for label in labels}
+    out: dict[str, MethodComparison] = {}
+    for base, configs in groups.items():
+        if len(configs) < 2:
+            continue
+        by_method = {label: {c: per_label[label].get(c, {}) for c in configs} for label in labels}
+        out[base] = compare_methods(
+            by_method, confidence=confidence, n_resamples=n_resamples, seed=seed
+        )
+    return out
