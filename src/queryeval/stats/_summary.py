@@ -118,7 +118,7 @@ def summarize(
         entry["scorers"] = {}
         for label, scorer in scorers.items():
             scores = [
-                Score.model_construct(**r["scores"][label]) for r in recs if label in r["scores"]
+                Score.model_validate(r["scores"][label]) for r in recs if label in r["scores"]
             ]
             entry["scorers"][label] = summarize_scorer(scorer, rec_cases, scores, seed)
         entry["by_tag"] = _by_tag(rec_cases, recs, list(scorers))
