@@ -48,9 +48,11 @@ def test_seed_case_loads_unchanged(tmp_path: Path) -> None:
     assert case.question == "Could you give me the population numbers for Mexico?"
     target = case.target
     assert target is not None and target.indicator_selection is not None
-    dims = target.indicator_selection[0].dimensions or []
-    assert [d.dimension_name for d in dims] == ["INDICATOR", "COUNTRY"]
-    assert dims[0].values and dims[0].values[0].id == "LP"
+    dims = target.indicator_selection[0].get("dimensions") or []
+    assert [d["dimension_name"] for d in dims] == ["INDICATOR", "COUNTRY"]
+    assert dims[0].get("values") == [
+        {"id": "LP", "name": "Population, Persons for countries / Index for country groups"}
+    ]
 
 
 def test_list_files_multi_documents_jsonl_and_globs(tmp_path: Path) -> None:
@@ -90,6 +92,12 @@ def test_query_and_answer_shorthands_and_any_of_targets(tmp_path: Path) -> None:
         ("id: x\nconversation:\n- content: q\n  colour: red\n", 4, "unknown field"),
         ("id: x\nconversation:\n- content: q\n  role: robot\n", 4, "role"),
         ("id: x\nconversation: []\n", 2, "at least 1"),
+        (
+            "id: x\nconversation:\n- content: q\n  target:\n    indicator_selection:\n"
+            "    - dataset_id: D\n      dimensions:\n      - dimension_nam: X\n",
+            8,
+            "conversation[0].target.indicator_selection[0].dimensions[0].dimension_name: missing",
+        ),
     ],
 )
 def test_bad_cases_name_file_and_line(tmp_path: Path, text: str, line: int, fragment: str) -> None:

@@ -171,13 +171,23 @@ def test_repeated_terms_count_once_and_case_folding_is_optional() -> None:
     assert folded.per_dimension["COUNTRY"].precision == 1.0
 
 
-def test_models_and_dicts_give_the_same_result() -> None:
-    from queryeval.cases import DatasetSelection
+def test_objects_with_attributes_and_dicts_give_the_same_result() -> None:
+    from types import SimpleNamespace as NS
 
-    models = [DatasetSelection.model_validate(d) for d in SEED_SELECTED]
-    a = term_selection(SEED_TARGET, models)
-    b = term_selection(SEED_TARGET, SEED_SELECTED)
-    assert a == b
+    objects = [
+        NS(
+            dataset_id=d["dataset_id"],
+            dimensions=[
+                NS(
+                    dimension_name=dim["dimension_name"],
+                    values=[NS(id=v["id"], name=v.get("name")) for v in dim["values"]],
+                )
+                for dim in d["dimensions"]
+            ],
+        )
+        for d in SEED_SELECTED
+    ]
+    assert term_selection(SEED_TARGET, objects) == term_selection(SEED_TARGET, SEED_SELECTED)
 
 
 def test_bad_policy_is_named() -> None:

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 MatchOn = Literal["id", "id_and_name"]
 AbsentPolicy = Literal["penalize", "ignore"]
 ZeroDivision = Literal["agreement", "zero", "one", "exclude"]
 
 
-@dataclass(frozen=True, slots=True)
-class TermRef:
-    """A term as shown in reports: its ID and (if known) its name."""
+class TermRef(NamedTuple):
+    """A term as shown in reports: its ID and (if known) its name. A named tuple, because
+    cases hold many of them and tuples are built several times faster than dataclasses."""
 
     id: str
     name: str | None = None
@@ -132,10 +132,16 @@ def _ratio(num: int, den: int, both_empty: bool, policy: ZeroDivision) -> float 
 
 
 def _get(obj: Any, key: str) -> Any:
-    # `type(...) is dict` first: an ABC isinstance check costs more than the lookup itself
-    if type(obj) is dict or isinstance(obj, Mapping):
+    # plain dicts and models first: an ABC isinstance check costs more than the lookup itself
+    if type(obj) is dict:
         return obj.get(key)
-    return getattr(obj, key, None)
+    value = getattr(obj, key, _MISSING)
+    if value is _MISSING:
+        return obj.get(key) if isinstance(obj, Mapping) else None
+    return value
+
+
+_MISSING = object()
 
 
 def _dimensions(
@@ -144,15 +150,23 @@ def _dimensions(
     """{(dataset, dimension): {match key: term}} from the seed structure (models or dicts);
     the first occurrence of a key wins, so repeated terms count once."""
     out: dict[tuple[str, str], dict[Any, TermRef]] = {}
-    by_name = match_on == "id_and_name"
+    plain = match_on == "id" and not ignore_case
     for dataset in selection or ():
         ds = str(_get(dataset, "dataset_id"))
         for dim in _get(dataset, "dimensions") or ():
             terms = out.setdefault((ds, str(_get(dim, "dimension_name"))), {})
             for value in _get(dim, "values") or ():
-                ident, name = str(_get(value, "id")), _get(value, "name")
+                if type(value) is dict:
+                    ident, name = value.get("id"), value.get("name")
+                else:
+                    ident, name = _get(value, "id"), _get(value, "name")
+                ident = ident if type(ident) is str else str(ident)
+                if plain:  # the default, and the hot path: key on the ID as written
+                    if ident not in terms:
+                        terms[ident] = TermRef(ident, name)
+                    continue
                 key: Any = ident.casefold() if ignore_case else ident
-                if by_name:
+                if match_on == "id_and_name":
                     label = name or ""
                     key = (key, label.casefold() if ignore_case else label)
                 if key not in terms:

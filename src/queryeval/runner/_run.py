@@ -204,8 +204,13 @@ def _record(
     }
 
 
-def _slim(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in record.items() if k != "output"}
+def _slim(record: dict[str, Any], scores: dict[str, Score] | None = None) -> dict[str, Any]:
+    """What the summary needs of a record: everything but the output, scores as models."""
+    slim = {k: v for k, v in record.items() if k not in ("output", "scores")}
+    if scores is None:
+        scores = {k: Score.model_validate(v) for k, v in record["scores"].items()}
+    slim["scores"] = scores
+    return slim
 
 
 class Runner:
@@ -309,7 +314,7 @@ class Runner:
             assert system.predictions is not None
             output = system.predictions.get(case.id)
             scores = {label: _score_sync(s, case, output, self.ctx) for label, s in scorers.items()}
-            self._keep(_record(system.name, case, output, scores, scorers))
+            self._keep(_record(system.name, case, output, scores, scorers), scores)
             bar.advance()
 
     async def _run_async(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
@@ -336,14 +341,14 @@ class Runner:
                     *(_score_async(s, case, output, self.ctx) for s in scorers.values())
                 )
                 scores = dict(zip(scorers, results, strict=True))
-                self._keep(_record(system.name, case, output, scores, scorers))
+                self._keep(_record(system.name, case, output, scores, scorers), scores)
                 bar.advance()
 
         await asyncio.gather(*(worker() for _ in range(n_workers)))
 
-    def _keep(self, record: dict[str, Any]) -> None:
+    def _keep(self, record: dict[str, Any], scores: dict[str, Score]) -> None:
         self.store.append(record)
-        self.slim.append(_slim(record))
+        self.slim.append(_slim(record, scores))
 
     # --- after the run ------------------------------------------------------------------
 
