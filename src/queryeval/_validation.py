@@ -55,13 +55,13 @@ def _drop_type_tags(loc: Loc, data: Any) -> Loc:
     only the parts that exist in the input, plus a final missing field name."""
     out: list[str | int] = []
     for i, part in enumerate(loc):
-        last = i == len(loc) - 1
-        if (isinstance(data, dict) and part in data) or (
+        present = (isinstance(data, dict) and part in data) or (
             isinstance(data, list) and isinstance(part, int) and part < len(data)
-        ):
+        )
+        if present:
             out.append(part)
-            data = data[part]
-        elif last or not isinstance(data, dict | list):
+            data = data[part]  # type: ignore[index]
+        elif i == len(loc) - 1 or not isinstance(data, dict | list):
             out.append(part)
     return tuple(out)
 
