@@ -60,7 +60,7 @@ def _drop_type_tags(loc: Loc, data: Any) -> Loc:
         )
         if present:
             out.append(part)
-            data = data[part]  # type: ignore[index]
+            data = data[part]
         elif i == len(loc) - 1 or not isinstance(data, dict | list):
             out.append(part)
     return tuple(out)
