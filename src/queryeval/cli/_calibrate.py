@@ -84,6 +84,7 @@ def calibrate(
     from queryeval.metrics import confusion_at, find_threshold, metric_from_confusion
     from queryeval.runner._run import _cache_dir
     from queryeval.scorers import ScoringContext
+    from queryeval.scorers.answer import expected_answers
     from queryeval.systems import PredictionsFile
 
     if metric not in ("accuracy", "f1"):
@@ -105,7 +106,7 @@ def calibrate(
     labels: list[int] = []
     skipped = 0
     for case in cases:
-        refs = [t.answer.text for t in case.targets if t.answer is not None and t.answer.text]
+        refs = [a.text for a in expected_answers(case)]
         final = outputs.get(case.id).final
         label = _label(case.labels.get("correct"), final.correct if final else None)
         if not refs or final is None:

@@ -175,7 +175,9 @@ class OpenAIBackend:
             batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]
             self.calls += 1
             try:
-                resp = client.embeddings.create(model=self.model, input=batch, **extra)
+                resp = client.embeddings.create(
+                    model=self.model, input=batch, encoding_format="float", **extra
+                )
             except openai.OpenAIError as exc:
                 raise EmbeddingsUnavailable(f"embeddings endpoint failed: {exc}") from exc
             data = sorted(resp.data, key=lambda d: d.index)

@@ -14,7 +14,9 @@ def normalize_text(text: str) -> str:
     Hand-written with `unicodedata` because no small library does exactly this: rapidfuzz's
     `default_process` keeps accents, and "Bogotá" must match "bogota".
     """
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    # Unicode's compatibility caseless form: NFKD(casefold(NFKD(casefold(NFD(text))))).
+    decomposed = unicodedata.normalize("NFD", text).casefold()
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", decomposed).casefold())
     kept = (
         " " if unicodedata.category(c)[0] in "PSZC" else c
         for c in decomposed

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from queryeval.cases import Case, Output, Score
+from queryeval.cases import Answer, Case, Output, Score
 from queryeval.metrics import keyword_match, keyword_score_legacy, metric_from_confusion
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
@@ -170,8 +170,7 @@ class AnswerScorer(Scorer):
         self, case: Case, output: Output, ctx: ScoringContext
     ) -> Score:
         """Score the final answer of `output` with the configured method."""
-        target = case.target
-        if target is None or target.answer is None:
+        if not expected_answers(case):
             return Score.unscored("the case has no expected answer", method=self.method)
         if output.error and not output.attempts:
             return self.system_failed(output)
@@ -305,13 +304,13 @@ class AnswerScorer(Scorer):
         return Score(value=value, explanation=verdict.reasoning, details=details)
 
     async def _ask_judge(self, case: Case, answer: str) -> Any:
-        target = case.target
-        assert target is not None and target.answer is not None
+        expected = expected_answers(case)
+        assert expected
         return await self._judge.judge(
             "answer_correctness",
             {
                 "question": case.question,
-                "expected_answer": target.answer.text,
+                "expected_answer": expected[0].text,
                 "generated_answer": answer,
             },
         )
@@ -361,17 +360,26 @@ class AnswerScorer(Scorer):
         return out
 
 
+def expected_answers(case: Case) -> list[Answer]:
+    """Every accepted expected answer of the case (main target first), as Answer models."""
+    out: list[Answer] = []
+    for t in case.targets:
+        a = t.answer
+        if isinstance(a, str):
+            a = Answer(text=a)
+        if a is not None and a.text:
+            out.append(a)
+    return out
+
+
 def _references(case: Case) -> list[str]:
     """Every accepted reference answer text of the case (main target first)."""
-    return [t.answer.text for t in case.targets if t.answer is not None and t.answer.text]
+    return [a.text for a in expected_answers(case)]
 
 
 def _keyword_sets(case: Case) -> list[list[str]]:
     """Per accepted target: its keywords, or (the seed's `expected`) the whole answer text."""
-    sets = [
-        list(t.answer.keywords) or [t.answer.text] for t in case.targets if t.answer is not None
-    ]
-    return sets or [[]]
+    return [list(a.keywords) or [a.text] for a in expected_answers(case)] or [[]]
 
 
 def _judge_from(ctx: ScoringContext) -> tuple[Any, str | None]:
@@ -383,7 +391,10 @@ def _judge_from(ctx: ScoringContext) -> tuple[Any, str | None]:
     if factory is None:
         return None, "the LLM judge is not available in this installation (queryeval.judges)"
     judge = factory(ctx)
-    return (judge, None) if judge is not None else (None, NO_JUDGE)
+    if judge is not None:
+        return judge, None
+    how = getattr(importlib.import_module("queryeval.judges"), "HOW_TO_CONFIGURE", NO_JUDGE)
+    return None, str(how)
 
 
 def _verdict_details(verdict: Any) -> dict[str, Any]:

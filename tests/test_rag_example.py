@@ -1,0 +1,154 @@
+"""The RAG example end to end: the BM25 system, calibration on the labelled validation set
+(checked against brute force), and a small grid run analysed by `queryeval grid`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import orjson
+import pytest
+from sklearn.metrics import accuracy_score, f1_score
+
+from queryeval.cases import load_cases
+from queryeval.cli._calibrate import calibrate, calibrate_command
+from queryeval.cli._grid import grid_report
+from queryeval.config import load_suite
+from queryeval.embeddings import BUNDLED_MODEL_ID, load_calibration, similarity
+from queryeval.errors import InputError
+from queryeval.runner import run_suite
+
+ROOT = Path(__file__).resolve().parent.parent
+RAG = ROOT / "examples" / "rag"
+
+
+@pytest.fixture
+def rag_system(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    from examples.rag import system
+
+    return system
+
+
+def test_corpus_and_cases_are_well_formed() -> None:
+    rows = [orjson.loads(x) for x in (RAG / "data" / "corpus.jsonl").read_bytes().splitlines()]
+    assert len(rows) == 200 and len({r["id"] for r in rows}) == 200
+    assert all(r["text"].strip() and r["title"].strip() for r in rows)
+    cases = load_cases("cases/*.yaml", RAG)
+    assert len(cases) >= 40
+    assert all(c.target and c.target.answer and c.target.answer.keywords for c in cases)
+    labelled = load_cases("validation/cases.yaml", RAG)
+    assert {c.labels["correct"] for c in labelled} == {0, 1}
+
+
+def test_bm25_system_retrieves_and_extracts(rag_system) -> None:
+    class Q:
+        question = "What is the highest mountain in Veland?"
+
+    out = rag_system.answer(Q(), top_k=3, chunk_size=20, answer_sentences=1)
+    assert "p010" in out["retrieved"] and len(out["retrieved"]) == 3
+    assert "Mount Skarra" in out["answer"]
+    longer = rag_system.answer(Q(), top_k=3, chunk_size=20, answer_sentences=2)
+    assert longer["answer"].startswith(out["answer"]) and len(longer["answer"]) > len(out["answer"])
+    # chunking keeps whole sentences and respects the size unless one sentence is longer
+    chunks = rag_system.chunk("One two three. Four five. Six seven eight nine.", 5)
+    assert chunks == ["One two three. Four five.", "Six seven eight nine."]
+    assert rag_system.chunk("A b. C d.", 0) == ["A b. C d."]
+
+
+def _validation_pairs() -> tuple[list[float], list[int]]:
+    suite = load_suite(RAG / "validation.yaml")
+    cases = {c.id: c for c in load_cases(suite.cases, suite.base_dir)}
+    sims, labels = [], []
+    for line in (RAG / "validation" / "answers.jsonl").read_bytes().splitlines():
+        rec = orjson.loads(line)
+        case = cases[rec["case_id"]]
+        sims.append(similarity(rec["answer"], case.target.answer.text))
+        labels.append(case.labels["correct"])
+    return sims, labels
+
+
+@pytest.mark.parametrize("metric", ["accuracy", "f1"])
+def test_calibration_is_optimal_by_brute_force(tmp_path: Path, metric: str) -> None:
+    out = tmp_path / "cal.json"
+    calibration, path, skipped = calibrate(RAG / "validation.yaml", metric=metric, out=out)
+    assert path == out and skipped == 0 and not calibration.proxy
+    sims, labels = _validation_pairs()
+    assert calibration.n == len(labels) == 50
+
+    def value(t: float) -> float:
+        pred = [int(s >= t) for s in sims]
+        if metric == "accuracy":
+            return float(accuracy_score(labels, pred))
+        return float(f1_score(labels, pred, zero_division=0))
+
+    best = max(value(t) for t in [*sorted(set(sims)), math.inf])
+    assert calibration.score == pytest.approx(best, abs=1e-9)
+    assert value(calibration.threshold) == pytest.approx(best, abs=1e-9)
+    assert calibration.score >= calibration.default_score  # never worse than the seed's 0.75
+    saved = load_calibration(out, model_id=BUNDLED_MODEL_ID)
+    assert saved.threshold == calibration.threshold and saved.suite is not None
+    with pytest.raises(InputError, match="calibrated for embedding model"):
+        load_calibration(out, model_id="openai:text-embedding-3-small")
+
+
+def test_committed_calibration_matches_the_validation_set(tmp_path: Path) -> None:
+    committed = load_calibration(RAG / "calibration.json", model_id=BUNDLED_MODEL_ID)
+    fresh, _, _ = calibrate(RAG / "validation.yaml", out=tmp_path / "c.json")
+    assert committed.threshold == pytest.approx(fresh.threshold, abs=1e-5)
+    assert committed.score == pytest.approx(fresh.score)
+
+
+def test_without_labels_the_proxy_is_announced(tmp_path: Path, capsys) -> None:
+    lines = (RAG / "validation" / "cases.yaml").read_text().replace("correct: 1", "note: 1")
+    (tmp_path / "cases.yaml").write_text(lines.replace("correct: 0", "note: 0"))
+    (tmp_path / "answers.jsonl").write_bytes((RAG / "validation" / "answers.jsonl").read_bytes())
+    (tmp_path / "suite.yaml").write_text(
+        "name: unlabelled\ncases: cases.yaml\n"
+        "systems: [{name: s, predictions: answers.jsonl}]\n"
+        "scorers: [answer]\n"
+    )
+    calibrate_command(tmp_path / "suite.yaml")
+    printed = capsys.readouterr().out
+    assert "WARNING" in printed and "PROXY" in printed
+    saved = json.loads((tmp_path / "calibration.json").read_text())
+    assert saved["proxy"] is True
+    with pytest.raises(InputError, match="F1 needs human"):
+        calibrate(tmp_path / "suite.yaml", metric="f1", out=tmp_path / "f1.json")
+
+
+def test_calibration_needs_a_predictions_system(tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text(
+        f"name: x\ncases: {RAG / 'validation' / 'cases.yaml'}\n"
+        "systems: [{name: s, callable: 'os:getcwd'}]\nscorers: [answer]\n"
+    )
+    with pytest.raises(InputError, match="labelled answers"):
+        calibrate(tmp_path / "suite.yaml")
+
+
+def test_small_grid_run_and_grid_report(tmp_path: Path, rag_system) -> None:
+    suite = load_suite(RAG / "suite.yaml")
+    suite.systems[0].params = {"top_k": [1, 3], "chunk_size": [20], "answer_sentences": [1, 3]}
+    suite.reports = [r for r in suite.reports if r.kind == "json"]
+    result = run_suite(suite, tmp_path / "run", progress=False)
+    systems = result.summary["systems"]
+    assert len(systems) == 4
+    entry = systems["rag[top_k=3,chunk_size=20,answer_sentences=1]"]["scorers"]
+    assert entry["semantic"]["ok"] == 50
+    agg = entry["semantic"]["aggregate"]
+    assert agg["evaluation_method"] == "semantic_fixed" and agg["semantic_threshold"] == 0.75
+    assert entry["calibrated"]["aggregate"]["threshold_source"].startswith("calibration")
+    assert entry["keyword_legacy"]["aggregate"]["share_at_0_5"] > 0
+    assert entry["keyword"]["aggregate"]["share_at_0_5"] == 0
+    run_json = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run_json["scorers"]["semantic"]["evaluation_method"] == "semantic_fixed"
+
+    report = grid_report(tmp_path / "run")
+    section = report["grids"]["rag"]
+    rows = section["leaderboards"]["semantic"]["rows"]
+    assert len(rows) == 4 and rows[0]["rank"] == 1
+    assert set(section["picks"]) == {"semantic", "calibrated", "keyword", "keyword_legacy"}
+    assert section["final_ranking"]["status"] == "unscored"  # no judge in the example suite
+    assert (tmp_path / "run" / "grid.json").exists()
+    assert "ranked by semantic" in section["text"]
