@@ -152,3 +152,25 @@ def test_small_grid_run_and_grid_report(tmp_path: Path, rag_system) -> None:
     assert section["final_ranking"]["status"] == "unscored"  # no judge in the example suite
     assert (tmp_path / "run" / "grid.json").exists()
     assert "ranked by semantic" in section["text"]
+
+
+def test_paraphrase_stress_set_defeats_any_threshold(tmp_path: Path) -> None:
+    """Hand-written wrong-fact answers look as similar as right ones: the best threshold is
+    no better than calling every answer wrong (the majority class)."""
+    calibration, _, _ = calibrate(RAG / "paraphrases.yaml", out=tmp_path / "p.json")
+    cases = load_cases("validation/paraphrase_cases.yaml", RAG)
+    labels = [c.labels["correct"] for c in cases]
+    majority = max(sum(labels), len(labels) - sum(labels)) / len(labels)
+    assert calibration.score == pytest.approx(majority, abs=0.02)
+    # per question: answer a is the right paraphrase, answer b the same frame with a wrong fact
+    answers = {
+        orjson.loads(x)["case_id"]: orjson.loads(x)["answer"]
+        for x in (RAG / "validation" / "paraphrase_answers.jsonl").read_bytes().splitlines()
+    }
+    golds = {c.id: c.target.answer.text for c in cases}
+    questions = sorted({cid[:-1] for cid in golds})
+    wrong_higher = sum(
+        similarity(answers[q + "b"], golds[q + "b"]) > similarity(answers[q + "a"], golds[q + "a"])
+        for q in questions
+    )
+    assert wrong_higher > len(questions) / 2
