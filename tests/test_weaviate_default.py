@@ -138,12 +138,18 @@ def test_order_independence_score_is_invariant_under_permutation() -> None:
     for _ in range(50):
         gold_items = rng.sample(conds, 3)
         pred_items = rng.sample(conds, 3)
-        base = score(q(integer_property_filter=pred_items), q(integer_property_filter=gold_items),
-                     partial_credit=True)
+        base = score(
+            q(integer_property_filter=pred_items),
+            q(integer_property_filter=gold_items),
+            partial_credit=True,
+        )
         shuffled = pred_items[:]
         rng.shuffle(shuffled)
-        assert score(q(integer_property_filter=shuffled), q(integer_property_filter=gold_items),
-                     partial_credit=True) == pytest.approx(base)
+        assert score(
+            q(integer_property_filter=shuffled),
+            q(integer_property_filter=gold_items),
+            partial_credit=True,
+        ) == pytest.approx(base)
 
 
 def test_aggregation_partial_credit_uses_metric_jaccard_and_limit() -> None:
@@ -152,12 +158,20 @@ def test_aggregation_partial_credit_uses_metric_jaccard_and_limit() -> None:
     assert score(pred, gold) == pytest.approx(0.85)
     # property 1, metrics Jaccard 1/2 -> 3/4 of the slot
     assert score(pred, gold, partial_credit=True) == pytest.approx(0.85 + 0.15 * 0.75)
-    gold_t = q(text_property_aggregation={"property_name": "cuisine",
-                                          "metrics": "TOP_OCCURRENCES",
-                                          "top_occurrences_limit": 3})
-    pred_t = q(text_property_aggregation={"property_name": "cuisine",
-                                          "metrics": "TOP_OCCURRENCES",
-                                          "top_occurrences_limit": 5})
+    gold_t = q(
+        text_property_aggregation={
+            "property_name": "cuisine",
+            "metrics": "TOP_OCCURRENCES",
+            "top_occurrences_limit": 3,
+        }
+    )
+    pred_t = q(
+        text_property_aggregation={
+            "property_name": "cuisine",
+            "metrics": "TOP_OCCURRENCES",
+            "top_occurrences_limit": 5,
+        }
+    )
     assert score(pred_t, gold_t) == pytest.approx(0.85)  # the limit counts in default mode
     assert score(pred_t, gold_t, partial_credit=True) == pytest.approx(0.85 + 0.15 * 2 / 3)
 
@@ -171,8 +185,7 @@ def test_numeric_equivalence_on_integer_properties() -> None:
     [item] = result.components["filters"].slots[0].items
     assert "equivalent" in item.notes[0]
     below = q(integer_property_filter={"property_name": "rating", "operator": "<", "value": 10})
-    below_eq = q(integer_property_filter={"property_name": "rating", "operator": "<=",
-                                          "value": 9})
+    below_eq = q(integer_property_filter={"property_name": "rating", "operator": "<=", "value": 9})
     assert score(below_eq, below, numeric_equivalence=True) == 1.0  # no schema: both ints
     # = 3 is not >= 3
     eq3 = q(integer_property_filter={"property_name": "rating", "operator": "=", "value": 3})
@@ -190,8 +203,10 @@ def test_numeric_equivalence_respects_a_number_typed_property() -> None:
 
 def test_fuzzy_property_names_case_spacing_then_edit_distance() -> None:
     gold = q(integer_property_filter=PRICE_LT_20, groupby_property="price_range")
-    cased = q(integer_property_filter={**PRICE_LT_20, "property_name": "Price"},
-              groupby_property="PriceRange")
+    cased = q(
+        integer_property_filter={**PRICE_LT_20, "property_name": "Price"},
+        groupby_property="PriceRange",
+    )
     # filters and group-by wrong: 0.4 + 0.15 (search) + 0.15 (aggregations, absent)
     assert score(cased, gold) == pytest.approx(0.7)
     result = weaviate_ast(cased, gold, fuzzy_properties=True, schema=SCHEMA)
@@ -199,8 +214,10 @@ def test_fuzzy_property_names_case_spacing_then_edit_distance() -> None:
     [item] = result.components["filters"].slots[0].items
     assert item.notes == ("property 'Price' read as 'price' (case/spacing)",)
     assert "case/spacing" in result.components["groupby"].notes[0]
-    typo = q(integer_property_filter={**PRICE_LT_20, "property_name": "prize"},
-             groupby_property="price_range")
+    typo = q(
+        integer_property_filter={**PRICE_LT_20, "property_name": "prize"},
+        groupby_property="price_range",
+    )
     # without a schema the gold's own names are the candidates: prize -> price (1 edit)
     typo_result = weaviate_ast(typo, gold, fuzzy_properties=True)
     assert typo_result.score == 1.0
@@ -223,25 +240,22 @@ def test_semantic_search_without_similarity_is_unscored_not_zero() -> None:
     # the search weight leaves the mean: (0.4 + 0.15 * 3) / 0.85
     assert result.score == 1.0
     assert score(pred, gold, search="semantic", similarity=lambda a, b: 0.9) == 1.0
-    assert score(pred, gold, search="semantic", similarity=lambda a, b: 0.5) == pytest.approx(
-        0.85
-    )
+    assert score(pred, gold, search="semantic", similarity=lambda a, b: 0.5) == pytest.approx(0.85)
     assert score(pred, gold) == pytest.approx(0.85)  # exact
 
 
 def test_semantic_text_values() -> None:
-    gold = q(text_property_filter={"property_name": "cuisine", "operator": "=",
-                                   "value": "Italian"})
-    pred = q(text_property_filter={"property_name": "cuisine", "operator": "=",
-                                   "value": "italian food"})
+    gold = q(text_property_filter={"property_name": "cuisine", "operator": "=", "value": "Italian"})
+    pred = q(
+        text_property_filter={"property_name": "cuisine", "operator": "=", "value": "italian food"}
+    )
     assert score(pred, gold) == pytest.approx(0.85)
     assert score(pred, gold, semantic_values=True, similarity=lambda a, b: 0.9) == 1.0
     unscored = weaviate_ast(pred, gold, semantic_values=True)
     assert unscored.components["filters"].status == "unscored"
     assert unscored.score == 1.0  # (0.4 + 0.15 * 3) / 0.85
     # equal up to case never needs a similarity
-    same = q(text_property_filter={"property_name": "cuisine", "operator": "=",
-                                   "value": "italian"})
+    same = q(text_property_filter={"property_name": "cuisine", "operator": "=", "value": "italian"})
     assert score(same, gold, semantic_values=True) == 1.0
 
 
@@ -258,9 +272,11 @@ def test_collection_gate_and_weights() -> None:
 
 def test_cross_collection_optimal_assignment_unmatched_score_zero() -> None:
     restaurants = q(integer_property_filter=PRICE_LT_20)
-    hotels = {"target_collection": "Hotels", "search_query": "spa",
-              "boolean_property_filter": {"property_name": "pool", "operator": "=",
-                                          "value": True}}
+    hotels = {
+        "target_collection": "Hotels",
+        "search_query": "spa",
+        "boolean_property_filter": {"property_name": "pool", "operator": "=", "value": True},
+    }
     hotels_missing_filter = {"target_collection": "Hotels", "search_query": "spa"}
     gold = [restaurants, hotels]
     # reordered, and the hotel query lacks its filter (0.85): (1 + 0.85) / 2
@@ -279,17 +295,25 @@ def test_cross_collection_optimal_assignment_unmatched_score_zero() -> None:
 
 
 def test_scores_stay_in_unit_interval() -> None:
-    gold = q(integer_property_filter=PRICE_LT_20, boolean_property_filter=OPEN,
-             integer_property_aggregation={"property_name": "rating", "metrics": "MEAN"},
-             groupby_property="city")
+    gold = q(
+        integer_property_filter=PRICE_LT_20,
+        boolean_property_filter=OPEN,
+        integer_property_aggregation={"property_name": "rating", "metrics": "MEAN"},
+        groupby_property="city",
+    )
     for pred in (gold, q(), {"target_collection": "X"}, q(search_query=None)):
         for mode in ("default", "legacy"):
             assert 0.0 <= score(pred, gold, mode=mode) <= 1.0
 
 
 def test_schema_is_read_in_any_form() -> None:
-    schema = parse_schema({"classes": [{"class": "Restaurants",
-                                        "properties": [{"name": "rating", "dataType": ["int"]}]}]})
+    schema = parse_schema(
+        {
+            "classes": [
+                {"class": "Restaurants", "properties": [{"name": "rating", "dataType": ["int"]}]}
+            ]
+        }
+    )
     gold = q(integer_property_filter={"property_name": "rating", "operator": ">", "value": 4})
     pred = q(integer_property_filter={"property_name": "rating", "operator": ">=", "value": 5})
     assert score(pred, gold, numeric_equivalence=True, schema=schema) == 1.0

@@ -49,8 +49,9 @@ def test_one_sided_filter_is_not_counted_so_it_earns_full_credit() -> None:
     assert slots["integer_property_filter"].counted is False
     assert slots["integer_property_filter"].status == "missing"
     # an invented filter is not counted either
-    assert legacy(q(boolean_property_filter={"property_name": "open", "operator": "=",
-                                             "value": True}), q()) == pytest.approx(1.0)
+    assert legacy(
+        q(boolean_property_filter={"property_name": "open", "operator": "=", "value": True}), q()
+    ) == pytest.approx(1.0)
 
 
 def test_when_no_filter_slot_is_counted_the_filters_add_nothing() -> None:
@@ -74,11 +75,16 @@ def test_wrong_operator_costs_one_third_of_the_filter_weight() -> None:
 
 
 def test_aggregation_metrics_compared_but_not_the_top_occurrences_limit() -> None:
-    gold = q(text_property_aggregation={"property_name": "cuisine",
-                                        "metrics": "TOP_OCCURRENCES",
-                                        "top_occurrences_limit": 3})
-    other_limit = q(text_property_aggregation={**gold["text_property_aggregation"],
-                                               "top_occurrences_limit": 5})
+    gold = q(
+        text_property_aggregation={
+            "property_name": "cuisine",
+            "metrics": "TOP_OCCURRENCES",
+            "top_occurrences_limit": 3,
+        }
+    )
+    other_limit = q(
+        text_property_aggregation={**gold["text_property_aggregation"], "top_occurrences_limit": 5}
+    )
     assert legacy(other_limit, gold) == pytest.approx(1.0)
     wrong_metric = q(integer_property_aggregation={"property_name": "rating", "metrics": "MAX"})
     gold_mean = q(integer_property_aggregation={"property_name": "rating", "metrics": "MEAN"})
@@ -163,45 +169,59 @@ def _maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.one_of(st.none(), strategy)
 
 
-int_filter = st.fixed_dictionaries({
-    "property_name": st.sampled_from(["price", "rating"]),
-    "operator": st.sampled_from(["<", ">=", "="]),
-    "value": st.sampled_from([3, 4, 20]),
-})
-text_filter = st.fixed_dictionaries({
-    "property_name": st.sampled_from(["city", "cuisine"]),
-    "operator": st.sampled_from(["=", "LIKE"]),
-    "value": st.sampled_from(["Rome", "rome"]),
-})
-bool_filter = st.fixed_dictionaries({
-    "property_name": st.sampled_from(["open", "vegan"]),
-    "operator": st.sampled_from(["=", "!="]),
-    "value": st.booleans(),
-})
-int_agg = st.fixed_dictionaries({
-    "property_name": st.sampled_from(["price", "rating"]),
-    "metrics": st.sampled_from(["MEAN", "MAX"]),
-})
-text_agg = st.fixed_dictionaries({
-    "property_name": st.sampled_from(["city"]),
-    "metrics": st.sampled_from(["COUNT", "TOP_OCCURRENCES"]),
-    "top_occurrences_limit": st.sampled_from([None, 3, 5]),
-})
-bool_agg = st.fixed_dictionaries({
-    "property_name": st.sampled_from(["open"]),
-    "metrics": st.sampled_from(["TOTAL_TRUE", "PERCENTAGE_TRUE"]),
-})
-queries = st.fixed_dictionaries({
-    "target_collection": st.sampled_from(["Restaurants", "Restaurants", "Hotels"]),
-    "search_query": st.sampled_from([None, "", "italian", "Italian", "pizza"]),
-    "integer_property_filter": _maybe(int_filter),
-    "text_property_filter": _maybe(text_filter),
-    "boolean_property_filter": _maybe(bool_filter),
-    "integer_property_aggregation": _maybe(int_agg),
-    "text_property_aggregation": _maybe(text_agg),
-    "boolean_property_aggregation": _maybe(bool_agg),
-    "groupby_property": st.sampled_from([None, "city", "cuisine"]),
-})
+int_filter = st.fixed_dictionaries(
+    {
+        "property_name": st.sampled_from(["price", "rating"]),
+        "operator": st.sampled_from(["<", ">=", "="]),
+        "value": st.sampled_from([3, 4, 20]),
+    }
+)
+text_filter = st.fixed_dictionaries(
+    {
+        "property_name": st.sampled_from(["city", "cuisine"]),
+        "operator": st.sampled_from(["=", "LIKE"]),
+        "value": st.sampled_from(["Rome", "rome"]),
+    }
+)
+bool_filter = st.fixed_dictionaries(
+    {
+        "property_name": st.sampled_from(["open", "vegan"]),
+        "operator": st.sampled_from(["=", "!="]),
+        "value": st.booleans(),
+    }
+)
+int_agg = st.fixed_dictionaries(
+    {
+        "property_name": st.sampled_from(["price", "rating"]),
+        "metrics": st.sampled_from(["MEAN", "MAX"]),
+    }
+)
+text_agg = st.fixed_dictionaries(
+    {
+        "property_name": st.sampled_from(["city"]),
+        "metrics": st.sampled_from(["COUNT", "TOP_OCCURRENCES"]),
+        "top_occurrences_limit": st.sampled_from([None, 3, 5]),
+    }
+)
+bool_agg = st.fixed_dictionaries(
+    {
+        "property_name": st.sampled_from(["open"]),
+        "metrics": st.sampled_from(["TOTAL_TRUE", "PERCENTAGE_TRUE"]),
+    }
+)
+queries = st.fixed_dictionaries(
+    {
+        "target_collection": st.sampled_from(["Restaurants", "Restaurants", "Hotels"]),
+        "search_query": st.sampled_from([None, "", "italian", "Italian", "pizza"]),
+        "integer_property_filter": _maybe(int_filter),
+        "text_property_filter": _maybe(text_filter),
+        "boolean_property_filter": _maybe(bool_filter),
+        "integer_property_aggregation": _maybe(int_agg),
+        "text_property_aggregation": _maybe(text_agg),
+        "boolean_property_aggregation": _maybe(bool_agg),
+        "groupby_property": st.sampled_from([None, "city", "cuisine"]),
+    }
+)
 
 
 @settings(max_examples=400, deadline=None)

@@ -65,10 +65,16 @@ def test_openai_tool_calls_with_string_arguments_and_collection_name_alias() -> 
     message = {
         "role": "assistant",
         "tool_calls": [
-            {"id": "1", "type": "function", "function": {"name": "query_database",
-                                                        "arguments": json.dumps(args)}},
-            {"id": "2", "type": "function", "function": {"name": "query_database",
-                                                        "arguments": {"collection_name": "Hotels"}}},
+            {
+                "id": "1",
+                "type": "function",
+                "function": {"name": "query_database", "arguments": json.dumps(args)},
+            },
+            {
+                "id": "2",
+                "type": "function",
+                "function": {"name": "query_database", "arguments": {"collection_name": "Hotels"}},
+            },
         ],
     }
     queries = parse_queries(message)
@@ -93,8 +99,7 @@ def test_several_conditions_in_a_slot_and_operator_spellings() -> None:
                 {"property_name": "price", "operator": "lt", "value": 150.5},
             ],
             "text_property_filter": {"property_name": "city", "operator": "like", "value": 7},
-            "boolean_property_filter": {"property_name": "pool", "operator": "==",
-                                        "value": "true"},
+            "boolean_property_filter": {"property_name": "pool", "operator": "==", "value": "true"},
         }
     )
     assert q.filters[0] == (Condition("stars", ">=", 4), Condition("price", "<", 150.5))
@@ -106,30 +111,42 @@ def test_metric_aliases_and_lists() -> None:
     q = parse_query(
         {
             "target_collection": "Hotels",
-            "integer_property_aggregation": {"property_name": "price",
-                                             "metrics": ["maximum", "AVG"]},
+            "integer_property_aggregation": {
+                "property_name": "price",
+                "metrics": ["maximum", "AVG"],
+            },
         }
     )
     assert q.aggregations[0] == (Aggregation("price", ("MAX", "MEAN")),)
 
 
 def test_unknown_operator_is_named_with_its_place() -> None:
-    bad = {"target_collection": "X",
-           "text_property_filter": {"property_name": "a", "operator": ">", "value": "b"}}
+    bad = {
+        "target_collection": "X",
+        "text_property_filter": {"property_name": "a", "operator": ">", "value": "b"},
+    }
     with pytest.raises(UnknownOperatorError) as info:
         parse_query(bad)
     assert "'>'" in str(info.value)
     assert "text filter" in str(info.value)
     assert info.value.where == "text_property_filter.operator"
     with pytest.raises(UnknownOperatorError, match="'~~'"):
-        parse_query({"target_collection": "X", "integer_property_filter":
-                     {"property_name": "a", "operator": "~~", "value": 1}})
+        parse_query(
+            {
+                "target_collection": "X",
+                "integer_property_filter": {"property_name": "a", "operator": "~~", "value": 1},
+            }
+        )
 
 
 def test_unknown_metric_is_named() -> None:
     with pytest.raises(UnknownMetricError, match="'TOTAL_TRUE'"):
-        parse_query({"target_collection": "X", "integer_property_aggregation":
-                     {"property_name": "a", "metrics": "TOTAL_TRUE"}})
+        parse_query(
+            {
+                "target_collection": "X",
+                "integer_property_aggregation": {"property_name": "a", "metrics": "TOTAL_TRUE"},
+            }
+        )
 
 
 @pytest.mark.parametrize(
@@ -139,12 +156,32 @@ def test_unknown_metric_is_named() -> None:
         ({"question": "hi"}, "not a Weaviate query"),
         ({"target_collection": ""}, "target_collection"),
         ({"target_collection": "X", "search_query": 3}, "search_query must be a string"),
-        ({"target_collection": "X", "integer_property_filter":
-          {"property_name": "p", "operator": "<", "value": "cheap"}}, "expected a number"),
-        ({"target_collection": "X", "boolean_property_filter":
-          {"property_name": "p", "operator": "=", "value": "maybe"}}, "expected true or false"),
-        ({"tool_calls": [{"function": {"name": "q", "arguments": "{oops"}}]},
-         "arguments are not valid JSON"),
+        (
+            {
+                "target_collection": "X",
+                "integer_property_filter": {
+                    "property_name": "p",
+                    "operator": "<",
+                    "value": "cheap",
+                },
+            },
+            "expected a number",
+        ),
+        (
+            {
+                "target_collection": "X",
+                "boolean_property_filter": {
+                    "property_name": "p",
+                    "operator": "=",
+                    "value": "maybe",
+                },
+            },
+            "expected true or false",
+        ),
+        (
+            {"tool_calls": [{"function": {"name": "q", "arguments": "{oops"}}]},
+            "arguments are not valid JSON",
+        ),
         ("SELECT * FROM restaurants", "neither JSON nor Python"),
         ("print('hello')", "no collection.query"),
         ([], "no query"),
@@ -155,7 +192,7 @@ def test_bad_input_raises_a_named_error(obj: object, message: str) -> None:
         parse_queries(obj)
 
 
-PY_QUERY = '''
+PY_QUERY = """
 import weaviate
 from weaviate.classes.query import Filter, Metrics, GroupByAggregate
 
@@ -174,7 +211,7 @@ stats = client.collections.get("Restaurants").aggregate.over_all(
         Metrics("cuisine").text(top_occurrences_value=True, limit=3),
     ],
 )
-'''
+"""
 
 
 def test_python_client_code_is_read_without_running_it() -> None:
@@ -226,19 +263,35 @@ def test_python_code_with_side_effects_is_never_executed(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("code", "error", "message"),
     [
-        ('client.collections.get("A").query.fetch_objects(filters='
-         'Filter.by_property("a").contains_any(["x"]))', UnknownOperatorError, "contains_any"),
-        ('client.collections.get("A").aggregate.over_all(return_metrics='
-         'Metrics("a").integer(variance=True))', UnknownMetricError, "variance"),
-        ('client.collections.get("A").query.fetch_objects(filters='
-         'Filter.any_of([Filter.by_property("a").equal(1), Filter.by_property("b").equal(2)]))',
-         WeaviateQueryError, "OR filters"),
-        ('client.collections.get("A").query.near_text(query=make_query())',
-         WeaviateQueryError, "without running the code"),
-        ('client.collections.get("A").query.explode()', WeaviateQueryError,
-         "unknown query method"),
-        ('client.collections.get("A").query.near_text(query="x"', WeaviateQueryError,
-         "neither JSON nor Python"),
+        (
+            'client.collections.get("A").query.fetch_objects(filters='
+            'Filter.by_property("a").contains_any(["x"]))',
+            UnknownOperatorError,
+            "contains_any",
+        ),
+        (
+            'client.collections.get("A").aggregate.over_all(return_metrics='
+            'Metrics("a").integer(variance=True))',
+            UnknownMetricError,
+            "variance",
+        ),
+        (
+            'client.collections.get("A").query.fetch_objects(filters='
+            'Filter.any_of([Filter.by_property("a").equal(1), Filter.by_property("b").equal(2)]))',
+            WeaviateQueryError,
+            "OR filters",
+        ),
+        (
+            'client.collections.get("A").query.near_text(query=make_query())',
+            WeaviateQueryError,
+            "without running the code",
+        ),
+        ('client.collections.get("A").query.explode()', WeaviateQueryError, "unknown query method"),
+        (
+            'client.collections.get("A").query.near_text(query="x"',
+            WeaviateQueryError,
+            "neither JSON nor Python",
+        ),
     ],
 )
 def test_python_code_errors_are_named(code: str, error: type[Exception], message: str) -> None:
@@ -248,14 +301,40 @@ def test_python_code_errors_are_named(code: str, error: type[Exception], message
 
 def test_schema_forms_agree() -> None:
     flat = parse_schema({"Hotels": {"stars": "int", "name": "text"}})
-    listed = parse_schema({"Hotels": [{"name": "stars", "data_type": ["int"]},
-                                      {"name": "name", "data_type": ["text"]}]})
-    gorilla = parse_schema({"weaviate_collections": [
-        {"name": "Hotels", "properties": [{"name": "stars", "data_type": ["int"]},
-                                          {"name": "name", "data_type": ["text"]}]}]})
-    native = parse_schema({"classes": [
-        {"class": "Hotels", "properties": [{"name": "stars", "dataType": ["int"]},
-                                           {"name": "name", "dataType": ["text"]}]}]})
+    listed = parse_schema(
+        {
+            "Hotels": [
+                {"name": "stars", "data_type": ["int"]},
+                {"name": "name", "data_type": ["text"]},
+            ]
+        }
+    )
+    gorilla = parse_schema(
+        {
+            "weaviate_collections": [
+                {
+                    "name": "Hotels",
+                    "properties": [
+                        {"name": "stars", "data_type": ["int"]},
+                        {"name": "name", "data_type": ["text"]},
+                    ],
+                }
+            ]
+        }
+    )
+    native = parse_schema(
+        {
+            "classes": [
+                {
+                    "class": "Hotels",
+                    "properties": [
+                        {"name": "stars", "dataType": ["int"]},
+                        {"name": "name", "dataType": ["text"]},
+                    ],
+                }
+            ]
+        }
+    )
     assert flat == listed == gorilla == native
     assert flat.data_type("Hotels", "stars") == "int"
     assert flat.data_type("Hotels", "nope") is None
