@@ -3,7 +3,6 @@ present on one side only is a mismatch) and the seed's future work as options.""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from queryeval.metrics._weaviate_match import (
@@ -30,27 +29,18 @@ from queryeval.metrics._weaviate_result import (
     QueryComparison,
     SlotResult,
     absent_component,
+    constant,
     summarize,
 )
-
-
-def _total(components: Iterable[ComponentResult]) -> float:
-    num = den = 0.0
-    for c in components:
-        if c.score is not None:
-            num += c.weight * c.score
-            den += c.weight
-    return min(1.0, max(0.0, num / den)) if den else 0.0
 
 
 def compare_default(p: WeaviateQuery, g: WeaviateQuery, policy: Policy) -> QueryComparison:
     w_col, w_search, w_filters, w_aggs, w_group = policy.weights
     same_collection = p.collection == g.collection
-    collection = ComponentResult(
-        "collection",
-        "matched" if same_collection else "wrong",
-        1.0 if same_collection else 0.0,
-        w_col,
+    collection = (
+        constant("collection", "matched", 1.0, w_col)
+        if same_collection
+        else constant("collection", "wrong", 0.0, w_col)
     )
     if not same_collection and policy.collection_gate:
         # The AST root is wrong: nothing below it is compared, every item is unmatched.
@@ -80,7 +70,13 @@ def compare_default(p: WeaviateQuery, g: WeaviateQuery, policy: Policy) -> Query
         "aggregations": aggs,
         "groupby": groupby,
     }
-    return QueryComparison(_total(components.values()), components, p, g)
+    num = den = 0.0
+    for c in (collection, search, filters, aggs, groupby):
+        if c.score is not None:
+            num += c.weight * c.score
+            den += c.weight
+    total = min(1.0, max(0.0, num / den)) if den else 0.0
+    return QueryComparison(total, components, p, g)
 
 
 def _skipped(
@@ -96,17 +92,21 @@ def _skipped(
 def _search_default(
     pred: str | None, gold: str | None, weight: float, policy: Policy
 ) -> ComponentResult:
+    if pred is None and gold is None:
+        return constant("search", "absent", 1.0, weight)
+    if pred is not None and pred == gold and pred.strip():
+        return constant("search", "matched", 1.0, weight)
     ps, gs = normalize_text(pred), normalize_text(gold)
     if ps is None and gs is None:
-        return ComponentResult("search", "absent", 1.0, weight)
+        return constant("search", "absent", 1.0, weight)
     if gs is None:
-        return ComponentResult("search", "spurious", 0.0, weight)
+        return constant("search", "spurious", 0.0, weight)
     if ps is None:
-        return ComponentResult("search", "missing", 0.0, weight)
+        return constant("search", "missing", 0.0, weight)
     if policy.search == "presence" or ps == gs:
-        return ComponentResult("search", "matched", 1.0, weight)
+        return constant("search", "matched", 1.0, weight)
     if policy.search == "exact":
-        return ComponentResult("search", "wrong", 0.0, weight)
+        return constant("search", "wrong", 0.0, weight)
     if policy.similarity is None:
         return ComponentResult(
             "search", "unscored", None, weight, (), ("semantic search needs a similarity",)
@@ -146,11 +146,11 @@ def _groupby_default(
     pred: str | None, gold: str | None, weight: float, names: _Names | None
 ) -> ComponentResult:
     if pred is None and gold is None:
-        return ComponentResult("groupby", "absent", 1.0, weight)
+        return constant("groupby", "absent", 1.0, weight)
     if gold is None:
-        return ComponentResult("groupby", "spurious", 0.0, weight)
+        return constant("groupby", "spurious", 0.0, weight)
     if pred is None:
-        return ComponentResult("groupby", "missing", 0.0, weight)
+        return constant("groupby", "missing", 0.0, weight)
     notes: tuple[str, ...] = ()
     if names is not None and pred != gold:
         resolved, how = names.resolve(pred)
@@ -158,6 +158,12 @@ def _groupby_default(
             notes = (f"property {pred!r} read as {resolved!r} ({how})",)
             pred = resolved
     ok = pred == gold
+    if not notes:
+        return (
+            constant("groupby", "matched", 1.0, weight)
+            if ok
+            else constant("groupby", "wrong", 0.0, weight)
+        )
     return ComponentResult(
         "groupby", "matched" if ok else "wrong", 1.0 if ok else 0.0, weight, (), notes
     )
@@ -172,19 +178,32 @@ def _family_component(
     policy: Policy,
     names: _Names | None,
 ) -> ComponentResult:
+    both = policy.both_absent
     if pred == NO_SLOTS and gold == NO_SLOTS:
-        return absent_component(name, weight, keys, policy.both_absent)
+        return absent_component(name, weight, keys, both)
+    p0, p1, p2 = pred
+    g0, g1, g2 = gold
     slots = (
-        _slot_default(keys[0], pred[0], gold[0], "integer", policy, names),
-        _slot_default(keys[1], pred[1], gold[1], "text", policy, names),
-        _slot_default(keys[2], pred[2], gold[2], "boolean", policy, names),
+        ABSENT_SLOTS[keys[0], both]
+        if p0 is None and g0 is None
+        else _slot_default(keys[0], p0, g0, "integer", policy, names),
+        ABSENT_SLOTS[keys[1], both]
+        if p1 is None and g1 is None
+        else _slot_default(keys[1], p1, g1, "text", policy, names),
+        ABSENT_SLOTS[keys[2], both]
+        if p2 is None and g2 is None
+        else _slot_default(keys[2], p2, g2, "boolean", policy, names),
     )
-    if "unscored" in (slots[0].status, slots[1].status, slots[2].status):
-        notes = tuple(n for s in slots for i in s.items for n in i.notes if "similarity" in n)
-        return ComponentResult(name, "unscored", None, weight, slots, notes)
-    counted = [s.score for s in slots if s.counted and s.score is not None]
-    score = sum(counted) / len(counted) if counted else 1.0
-    return ComponentResult(name, summarize(slots), score, weight, slots)
+    total = 0.0
+    count = 0
+    for s in slots:
+        if s.status == "unscored":
+            notes = tuple(n for s in slots for i in s.items for n in i.notes if "similarity" in n)
+            return ComponentResult(name, "unscored", None, weight, slots, notes)
+        if s.counted and s.score is not None:
+            total += s.score
+            count += 1
+    return ComponentResult(name, summarize(slots), total / count if count else 1.0, weight, slots)
 
 
 def _slot_default(
@@ -201,7 +220,7 @@ def _slot_default(
         return ABSENT_SLOTS[key, policy.both_absent]
     n_p, n_g = len(ps), len(gs)
     if ps == gs and names is None and not (policy.semantic_values and family == "text"):
-        same = tuple(ItemResult("matched", g, g, 1.0) for g in gs)
+        same = tuple([ItemResult("matched", g, g, 1.0) for g in gs])
         return SlotResult(key, "matched", 1.0, True, same, float(n_g), n_p, n_g)
     if not gs:
         extra = tuple(ItemResult("spurious", None, p, 0.0) for p in ps)
@@ -209,9 +228,17 @@ def _slot_default(
     if not ps:
         lost = tuple(ItemResult("missing", g, None, 0.0) for g in gs)
         return SlotResult(key, "missing", 0.0, True, lost, 0.0, 0, n_g)
-    is_filter = key.endswith("_filter")
+    evaluate = _condition_pair if key.endswith("_filter") else _aggregation_pair
+    if n_p == 1 and n_g == 1:  # the usual case: no assignment to solve
+        p, renamed_note = _rename(ps[0], names)
+        e = evaluate(p, gs[0], family, policy)
+        credit = e.partial if policy.partial_credit else (1.0 if e.exact else 0.0)
+        status = "matched" if e.exact else "wrong"
+        item = (ItemResult(status, gs[0], ps[0], credit, renamed_note + e.notes),)
+        if e.unscored:
+            return SlotResult(key, "unscored", None, False, item, 0.0, 1, 1)
+        return SlotResult(key, status, credit, True, item, credit, 1, 1)
     renamed = [_rename(p, names) for p in ps]
-    evaluate = _condition_pair if is_filter else _aggregation_pair
     table = [[evaluate(p, g, family, policy) for g in gs] for p, _ in renamed]
     if policy.order_independent:
         # Exact matches first, then partial similarity: an exact pair is never traded away.

@@ -23,6 +23,7 @@ from queryeval.metrics._weaviate_result import (
     QueryComparison,
     SlotResult,
     absent_component,
+    constant,
     one_sided,
     summarize,
 )
@@ -33,11 +34,10 @@ def compare_legacy(p: WeaviateQuery, g: WeaviateQuery, policy: Policy) -> QueryC
     same order, so the float is the same)."""
     w_col, w_search, w_filters, w_aggs, w_group = policy.weights
     same_collection = p.collection == g.collection
-    collection = ComponentResult(
-        "collection",
-        "matched" if same_collection else "wrong",
-        1.0 if same_collection else 0.0,
-        w_col,
+    collection = (
+        constant("collection", "matched", 1.0, w_col)
+        if same_collection
+        else constant("collection", "wrong", 0.0, w_col)
     )
     if not same_collection and policy.collection_gate:
         rest = tuple(
@@ -57,25 +57,24 @@ def compare_legacy(p: WeaviateQuery, g: WeaviateQuery, policy: Policy) -> QueryC
     if aggs.score is not None:
         score += w_aggs * aggs.score
     same_group = p.groupby == g.groupby
-    groupby = ComponentResult(
-        "groupby",
-        "absent"
-        if g.groupby is None and p.groupby is None
-        else "matched"
-        if same_group
-        else one_sided(p.groupby, g.groupby),
-        1.0 if same_group else 0.0,
-        w_group,
-    )
+    if same_group:
+        status = "absent" if g.groupby is None else "matched"
+    else:
+        status = one_sided(p.groupby, g.groupby)
+    groupby = constant("groupby", status, 1.0 if same_group else 0.0, w_group)
     if same_group:
         score += w_group
     total = sum(policy.weights)
     if abs(total - 1.0) > 1e-9:
         score /= total
-    comps = (collection, search, filters, aggs, groupby)
-    return QueryComparison(
-        min(1.0, max(0.0, score)), dict(zip(COMPONENTS, comps, strict=True)), p, g
-    )
+    components = {
+        "collection": collection,
+        "search": search,
+        "filters": filters,
+        "aggregations": aggs,
+        "groupby": groupby,
+    }
+    return QueryComparison(min(1.0, max(0.0, score)), components, p, g)
 
 
 def _search_legacy(
@@ -88,7 +87,7 @@ def _search_legacy(
     else:
         ok = pred is None and gold is None
     status = one_sided(pred, gold) if not ok else "absent" if not pred and not gold else "matched"
-    return ComponentResult("search", status, 1.0 if ok else 0.0, weight)
+    return constant("search", status, 1.0 if ok else 0.0, weight)
 
 
 def _eq_filters(a: tuple[Condition, ...], b: tuple[Condition, ...]) -> bool:

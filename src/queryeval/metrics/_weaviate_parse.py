@@ -69,6 +69,8 @@ def parse_query(obj: Any, *, schema: WeaviateSchema | None = None) -> WeaviateQu
 def _queries(obj: Any, where: str, schema: WeaviateSchema | None) -> list[WeaviateQuery]:
     if isinstance(obj, WeaviateQuery):
         return [obj]
+    if isinstance(obj, dict):  # the usual case, before the slower abstract-type checks
+        return _from_mapping(obj, where, schema)
     if isinstance(obj, bytes | str):
         return _from_text(obj.decode() if isinstance(obj, bytes) else obj, where, schema)
     if isinstance(obj, Sequence):
@@ -87,7 +89,7 @@ def _queries(obj: Any, where: str, schema: WeaviateSchema | None) -> list[Weavia
 
 
 def _from_mapping(d: Mapping[str, Any], where: str, schema: WeaviateSchema | None) -> list[Any]:
-    if any(k in d for k in _COLLECTION_KEYS):
+    if "target_collection" in d or "collection_name" in d or "collection" in d:
         return [query_from_dict(d, where)]
     if "tool_calls" in d:
         calls = d["tool_calls"]
@@ -150,7 +152,9 @@ def _join(where: str, key: str) -> str:
 
 def query_from_dict(d: Mapping[str, Any], where: str = "") -> WeaviateQuery:
     """A query from the Gorilla structure (`collection_name` accepted for the collection)."""
-    collection = next((d[k] for k in _COLLECTION_KEYS if k in d), None)
+    collection = d.get("target_collection")
+    if collection is None:
+        collection = d.get("collection_name", d.get("collection"))
     if not isinstance(collection, str) or not collection.strip():
         raise WeaviateQueryError("target_collection must be a non-empty string", where)
     search = d.get("search_query")
@@ -160,11 +164,11 @@ def query_from_dict(d: Mapping[str, Any], where: str = "") -> WeaviateQuery:
             _join(where, "search_query"),
         )
     filters = tuple(
-        _slot(d.get(key), family, _join(where, key), _condition)
+        None if (raw := d.get(key)) is None else _slot(raw, family, _join(where, key), _condition)
         for key, family in zip(FILTER_KEYS, FAMILIES, strict=True)
     )
     aggregations = tuple(
-        _slot(d.get(key), family, _join(where, key), _aggregation)
+        None if (raw := d.get(key)) is None else _slot(raw, family, _join(where, key), _aggregation)
         for key, family in zip(AGGREGATION_KEYS, FAMILIES, strict=True)
     )
     groupby = d.get("groupby_property")
@@ -174,14 +178,7 @@ def query_from_dict(d: Mapping[str, Any], where: str = "") -> WeaviateQuery:
         raise WeaviateQueryError(
             "groupby_property must be a property name", _join(where, "groupby_property")
         )
-    known = {*_COLLECTION_KEYS, "search_query", *FILTER_KEYS, *AGGREGATION_KEYS}
-    ignored = tuple(
-        sorted(
-            str(k)
-            for k in d
-            if k not in known and k not in _NEUTRAL_KEYS and k != "groupby_property"
-        )
-    )
+    ignored = tuple(sorted(str(k) for k in d if k not in _KNOWN_KEYS))
     return WeaviateQuery(
         collection=collection,
         search_query=search,

@@ -4,7 +4,7 @@ slot results shared by the default and the legacy comparison."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from queryeval.metrics._weaviate_model import (
@@ -119,16 +119,16 @@ class QueryMatch(NamedTuple):
         return self.comparison.score if self.comparison is not None else 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class WeaviateAstResult:
-    """The score of a prediction (one query or several) against the gold query/queries."""
+class WeaviateAstResult(NamedTuple):
+    """The score of a prediction (one query or several) against the gold query/queries.
+    Immutable; `components` and `families` break the score down."""
 
     score: float
     mode: str
     matches: tuple[QueryMatch, ...]
     n_predicted: int
     n_gold: int
-    weight_values: tuple[float, ...] = field(default=tuple(DEFAULT_WEIGHTS.values()), repr=False)
+    weight_values: tuple[float, ...] = tuple(DEFAULT_WEIGHTS.values())
 
     @property
     def weights(self) -> dict[str, float]:
@@ -222,10 +222,16 @@ class Policy(NamedTuple):
 # --- helpers shared by both modes ---
 
 
+_FINE = frozenset({"matched", "absent"})
+
+
 def summarize(slots: Sequence[SlotResult]) -> str:
-    bad = {s.status for s in slots if s.status not in ("matched", "absent")}
-    if not bad:
-        return "matched" if any(s.status == "matched" for s in slots) else "absent"
+    """A component's status from its slots: matched / absent when all are, else the one kind
+    of problem (missing, spurious ...) or `wrong` when they differ."""
+    statuses = {s.status for s in slots}
+    if statuses <= _FINE:
+        return "matched" if "matched" in statuses else "absent"
+    bad = statuses - _FINE
     return bad.pop() if len(bad) == 1 else "wrong"
 
 
@@ -237,11 +243,19 @@ ABSENT_SLOTS = {
 NO_SLOTS = (None, None, None)
 
 
+@lru_cache(maxsize=64)
 def absent_component(
     name: str, weight: float, keys: tuple[str, ...], both_absent: str
 ) -> ComponentResult:
+    """A filters / aggregations component with nothing on either side (built once)."""
     slots = tuple(ABSENT_SLOTS[key, both_absent] for key in keys)
     return ComponentResult(name, "absent", 1.0, weight, slots)
+
+
+@lru_cache(maxsize=256)
+def constant(name: str, status: str, score: float | None, weight: float) -> ComponentResult:
+    """A component without slots or notes (collection, search, group-by), built once."""
+    return ComponentResult(name, status, score, weight)
 
 
 def one_sided(pred: Any, gold: Any) -> str:
