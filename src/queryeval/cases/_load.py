@@ -6,7 +6,6 @@ import glob
 from collections.abc import Iterable
 from pathlib import Path
 
-import orjson
 from pydantic import ValidationError
 
 from queryeval._validation import input_error
@@ -52,6 +51,7 @@ def _load_yaml(path: Path) -> list[Case]:
         data = doc.data
         if data is None:
             continue
+        base: tuple[str | int, ...] | None
         if isinstance(data, dict) and "cases" in data and "conversation" not in data:
             items, base = data["cases"], ("cases",)
         elif isinstance(data, list):
