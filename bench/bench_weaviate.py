@@ -28,21 +28,31 @@ RNG = random.Random(0)
 
 def _filter(family: str) -> dict[str, Any]:
     if family == "integer":
-        return {"property_name": RNG.choice(["price", "rating", "stars"]),
-                "operator": RNG.choice(["<", ">", "<=", ">=", "="]),
-                "value": RNG.choice([3, 4, 20, 100])}
+        return {
+            "property_name": RNG.choice(["price", "rating", "stars"]),
+            "operator": RNG.choice(["<", ">", "<=", ">=", "="]),
+            "value": RNG.choice([3, 4, 20, 100]),
+        }
     if family == "text":
-        return {"property_name": RNG.choice(["city", "cuisine"]),
-                "operator": RNG.choice(["=", "LIKE"]), "value": RNG.choice(["Rome", "Par*"])}
-    return {"property_name": RNG.choice(["open_now", "pool"]), "operator": "=",
-            "value": RNG.random() < 0.5}
+        return {
+            "property_name": RNG.choice(["city", "cuisine"]),
+            "operator": RNG.choice(["=", "LIKE"]),
+            "value": RNG.choice(["Rome", "Par*"]),
+        }
+    return {
+        "property_name": RNG.choice(["open_now", "pool"]),
+        "operator": "=",
+        "value": RNG.random() < 0.5,
+    }
 
 
 def _aggregation(family: str) -> dict[str, Any]:
-    metrics = {"integer": ["MEAN", "MAX", "SUM"], "text": ["TOP_OCCURRENCES", "COUNT"],
-               "boolean": ["TOTAL_TRUE", "PERCENTAGE_TRUE"]}[family]
-    return {"property_name": RNG.choice(["rating", "city", "pool"]),
-            "metrics": RNG.choice(metrics)}
+    metrics = {
+        "integer": ["MEAN", "MAX", "SUM"],
+        "text": ["TOP_OCCURRENCES", "COUNT"],
+        "boolean": ["TOTAL_TRUE", "PERCENTAGE_TRUE"],
+    }[family]
+    return {"property_name": RNG.choice(["rating", "city", "pool"]), "metrics": RNG.choice(metrics)}
 
 
 def _query() -> dict[str, Any]:
@@ -64,10 +74,16 @@ def _mutate(gold: dict[str, Any]) -> dict[str, Any]:
     roll = RNG.random()
     if roll < 0.3:
         return pred  # right
-    key = RNG.choice([
-        "target_collection", "search_query", "integer_property_filter", "text_property_filter",
-        "boolean_property_aggregation", "groupby_property",
-    ])
+    key = RNG.choice(
+        [
+            "target_collection",
+            "search_query",
+            "integer_property_filter",
+            "text_property_filter",
+            "boolean_property_aggregation",
+            "groupby_property",
+        ]
+    )
     if key == "target_collection":
         pred[key] = "Menus"
     elif key in pred and RNG.random() < 0.5:
@@ -120,8 +136,9 @@ class TextAggregation(BaseModel):
 
 class BooleanAggregation(BaseModel):
     property_name: str
-    metrics: Literal["COUNT", "TYPE", "TOTAL_TRUE", "TOTAL_FALSE", "PERCENTAGE_TRUE",
-                     "PERCENTAGE_FALSE"]
+    metrics: Literal[
+        "COUNT", "TYPE", "TOTAL_TRUE", "TOTAL_FALSE", "PERCENTAGE_TRUE", "PERCENTAGE_FALSE"
+    ]
 
 
 class WeaviateQuery(BaseModel):
@@ -137,8 +154,11 @@ class WeaviateQuery(BaseModel):
 
 
 _FILTERS = ("integer_property_filter", "text_property_filter", "boolean_property_filter")
-_AGGS = ("integer_property_aggregation", "text_property_aggregation",
-         "boolean_property_aggregation")
+_AGGS = (
+    "integer_property_aggregation",
+    "text_property_aggregation",
+    "boolean_property_aggregation",
+)
 
 
 def gorilla_score(p: WeaviateQuery, g: WeaviateQuery) -> float:
@@ -158,8 +178,11 @@ def gorilla_score(p: WeaviateQuery, g: WeaviateQuery) -> float:
             hits += 1
             count += 1
         elif a and b:
-            hits += (a.property_name == b.property_name and a.operator == b.operator
-                     and a.value == b.value)
+            hits += (
+                a.property_name == b.property_name
+                and a.operator == b.operator
+                and a.value == b.value
+            )
             count += 1
     if count:
         score += 0.15 * (hits / count)
@@ -201,23 +224,36 @@ def main() -> None:
     for (p, g), (mp, mg) in zip(PARSED, MODELS, strict=True):
         assert weaviate_ast(p, g, mode="legacy").score == min(1.0, gorilla_score(mp, mg))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{N:,} comparisons over {len(PAIRS)} distinct pairs; load average {load:.2f}; "
-          f"{os.cpu_count()} cores")
+    print(
+        f"{N:,} comparisons over {len(PAIRS)} distinct pairs; load average {load:.2f}; "
+        f"{os.cpu_count()} cores"
+    )
     default = timed("queryeval weaviate_ast, default mode, parsed queries", PARSED, weaviate_ast)
-    timed("queryeval weaviate_ast, legacy mode, parsed queries", PARSED,
-          lambda p, g: weaviate_ast(p, g, mode="legacy"))
-    timed("queryeval weaviate_ast, default + partial credit + fuzzy", PARSED,
-          lambda p, g: weaviate_ast(p, g, partial_credit=True, fuzzy_properties=True,
-                                    numeric_equivalence=True))
-    from_dicts = timed("queryeval weaviate_ast, default mode, from JSON dicts", PAIRS,
-                       weaviate_ast)
-    original = timed("original rules on pydantic models (validated once)", MODELS,
-                     gorilla_score)
-    original_v = timed("original rules, validating the dicts each time", PAIRS,
-                       lambda p, g: gorilla_score(WeaviateQuery.model_validate(p),
-                                                  WeaviateQuery.model_validate(g)))
-    print(f"ratio default/original (parsed inputs): {default / original:.1f}x; "
-          f"from dicts vs original validating dicts: {from_dicts / original_v:.2f}x")
+    timed(
+        "queryeval weaviate_ast, legacy mode, parsed queries",
+        PARSED,
+        lambda p, g: weaviate_ast(p, g, mode="legacy"),
+    )
+    timed(
+        "queryeval weaviate_ast, default + partial credit + fuzzy",
+        PARSED,
+        lambda p, g: weaviate_ast(
+            p, g, partial_credit=True, fuzzy_properties=True, numeric_equivalence=True
+        ),
+    )
+    from_dicts = timed("queryeval weaviate_ast, default mode, from JSON dicts", PAIRS, weaviate_ast)
+    original = timed("original rules on pydantic models (validated once)", MODELS, gorilla_score)
+    original_v = timed(
+        "original rules, validating the dicts each time",
+        PAIRS,
+        lambda p, g: gorilla_score(
+            WeaviateQuery.model_validate(p), WeaviateQuery.model_validate(g)
+        ),
+    )
+    print(
+        f"ratio default/original (parsed inputs): {default / original:.1f}x; "
+        f"from dicts vs original validating dicts: {from_dicts / original_v:.2f}x"
+    )
 
 
 if __name__ == "__main__":

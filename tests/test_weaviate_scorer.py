@@ -51,7 +51,20 @@ def test_missing_filter_scores_085_in_default_and_1_in_legacy() -> None:
     assert m["filters"] == 0.0
     assert m["filters_recall"] == 0.0
     assert m["filters_precision"] is None  # nothing predicted
-    assert m["integer_filter_f1"] == 0.0
+    assert set(m) == {
+        "collection",
+        "search",
+        "filters",
+        "aggregations",
+        "groupby",
+        "filters_precision",
+        "filters_recall",
+        "filters_f1",
+        "aggregations_precision",
+        "aggregations_recall",
+        "aggregations_f1",
+    }
+    assert default.details["families"]["integer_property_filter"]["recall"] == 0.0
     assert default.details["components"]["filters"]["slots"]["integer_property_filter"][
         "items"
     ] == [{"status": "missing", "gold": "price < 20", "predicted": None, "credit": 0.0}]

@@ -32,14 +32,6 @@ from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
 COMPONENT_NAMES = ("collection", "search", "filters", "aggregations", "groupby")
-SLOT_LABELS = {
-    "integer_property_filter": "integer_filter",
-    "text_property_filter": "text_filter",
-    "boolean_property_filter": "boolean_filter",
-    "integer_property_aggregation": "integer_aggregation",
-    "text_property_aggregation": "text_aggregation",
-    "boolean_property_aggregation": "boolean_aggregation",
-}
 
 
 class WeaviateAstOptions(BaseModel):
@@ -267,9 +259,6 @@ class WeaviateAstScorer(Scorer):
                 metrics[f"{name}_precision"] = counts.precision
                 metrics[f"{name}_recall"] = counts.recall
                 metrics[f"{name}_f1"] = counts.f1
-        for slot, label in SLOT_LABELS.items():
-            if slot in families:
-                metrics[f"{label}_f1"] = families[slot].f1
         details: dict[str, Any] = {
             "metrics": metrics,
             "mode": result.mode,
