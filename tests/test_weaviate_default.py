@@ -201,6 +201,21 @@ def test_numeric_equivalence_respects_a_number_typed_property() -> None:
     assert score(pred, gold, numeric_equivalence=True) == 1.0  # without a schema: both ints
 
 
+def test_numeric_equivalence_uses_the_gold_collections_types() -> None:
+    schema = {"Restaurants": {"score": "int"}, "Hotels": {"score": "number"}}
+    for collection, expected in (("Restaurants", 1.0), ("Hotels", 0.85)):
+        gold = {
+            "target_collection": collection,
+            "integer_property_filter": {"property_name": "score", "operator": ">", "value": 4},
+        }
+        pred = {
+            "target_collection": collection,
+            "integer_property_filter": {"property_name": "score", "operator": ">=", "value": 5},
+        }
+        result = score(pred, gold, numeric_equivalence=True, schema=schema)
+        assert result == pytest.approx(expected), collection
+
+
 def test_fuzzy_property_names_case_spacing_then_edit_distance() -> None:
     gold = q(integer_property_filter=PRICE_LT_20, groupby_property="price_range")
     cased = q(

@@ -55,6 +55,8 @@ def compare_default(p: WeaviateQuery, g: WeaviateQuery, policy: Policy) -> Query
         components = dict(zip(COMPONENTS, (collection, *rest), strict=True))
         return QueryComparison(0.0, components, p, g)
     names = _Names(policy, g) if policy.fuzzy_properties else None
+    if policy.numeric_equivalence and policy.schema is not None:
+        policy = policy._replace(gold_types=policy.schema.properties(g.collection))
     search = _search_default(p.search_query, g.search_query, w_search, policy)
     filters = _family_component(
         "filters", w_filters, p.filters, g.filters, FILTER_KEYS, policy, names
@@ -312,12 +314,11 @@ def _condition_pair(p: Condition, g: Condition, family: str, policy: Policy) -> 
 
 
 def _integer_property(prop: str, pv: Any, gv: Any, policy: Policy) -> bool:
-    schema = policy.schema
-    if schema is not None:
-        for types in schema.collections.values():
-            dtype = types.get(prop)
-            if dtype is not None:
-                return dtype.removesuffix("[]") == "int"
+    """Whether `prop` holds integers: its type in the gold collection's schema, else (no
+    schema, or the schema does not list it) whether both values are integers."""
+    dtype = policy.gold_types.get(prop) if policy.gold_types else None
+    if dtype is not None:
+        return dtype.removesuffix("[]") == "int"
     return all(isinstance(v, int) and not isinstance(v, bool) for v in (pv, gv))
 
 

@@ -40,8 +40,13 @@ def resolve_name(name: str, candidates: tuple[str, ...], max_edits: int) -> tupl
         return same[0], "case/spacing"
     if max_edits <= 0 or not key:
         return name, None
-    from rapidfuzz import process
-    from rapidfuzz.distance import Levenshtein
+    try:
+        from rapidfuzz import process
+        from rapidfuzz.distance import Levenshtein
+    except ImportError as exc:  # pragma: no cover - rapidfuzz is in the `text` extra
+        raise ImportError(
+            "fuzzy_properties needs rapidfuzz: pip install 'queryeval[text]'"
+        ) from exc
 
     keys = {c: name_key(c) for c in candidates}
     bound = min(max_edits, max(0, (len(key) - 1) // 3))

@@ -3,7 +3,7 @@ slot results shared by the default and the legacy comparison."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -217,6 +217,7 @@ class Policy(NamedTuple):
     both_absent: str
     collection_gate: bool
     schema: WeaviateSchema | None
+    gold_types: Mapping[str, str] | None = None  # data types of the gold collection
 
 
 # --- helpers shared by both modes ---
