@@ -3,6 +3,7 @@ present on one side only is a mismatch) and the seed's future work as options.""
 
 from __future__ import annotations
 
+from math import fsum
 from typing import Any, NamedTuple
 
 from queryeval.metrics._weaviate_match import (
@@ -72,11 +73,9 @@ def compare_default(p: WeaviateQuery, g: WeaviateQuery, policy: Policy) -> Query
         "aggregations": aggs,
         "groupby": groupby,
     }
-    num = den = 0.0
-    for c in (collection, search, filters, aggs, groupby):
-        if c.score is not None:
-            num += c.weight * c.score
-            den += c.weight
+    scored = [c for c in (collection, search, filters, aggs, groupby) if c.score is not None]
+    den = fsum([c.weight for c in scored])  # fsum: 0.85 stays 0.85, not 0.8500000000000001
+    num = fsum([c.weight * c.score for c in scored])  # type: ignore[operator]
     total = min(1.0, max(0.0, num / den)) if den else 0.0
     return QueryComparison(total, components, p, g)
 
