@@ -288,6 +288,11 @@ def test_python_code_with_side_effects_is_never_executed(tmp_path: Path) -> None
         ),
         ('client.collections.get("A").query.explode()', WeaviateQueryError, "unknown query method"),
         (
+            "def search(coll):\n    return coll.query.near_text(query='x')",
+            WeaviateQueryError,
+            "cannot tell the collection of coll.query.near_text",
+        ),
+        (
             'client.collections.get("A").query.near_text(query="x"',
             WeaviateQueryError,
             "neither JSON nor Python",

@@ -119,6 +119,12 @@ class _Reader(ast.NodeVisitor):
             kind = "aggregate" if func.value.attr == "aggregate" else "query"
             methods = _AGGREGATE_METHODS if kind == "aggregate" else _QUERY_METHODS
             collection = self._collection(func.value.value)
+            if collection is None and func.attr in methods:
+                raise WeaviateQueryError(
+                    f"cannot tell the collection of {_code(func)}(...); expected "
+                    'client.collections.get("Name") or a name bound to it',
+                    _line(node),
+                )
             if collection is not None:
                 if func.attr not in methods:
                     raise WeaviateQueryError(
