@@ -235,6 +235,11 @@ def test_semantic_search_unscored_without_embedder() -> None:
     assert score.details["metrics"]["search"] is None
     assert score.value == 1.0  # the other components, renormalised
     assert score.details["semantic_unavailable"]
+    same_text = scorer(search="semantic").score(
+        case(), output(weaviate_query=GOLD), ScoringContext()
+    )
+    assert same_text.details["metrics"]["search"] == 1.0  # equal texts need no embedder
+    assert "semantic_unavailable" not in same_text.details
 
 
 def test_semantic_search_uses_the_embedder_from_context(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -230,7 +230,7 @@ class WeaviateAstScorer(Scorer):
         if len(golds) > 1:
             details["matched_gold"] = best
             details["gold_scores"] = [r.score for r in results]
-        if why_unscored and any(v is None for v in details["metrics"].values()):
+        if why_unscored and any(c.status == "unscored" for c in result.components.values()):
             details["semantic_unavailable"] = why_unscored
         return Score(value=result.score, details=details, explanation=details["text"])
 
