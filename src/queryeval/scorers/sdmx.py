@@ -59,6 +59,7 @@ class TermSelectionScorer(Scorer):
 
     Options = TermSelectionOptions
     default_threshold = 1.0
+    shardable = True
     options: TermSelectionOptions
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
