@@ -108,6 +108,7 @@ def test_invalid_prediction_is_an_error_with_the_parser_message(
     score = scorer().score(case(), output(**attempt), ScoringContext())
     assert score.status == "error"
     assert score.value is None
+    assert score.passed is False  # kept out of the mean, but the case fails
     assert message in score.explanation
     zero = scorer(invalid_prediction="zero").score(case(), output(**attempt), ScoringContext())
     assert (zero.status, zero.value, zero.passed) == ("ok", 0.0, False)

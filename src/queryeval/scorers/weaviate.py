@@ -239,7 +239,9 @@ class WeaviateAstScorer(Scorer):
         why = f"invalid prediction: {exc}"
         if self.options.invalid_prediction == "zero":
             return Score(value=0.0, passed=False, details=details, explanation=why)
-        return Score.failed(why, **details)
+        # status error keeps junk out of the mean (counted apart), but the case still fails:
+        # a system must not raise its pass rate by producing something unreadable
+        return Score(status="error", passed=False, details=details, explanation=why)
 
     def _details(
         self,
