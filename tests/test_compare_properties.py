@@ -179,7 +179,8 @@ def test_tolerance_matching_is_a_maximum_matching(sides: Any, tol: float, rel: f
     a, b = sides
     if not a or not b:
         return
-    got = group_matching(np.array(a, dtype=float), np.array(b, dtype=float), tol, rel)
+    got, greedy = group_matching(np.array(a, dtype=float), np.array(b, dtype=float), tol, rel)
+    assert not greedy
     assert got == networkx_matching(a, b, tol, rel)
 
 

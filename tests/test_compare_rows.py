@@ -213,3 +213,17 @@ def test_tolerance_at_the_exact_boundary_with_several_float_columns() -> None:
     pred = (["x", "y"], [(3.7, 7.3)])
     gold = (["x", "y"], [(0.7, 8.7)])
     assert compare_results(pred, gold, abs_tol=3.0).exact
+
+
+def test_dense_tolerance_groups_fall_back_to_a_flagged_greedy_matching(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from queryeval.metrics import _match
+
+    monkeypatch.setattr(_match, "MAX_CANDIDATE_PAIRS", 10)
+    pred = (["x", "y"], [(0.0, float(i % 2)) for i in range(8)])
+    gold = (["x", "y"], [(1e-9, float(i % 2)) for i in range(8)])
+    result = compare_results(pred, gold, abs_tol=1e-6)
+    assert result.exact  # the greedy matching still finds every pair here
+    assert any("matched greedily" in note for note in result.notes)
+    assert not any("greedily" in n for n in compare_results(pred, gold, abs_tol=1e-12).notes)

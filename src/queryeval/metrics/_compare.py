@@ -118,6 +118,7 @@ class _Rows:
     gold_rows: int
     order_ok: bool | None
     first_misordered: int | None = None
+    approximate: bool = False  # a dense group under tolerance was matched greedily
 
 
 def compare_results(
@@ -175,6 +176,11 @@ def compare_results(
         reason = column_problem or (None if equal else _row_reason(rows))
         if column_problem is not None:  # the columns do not align: no row can be equal
             precision = recall = f1 = 0.0
+        if rows.approximate:
+            notes.append(
+                "float tolerance: a group with too many close pairs for an exact matching was "
+                "matched greedily, so matched_rows is a lower bound"
+            )
         return ComparisonResult(
             exact=equal,
             precision=precision,
@@ -387,21 +393,26 @@ def _compare_rows(
     values_p, values_g = encoded.values_p, encoded.values_g
     ok_p, ok_g = encoded.ok_p, encoded.ok_g
 
+    approximate = False
+
     def overlap(kp: np.ndarray, kg: np.ndarray) -> int:
+        nonlocal approximate
         if values_p is None or values_g is None:
             return multiset_overlap(kp[ok_p], kg[ok_g])
-        return tolerant_overlap(
+        matched, greedy = tolerant_overlap(
             kp[ok_p], values_p[ok_p], kg[ok_g], values_g[ok_g], options.abs_tol, options.rel_tol
         )
+        approximate |= greedy
+        return matched
 
     if row_policy == "set":
         key_p, values_p, ok_p = _distinct(key_p, values_p, ok_p)
         key_g, values_g, ok_g = _distinct(key_g, values_g, ok_g)
     matched = overlap(key_p, key_g)
     if row_policy != "ordered":
-        return _Rows(matched, len(key_p), len(key_g), None)
+        return _Rows(matched, len(key_p), len(key_g), None, approximate=approximate)
     if n_pred != n_gold:
-        return _Rows(matched, n_pred, n_gold, False)
+        return _Rows(matched, n_pred, n_gold, False, approximate=approximate)
     segment = _segments(encoded.ties, n_gold)
     ordered = RowKeys(0, 0)
     ordered.pred, ordered.gold, ordered.span = key_p.copy(), key_g.copy(), encoded.keys.span
@@ -409,7 +420,7 @@ def _compare_rows(
     in_order = overlap(ordered.pred, ordered.gold)
     order_ok = in_order == n_gold and bool(ok_p.all()) and bool(ok_g.all())
     first_bad = None if order_ok else _first_misordered(ordered.pred, ordered.gold, segment)
-    return _Rows(matched, n_pred, n_gold, order_ok, first_bad)
+    return _Rows(matched, n_pred, n_gold, order_ok, first_bad, approximate)
 
 
 def _stack(columns: Sequence[np.ndarray], n: int) -> np.ndarray | None:

@@ -124,8 +124,9 @@ def tolerant_overlap(
     gold_values: np.ndarray,
     abs_tol: float,
     rel_tol: float,
-) -> int:
-    """Maximum number of (pred, gold) row pairs with equal keys and all values close.
+) -> tuple[int, bool]:
+    """Maximum number of (pred, gold) row pairs with equal keys and all values close, and
+    whether any group was too dense for an exact matching (then a greedy lower bound).
 
     A maximum bipartite matching, not a greedy one: greedily taking exact pairs first can
     lose matches (pred {0, 1}, gold {1, 2}, abs_tol 1 has two matches, not one).
@@ -136,10 +137,11 @@ def tolerant_overlap(
     ug, sg, cg = _runs(gold_key[order_g])
     ia, ib = _common(up, ug)
     if not len(ia):
-        return 0
+        return 0, False
     sp, cp, sg, cg = sp[ia], cp[ia], sg[ib], cg[ib]
     single = (cp == 1) & (cg == 1)
     total = 0
+    approximate = False
     if single.any():
         a = pred_values[order_p[sp[single]]]
         b = gold_values[order_g[sg[single]]]
@@ -153,15 +155,48 @@ def tolerant_overlap(
     ):
         a = pred_values[order_p[start_p : start_p + n_p]]
         b = gold_values[order_g[start_g : start_g + n_g]]
-        total += group_matching(a, b, abs_tol, rel_tol)
-    return total
+        matched, greedy = group_matching(a, b, abs_tol, rel_tol)
+        total += matched
+        approximate |= greedy
+    return total, approximate
 
 
-def group_matching(a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float) -> int:
-    """Maximum matching between rows of ``a`` and ``b`` (2-D float arrays) under closeness."""
+# Candidate pairs above which a multi-column group is matched greedily (memory bound).
+MAX_CANDIDATE_PAIRS = 5_000_000
+
+
+def group_matching(
+    a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float
+) -> tuple[int, bool]:
+    """Maximum matching between rows of ``a`` and ``b`` (2-D float arrays) under closeness;
+    the flag says a too-dense multi-column group got a greedy lower bound instead."""
     if a.shape[1] == 1:
-        return _sorted_matching(np.sort(a[:, 0]), np.sort(b[:, 0]), abs_tol, rel_tol)
-    return _bipartite_matching(a, b, abs_tol, rel_tol)
+        return _sorted_matching(np.sort(a[:, 0]), np.sort(b[:, 0]), abs_tol, rel_tol), False
+    try:
+        return _bipartite_matching(a, b, abs_tol, rel_tol), False
+    except _TooDense:
+        return _greedy_matching(a, b, abs_tol, rel_tol), True
+
+
+class _TooDense(Exception):
+    """More candidate pairs than MAX_CANDIDATE_PAIRS."""
+
+
+def _greedy_matching(a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float) -> int:
+    """A valid (not always maximum) matching: both sides sorted row-wise, two pointers."""
+    a = a[np.lexsort(a.T[::-1])]
+    b = b[np.lexsort(b.T[::-1])]
+    i = j = matched = 0
+    while i < len(a) and j < len(b):
+        if close(a[i], b[j], abs_tol, rel_tol).all():
+            matched += 1
+            i += 1
+            j += 1
+        elif a[i, 0] < b[j, 0]:
+            i += 1
+        else:
+            j += 1
+    return matched
 
 
 def _sorted_matching(a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float) -> int:
@@ -214,6 +249,8 @@ def _close_pairs(
     lo = np.searchsorted(first, x - reach, side="left")
     hi = np.searchsorted(first, x + reach, side="right")
     counts = hi - lo
+    if int(counts.sum()) > MAX_CANDIDATE_PAIRS:
+        raise _TooDense
     rows_out: list[np.ndarray] = []
     cols_out: list[np.ndarray] = []
     start = 0
