@@ -3,6 +3,11 @@
 Usable on their own, like ``sklearn.metrics``.
 """
 
+from queryeval.metrics._canonical import NAN, ValuePolicy, canonical
+from queryeval.metrics._compare import ComparisonResult, compare_results
+from queryeval.metrics._legacy import LEGACY_ROW_LIMIT, legacy_recall
+from queryeval.metrics._ordering import OrderInfo, gold_is_ordered
+from queryeval.metrics._resultset import ResultSet, as_result_set
 from queryeval.metrics._term_selection import (
     DimensionResult,
     TermRef,
@@ -31,24 +36,35 @@ from queryeval.metrics._weaviate_result import (
 )
 
 __all__ = [
+    "LEGACY_ROW_LIMIT",
+    "NAN",
     "Aggregation",
+    "ComparisonResult",
     "ComponentResult",
     "Condition",
     "DimensionResult",
     "FamilyCounts",
     "ItemResult",
+    "OrderInfo",
     "QueryComparison",
     "QueryMatch",
+    "ResultSet",
     "SlotResult",
     "TermRef",
     "TermSelectionResult",
     "UnknownMetricError",
     "UnknownOperatorError",
+    "ValuePolicy",
     "WeaviateAstResult",
     "WeaviateQuery",
     "WeaviateQueryError",
     "WeaviateSchema",
+    "as_result_set",
+    "canonical",
     "check_weaviate_ast_options",
+    "compare_results",
+    "gold_is_ordered",
+    "legacy_recall",
     "parse_queries",
     "parse_query",
     "parse_schema",
