@@ -34,8 +34,28 @@ def load_suite(path: str | Path) -> SuiteConfig:
         raise input_error(exc, path=path, located=doc) from None
     suite.base_dir = path.resolve().parent
     suite.source = path.resolve()
+    _import_plugins(suite, path, doc)
     _check_scorers(suite, path, doc)
     return suite
+
+
+def _import_plugins(suite: SuiteConfig, path: Path, doc: Located) -> None:
+    """Import the suite's plugin modules (the suite's folder is importable)."""
+    import importlib
+    import sys
+
+    if suite.plugins and str(suite.base_dir) not in sys.path:
+        sys.path.insert(0, str(suite.base_dir))
+    for i, module in enumerate(suite.plugins):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise InputError(
+                f"cannot import plugin {module!r}: {exc}",
+                path=path,
+                line=doc.line_of(("plugins", i)),
+                where=f"plugins[{i}]",
+            ) from None
 
 
 def _check_scorers(suite: SuiteConfig, path: Path, doc: Located) -> None:

@@ -51,6 +51,7 @@ class SystemRun:
     predictions: PredictionsFile | None = None
     callable: CallableSystem | None = None
     concurrency: int = 4
+    group: str = ""  # the configured system a grid point belongs to (shares its concurrency)
 
 
 @dataclass
@@ -121,6 +122,7 @@ def plan_run(suite: SuiteConfig) -> RunPlan:
                         params,
                         callable=CallableSystem(fn, params, cfg.timeout_s),
                         concurrency=cfg.concurrency,
+                        group=cfg.name,
                     )
                 )
         else:
@@ -202,11 +204,22 @@ def _record(
     }
 
 
+def _slim(record: dict[str, Any], scores: dict[str, Score] | None = None) -> dict[str, Any]:
+    """What the summary needs of a record: everything but the output, scores as models."""
+    slim = {k: v for k, v in record.items() if k not in ("output", "scores")}
+    if scores is None:
+        scores = {k: Score.model_validate(v) for k, v in record["scores"].items()}
+    slim["scores"] = scores
+    return slim
+
+
 class Runner:
     """Executes a RunPlan into a run directory."""
 
     def __init__(self, plan: RunPlan, out_dir: Path, *, progress: bool = True) -> None:
         self.plan = plan
+        # what the summary needs of every record, kept in memory so it is not read back
+        self.slim: list[dict[str, Any]] = []
         self.store = RunStore(out_dir)
         self.progress = progress
         self.ctx = ScoringContext(plan.suite, cache_dir=_cache_dir(plan.suite))
@@ -269,7 +282,8 @@ class Runner:
         if resume:
             self._check_resume(previous)
             store.repair_tail()
-        done = {(r["system"], r["case_id"]) for r in store.records()} if resume else set()
+        self.slim = [_slim(r) for r in store.records()] if resume else []
+        done = {(r["system"], r["case_id"]) for r in self.slim}
         store.write_json(RUN, self._run_json(previous, "running"))
         todo = [
             (system, case)
@@ -300,12 +314,12 @@ class Runner:
             assert system.predictions is not None
             output = system.predictions.get(case.id)
             scores = {label: _score_sync(s, case, output, self.ctx) for label, s in scorers.items()}
-            self.store.append(_record(system.name, case, output, scores, scorers))
+            self._keep(_record(system.name, case, output, scores, scorers), scores)
             bar.advance()
 
     async def _run_async(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
         scorers = self.plan.scorers
-        limits = {s.name: asyncio.Semaphore(s.concurrency) for s in self.plan.systems}
+        limits = {s.group or s.name: asyncio.Semaphore(s.concurrency) for s in self.plan.systems}
         queue: asyncio.Queue[tuple[SystemRun, Case]] = asyncio.Queue()
         for item in todo:
             queue.put_nowait(item)
@@ -321,16 +335,20 @@ class Runner:
                     output = system.predictions.get(case.id)
                 else:
                     assert system.callable is not None
-                    async with limits[system.name]:
+                    async with limits[system.group or system.name]:
                         output = await system.callable.generate(case)
                 results = await asyncio.gather(
                     *(_score_async(s, case, output, self.ctx) for s in scorers.values())
                 )
                 scores = dict(zip(scorers, results, strict=True))
-                self.store.append(_record(system.name, case, output, scores, scorers))
+                self._keep(_record(system.name, case, output, scores, scorers), scores)
                 bar.advance()
 
         await asyncio.gather(*(worker() for _ in range(n_workers)))
+
+    def _keep(self, record: dict[str, Any], scores: dict[str, Score]) -> None:
+        self.store.append(record)
+        self.slim.append(_slim(record, scores))
 
     # --- after the run ------------------------------------------------------------------
 
@@ -338,7 +356,7 @@ class Runner:
         """Write summary.json (from the stored records) and mark run.json complete."""
         from queryeval.stats import check_gates, summarize
 
-        records = list(self.store.records())
+        records = self.slim
         summary = summarize(
             self.plan.suite.name,
             self.plan.cases,

@@ -106,10 +106,13 @@ class Scorer:
         return {}
 
     def finish(self, score: Score) -> Score:
-        """Apply the pass threshold when the scorer did not decide `passed` itself."""
-        if score.passed is None and score.status == "ok" and self.threshold is not None:
-            assert score.value is not None
-            score.passed = score.value >= self.threshold - 1e-12
+        """Check the score and apply the pass threshold when the scorer did not decide
+        `passed` itself. An `ok` score without a value is a scorer bug, recorded as error."""
+        if score.status == "ok":
+            if score.value is None:
+                return Score.failed(f"scorer {self.name!r} returned status ok without a value")
+            if score.passed is None and self.threshold is not None:
+                score.passed = score.value >= self.threshold - 1e-12
         return score
 
     def system_failed(self, output: Output) -> Score:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from queryeval.cases import Case, Output, Score
-from queryeval.metrics import term_selection
+from queryeval.metrics import DimensionResult, TermRef, TermSelectionResult, term_selection
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
@@ -25,6 +25,31 @@ class TermSelectionOptions(BaseModel):
     value: Literal["macro_f1", "macro_recall", "macro_precision", "micro_f1"] = "macro_f1"
     codelist: str | None = None
     codelist_map: dict[str, str] = {}
+
+
+def details_text(details: dict[str, Any]) -> str:
+    """Seed 001's details cell, rebuilt from a stored score's details."""
+    per_dim = details.get("per_dimension")
+    if not per_dim:
+        return ""
+    dims = {
+        key: DimensionResult(
+            d["dataset_id"],
+            d["dimension"],
+            tuple(TermRef(i, n) for i, n in d["tp"]),
+            tuple(TermRef(i, n) for i, n in d["fp"]),
+            tuple(TermRef(i, n) for i, n in d["fn"]),
+            d["precision"],
+            d["recall"],
+            d["in_target"],
+            d["counted"],
+        )
+        for key, d in per_dim.items()
+    }
+    result = TermSelectionResult(
+        dims, None, None, None, None, tuple(details.get("dimensions_not_in_target", ())), 0, 0, 0
+    )
+    return result.details_text()
 
 
 @register_scorer("term_selection")
@@ -98,7 +123,6 @@ class TermSelectionScorer(Scorer):
                 for key, d in result.per_dimension.items()
             },
             "dimensions_not_in_target": list(result.dimensions_not_in_target),
-            "text": result.details_text(),
         }
         if unknown:
             details["unknown_codes"] = unknown
@@ -121,7 +145,7 @@ class TermSelectionScorer(Scorer):
         return {
             "macro recall": metrics.get("macro_recall"),
             "macro precision": metrics.get("macro_precision"),
-            "indicator selection details": score.details.get("text", score.explanation),
+            "indicator selection details": details_text(score.details) or score.explanation,
         }
 
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:

@@ -78,6 +78,10 @@ def summarize_scorer(
     return out
 
 
+def _as_score(value: Score | Mapping[str, Any]) -> Score:
+    return value if isinstance(value, Score) else Score.model_validate(value)
+
+
 def summarize(
     suite_name: str,
     cases: Sequence[Case],
@@ -117,9 +121,7 @@ def summarize(
             entry["system_cost"] = float(np.sum(costs))
         entry["scorers"] = {}
         for label, scorer in scorers.items():
-            scores = [
-                Score.model_construct(**r["scores"][label]) for r in recs if label in r["scores"]
-            ]
+            scores = [_as_score(r["scores"][label]) for r in recs if label in r["scores"]]
             entry["scorers"][label] = summarize_scorer(scorer, rec_cases, scores, seed)
         entry["by_tag"] = _by_tag(rec_cases, recs, list(scorers))
         systems[name] = entry
@@ -136,11 +138,11 @@ def _by_tag(cases: Sequence[Case], recs: Sequence[Mapping[str, Any]], labels: li
         means: dict[str, float | None] = {}
         for label in labels:
             vs = [
-                r["scores"][label]["value"]
+                s.value
                 for r in rs
                 if label in r["scores"]
-                and r["scores"][label].get("status") == "ok"
-                and r["scores"][label].get("value") is not None
+                and (s := _as_score(r["scores"][label])).status == "ok"
+                and s.value is not None
             ]
             means[label] = float(np.mean(vs)) if vs else None
         out[tag] = {"cases": len(rs), **_pass_counts([r.get("passed") for r in rs]), "means": means}

@@ -32,6 +32,28 @@ def parse_output(data: Any) -> Output:
     return Output(attempts=[Attempt.model_validate(fields)])
 
 
+_OUTPUT_MARKERS = (b'"output"', b'"attempts"', b'"error"')
+
+
+def _fast_attempt(raw: bytes) -> tuple[str, Output] | None:
+    """The common shorthand record (one attempt's fields and a case_id) validated straight from
+    JSON bytes in pydantic's core; None when the record needs the general path."""
+    if any(marker in raw for marker in _OUTPUT_MARKERS):
+        return None
+    try:
+        attempt = Attempt.model_validate_json(raw)
+    except ValidationError:
+        return None  # the general path reports the problem with its place
+    extra = attempt.__pydantic_extra__
+    if extra is None or "case_id" not in extra:
+        return None
+    case_id = extra.pop("case_id")
+    extra.pop("system", None)
+    if not isinstance(case_id, str | int) or isinstance(case_id, bool):
+        return None
+    return str(case_id), Output(attempts=[attempt])
+
+
 class PredictionsFile:
     """Outputs read from a JSONL file, by case id. Several records for one case add attempts."""
 
@@ -49,15 +71,11 @@ class PredictionsFile:
             for lineno, raw in enumerate(handle, start=1):
                 if not raw.strip():
                     continue
-                try:
-                    data = orjson.loads(raw)
-                except orjson.JSONDecodeError as exc:
-                    raise InputError(f"invalid JSON ({exc})", path=self.path, line=lineno) from None
-                if not isinstance(data, dict) or "case_id" not in data:
-                    raise InputError(
-                        "expected an object with a 'case_id'", path=self.path, line=lineno
-                    )
-                case_id = str(data["case_id"])
+                fast = _fast_attempt(raw)
+                if fast is not None:
+                    case_id, output = fast
+                else:
+                    case_id, output = self._general(raw, lineno)
                 if known_ids is not None and case_id not in known_ids:
                     raise InputError(
                         f"prediction for unknown case id {case_id!r}",
@@ -65,18 +83,26 @@ class PredictionsFile:
                         line=lineno,
                         where="case_id",
                     )
-                try:
-                    output = parse_output(data)
-                except ValidationError as exc:
-                    raise input_error(exc, path=self.path, line=lineno) from None
-                except ValueError as exc:
-                    raise InputError(str(exc), path=self.path, line=lineno) from None
                 previous = self.outputs.get(case_id)
                 if previous is None:
                     self.outputs[case_id] = output
                 else:
                     previous.attempts.extend(output.attempts)
                     previous.error = output.error or previous.error
+
+    def _general(self, raw: bytes, lineno: int) -> tuple[str, Output]:
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON ({exc})", path=self.path, line=lineno) from None
+        if not isinstance(data, dict) or "case_id" not in data:
+            raise InputError("expected an object with a 'case_id'", path=self.path, line=lineno)
+        try:
+            return str(data["case_id"]), parse_output(data)
+        except ValidationError as exc:
+            raise input_error(exc, path=self.path, line=lineno) from None
+        except ValueError as exc:
+            raise InputError(str(exc), path=self.path, line=lineno) from None
 
     def get(self, case_id: str) -> Output:
         """The saved output, or an Output whose error says none was saved."""
