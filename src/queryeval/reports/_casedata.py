@@ -51,13 +51,13 @@ def target_text(target: Target | None) -> str:
         return ""
     parts: list[str] = []
     if target.query is not None:
-        parts.append(target.query.text)
+        parts.append(target.query if isinstance(target.query, str) else target.query.text)
     if target.weaviate_query is not None:
         parts.append(_weaviate_text(target.weaviate_query))
     if target.indicator_selection is not None:
         parts.append(_selection_text(target.indicator_selection))
     if target.answer is not None:
-        parts.append(target.answer.text)
+        parts.append(target.answer if isinstance(target.answer, str) else target.answer.text)
     if target.result is not None:
         cols = ", ".join(target.result.columns)
         parts.append(f"expected rows ({cols}): {len(target.result.rows)} row(s)")

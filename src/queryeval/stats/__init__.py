@@ -11,6 +11,7 @@ from queryeval.stats._compare import (
     SystemComparison,
     compare_records,
     compare_runs,
+    pair_systems,
 )
 from queryeval.stats._gates import Gate, check_gates, metric_value, parse_gate
 from queryeval.stats._mcnemar import McNemarResult, mcnemar_test
@@ -36,6 +37,7 @@ __all__ = [
     "mean_ci",
     "mean_or_none",
     "metric_value",
+    "pair_systems",
     "parse_gate",
     "summarize",
     "summarize_scorer",

@@ -134,16 +134,24 @@ class RunComparison:
         }
 
 
+def _score_fields(score: Any) -> tuple[str, Any, Mapping[str, Any]]:
+    """(status, value, details) of a stored score dict or a Score model."""
+    if isinstance(score, Mapping):
+        return score.get("status", "ok"), score.get("value"), score.get("details") or {}
+    return score.status, score.value, score.details
+
+
 def _record_values(rec: Mapping[str, Any]) -> dict[str, float]:
     """Every comparable number of one record: pass (1/0), scorer values, sub-metrics."""
     out: dict[str, float] = {}
     if rec.get("passed") is not None:
         out[PASS] = 1.0 if rec["passed"] else 0.0
     for label, score in (rec.get("scores") or {}).items():
-        if score.get("status", "ok") != "ok" or score.get("value") is None:
+        status, value, details = _score_fields(score)
+        if status != "ok" or value is None:
             continue
-        out[label] = float(score["value"])
-        for name, v in ((score.get("details") or {}).get("metrics") or {}).items():
+        out[label] = float(value)
+        for name, v in (details.get("metrics") or {}).items():
             if isinstance(v, int | float) and not isinstance(v, bool):
                 out[f"{label}.{name}"] = float(v)
     return out
@@ -163,11 +171,14 @@ def _parse_pair(spec: str | tuple[str, str]) -> tuple[str, str]:
     return (a.strip(), b.strip()) if sep else (spec.strip(), spec.strip())
 
 
-def _pairs(
+def pair_systems(
     systems_a: Sequence[str],
     systems_b: Sequence[str],
     wanted: Sequence[str | tuple[str, str]] | None,
 ) -> list[tuple[str, str]]:
+    """The (A, B) system pairs to compare: the wanted ones (`name` or `a=b`, checked), else
+    the names both runs have, else run A's only system against each of B's; InputError
+    otherwise."""
     if wanted:
         pairs = [_parse_pair(w) for w in wanted]
         for a, b in pairs:
@@ -181,8 +192,8 @@ def _pairs(
     common = [s for s in systems_a if s in systems_b]
     if common:
         return [(s, s) for s in common]
-    if len(systems_a) == 1 and len(systems_b) == 1:
-        return [(systems_a[0], systems_b[0])]
+    if len(systems_a) == 1:  # one reference system: every candidate against it
+        return [(systems_a[0], b) for b in systems_b]
     raise InputError(
         "the runs have no system name in common; pick pairs with --system A_NAME=B_NAME "
         f"(run A: {', '.join(systems_a)}; run B: {', '.join(systems_b)})",
@@ -250,7 +261,7 @@ def compare_records(
         raise InputError(f"alpha must be between 0 and 1, got {alpha}", where="--alpha")
     by_a, by_b = _by_system(records_a), _by_system(records_b)
     results: list[SystemComparison] = []
-    for sys_a, sys_b in _pairs(list(by_a), list(by_b), systems):
+    for sys_a, sys_b in pair_systems(list(by_a), list(by_b), systems):
         cases_a, cases_b = by_a[sys_a], by_b[sys_b]
         paired = [cid for cid in cases_a if cid in cases_b]
         vals_a = {cid: _record_values(cases_a[cid]) for cid in paired}
