@@ -9,6 +9,7 @@ Native `<title>` elements give tooltips without any script.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -97,6 +98,8 @@ def grouped_hbars(
         lo, hi = min(everything), max(everything)
         if hi == lo:
             hi = lo + 1.0
+        if lo == 0 and all(float(v).is_integer() for v in values):
+            hi = math.ceil(hi / 4) * 4  # counts: whole-number ticks
     else:
         lo, hi = domain
     label_chars = min(36, max((len(c) for c in categories), default=4))
