@@ -52,7 +52,9 @@ def run_suite_for_test(
             baseline=Path(baseline) if baseline is not None else None,
         )
     except InputError as exc:
-        pytest.fail(f"queryeval: bad input: {exc.render()}", pytrace=False)
+        message = exc.render()
+    # failed outside the except block, so the report shows the message, not a chain
+    pytest.fail(f"queryeval: bad input: {message}", pytrace=False)
 
 
 def failed_gates(result: RunResult) -> list[str]:
