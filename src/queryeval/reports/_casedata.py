@@ -147,12 +147,6 @@ def latency_of(record: Mapping[str, Any]) -> float | None:
     return float(sum(times)) if times else None
 
 
-def cost_of(record: Mapping[str, Any]) -> float | None:
-    """The record's cost (the runner already sums attempt costs when the output has none)."""
-    cost = record.get("cost")
-    return float(cost) if cost is not None else None
-
-
 def is_judge_score(score: Mapping[str, Any]) -> bool:
     """Whether a stored score came from an LLM judge (it carries reasoning or a verdict)."""
     details = score.get("details") or {}
