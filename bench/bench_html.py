@@ -21,10 +21,33 @@ from queryeval.cases import Case
 from queryeval.reports._html import write_html
 from queryeval.stats import summarize
 
-WORDS = (
-    "revenue customers orders region month average total count top distinct products "
-    "invoices returned shipped europe quarter growth churn segment price discount"
-).split()
+WORDS = [
+    *[
+        "revenue",
+        "customers",
+        "orders",
+        "region",
+        "month",
+        "average",
+        "total",
+        "count",
+        "top",
+        "distinct",
+        "products",
+    ],
+    *[
+        "invoices",
+        "returned",
+        "shipped",
+        "europe",
+        "quarter",
+        "growth",
+        "churn",
+        "segment",
+        "price",
+        "discount",
+    ],
+]
 OPEN_LIMIT_S = 90  # a page that takes longer to open counts as unusable
 KINDS = ("ok",) * 8 + ("syntax", "schema", "timeout")
 
@@ -184,7 +207,8 @@ def main() -> int:
         naive_size = naive.stat().st_size / 1e6
         print(f"queryeval HTML report: {ours:.2f} s, {size:.1f} MB (target < 10 s, < 60 MB)")
         print(f"pandas DataFrame.to_html table only: {theirs:.2f} s, {naive_size:.1f} MB")
-        print(f"ratio (pandas / queryeval): time {theirs / ours:.2f}x, size {naive_size / size:.2f}x")
+        ratio = f"time {theirs / ours:.2f}x, size {naive_size / size:.2f}x"
+        print(f"ratio (pandas / queryeval): {ratio}")
         if Path("/usr/bin/chromium").exists():
             figures = _browser({"queryeval": report, "pandas": naive})
             q, pd_ = figures["queryeval"], figures["pandas"]
@@ -203,7 +227,8 @@ def main() -> int:
 
             t = time.perf_counter()
             write_excel(folder / "report.xlsx", summary, cases, records, {})
-            print(f"Excel workbook (Overview, Statistics, Components): {time.perf_counter() - t:.1f} s")
+            took = time.perf_counter() - t
+            print(f"Excel workbook (Overview, Statistics, Components): {took:.1f} s")
         ok = ours < 10 and size < 60
     print("PASS" if ok else "FAIL: the report misses its target")
     return 0 if ok else 1

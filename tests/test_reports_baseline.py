@@ -122,3 +122,14 @@ def test_relative_gate_without_baseline_is_bad_input(tmp_path: Path) -> None:
     )
     assert ok.returncode == 0, ok.stderr
     assert "<testsuite" in (tmp_path / "junit.xml").read_text()
+
+
+def test_report_command_keeps_the_baseline(runs: dict[str, Path], tmp_path: Path) -> None:
+    run = tmp_path / "copy"
+    shutil.copytree(runs["v2"], run)
+    (run / "comparison.json").unlink()
+    (run / "report.md").unlink()
+    result = _cli("report", str(run))
+    assert result.returncode == 0, result.stderr
+    assert json.loads((run / "comparison.json").read_text())["verdict"] == "better"
+    assert "queryeval comparison" in (run / "report.md").read_text()
