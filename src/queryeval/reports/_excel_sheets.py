@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 _NUM = "0.000"
 _VERDICT = {True: "PASS", False: "FAIL", None: "—"}
-_GRID = re.compile(r"^(?P<name>.*)\[(?P<params>.*)\]$")
+_GRID = re.compile(r"^(?P<name>[^[]*)\[(?P<params>.*)\]$")
 _PARAM_SPLIT = re.compile(r",(?=[A-Za-z_][\w.\-]*=)")
 
 
