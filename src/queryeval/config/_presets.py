@@ -12,6 +12,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "sdmx_selection": {
         "scorers": [{"name": "term_selection"}],
     },
+    # seed 000: weighted AST comparison of Weaviate queries (collection 0.4, rest 0.15 each)
+    "weaviate_ast": {
+        "scorers": [{"name": "weaviate_ast"}],
+    },
 }
 
 

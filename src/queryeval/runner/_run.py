@@ -68,6 +68,7 @@ class RunPlan:
     config_hash: str
     inputs_hash: str
     input_files: list[str] = field(default_factory=list)
+    lazy: bool = False  # cases and predictions are loaded by the sharded workers
 
 
 @dataclass
@@ -95,10 +96,11 @@ def _hash_files(paths: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
-def plan_run(suite: SuiteConfig) -> RunPlan:
-    """Load and check everything a run needs; InputError on any bad input."""
-    cases = load_cases(suite.cases, suite.base_dir)
-    if not cases:
+def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
+    """Load and check everything a run needs; InputError on any bad input. With `lazy`, cases
+    and predictions are left for the sharded workers to load and check."""
+    cases = [] if lazy else load_cases(suite.cases, suite.base_dir)
+    if not cases and not lazy:
         raise InputError("no cases matched", path=suite.source, where="cases")
     known = {c.id for c in cases}
     scorers = {cfg.label: build_scorer(cfg) for cfg in suite.scorers}
@@ -110,7 +112,8 @@ def plan_run(suite: SuiteConfig) -> RunPlan:
         if cfg.predictions:
             path = suite.resolve(cfg.predictions)
             files.append(path)
-            systems.append(SystemRun(cfg.name, {}, predictions=PredictionsFile(path, known)))
+            preds = None if lazy else PredictionsFile(path, known)
+            systems.append(SystemRun(cfg.name, {}, predictions=preds))
         elif cfg.callable:
             try:
                 fn = import_callable(cfg.callable, suite.base_dir)
@@ -143,6 +146,7 @@ def plan_run(suite: SuiteConfig) -> RunPlan:
         config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
         inputs_hash=_hash_files(files),
         input_files=[str(p) for p in files],
+        lazy=lazy,
     )
 
 
@@ -185,6 +189,18 @@ def case_passed(scores: dict[str, Score], scorers: dict[str, Scorer]) -> bool | 
     return True if verdicts else None
 
 
+def _score_json(score: Score) -> dict[str, Any]:
+    """A score as stored: what is set, and always its status (details are JSON already)."""
+    out: dict[str, Any] = {"value": score.value, "status": score.status}
+    if score.passed is not None:
+        out["passed"] = score.passed
+    if score.details:
+        out["details"] = score.details
+    if score.explanation:
+        out["explanation"] = score.explanation
+    return out
+
+
 def _record(
     system: str, case: Case, output: Output, scores: dict[str, Score], scorers: dict[str, Scorer]
 ) -> dict[str, Any]:
@@ -195,11 +211,9 @@ def _record(
     return {
         "system": system,
         "case_id": case.id,
-        "output": output.model_dump(mode="json", exclude_defaults=True),
-        "scores": {
-            k: s.model_dump(mode="json", exclude_defaults=True) | {"status": s.status}
-            for k, s in scores.items()
-        },
+        # serialised by pydantic's core straight to JSON and embedded as is
+        "output": orjson.Fragment(output.model_dump_json(exclude_defaults=True)),
+        "scores": {k: _score_json(s) for k, s in scores.items()},
         "passed": case_passed(scores, scorers),
         "error": output.error,
         "latency_s": output.latency_s,
@@ -223,6 +237,7 @@ class Runner:
         self.plan = plan
         # what the summary needs of every record, kept in memory so it is not read back
         self.slim: list[dict[str, Any]] = []
+        self.done: set[tuple[str, str]] = set()
         self.store = RunStore(out_dir)
         self.progress = progress
         self.ctx = ScoringContext(plan.suite, cache_dir=_cache_dir(plan.suite))
@@ -291,8 +306,10 @@ class Runner:
             self._check_resume(previous)
             store.repair_tail()
         self.slim = [_slim(r) for r in store.records()] if resume else []
-        done = {(r["system"], r["case_id"]) for r in self.slim}
+        done = self.done = {(r["system"], r["case_id"]) for r in self.slim}
         store.write_json(RUN, self._run_json(previous, "running"))
+        if self.plan.lazy:
+            return self._run_sharded(len(done))
         todo = [
             (system, case)
             for system in self.plan.systems
@@ -315,6 +332,21 @@ class Runner:
             store.close()
             self.ctx.close()
         return len(todo), len(done)
+
+    def _run_sharded(self, skipped: int) -> tuple[int, int]:
+        from queryeval.runner._sharded import run_sharded
+
+        total = sum(1 for _ in self.plan.suite.systems) * _count_lines(self.plan) - skipped
+        try:
+            with Progress(total, f"{self.plan.suite.name}", self.progress) as bar:
+                stubs, slims = run_sharded(self, bar)
+        finally:
+            self.ctx.close()
+        self.plan.cases = stubs
+        for rec in slims:
+            rec["scores"] = {k: Score.model_validate(v) for k, v in rec["scores"].items()}
+        self.slim.extend(slims)
+        return len(slims), skipped
 
     def _run_sync(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
         scorers = self.plan.scorers
@@ -389,6 +421,15 @@ class Runner:
         return summary, gates
 
 
+def _count_lines(plan: RunPlan) -> int:
+    return sum(
+        1
+        for p in expand(plan.suite.cases, plan.suite.base_dir)
+        for line in p.read_bytes().splitlines()
+        if line.strip()
+    )
+
+
 def _cache_dir(suite: SuiteConfig) -> Path:
     configured = suite.settings.get("cache_dir")
     if configured:
@@ -402,6 +443,9 @@ def _versions() -> dict[str, str]:
         with contextlib.suppress(PackageNotFoundError):
             out[name] = version(name)
     return out
+
+
+_STUB_REPORTS = {"json", "console", "junit"}
 
 
 def default_out_dir(suite: SuiteConfig) -> Path:
@@ -425,8 +469,9 @@ def run_suite(
     """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
     suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`)."""
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
+    from queryeval.runner._sharded import can_shard
 
-    plan = plan_run(suite)
+    plan = plan_run(suite, lazy=can_shard(suite))
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
     runner = Runner(plan, out, progress=progress)
@@ -436,6 +481,8 @@ def run_suite(
     if base is not None:
         comparison = compare_with_baseline(suite, base, runner.slim, out)
         runner.store.write_json(COMPARISON, comparison)
+    if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
+        plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
     reports: dict[str, Path] = {}
     if write_reports:
         from queryeval.reports import write_reports as _write

@@ -64,6 +64,9 @@ class Scorer:
     default_threshold: ClassVar[float | None] = None
     # Whether the scorer should see a system's failed output (else it scores 0 and fails).
     scores_system_errors: ClassVar[bool] = False
+    # Pure, local and cheap: may run in forked workers on large runs; its aggregate() reads
+    # only id, name, tags, metadata and labels of the cases.
+    shardable: ClassVar[bool] = False
 
     def __init__(self, options: BaseModel, config: ScorerConfig | None = None) -> None:
         self.options = options

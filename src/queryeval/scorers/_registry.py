@@ -20,6 +20,7 @@ S = TypeVar("S", bound=type[Scorer])
 # Built-in scorers: name -> "module:Class". One line each; the module is imported on first use.
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
+    "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 
