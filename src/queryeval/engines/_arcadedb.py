@@ -58,6 +58,7 @@ def _read_status(proc: subprocess.Popen[str], timeout_s: float) -> str:
 
 def build_graph_fixture(seed: Path, cache_dir: Path, heap: str = "1g") -> Path:
     """The ArcadeDB database folder built from a graph seed (built once, content-addressed)."""
+    seed, cache_dir = seed.resolve(), cache_dir.resolve()
     root = cache_dir / "fixtures" / f"graph-{seed_digest(seed, 'arcadedb')[:20]}"
     database = root / "databases" / FIXTURE_DATABASE
     if database.exists():

@@ -76,6 +76,11 @@ class CypherEngine(Engine):
         self._driver = neo4j.GraphDatabase.driver(
             self._url, auth=self._auth, connection_timeout=10.0
         )
+        # The first queries of a cold JVM compile the parser and planner: do that now,
+        # outside any query's time limit.
+        with self._driver.session(database=self.database) as session:
+            session.run("MATCH (n) RETURN count(n) AS warm").consume()
+            session.run("MATCH (a)-[r]->(b) RETURN a, r, b LIMIT 1").consume()
 
     def _reconnect(self) -> None:
         """Drop every connection; restart the embedded server (a query would not stop)."""

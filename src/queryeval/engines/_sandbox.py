@@ -39,14 +39,14 @@ def sql_refusal(query: str, dialect: str | None) -> str | None:
         return f"{len(statements)} statements: only one read-only query may run at a time"
     root = statements[0]
     if not isinstance(root, exp.Query):
-        return f"not a read-only query: a {root.key.upper()} statement"
+        return f"not a read-only query but a {root.key.upper()} statement"
     writes = (
         exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
         exp.Copy, exp.Command, exp.TruncateTable, exp.Attach, exp.Detach, exp.Into,
     )  # fmt: skip
     for node in root.walk():
         if isinstance(node, writes):
-            return f"a {node.key.upper()} inside the query: writes are refused"
+            return f"{node.key.upper()} inside the query: writes are refused"
     return None
 
 

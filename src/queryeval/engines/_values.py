@@ -7,6 +7,7 @@ import base64
 import datetime as dt
 import decimal
 import json
+import sys
 import uuid
 from typing import Any
 
@@ -15,32 +16,32 @@ def plain_value(value: Any) -> Any:
     """Driver-specific values as plain Python: neo4j nodes/relationships/paths become dicts
     (labels or type plus properties; never database ids, which differ between copies of
     one graph), neo4j temporals become `datetime` values."""
-    module = type(value).__module__ or ""
-    if not module.startswith("neo4j"):
-        if isinstance(value, list | tuple):
-            return [plain_value(v) for v in value]
-        if isinstance(value, dict):
-            return {k: plain_value(v) for k, v in value.items()}
-        return value
-    names = {c.__name__ for c in type(value).__mro__}
-    if "Node" in names:
-        return {"labels": sorted(value.labels), "properties": plain_value(dict(value.items()))}
-    if "Relationship" in names:
-        return {"type": value.type, "properties": plain_value(dict(value.items()))}
-    if "Path" in names:
-        return {
-            "nodes": [plain_value(n) for n in value.nodes],
-            "relationships": [plain_value(r) for r in value.relationships],
-        }
-    if "Duration" in names:
-        if value.months == 0:
-            return dt.timedelta(
-                days=value.days, seconds=value.seconds, microseconds=value.nanoseconds // 1000
-            )
-        return {"months": value.months, "days": value.days, "seconds": value.seconds,
-                "nanoseconds": value.nanoseconds}  # fmt: skip
-    if hasattr(value, "to_native"):
-        return value.to_native()
+    if isinstance(value, list | tuple):
+        return [plain_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain_value(v) for k, v in value.items()}
+    graph = sys.modules.get("neo4j.graph")  # loaded only when a neo4j driver is in use
+    if graph is not None:
+        if isinstance(value, graph.Node):
+            return {"labels": sorted(value.labels), "properties": plain_value(dict(value))}
+        if isinstance(value, graph.Relationship):
+            return {"type": value.type, "properties": plain_value(dict(value))}
+        if isinstance(value, graph.Path):
+            return {
+                "nodes": [plain_value(n) for n in value.nodes],
+                "relationships": [plain_value(r) for r in value.relationships],
+            }
+    neo_time = sys.modules.get("neo4j.time")
+    if neo_time is not None:
+        if isinstance(value, neo_time.Duration):
+            if value.months == 0:
+                return dt.timedelta(
+                    days=value.days, seconds=value.seconds, microseconds=value.nanoseconds // 1000
+                )
+            return {"months": value.months, "days": value.days, "seconds": value.seconds,
+                    "nanoseconds": value.nanoseconds}  # fmt: skip
+        if isinstance(value, neo_time.DateTime | neo_time.Date | neo_time.Time):
+            return value.to_native()
     return value
 
 
