@@ -152,7 +152,10 @@ def _neo4j_graph(value: Any, policy: ValuePolicy) -> Any | None:
 
 def canonical_map(value: Mapping[Any, Any], policy: ValuePolicy = DEFAULT_POLICY) -> Any:
     """A map's canonical form: order-insensitive, keys and values canonical."""
-    return ("map", frozenset((canonical(k, policy), canonical(v, policy)) for k, v in value.items()))
+    return (
+        "map",
+        frozenset((canonical(k, policy), canonical(v, policy)) for k, v in value.items()),
+    )
 
 
 def canonical(value: Any, policy: ValuePolicy = DEFAULT_POLICY) -> Any:

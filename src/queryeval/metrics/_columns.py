@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from queryeval.metrics._match import close, multiset_overlap, pack
+from queryeval.metrics._match import close, multiset_overlap, pack_both
 
 Mapping = tuple[tuple[int, int], ...]
 """(gold column index, predicted column index) pairs, in gold column order."""
@@ -129,10 +129,13 @@ def search_permutation(
         exact = [gi for gi in chosen if not tolerant(gold[gi], pred[chosen[gi]])]
         if len(exact) < 2:
             return True
-        cards = [int(max(gold[gi].codes.max(initial=0), pred[chosen[gi]].codes.max(initial=0)))
-                 + 1 for gi in exact]
-        kg = pack([gold[gi].codes for gi in exact], cards, len(gold[0].codes))
-        kp = pack([pred[chosen[gi]].codes for gi in exact], cards, len(pred[0].codes))
+        cards = [
+            int(max(gold[gi].codes.max(initial=0), pred[chosen[gi]].codes.max(initial=0))) + 1
+            for gi in exact
+        ]
+        kp, kg = pack_both(
+            [pred[chosen[gi]].codes for gi in exact], [gold[gi].codes for gi in exact], cards
+        )
         if as_set:
             return np.array_equal(np.unique(kg), np.unique(kp))
         return multiset_overlap(kp, kg) == len(kg) == len(kp)

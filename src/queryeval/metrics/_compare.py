@@ -18,7 +18,7 @@ column outside ``gold_subset``), no row can be equal: matched = 0 and ``exact`` 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -41,10 +41,10 @@ from queryeval.metrics._encode import (
 )
 from queryeval.metrics._legacy import LEGACY_ROW_LIMIT, legacy_recall
 from queryeval.metrics._match import (
+    RowKeys,
     distinct,
     distinct_rows,
     multiset_overlap,
-    pack,
     tolerant_overlap,
 )
 from queryeval.metrics._ordering import SortKey, gold_is_ordered
@@ -118,6 +118,7 @@ class _Rows:
     gold_rows: int
     order_ok: bool | None
     first_misordered: int | None = None
+    approximate: bool = False  # a dense group under tolerance was matched greedily
 
 
 def compare_results(
@@ -168,42 +169,57 @@ def compare_results(
     mapping = tuple((g.columns[gi], p.columns[pj]) for gi, pj in alignment.pairs)
     missing = tuple(g.columns[i] for i in alignment.missing)
     extra = tuple(p.columns[j] for j in alignment.extra)
-    common = {
-        "legacy_recall": legacy,
-        "rows": row_policy,
-        "columns": columns,
-        "column_mapping": mapping,
-        "missing_columns": missing,
-        "extra_columns": extra,
-        "order_keys": tuple(g.columns[i] for i in tie_columns),
-    }
+
+    def result(rows: _Rows, column_problem: str | None) -> ComparisonResult:
+        precision, recall, f1 = _prf(rows.matched, rows.pred_rows, rows.gold_rows)
+        equal = column_problem is None and _rows_equal(rows, row_policy)
+        reason = column_problem or (None if equal else _row_reason(rows))
+        if column_problem is not None:  # the columns do not align: no row can be equal
+            precision = recall = f1 = 0.0
+        if rows.approximate:
+            notes.append(
+                "float tolerance: a group with too many close pairs for an exact matching was "
+                "matched greedily, so matched_rows is a lower bound"
+            )
+        return ComparisonResult(
+            exact=equal,
+            precision=precision,
+            recall=recall,
+            f1=f1,
+            legacy_recall=legacy,
+            matched_rows=rows.matched,
+            pred_rows=rows.pred_rows,
+            gold_rows=rows.gold_rows,
+            rows=row_policy,
+            columns=columns,
+            column_mapping=mapping,
+            missing_columns=missing,
+            extra_columns=extra,
+            order_keys=tuple(g.columns[i] for i in tie_columns),
+            order_ok=rows.order_ok,
+            reason=reason,
+            notes=tuple(notes),
+        )
+
     column_problem = _column_problem(missing, extra, columns)
     if column_problem is not None:
         n_pred, n_gold = _row_counts(p, g, row_policy, options)
-        return ComparisonResult(
-            exact=False, precision=0.0, recall=0.0, f1=0.0, matched_rows=0, pred_rows=n_pred,
-            gold_rows=n_gold, reason=column_problem, notes=tuple(notes), **common,
-        )
+        return result(_Rows(0, n_pred, n_gold, None), column_problem)
 
-    pairs = _encode_pairs(p, g, alignment.pairs, options)
-    outcome = _compare_rows(pairs, p.num_rows, g.num_rows, row_policy,
-                            _tie_positions(tie_columns, alignment.pairs), options)
-    precision, recall, f1 = _prf(outcome.matched, outcome.pred_rows, outcome.gold_rows)
-    same_rows = outcome.matched == outcome.pred_rows == outcome.gold_rows
-    exact = same_rows and (row_policy != "ordered" or bool(outcome.order_ok))
-    return ComparisonResult(
-        exact=exact,
-        precision=precision,
-        recall=recall,
-        f1=f1,
-        matched_rows=outcome.matched,
-        pred_rows=outcome.pred_rows,
-        gold_rows=outcome.gold_rows,
-        order_ok=outcome.order_ok,
-        reason=None if exact else _row_reason(outcome, notes),
-        notes=tuple(notes),
-        **common,
+    encoded = _encode_rows(
+        alignment.pairs,
+        _pair_encoder(p, g, options),
+        p.num_rows,
+        g.num_rows,
+        _tie_positions(tie_columns, alignment.pairs),
+        options,
     )
+    return result(_compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options), None)
+
+
+def _rows_equal(rows: _Rows, row_policy: str) -> bool:
+    same = rows.matched == rows.pred_rows == rows.gold_rows
+    return same and (row_policy != "ordered" or bool(rows.order_ok))
 
 
 # -- options ------------------------------------------------------------------------------
@@ -240,8 +256,10 @@ def _row_policy(
         try:
             parsed = gold_is_ordered(gold_query, language or "sql")
         except ValueError as error:
-            notes.append(f"gold query not parsed for ordering ({error}); rows compared "
-                         f"{'in strict order' if rows == 'ordered' else 'as a multiset'}")
+            notes.append(
+                f"gold query not parsed for ordering ({error}); rows compared "
+                f"{'in strict order' if rows == 'ordered' else 'as a multiset'}"
+            )
     if rows == "ordered":
         return "ordered", parsed.keys if parsed is not None else ()
     if parsed is not None and parsed.ordered:
@@ -273,8 +291,11 @@ def _resolve_keys(
     if len(resolved) < len(keys):
         notes.append(
             "sort keys not all output columns: ties taken on "
-            + (", ".join(columns[i] for i in resolved) if resolved else "nothing, so rows "
-               "must match position by position")
+            + (
+                ", ".join(columns[i] for i in resolved)
+                if resolved
+                else "nothing, so rows must match position by position"
+            )
         )
     elif not keys:
         notes.append("ordered without known sort keys: rows must match position by position")
@@ -302,70 +323,110 @@ def _is_tolerant(kinds: set[str]) -> bool:
     return "float" in kinds and kinds <= {"int", "float", "null"}
 
 
-def _encode_pairs(
-    p: ResultSet, g: ResultSet, pairs: Mapping, options: _Options
-) -> list[_Pair]:
-    encoded = []
-    for gi, pj in pairs:
+PairSource = Callable[[int, int], _Pair]
+
+
+def _pair_encoder(p: ResultSet, g: ResultSet, options: _Options) -> PairSource:
+    """Encode one (gold column, predicted column) pair on demand, in one shared code space."""
+
+    def encode(gi: int, pj: int) -> _Pair:
         gold_data, pred_data = g.column_data(gi), p.column_data(pj)
-        if options.tolerant and _is_tolerant({numeric_kind(gold_data), numeric_kind(pred_data)}):
+        kinds = {numeric_kind(gold_data), numeric_kind(pred_data)} if options.tolerant else set()
+        if _is_tolerant(kinds):
             gold_tags, gold_values = encode_numeric(gold_data)
             pred_tags, pred_values = encode_numeric(pred_data)
-            encoded.append(_Pair(gold_tags, pred_tags, TAG_CARDINALITY, gold_values, pred_values))
-        else:
-            codes = encode_exact([pred_data, gold_data], options.policy)
-            encoded.append(_Pair(codes.codes[1], codes.codes[0], codes.cardinality))
-    return encoded
+            return _Pair(gold_tags, pred_tags, TAG_CARDINALITY, gold_values, pred_values)
+        codes = encode_exact([pred_data, gold_data], options.policy)
+        return _Pair(codes.codes[1], codes.codes[0], codes.cardinality)
+
+    return encode
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    """Both sides' rows as keys (+ floats compared with tolerance) and gold's tie columns."""
+
+    keys: RowKeys
+    values_p: np.ndarray | None
+    values_g: np.ndarray | None
+    ok_p: np.ndarray
+    ok_g: np.ndarray
+    ties: list[np.ndarray]
+
+
+def _encode_rows(
+    pairs: Mapping,
+    source: PairSource,
+    n_pred: int,
+    n_gold: int,
+    tie_positions: tuple[int, ...],
+    options: _Options,
+) -> _Encoded:
+    """Pack the aligned columns into row keys one pair at a time (codes are dropped as soon as
+    they are packed, which keeps the peak memory near two int64 arrays)."""
+    keys = RowKeys(n_pred, n_gold)
+    ok_p = np.ones(n_pred, dtype=bool)
+    ok_g = np.ones(n_gold, dtype=bool)
+    values_p: list[np.ndarray] = []
+    values_g: list[np.ndarray] = []
+    ties: list[np.ndarray] = []
+    for index, (gi, pj) in enumerate(pairs):
+        pair = source(gi, pj)
+        keys.add(pair.pred, pair.gold, pair.cardinality)
+        if not options.null_equals_null:
+            ok_p &= pair.pred != 0
+            ok_g &= pair.gold != 0
+        if pair.pred_values is not None and pair.gold_values is not None:
+            values_p.append(pair.pred_values)
+            values_g.append(pair.gold_values)
+        if index in tie_positions:
+            ties.append(pair.gold)
+            if pair.gold_values is not None:
+                ties.append(pair.gold_values.view(np.int64))
+    return _Encoded(keys, _stack(values_p, n_pred), _stack(values_g, n_gold), ok_p, ok_g, ties)
 
 
 def _compare_rows(
-    pairs: list[_Pair],
-    n_pred: int,
-    n_gold: int,
-    row_policy: str,
-    tie_pairs: tuple[int, ...],
-    options: _Options,
+    encoded: _Encoded, n_pred: int, n_gold: int, row_policy: str, options: _Options
 ) -> _Rows:
-    cards = [pair.cardinality for pair in pairs]
-    key_p = pack([pair.pred for pair in pairs], cards, n_pred)
-    key_g = pack([pair.gold for pair in pairs], cards, n_gold)
-    tolerant = [pair for pair in pairs if pair.gold_values is not None]
-    values_p = _stack([pair.pred_values for pair in tolerant], n_pred)
-    values_g = _stack([pair.gold_values for pair in tolerant], n_gold)
-    ok_p = _matchable([pair.pred for pair in pairs], n_pred, options)
-    ok_g = _matchable([pair.gold for pair in pairs], n_gold, options)
+    key_p, key_g = encoded.keys.pred, encoded.keys.gold
+    values_p, values_g = encoded.values_p, encoded.values_g
+    ok_p, ok_g = encoded.ok_p, encoded.ok_g
 
-    def overlap(kp: np.ndarray, vp: np.ndarray | None, kg: np.ndarray, vg: np.ndarray | None,
-                mp: np.ndarray, mg: np.ndarray) -> int:
-        if vp is None or vg is None:
-            return multiset_overlap(kp[mp], kg[mg])
-        return tolerant_overlap(kp[mp], vp[mp], kg[mg], vg[mg], options.abs_tol, options.rel_tol)
+    approximate = False
+
+    def overlap(kp: np.ndarray, kg: np.ndarray) -> int:
+        nonlocal approximate
+        if values_p is None or values_g is None:
+            return multiset_overlap(kp[ok_p], kg[ok_g])
+        matched, greedy = tolerant_overlap(
+            kp[ok_p], values_p[ok_p], kg[ok_g], values_g[ok_g], options.abs_tol, options.rel_tol
+        )
+        approximate |= greedy
+        return matched
 
     if row_policy == "set":
         key_p, values_p, ok_p = _distinct(key_p, values_p, ok_p)
         key_g, values_g, ok_g = _distinct(key_g, values_g, ok_g)
-    matched = overlap(key_p, values_p, key_g, values_g, ok_p, ok_g)
-    rows = _Rows(matched, len(key_p), len(key_g), None)
+    matched = overlap(key_p, key_g)
     if row_policy != "ordered":
-        return rows
+        return _Rows(matched, len(key_p), len(key_g), None, approximate=approximate)
     if n_pred != n_gold:
-        return _Rows(matched, n_pred, n_gold, False)
-    segment = _segments([pairs[i] for i in tie_pairs], n_gold)
-    n_segments = int(segment[-1]) + 1 if n_gold else 1
-    seg_p = pack([key_p, segment], [int(max(key_p.max(initial=0), key_g.max(initial=0))) + 1,
-                                    n_segments], n_pred)
-    seg_g = pack([key_g, segment], [int(max(key_p.max(initial=0), key_g.max(initial=0))) + 1,
-                                    n_segments], n_gold)
-    in_order = overlap(seg_p, values_p, seg_g, values_g, ok_p, ok_g)
+        return _Rows(matched, n_pred, n_gold, False, approximate=approximate)
+    segment = _segments(encoded.ties, n_gold)
+    ordered = RowKeys(0, 0)
+    ordered.pred, ordered.gold, ordered.span = key_p.copy(), key_g.copy(), encoded.keys.span
+    ordered.add(segment, segment, int(segment[-1]) + 1 if n_gold else 1)
+    in_order = overlap(ordered.pred, ordered.gold)
     order_ok = in_order == n_gold and bool(ok_p.all()) and bool(ok_g.all())
-    first_bad = None if order_ok else _first_misordered(seg_p, seg_g, segment)
-    return _Rows(matched, n_pred, n_gold, order_ok, first_bad)
+    first_bad = None if order_ok else _first_misordered(ordered.pred, ordered.gold, segment)
+    return _Rows(matched, n_pred, n_gold, order_ok, first_bad, approximate)
 
 
-def _stack(columns: list[np.ndarray | None], n: int) -> np.ndarray | None:
+def _stack(columns: Sequence[np.ndarray], n: int) -> np.ndarray | None:
     if not columns:
         return None
-    return np.column_stack([c for c in columns if c is not None]).reshape(n, len(columns))
+    return np.column_stack(columns).reshape(n, len(columns))
 
 
 def _matchable(codes: list[np.ndarray], n: int, options: _Options) -> np.ndarray:
@@ -394,18 +455,15 @@ def _distinct(
     return out_key, out_values, out_ok
 
 
-def _segments(tie_pairs: list[_Pair], n: int) -> np.ndarray:
+def _segments(ties: list[np.ndarray], n: int) -> np.ndarray:
     """Tie-group number of each gold row: runs of equal gold sort-key values; each row its
     own group when no sort key is known."""
-    if not tie_pairs or not n:
+    if not ties or not n:
         return np.arange(n, dtype=np.int64)
     change = np.zeros(n, dtype=bool)
     change[0] = True
-    for pair in tie_pairs:
-        change[1:] |= pair.gold[1:] != pair.gold[:-1]
-        if pair.gold_values is not None:
-            bits = pair.gold_values.view(np.int64)
-            change[1:] |= bits[1:] != bits[:-1]
+    for column in ties:
+        change[1:] |= column[1:] != column[:-1]
     return np.cumsum(change, dtype=np.int64) - 1
 
 
@@ -423,10 +481,11 @@ def _row_counts(p: ResultSet, g: ResultSet, row_policy: str, options: _Options) 
         return p.num_rows, g.num_rows
     counts = []
     for result in (p, g):
-        pairs = [(i, i) for i in range(result.num_columns)]
-        encoded = _encode_pairs(result, result, tuple(pairs), _Options(0, 0, True, options.policy))
-        key = pack([e.gold for e in encoded], [e.cardinality for e in encoded], result.num_rows)
-        counts.append(len(distinct(key)))
+        keys = RowKeys(result.num_rows, 0)
+        for i in range(result.num_columns):
+            codes = encode_exact([result.column_data(i)], options.policy)
+            keys.add(codes.codes[0], np.empty(0, dtype=np.int64), codes.cardinality)
+        counts.append(len(distinct(keys.pred)))
     return counts[0], counts[1]
 
 
@@ -439,7 +498,7 @@ def _prf(matched: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
     return precision, recall, f1
 
 
-def _row_reason(outcome: _Rows, notes: list[str]) -> str:
+def _row_reason(outcome: _Rows) -> str:
     parts = []
     if outcome.pred_rows != outcome.gold_rows:
         parts.append(f"{outcome.pred_rows} rows predicted, {outcome.gold_rows} expected")
@@ -491,27 +550,33 @@ def _permutation(
         return _Pair(gv.codes, pv.codes, shared.cardinality)
 
     def rows_for(mapping: Mapping) -> _Rows:
-        pairs = [pair(gi, pj) for gi, pj in mapping]
-        return _compare_rows(pairs, p.num_rows, g.num_rows, row_policy,
-                             _tie_positions(tie_columns, mapping), options)
+        encoded = _encode_rows(
+            mapping, pair, p.num_rows, g.num_rows, _tie_positions(tie_columns, mapping), options
+        )
+        return _compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options)
 
     def is_exact(mapping: Mapping) -> bool:
-        rows = rows_for(mapping)
-        same = rows.matched == rows.pred_rows == rows.gold_rows
-        return same and (row_policy != "ordered" or bool(rows.order_ok))
+        return _rows_equal(rows_for(mapping), row_policy)
 
     first = by_name.pairs if not by_name.missing else None
     search = search_permutation(
-        gold_views, pred_views, tolerant=tolerant, tolerance=(options.abs_tol, options.rel_tol),
-        as_set=row_policy == "set", is_exact=is_exact, max_steps=max_permutations,
+        gold_views,
+        pred_views,
+        tolerant=tolerant,
+        tolerance=(options.abs_tol, options.rel_tol),
+        as_set=row_policy == "set",
+        is_exact=is_exact,
+        max_steps=max_permutations,
         first_try=first,
     )
     if search.capped:
         notes.append(f"column permutation search stopped after {max_permutations} steps")
     if search.mapping is not None:
         return Alignment(search.mapping, (), ())
-    notes.append("no column permutation makes the rows equal; scored with the mapping that "
-                 "keeps the most values in common")
+    notes.append(
+        "no column permutation makes the rows equal; scored with the mapping that "
+        "keeps the most values in common"
+    )
     chosen = search.best or by_name.pairs
     return Alignment(chosen, (), ())
 

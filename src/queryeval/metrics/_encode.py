@@ -29,6 +29,7 @@ from queryeval.metrics._canonical import NAN, ValuePolicy, canonical, is_number
 # Plain Python columns at least this long are converted to Arrow to be encoded vectorised.
 _ARROW_CONVERT_MIN_ROWS = 20_000
 _MAX_EXACT_FLOAT_INT = 2**53
+_OFFSET_MAX_RANGE = 2**32
 _NS_PER_DAY = 86_400 * 10**9
 _NONE_TYPE = type(None)
 _SIMPLE_PY_TYPES = {
@@ -71,8 +72,9 @@ def numeric_kind(data: Any) -> str:
     types = _py_types(data)
     if not types:
         return "null"
-    if not all(issubclass(t, int | float | decimal.Decimal) and not issubclass(t, bool)
-               for t in types):
+    if not all(
+        issubclass(t, int | float | decimal.Decimal) and not issubclass(t, bool) for t in types
+    ):
         return "other"
     return "float" if any(issubclass(t, float | decimal.Decimal) for t in types) else "int"
 
@@ -153,18 +155,20 @@ def _family(t: Any, pa: Any, policy: ValuePolicy) -> str | None:
         return "string"
     if types.is_binary(t) or types.is_large_binary(t) or types.is_fixed_size_binary(t):
         return "binary"
+    naive_zone = policy.naive_timezone
     if types.is_timestamp(t):
-        if t.tz is None and policy.naive_timezone is None:
+        if t.tz is not None:
+            return "ts"
+        if naive_zone is None:
             return "ts_naive"
-        if t.tz is None and policy.naive_timezone.upper() != "UTC":
-            return None  # local wall-clock times: the Python path reads them in that zone
-        return "ts"
+        # local wall-clock times in another zone: the Python path reads them in that zone
+        return "ts" if naive_zone.upper() == "UTC" else None
     if types.is_date(t):
         if not policy.date_equals_midnight:
             return "date"
-        if policy.naive_timezone is None:
+        if naive_zone is None:
             return "ts_naive"
-        return "ts" if policy.naive_timezone.upper() == "UTC" else None
+        return "ts" if naive_zone.upper() == "UTC" else None
     if types.is_duration(t):
         return "duration"
     return None
@@ -193,7 +197,8 @@ def _encode_arrow(columns: list[Any], policy: ValuePolicy) -> ExactCodes | None:
                 continue
             family_codes, card = _encode_family(family, [columns[i] for i in members], pa)
             for i, c in zip(members, family_codes, strict=True):
-                c[c > 0] += next_code - 1
+                if next_code > 1:
+                    c[c > 0] += next_code - 1
                 codes[i] = c
             next_code += card - 1
     except _NeedsPython:
@@ -208,11 +213,17 @@ class _NeedsPython(Exception):
 def _encode_family(family: str, columns: list[Any], pa: Any) -> tuple[list[np.ndarray], int]:
     if family in {"string", "binary"}:
         return _dictionary_codes(columns, pa)
-    parts = [_as_int64(c, family, pa) for c in columns]
-    values = np.concatenate([v for v, _ in parts]) if parts else np.empty(0, np.int64)
-    valid = np.concatenate([m for _, m in parts]) if parts else np.empty(0, bool)
-    flat, card = dense_codes(values, valid)
-    return _split(flat, [len(c) for c in columns]), card
+    lengths = [len(c) for c in columns]
+    values = np.empty(sum(lengths), dtype=np.int64)
+    valid = np.ones(len(values), dtype=bool)
+    pos = 0
+    for column in columns:
+        _as_int64(
+            column, family, pa, values[pos : pos + len(column)], valid[pos : pos + len(column)]
+        )
+        pos += len(column)
+    flat, card = dense_codes(values, None if valid.all() else valid)
+    return _split(flat, lengths), card
 
 
 def _split(flat: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
@@ -241,10 +252,8 @@ def _dictionary_codes(columns: list[Any], pa: Any) -> tuple[list[np.ndarray], in
     return _split(flat, [len(c) for c in columns]), card
 
 
-def _as_int64(data: Any, family: str, pa: Any) -> tuple[np.ndarray, np.ndarray]:
-    """A column's values as int64 (floats: canonical bit patterns) and its validity mask."""
-    values = np.empty(len(data), dtype=np.int64)
-    valid = np.ones(len(data), dtype=bool)
+def _as_int64(data: Any, family: str, pa: Any, values: np.ndarray, valid: np.ndarray) -> None:
+    """Write a column's values as int64 (floats: canonical bit patterns) and its validity."""
     pos = 0
     for chunk in data.chunks:
         n = len(chunk)
@@ -252,8 +261,6 @@ def _as_int64(data: Any, family: str, pa: Any) -> tuple[np.ndarray, np.ndarray]:
             valid[pos : pos + n] = chunk.is_valid().to_numpy(zero_copy_only=False)
         values[pos : pos + n] = _chunk_int64(chunk, family, pa)
         pos += n
-    values[~valid] = 0
-    return values, valid
 
 
 def _chunk_int64(chunk: Any, family: str, pa: Any) -> np.ndarray:
@@ -261,7 +268,11 @@ def _chunk_int64(chunk: Any, family: str, pa: Any) -> np.ndarray:
     try:
         if family == "float":
             floats = chunk.cast(pa.float64()).fill_null(0.0).to_numpy().copy()
-            if pa.types.is_integer(t) and len(floats) and np.abs(floats).max() > _MAX_EXACT_FLOAT_INT:
+            if (
+                pa.types.is_integer(t)
+                and len(floats)
+                and np.abs(floats).max() > _MAX_EXACT_FLOAT_INT
+            ):
                 raise _NeedsPython
             floats += 0.0  # -0.0 becomes 0.0
             floats[np.isnan(floats)] = np.nan  # one NaN bit pattern
@@ -291,33 +302,41 @@ def _days_to_ns(days: np.ndarray) -> np.ndarray:
 
 
 def dense_codes(values: np.ndarray, valid: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """int64 values to codes ``1..k`` (0 where not valid): offsets when the range is small,
-    else an exact dictionary (Arrow's hash encoder, or a sort)."""
-    n = len(values)
-    codes = np.zeros(n, dtype=np.int64)
-    live = values if valid is None else values[valid]
-    if not len(live):
-        return codes, 1
-    low, high = int(live.min()), int(live.max())
-    if high - low <= max(2 * n, 1 << 16):
-        ranked = live - low + 1
+    """int64 values to codes ``1..k`` (0 where not valid), reusing ``values``' memory.
+
+    Offsets from the minimum when the range is below 2**32 (no hashing); otherwise an exact
+    dictionary: Arrow's hash encoder when a sample shows few distinct values, else a sort.
+    """
+    if not len(values) or (valid is not None and not valid.any()):
+        values[:] = 0
+        return values, 1
+    if valid is None:
+        low, high = int(values.min()), int(values.max())
+    else:
+        low = int(values.min(where=valid, initial=np.iinfo(np.int64).max))
+        high = int(values.max(where=valid, initial=np.iinfo(np.int64).min))
+    if high - low + 2 <= _OFFSET_MAX_RANGE and low - 1 >= np.iinfo(np.int64).min:
+        np.subtract(values, low - 1, out=values)
         card = high - low + 2
     else:
-        ranked, card = _rank(live)
-    if valid is None:
-        codes[:] = ranked
-    else:
-        codes[valid] = ranked
-    return codes, card
+        values, card = _rank(values)
+    if valid is not None:
+        values[~valid] = 0
+    return values, card
 
 
 def _rank(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes ``1..k`` by an exact dictionary (Arrow's hash encoder; a sort without Arrow)."""
     pa = _pyarrow()
-    if pa is not None:
-        encoded = pa.array(values).dictionary_encode()
-        return encoded.indices.to_numpy().astype(np.int64) + 1, len(encoded.dictionary) + 1
-    uniques, inverse = np.unique(values, return_inverse=True)
-    return inverse.astype(np.int64) + 1, len(uniques) + 1
+    if pa is None:  # pragma: no cover - pyarrow is a core dependency
+        uniques, inverse = np.unique(values, return_inverse=True)
+        codes = inverse.astype(np.int64).reshape(-1)
+        codes += 1
+        return codes, len(uniques) + 1
+    encoded = pa.array(values).dictionary_encode()
+    codes = encoded.indices.to_numpy().astype(np.int64)
+    codes += 1
+    return codes, len(encoded.dictionary) + 1
 
 
 # -- numbers under tolerance ---------------------------------------------------------------

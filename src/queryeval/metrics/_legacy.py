@@ -38,7 +38,5 @@ def legacy_recall(
     got = _normalised(generated, row_limit)
     if not wanted:
         return 1.0 if not got else 0.0
-    found = sum(
-        1 for row in wanted if any(all(g.get(k) == v for k, v in row.items()) for g in got)
-    )
+    found = sum(1 for row in wanted if any(all(g.get(k) == v for k, v in row.items()) for g in got))
     return found / len(wanted)

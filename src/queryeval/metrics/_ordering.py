@@ -27,9 +27,27 @@ class OrderInfo(NamedTuple):
     keys: tuple[SortKey, ...] = ()
 
 
-_SQL_LANGUAGES = {"sql", "sqlite", "duckdb", "postgres", "postgresql", "mysql", "tsql",
-                  "bigquery", "snowflake", "spark", "trino", "presto", "oracle", "redshift",
-                  "clickhouse", "databricks", "hive", "athena", "mssql"}
+_SQL_LANGUAGES = {
+    "sql",
+    "sqlite",
+    "duckdb",
+    "postgres",
+    "postgresql",
+    "mysql",
+    "tsql",
+    "bigquery",
+    "snowflake",
+    "spark",
+    "trino",
+    "presto",
+    "oracle",
+    "redshift",
+    "clickhouse",
+    "databricks",
+    "hive",
+    "athena",
+    "mssql",
+}
 _DIALECT_ALIASES = {"sql": None, "postgresql": "postgres", "mssql": "tsql"}
 
 
@@ -46,8 +64,9 @@ def gold_is_ordered(query: str, language: str = "sql", *, dialect: str | None = 
     if lang in _SQL_LANGUAGES or dialect is not None:
         read = dialect if dialect is not None else _DIALECT_ALIASES.get(lang, lang)
         return sql_order(query, read)
-    raise ValueError(f"unknown query language {language!r}: expected sql (or a dialect), kql "
-                     "or cypher")
+    raise ValueError(
+        f"unknown query language {language!r}: expected sql (or a dialect), kql or cypher"
+    )
 
 
 # -- SQL ------------------------------------------------------------------------------------
@@ -72,8 +91,9 @@ def sql_order(query: str, dialect: str | None = None) -> OrderInfo:
     if order is None:
         return OrderInfo(False)
     selects = list(tree.selects) if isinstance(tree, exp.Query) else []
-    starred = any(isinstance(s, exp.Star) or (isinstance(s, exp.Column) and s.is_star)
-                  for s in selects)
+    starred = any(
+        isinstance(s, exp.Star) or (isinstance(s, exp.Column) and s.is_star) for s in selects
+    )
     return OrderInfo(True, tuple(_sql_key(o.this, selects, starred) for o in order.expressions))
 
 
@@ -208,9 +228,23 @@ def _unquote(name: str) -> str:
 
 # Operators after which rows keep the order a sort gave them.
 _KQL_ORDER_KEEPING = {
-    "where", "filter", "project", "project-away", "project-keep", "project-rename",
-    "project-reorder", "extend", "take", "limit", "parse", "parse-where", "parse-kv",
-    "serialize", "as", "render", "invoke",
+    "where",
+    "filter",
+    "project",
+    "project-away",
+    "project-keep",
+    "project-rename",
+    "project-reorder",
+    "extend",
+    "take",
+    "limit",
+    "parse",
+    "parse-where",
+    "parse-kv",
+    "serialize",
+    "as",
+    "render",
+    "invoke",
 }
 _KQL_ORDERING = {"sort", "order", "top"}
 _KQL_DIRECTION = {"asc", "desc", "nulls", "first", "last"}
@@ -242,14 +276,20 @@ def _kql_order_from_ir(query: str) -> OrderInfo:
         raise ValueError(f"cannot parse KQL: {error}") from error
     except (KqlUnsupportedError, RecursionError) as error:
         raise _ParserUnavailable from error
-    keeping = (kql_ir.Where, kql_ir.Project, kql_ir.Extend, kql_ir.Take, kql_ir.ProjectAway,
-               kql_ir.ProjectRename, kql_ir.Parse)
+    keeping = (
+        kql_ir.Where,
+        kql_ir.Project,
+        kql_ir.Extend,
+        kql_ir.Take,
+        kql_ir.ProjectAway,
+        kql_ir.ProjectRename,
+        kql_ir.Parse,
+    )
     info = OrderInfo(False)
     for operator in tree.operators:
         if isinstance(operator, kql_ir.Sort | kql_ir.Top):
             keys = tuple(
-                k.expr.name if isinstance(k.expr, kql_ir.ColumnRef) else None
-                for k in operator.keys
+                k.expr.name if isinstance(k.expr, kql_ir.ColumnRef) else None for k in operator.keys
             )
             info = OrderInfo(True, keys)
         elif not isinstance(operator, keeping):
@@ -330,12 +370,13 @@ def cypher_order(query: str) -> OrderInfo:
     if order is None:
         return OrderInfo(False)
     items = _cypher_return_items(query, tokens[ret + 1 : order])
-    end = next((i for i in range(order + 2, len(words)) if words[i] in _CYPHER_CLAUSE_END),
-               len(words))
+    end = next(
+        (i for i in range(order + 2, len(words)) if words[i] in _CYPHER_CLAUSE_END), len(words)
+    )
     keys: list[SortKey] = []
     for part in _split(tokens[order + 2 : end], ","):
         body = [t for t in part if not (t.kind == "word" and t.text.lower() in _CYPHER_DIRECTION)]
-        text = _compact(query[body[0].start : body[-1].end]) if body else ""
+        text = query[body[0].start : body[-1].end].strip() if body else ""
         keys.append(_cypher_key(text, items))
     return OrderInfo(True, tuple(keys))
 
@@ -362,13 +403,14 @@ def _cypher_return_items(query: str, tokens: list[_Token]) -> list[tuple[str, st
 
 
 def _cypher_key(text: str, items: list[tuple[str, str]] | None) -> SortKey:
+    """A sort key as a RETURN item position: by alias (or output name), then by expression."""
     if items is None:
         return _unquote(text) or None
     for i, (_, name) in enumerate(items):
         if _unquote(text) == name:
             return i
     for i, (expression, _) in enumerate(items):
-        if text == expression:
+        if _compact(text) == expression:
             return i
     return None
 

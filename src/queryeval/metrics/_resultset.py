@@ -119,10 +119,7 @@ class ResultSet:
 
     def _python_columns(self) -> tuple[tuple[Any, ...], ...]:
         if self._pycolumns is None:
-            if self.rows:
-                cols = tuple(zip(*self.rows, strict=True))
-            else:
-                cols = ((),) * len(self._columns)
+            cols = tuple(zip(*self.rows, strict=True)) if self.rows else ((),) * len(self._columns)
             object.__setattr__(self, "_pycolumns", cols)
         assert self._pycolumns is not None
         return self._pycolumns
