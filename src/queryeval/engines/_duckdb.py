@@ -45,8 +45,12 @@ def classify_duckdb(exc: BaseException) -> tuple[OutcomeKind, str] | None:
         return None
     if isinstance(exc, duckdb.ParserException):
         return "syntax", message
-    if isinstance(exc, duckdb.CatalogException | duckdb.BinderException):
+    if isinstance(exc, duckdb.CatalogException):
         return "schema", message
+    if isinstance(exc, duckdb.BinderException):
+        # unknown names are schema errors; the rest (GROUP BY, aggregates) a bad query
+        unknown = ("not found", "does not exist", "Referenced column", "Referenced table")
+        return ("schema" if any(u in message for u in unknown) else "syntax"), message
     if isinstance(exc, duckdb.InterruptException):
         return "timeout", message
     if isinstance(exc, duckdb.PermissionException):

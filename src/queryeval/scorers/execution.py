@@ -30,8 +30,8 @@ class ExecutionOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     database: str | None = Field(
-        default=None, description="database to run on; default: the gold query's, else the "
-        "case's metadata.database, else the suite's only database"
+        default=None, description="database when the case names none (gold query's "
+        "database, metadata.database); default: the suite's only database"
     )  # fmt: skip
     attempt: Literal["final", "first"] = "final"
     comparison: dict[str, Any] = Field(
@@ -99,13 +99,13 @@ class _ExecutionScorer(Scorer):
     # -- locating things -----------------------------------------------------------------
 
     def _database(self, case: Case, ctx: ScoringContext) -> str | None:
-        if self.options.database:
-            return self.options.database
         for target in case.targets:
             if target.query is not None and target.query.database:
                 return target.query.database
         if case.metadata.get("database"):
             return str(case.metadata["database"])
+        if self.options.database:
+            return self.options.database
         names = list(ctx.suite.databases) if ctx.suite is not None else []
         return names[0] if len(names) == 1 else None
 
