@@ -118,6 +118,7 @@ def test_cypher_writing_procedures_and_several_statements_are_refused() -> None:
         "MATCH (n)-[:MERGE]->(m) RETURN m",  # a relationship type
         "CALL db.labels() YIELD label RETURN label",
         "MATCH (n) RETURN n;",  # one statement with a trailing semicolon
+        "MATCH (a)-[r]->(b) RETURN a AS start, b AS delete",  # aliases
     ],
 )
 def test_cypher_reads_may_run(query: str) -> None:
