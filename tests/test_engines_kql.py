@@ -82,7 +82,7 @@ def test_the_engine_itself_refuses_ingestion(kql: Engine) -> None:
     read-only connection."""
     path: Path = kql.path  # type: ignore[attr-defined]
     before = sha256(path)
-    with pytest.raises(Exception) as info:  # noqa: PT011
+    with pytest.raises(Exception) as info:
         kql._run(".set-or-replace Logs <| Logs | take 1")
     assert kql.classify(info.value)[0] == "refused"
     assert sha256(path) == before
@@ -164,7 +164,7 @@ def test_kusto_client_outcomes(kusto: tuple[KustoEngine, Path], query: str, kind
 def test_kusto_server_refuses_writes_past_the_parser(kusto: tuple[KustoEngine, Path]) -> None:
     client, path = kusto
     before = sha256(path)
-    with pytest.raises(Exception) as info:  # noqa: PT011
+    with pytest.raises(Exception) as info:
         client._run(".set-or-replace Logs <| Logs | take 1")  # the server's own refusal
     assert client.classify(info.value)[0] == "refused"
     assert sha256(path) == before
