@@ -102,9 +102,11 @@ def main() -> None:
     start = time.perf_counter()
     cypher.close()
     stop = time.perf_counter() - start
-    print(f"ArcadeDB: fixture build + start + warm-up {first_start:.1f} s "
-          f"(server process start {server_start:.1f} s), stop {stop:.2f} s; "
-          f"a 65-row query {statistics.median(query_times) * 1000:.1f} ms (median of 20)")  # fmt: skip
+    print(
+        f"ArcadeDB: fixture build + start + warm-up {first_start:.1f} s "
+        f"(server process start {server_start:.1f} s), stop {stop:.2f} s; "
+        f"a 65-row query {statistics.median(query_times) * 1000:.1f} ms (median of 20)"
+    )
 
 
 if __name__ == "__main__":
