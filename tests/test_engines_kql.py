@@ -39,11 +39,16 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
+def kql_engine(cache: Path, timeout_s: float) -> Engine:
+    config = DatabaseConfig(engine="kql", fixture=str(SEED),
+                            options={"now": NOW, "timeout_s": timeout_s})  # fmt: skip
+    return build_engine("logs", config, ROOT, cache)
+
+
 @pytest.fixture(scope="module")
 def kql(cache: Path) -> Iterator[Engine]:
-    config = DatabaseConfig(engine="kql", fixture=str(SEED),
-                            options={"now": NOW, "timeout_s": LIMIT_S})  # fmt: skip
-    engine = build_engine("logs", config, ROOT, cache)
+    """A patient engine: on a loaded machine a cold translation can take a second."""
+    engine = kql_engine(cache, 30.0)
     yield engine
     engine.close()
 
@@ -88,12 +93,14 @@ def test_the_engine_itself_refuses_ingestion(kql: Engine) -> None:
     assert sha256(path) == before
 
 
-def test_a_runaway_query_times_out_and_the_next_one_runs(kql: Engine) -> None:
-    start = time.perf_counter()
-    run = kql.execute(RUNAWAY)
-    assert run.outcome.kind == "timeout"
-    assert time.perf_counter() - start < 1.5 * LIMIT_S
-    assert kql.execute("Logs | count").result.rows == ((480,),)  # type: ignore[union-attr]
+def test_a_runaway_query_times_out_and_the_next_one_runs(cache: Path) -> None:
+    with kql_engine(cache, LIMIT_S) as strict:
+        assert strict.execute("Logs | take 1").outcome.kind == "ok"  # warm the translator
+        start = time.perf_counter()
+        run = strict.execute(RUNAWAY)
+        assert run.outcome.kind == "timeout"
+        assert time.perf_counter() - start < 1.5 * LIMIT_S
+        assert strict.execute("Logs | count").result.rows == ((480,),)  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -127,7 +134,7 @@ def kusto(cache: Path) -> Iterator[tuple[KustoEngine, Path]]:
     with KqlServer(path, database="logs") as server:
         assert server.url.startswith("http://127.0.0.1:")
         now = dt.datetime(2024, 6, 1, 12, tzinfo=dt.UTC)
-        engine = KustoEngine("logs", server.url, "logs", Limits(timeout_s=LIMIT_S), "t", now)
+        engine = KustoEngine("logs", server.url, "logs", Limits(timeout_s=30.0), "t", now)
         yield engine, path
         engine.close()
 
