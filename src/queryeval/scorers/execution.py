@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from queryeval.cases import Case, Output, Score
+from queryeval.cases import Case, Output, Query, Score, Target
 from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
@@ -37,6 +37,14 @@ class ExecutionOptions(BaseModel):
     comparison: dict[str, Any] = Field(
         default_factory=dict, description="compare_results policy; overrides suite.comparison"
     )
+
+
+def target_query(target: Target) -> Query | None:
+    """The target's gold query as a model (a bare string is shorthand for its text)."""
+    query = target.query
+    if isinstance(query, str):
+        return Query(text=query)
+    return query
 
 
 def comparison_keys() -> set[str]:
@@ -100,8 +108,9 @@ class _ExecutionScorer(Scorer):
 
     def _database(self, case: Case, ctx: ScoringContext) -> str | None:
         for target in case.targets:
-            if target.query is not None and target.query.database:
-                return target.query.database
+            query = target_query(target)
+            if query is not None and query.database:
+                return query.database
         if case.metadata.get("database"):
             return str(case.metadata["database"])
         if self.options.database:
@@ -131,15 +140,15 @@ class _ExecutionScorer(Scorer):
 
         golds: list[Gold] = []
         for i, target in enumerate(case.targets):
-            if target.query is not None:
-                db = target.query.database or database
-                execution = gold_execution(ctx, db, target.query.text)
+            query = target_query(target)
+            if query is not None:
+                execution = gold_execution(ctx, query.database or database, query.text)
                 if execution.ok:
-                    golds.append(Gold(i, "query", execution.result, target.query.text))
+                    golds.append(Gold(i, "query", execution.result, query.text))
                 else:
                     o = execution.outcome
-                    golds.append(Gold(i, "query", query=target.query.text,
-                                      problem=f"gold failed: {o.kind}: {o.message}"))  # fmt: skip
+                    problem = f"gold failed: {o.kind}: {o.message}"
+                    golds.append(Gold(i, "query", query=query.text, problem=problem))
             elif target.result is not None:
                 rows = ResultSet(target.result.columns, target.result.rows)
                 golds.append(Gold(i, "result", rows))
