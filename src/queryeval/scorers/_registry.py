@@ -21,6 +21,10 @@ S = TypeVar("S", bound=type[Scorer])
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
     "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
+    "executes": "queryeval.scorers.execution:ExecutesScorer",
+    "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
+    "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
+    "results_match_legacy": "queryeval.scorers.execution:ResultsMatchLegacyScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 
