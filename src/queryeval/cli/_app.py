@@ -125,6 +125,22 @@ def report(
 app.command("compare")(compare_command)
 
 
+@app.command()
+def selftest(
+    suite: SuiteArg,
+    cache_dir: Annotated[
+        Path, typer.Option(help="cache folder (gold results, fixture databases)")
+    ] = Path(".queryeval-cache"),
+) -> None:
+    """Run every gold query as the prediction and report the ceiling (exit 1 below 1.0)."""
+    from queryeval.cli._selftest import selftest_command
+
+    try:
+        selftest_command(suite, cache_dir)
+    except InputError as exc:
+        raise fail_input(exc) from None
+
+
 def main() -> None:
     """Entry point of the `queryeval` script."""
     try:

@@ -177,13 +177,17 @@ async def _score_async(scorer: Scorer, case: Case, output: Output, ctx: ScoringC
 
 def case_passed(scores: dict[str, Score], scorers: dict[str, Scorer]) -> bool | None:
     """A case fails if a required scorer did not pass or any verdict is a fail; passes if at
-    least one verdict is a pass; else has no verdict (all unscored)."""
+    least one verdict is a pass; else has no verdict (all unscored). Scorers with weight 0
+    are informational: reported, but they do not decide the case (unless required)."""
+    verdicts: list[bool] = []
     for label, scorer in scorers.items():
-        if scorer.config is not None and scorer.config.required:
-            s = scores.get(label)
-            if s is None or s.passed is not True:
-                return False
-    verdicts = [s.passed for s in scores.values() if s.passed is not None]
+        s = scores.get(label)
+        required = scorer.config is not None and scorer.config.required
+        if required and (s is None or s.passed is not True):
+            return False
+        informational = scorer.config is not None and scorer.config.weight == 0
+        if s is not None and s.passed is not None and not informational:
+            verdicts.append(s.passed)
     if any(v is False for v in verdicts):
         return False
     return True if verdicts else None
