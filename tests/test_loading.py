@@ -119,9 +119,14 @@ def test_bad_jsonl_names_the_line(tmp_path: Path) -> None:
 
 def test_duplicate_case_ids_are_refused(tmp_path: Path) -> None:
     write(tmp_path / "a.yaml", "id: same\nconversation: [{content: q}]\n")
-    write(tmp_path / "b.yaml", "id: same\nconversation: [{content: q}]\n")
-    with pytest.raises(InputError, match="duplicate case id 'same'"):
+    write(
+        tmp_path / "b.yaml",
+        "- id: other\n  conversation: [{content: q}]\n- id: same\n  conversation: [{content: q}]\n",
+    )
+    with pytest.raises(InputError, match="duplicate case id 'same'") as info:
         load_cases("*.yaml", tmp_path)
+    assert info.value.path == str(tmp_path / "b.yaml") and info.value.line == 3
+    assert f"first defined at {tmp_path / 'a.yaml'}:1" in info.value.message
 
 
 def test_missing_case_file_is_an_error(tmp_path: Path) -> None:

@@ -270,3 +270,73 @@ def test_report_command_rebuilds_reports(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "run" / "report.xlsx").exists()
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == before
+
+
+def _sdmx_bench_suite(folder: Path, n: int, workers: int) -> Path:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _sdmx_data import write_suite
+
+    suite = write_suite(folder, n)
+    text = suite.read_text() + f"settings: {{workers: {workers}, shard_min_cases: 10}}\n"
+    suite.write_text(text)
+    return suite
+
+
+def test_sharded_run_equals_serial_run(tmp_path: Path) -> None:
+    from queryeval.runner._sharded import can_shard
+
+    serial = load_suite(_sdmx_bench_suite(tmp_path / "a", 400, workers=1))
+    sharded = load_suite(_sdmx_bench_suite(tmp_path / "b", 400, workers=2))
+    assert not can_shard(serial) and can_shard(sharded)
+    run_suite(serial, tmp_path / "ra", progress=False)
+    result = run_suite(sharded, tmp_path / "rb", progress=False)
+    assert result.new_records == 400
+    a = json.loads((tmp_path / "ra" / "summary.json").read_text())
+    b = json.loads((tmp_path / "rb" / "summary.json").read_text())
+    assert a == b
+    ra = sorted(read_records(tmp_path / "ra"), key=lambda r: r["case_id"])
+    rb = sorted(read_records(tmp_path / "rb"), key=lambda r: r["case_id"])
+    assert ra == rb
+
+
+def test_sharded_run_checks_inputs_before_writing(tmp_path: Path) -> None:
+    suite_path = _sdmx_bench_suite(tmp_path / "s", 50, workers=2)
+    cases = tmp_path / "s" / "cases.jsonl"
+    lines = cases.read_text().splitlines()
+    lines[40] = lines[40].replace('"case-40"', '"case-3"')  # a duplicate in the other shard
+    cases.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="duplicate case id 'case-3'") as info:
+        run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
+    assert info.value.line == 41
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+    lines[40] = lines[40].replace('"case-3"', '"case-40"')
+    cases.write_text("\n".join(lines) + "\n")
+    with (tmp_path / "s" / "predictions.jsonl").open("a") as f:
+        f.write('{"case_id": "ghost", "indicator_selection": []}\n')
+    with pytest.raises(InputError, match="unknown case id 'ghost'") as info2:
+        run_suite(load_suite(suite_path), tmp_path / "run2", progress=False)
+    assert info2.value.line == 51
+
+
+def test_case_verdict_required_and_informational_scorers() -> None:
+    from queryeval.cases import Score
+    from queryeval.config import ScorerConfig
+    from queryeval.runner import case_passed
+    from queryeval.scorers import build_scorer
+
+    def scorers(**configs: dict) -> dict:
+        return {
+            k: build_scorer(ScorerConfig(name="term_selection", id=k, **v))
+            for k, v in configs.items()
+        }
+
+    ok, bad = Score(value=1.0, passed=True), Score(value=0.0, passed=False)
+    none = Score.unscored("no judge")
+    plain = scorers(a={}, b={})
+    assert case_passed({"a": ok, "b": ok}, plain) is True
+    assert case_passed({"a": ok, "b": bad}, plain) is False
+    assert case_passed({"a": none, "b": none}, plain) is None
+    info = scorers(a={"required": True}, b={"weight": 0})
+    assert case_passed({"a": ok, "b": bad}, info) is True  # weight 0 only informs
+    assert case_passed({"a": none, "b": ok}, info) is False  # required must pass
+    assert case_passed({"a": ok, "b": none}, scorers(a={"weight": 0}, b={})) is None

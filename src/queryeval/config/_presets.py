@@ -12,9 +12,23 @@ PRESETS: dict[str, dict[str, Any]] = {
     "sdmx_selection": {
         "scorers": [{"name": "term_selection"}],
     },
+<<<<<<< HEAD
     # seed 004: RAG answers, binary semantic similarity at the seed's fixed 0.75
     "rag_answers": {
         "scorers": [{"name": "answer", "options": {"evaluation_method": "semantic_fixed"}}],
+=======
+    # seed 000: weighted AST comparison of Weaviate queries (collection 0.4, rest 0.15 each)
+    "weaviate_ast": {
+        "scorers": [{"name": "weaviate_ast"}],
+    },
+    # execution-based query scoring (SQL, KQL, Cypher): runs, EX (seed 003), row F1
+    "query_execution": {
+        "scorers": [
+            {"name": "executes", "weight": 0},
+            {"name": "execution_match", "required": True},
+            {"name": "results_f1", "weight": 0},
+        ],
+>>>>>>> main
     },
 }
 

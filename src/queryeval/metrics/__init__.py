@@ -3,6 +3,7 @@
 Usable on their own, like ``sklearn.metrics``.
 """
 
+<<<<<<< HEAD
 from queryeval.metrics._keywords import (
     KeywordMatch,
     keyword_match,
@@ -10,12 +11,20 @@ from queryeval.metrics._keywords import (
     keyword_score_legacy,
     normalize_text,
 )
+=======
+from queryeval.metrics._canonical import NAN, ValuePolicy, canonical
+from queryeval.metrics._compare import ComparisonResult, compare_results
+from queryeval.metrics._legacy import LEGACY_ROW_LIMIT, legacy_recall
+from queryeval.metrics._ordering import OrderInfo, gold_is_ordered
+from queryeval.metrics._resultset import ResultSet, as_result_set
+>>>>>>> main
 from queryeval.metrics._term_selection import (
     DimensionResult,
     TermRef,
     TermSelectionResult,
     term_selection,
 )
+<<<<<<< HEAD
 from queryeval.metrics._threshold import (
     PROXY_SIMILARITY,
     SEED_GRID,
@@ -40,5 +49,62 @@ __all__ = [
     "keyword_score_legacy",
     "metric_from_confusion",
     "normalize_text",
+=======
+from queryeval.metrics._weaviate_ast import check_weaviate_ast_options, weaviate_ast
+from queryeval.metrics._weaviate_model import (
+    Aggregation,
+    Condition,
+    UnknownMetricError,
+    UnknownOperatorError,
+    WeaviateQuery,
+    WeaviateQueryError,
+    WeaviateSchema,
+)
+from queryeval.metrics._weaviate_parse import parse_queries, parse_query, parse_schema
+from queryeval.metrics._weaviate_result import (
+    ComponentResult,
+    FamilyCounts,
+    ItemResult,
+    QueryComparison,
+    QueryMatch,
+    SlotResult,
+    WeaviateAstResult,
+)
+
+__all__ = [
+    "LEGACY_ROW_LIMIT",
+    "NAN",
+    "Aggregation",
+    "ComparisonResult",
+    "ComponentResult",
+    "Condition",
+    "DimensionResult",
+    "FamilyCounts",
+    "ItemResult",
+    "OrderInfo",
+    "QueryComparison",
+    "QueryMatch",
+    "ResultSet",
+    "SlotResult",
+    "TermRef",
+    "TermSelectionResult",
+    "UnknownMetricError",
+    "UnknownOperatorError",
+    "ValuePolicy",
+    "WeaviateAstResult",
+    "WeaviateQuery",
+    "WeaviateQueryError",
+    "WeaviateSchema",
+    "as_result_set",
+    "canonical",
+    "check_weaviate_ast_options",
+    "compare_results",
+    "gold_is_ordered",
+    "legacy_recall",
+    "parse_queries",
+    "parse_query",
+    "parse_schema",
+>>>>>>> main
     "term_selection",
+    "weaviate_ast",
 ]

@@ -12,19 +12,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from queryeval import __version__
 from queryeval.cases import Case, Output, Score, load_cases
 from queryeval.cases._load import expand
-from queryeval.config import SuiteConfig
+from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.runner._progress import Progress
-from queryeval.runner._store import RUN, SUMMARY, RunStore
+from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 from queryeval.scorers import Scorer, ScoringContext, build_scorer
 from queryeval.systems import CallableSystem, PredictionsFile, import_callable
+
+if TYPE_CHECKING:
+    from queryeval.stats import RunData
 
 _VERSIONED = (
     "pydantic",
@@ -65,6 +68,7 @@ class RunPlan:
     config_hash: str
     inputs_hash: str
     input_files: list[str] = field(default_factory=list)
+    lazy: bool = False  # cases and predictions are loaded by the sharded workers
 
 
 @dataclass
@@ -92,10 +96,11 @@ def _hash_files(paths: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
-def plan_run(suite: SuiteConfig) -> RunPlan:
-    """Load and check everything a run needs; InputError on any bad input."""
-    cases = load_cases(suite.cases, suite.base_dir)
-    if not cases:
+def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
+    """Load and check everything a run needs; InputError on any bad input. With `lazy`, cases
+    and predictions are left for the sharded workers to load and check."""
+    cases = [] if lazy else load_cases(suite.cases, suite.base_dir)
+    if not cases and not lazy:
         raise InputError("no cases matched", path=suite.source, where="cases")
     known = {c.id for c in cases}
     scorers = {cfg.label: build_scorer(cfg) for cfg in suite.scorers}
@@ -107,7 +112,8 @@ def plan_run(suite: SuiteConfig) -> RunPlan:
         if cfg.predictions:
             path = suite.resolve(cfg.predictions)
             files.append(path)
-            systems.append(SystemRun(cfg.name, {}, predictions=PredictionsFile(path, known)))
+            preds = None if lazy else PredictionsFile(path, known)
+            systems.append(SystemRun(cfg.name, {}, predictions=preds))
         elif cfg.callable:
             try:
                 fn = import_callable(cfg.callable, suite.base_dir)
@@ -140,6 +146,7 @@ def plan_run(suite: SuiteConfig) -> RunPlan:
         config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
         inputs_hash=_hash_files(files),
         input_files=[str(p) for p in files],
+        lazy=lazy,
     )
 
 
@@ -170,16 +177,32 @@ async def _score_async(scorer: Scorer, case: Case, output: Output, ctx: ScoringC
 
 def case_passed(scores: dict[str, Score], scorers: dict[str, Scorer]) -> bool | None:
     """A case fails if a required scorer did not pass or any verdict is a fail; passes if at
-    least one verdict is a pass; else has no verdict (all unscored)."""
+    least one verdict is a pass; else has no verdict (all unscored). Scorers with weight 0
+    are informational: reported, but they do not decide the case (unless required)."""
+    verdicts: list[bool] = []
     for label, scorer in scorers.items():
-        if scorer.config is not None and scorer.config.required:
-            s = scores.get(label)
-            if s is None or s.passed is not True:
-                return False
-    verdicts = [s.passed for s in scores.values() if s.passed is not None]
+        s = scores.get(label)
+        required = scorer.config is not None and scorer.config.required
+        if required and (s is None or s.passed is not True):
+            return False
+        informational = scorer.config is not None and scorer.config.weight == 0
+        if s is not None and s.passed is not None and not informational:
+            verdicts.append(s.passed)
     if any(v is False for v in verdicts):
         return False
     return True if verdicts else None
+
+
+def _score_json(score: Score) -> dict[str, Any]:
+    """A score as stored: what is set, and always its status (details are JSON already)."""
+    out: dict[str, Any] = {"value": score.value, "status": score.status}
+    if score.passed is not None:
+        out["passed"] = score.passed
+    if score.details:
+        out["details"] = score.details
+    if score.explanation:
+        out["explanation"] = score.explanation
+    return out
 
 
 def _record(
@@ -192,11 +215,9 @@ def _record(
     return {
         "system": system,
         "case_id": case.id,
-        "output": output.model_dump(mode="json", exclude_defaults=True),
-        "scores": {
-            k: s.model_dump(mode="json", exclude_defaults=True) | {"status": s.status}
-            for k, s in scores.items()
-        },
+        # serialised by pydantic's core straight to JSON and embedded as is
+        "output": orjson.Fragment(output.model_dump_json(exclude_defaults=True)),
+        "scores": {k: _score_json(s) for k, s in scores.items()},
         "passed": case_passed(scores, scorers),
         "error": output.error,
         "latency_s": output.latency_s,
@@ -206,10 +227,9 @@ def _record(
 
 def _slim(record: dict[str, Any], scores: dict[str, Score] | None = None) -> dict[str, Any]:
     """What the summary needs of a record: everything but the output, scores as models."""
-    slim = {k: v for k, v in record.items() if k not in ("output", "scores")}
-    if scores is None:
-        scores = {k: Score.model_validate(v) for k, v in record["scores"].items()}
-    slim["scores"] = scores
+    slim = {k: v for k, v in record.items() if k != "output"}
+    if scores is not None:
+        slim["scores"] = scores
     return slim
 
 
@@ -220,6 +240,7 @@ class Runner:
         self.plan = plan
         # what the summary needs of every record, kept in memory so it is not read back
         self.slim: list[dict[str, Any]] = []
+        self.done: set[tuple[str, str]] = set()
         self.store = RunStore(out_dir)
         self.progress = progress
         self.ctx = ScoringContext(plan.suite, cache_dir=_cache_dir(plan.suite))
@@ -275,7 +296,12 @@ class Runner:
                 path=store.results_path,
             )
         if overwrite and not resume:
-            for name in (store.results_path, store.dir / RUN, store.dir / SUMMARY):
+            for name in (
+                store.results_path,
+                store.dir / RUN,
+                store.dir / SUMMARY,
+                store.dir / COMPARISON,
+            ):
                 with contextlib.suppress(FileNotFoundError):
                     name.unlink()
         previous = store.read_json(RUN) if resume else None
@@ -283,8 +309,10 @@ class Runner:
             self._check_resume(previous)
             store.repair_tail()
         self.slim = [_slim(r) for r in store.records()] if resume else []
-        done = {(r["system"], r["case_id"]) for r in self.slim}
+        done = self.done = {(r["system"], r["case_id"]) for r in self.slim}
         store.write_json(RUN, self._run_json(previous, "running"))
+        if self.plan.lazy:
+            return self._run_sharded(len(done))
         todo = [
             (system, case)
             for system in self.plan.systems
@@ -307,6 +335,19 @@ class Runner:
             store.close()
             self.ctx.close()
         return len(todo), len(done)
+
+    def _run_sharded(self, skipped: int) -> tuple[int, int]:
+        from queryeval.runner._sharded import run_sharded
+
+        total = sum(1 for _ in self.plan.suite.systems) * _count_lines(self.plan) - skipped
+        try:
+            with Progress(total, f"{self.plan.suite.name}", self.progress) as bar:
+                stubs, slims = run_sharded(self, bar)
+        finally:
+            self.ctx.close()
+        self.plan.cases = stubs
+        self.slim.extend(slims)
+        return len(slims), skipped
 
     def _run_sync(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
         scorers = self.plan.scorers
@@ -352,8 +393,11 @@ class Runner:
 
     # --- after the run ------------------------------------------------------------------
 
-    def finish(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Write summary.json (from the stored records) and mark run.json complete."""
+    def finish(
+        self, baseline: RunData | None = None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Write summary.json (from the stored records) and mark run.json complete. Gates
+        relative to a baseline are checked against the `baseline` run's summary."""
         from queryeval.stats import check_gates, summarize
 
         records = self.slim
@@ -365,12 +409,26 @@ class Runner:
             [s.name for s in self.plan.systems],
             seed=self.plan.suite.seed,
         )
-        gates = check_gates(self.plan.suite.gates, summary)
+        gates = check_gates(
+            self.plan.suite.gates, summary, baseline.summary if baseline is not None else None
+        )
         summary["gates"] = gates
         self.store.write_json(SUMMARY, summary)
         previous = self.store.read_json(RUN)
-        self.store.write_json(RUN, self._run_json(previous, "complete"))
+        info = self._run_json(previous, "complete")
+        if baseline is not None:
+            info["baseline"] = str(baseline.path)
+        self.store.write_json(RUN, info)
         return summary, gates
+
+
+def _count_lines(plan: RunPlan) -> int:
+    return sum(
+        1
+        for p in expand(plan.suite.cases, plan.suite.base_dir)
+        for line in p.read_bytes().splitlines()
+        if line.strip()
+    )
 
 
 def _cache_dir(suite: SuiteConfig) -> Path:
@@ -388,6 +446,9 @@ def _versions() -> dict[str, str]:
     return out
 
 
+_STUB_REPORTS = {"json", "console", "junit"}
+
+
 def default_out_dir(suite: SuiteConfig) -> Path:
     """runs/<suite name> beside the working folder, unless the suite names `out`."""
     if suite.out:
@@ -403,18 +464,40 @@ def run_suite(
     overwrite: bool = False,
     progress: bool = True,
     write_reports: bool = True,
+    baseline: Path | None = None,
+    extra_reports: Sequence[ReportConfig] = (),
 ) -> RunResult:
-    """Plan, run, summarise and report one suite."""
-    plan = plan_run(suite)
+    """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
+    suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`)."""
+    from queryeval.runner._baseline import compare_with_baseline, load_baseline
+    from queryeval.runner._sharded import can_shard
+
+    plan = plan_run(suite, lazy=can_shard(suite))
+    base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
     runner = Runner(plan, out, progress=progress)
     new, skipped = runner.run(resume=resume, overwrite=overwrite)
-    summary, gates = runner.finish()
+    summary, gates = runner.finish(base)
+    comparison = None
+    if base is not None:
+        comparison = compare_with_baseline(suite, base, runner.slim, out)
+        runner.store.write_json(COMPARISON, comparison)
+    if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
+        plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
     reports: dict[str, Path] = {}
     if write_reports:
         from queryeval.reports import write_reports as _write
 
-        reports = _write(suite, out, plan.cases, summary, runner.store, plan.scorers)
+        reports = _write(
+            suite,
+            out,
+            plan.cases,
+            summary,
+            runner.store,
+            plan.scorers,
+            extra=extra_reports,
+            comparison=comparison,
+        )
     return RunResult(out, summary, gates, reports, new, skipped)
 
 

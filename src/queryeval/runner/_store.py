@@ -18,6 +18,24 @@ from queryeval.errors import InputError
 RESULTS = "results.jsonl"
 RUN = "run.json"
 SUMMARY = "summary.json"
+COMPARISON = "comparison.json"
+
+
+def json_default(obj: Any) -> Any:
+    """What orjson cannot write itself: named tuples (as arrays), decimals, sets, models;
+    anything else as text."""
+    from decimal import Decimal
+
+    if isinstance(obj, tuple):
+        return list(obj)
+    if isinstance(obj, Decimal):
+        return float(obj) if obj.is_finite() else str(obj)
+    if isinstance(obj, set | frozenset):
+        return sorted(obj, key=repr)
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    return str(obj)
 
 
 class RunStore:
@@ -97,7 +115,9 @@ class RunStore:
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record and hand it to the OS at once (unbuffered), so SIGKILL keeps it."""
-        self._handle.write(orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+        self._handle.write(
+            orjson.dumps(record, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+        )
 
     def close(self) -> None:
         """Close the results file."""

@@ -64,6 +64,9 @@ class Scorer:
     default_threshold: ClassVar[float | None] = None
     # Whether the scorer should see a system's failed output (else it scores 0 and fails).
     scores_system_errors: ClassVar[bool] = False
+    # Pure, local and cheap: may run in forked workers on large runs; its aggregate() reads
+    # only id, name, tags, metadata and labels of the cases.
+    shardable: ClassVar[bool] = False
 
     def __init__(self, options: BaseModel, config: ScorerConfig | None = None) -> None:
         self.options = options
@@ -100,6 +103,11 @@ class Scorer:
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """Dataset-level figures beyond mean/CI of the values. Default: none."""
         return {}
+
+    def summary_view(self, details: dict[str, Any]) -> dict[str, Any]:
+        """The part of a score's details that `aggregate` and summaries read; sharded runs
+        send only this from their workers. Default: all of it."""
+        return details
 
     def report_columns(self, score: Score) -> dict[str, Any]:
         """Extra per-case columns for tabular reports (Excel overview). Default: none."""

@@ -20,7 +20,15 @@ S = TypeVar("S", bound=type[Scorer])
 # Built-in scorers: name -> "module:Class". One line each; the module is imported on first use.
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
+<<<<<<< HEAD
     "answer": "queryeval.scorers.answer:AnswerScorer",
+=======
+    "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
+    "executes": "queryeval.scorers.execution:ExecutesScorer",
+    "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
+    "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
+    "results_match_legacy": "queryeval.scorers.execution:ResultsMatchLegacyScorer",
+>>>>>>> main
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 

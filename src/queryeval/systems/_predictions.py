@@ -54,6 +54,25 @@ def _fast_attempt(raw: bytes) -> tuple[str, Output] | None:
     return str(case_id), Output(attempts=[attempt])
 
 
+def parse_prediction_line(raw: bytes, path: Path, lineno: int) -> tuple[str, Output]:
+    """(case id, output) from one JSONL record; bad input is an InputError with its place."""
+    fast = _fast_attempt(raw)
+    if fast is not None:
+        return fast
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON ({exc})", path=path, line=lineno) from None
+    if not isinstance(data, dict) or "case_id" not in data:
+        raise InputError("expected an object with a 'case_id'", path=path, line=lineno)
+    try:
+        return str(data["case_id"]), parse_output(data)
+    except ValidationError as exc:
+        raise input_error(exc, path=path, line=lineno) from None
+    except ValueError as exc:
+        raise InputError(str(exc), path=path, line=lineno) from None
+
+
 class PredictionsFile:
     """Outputs read from a JSONL file, by case id. Several records for one case add attempts."""
 
@@ -71,11 +90,7 @@ class PredictionsFile:
             for lineno, raw in enumerate(handle, start=1):
                 if not raw.strip():
                     continue
-                fast = _fast_attempt(raw)
-                if fast is not None:
-                    case_id, output = fast
-                else:
-                    case_id, output = self._general(raw, lineno)
+                case_id, output = parse_prediction_line(raw, self.path, lineno)
                 if known_ids is not None and case_id not in known_ids:
                     raise InputError(
                         f"prediction for unknown case id {case_id!r}",
@@ -89,20 +104,6 @@ class PredictionsFile:
                 else:
                     previous.attempts.extend(output.attempts)
                     previous.error = output.error or previous.error
-
-    def _general(self, raw: bytes, lineno: int) -> tuple[str, Output]:
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON ({exc})", path=self.path, line=lineno) from None
-        if not isinstance(data, dict) or "case_id" not in data:
-            raise InputError("expected an object with a 'case_id'", path=self.path, line=lineno)
-        try:
-            return str(data["case_id"]), parse_output(data)
-        except ValidationError as exc:
-            raise input_error(exc, path=self.path, line=lineno) from None
-        except ValueError as exc:
-            raise InputError(str(exc), path=self.path, line=lineno) from None
 
     def get(self, case_id: str) -> Output:
         """The saved output, or an Output whose error says none was saved."""
