@@ -12,11 +12,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "sdmx_selection": {
         "scorers": [{"name": "term_selection"}],
     },
-<<<<<<< HEAD
     # seed 004: RAG answers, binary semantic similarity at the seed's fixed 0.75
     "rag_answers": {
         "scorers": [{"name": "answer", "options": {"evaluation_method": "semantic_fixed"}}],
-=======
+    },
     # seed 000: weighted AST comparison of Weaviate queries (collection 0.4, rest 0.15 each)
     "weaviate_ast": {
         "scorers": [{"name": "weaviate_ast"}],
@@ -28,7 +27,20 @@ PRESETS: dict[str, dict[str, Any]] = {
             {"name": "execution_match", "required": True},
             {"name": "results_f1", "weight": 0},
         ],
->>>>>>> main
+    },
+    # seed 003: agentic Text2Cypher (success within k refinements, KG validity, LLMetric-Q,
+    # query-text similarities reported beside them)
+    "text2cypher": {
+        "scorers": [
+            {"name": "agentic", "required": True},
+            {"name": "llmetric_q", "weight": 0},
+            {"name": "kg_valid", "weight": 0},
+            {"name": "execution_match", "weight": 0},
+            {"name": "bleu", "weight": 0},
+            {"name": "rouge_l", "weight": 0},
+            {"name": "jaro_winkler", "weight": 0},
+            {"name": "jaccard", "weight": 0},
+        ],
     },
 }
 

@@ -20,15 +20,20 @@ S = TypeVar("S", bound=type[Scorer])
 # Built-in scorers: name -> "module:Class". One line each; the module is imported on first use.
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
-<<<<<<< HEAD
     "answer": "queryeval.scorers.answer:AnswerScorer",
-=======
     "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
     "executes": "queryeval.scorers.execution:ExecutesScorer",
     "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
     "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
     "results_match_legacy": "queryeval.scorers.execution:ResultsMatchLegacyScorer",
->>>>>>> main
+    "bleu": "queryeval.scorers.text:BleuScorer",
+    "rouge_l": "queryeval.scorers.text:RougeLScorer",
+    "jaro_winkler": "queryeval.scorers.text:JaroWinklerScorer",
+    "jaccard": "queryeval.scorers.text:JaccardScorer",
+    "exact_match": "queryeval.scorers.text:ExactMatchScorer",
+    "agentic": "queryeval.scorers.agentic:AgenticScorer",
+    "llmetric_q": "queryeval.scorers.llmetric:LLMetricQScorer",
+    "kg_valid": "queryeval.scorers.llmetric:KGValidScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 
