@@ -3,16 +3,86 @@
 Usable on their own, like ``sklearn.metrics``.
 """
 
+from queryeval.metrics._agentic import (
+    AgenticReport,
+    AttemptSummary,
+    agentic_report,
+    kg_valid,
+    primary_error,
+    recovery_rate,
+    summarize_attempt,
+    summarize_output,
+)
+from queryeval.metrics._bleu import bleu, bleu_many, corpus_bleu
+from queryeval.metrics._llmetric import (
+    LLMETRIC_Q_WEIGHTS,
+    jaccard_output,
+    jarou,
+    llmetric_q,
+    pass_at_1_output,
+)
+from queryeval.metrics._passk import first_success, mean_pass_at_k, pass_at_k, success_at_k
+from queryeval.metrics._rouge import (
+    RougeLScore,
+    rouge_l,
+    rouge_l_many,
+    rouge_l_score,
+    rouge_l_scores,
+    rouge_tokens,
+)
+from queryeval.metrics._strings import (
+    exact_match,
+    jaccard,
+    jaccard_many,
+    jaro,
+    jaro_winkler,
+    jaro_winkler_many,
+)
 from queryeval.metrics._term_selection import (
     DimensionResult,
     TermRef,
     TermSelectionResult,
     term_selection,
 )
+from queryeval.metrics._tokenize_13a import tokenize_13a, tokenize_13a_many
 
 __all__ = [
+    "LLMETRIC_Q_WEIGHTS",
+    "AgenticReport",
+    "AttemptSummary",
     "DimensionResult",
+    "RougeLScore",
     "TermRef",
     "TermSelectionResult",
+    "agentic_report",
+    "bleu",
+    "bleu_many",
+    "corpus_bleu",
+    "exact_match",
+    "first_success",
+    "jaccard",
+    "jaccard_many",
+    "jaccard_output",
+    "jaro",
+    "jaro_winkler",
+    "jaro_winkler_many",
+    "jarou",
+    "kg_valid",
+    "llmetric_q",
+    "mean_pass_at_k",
+    "pass_at_1_output",
+    "pass_at_k",
+    "primary_error",
+    "recovery_rate",
+    "rouge_l",
+    "rouge_l_many",
+    "rouge_l_score",
+    "rouge_l_scores",
+    "rouge_tokens",
+    "success_at_k",
+    "summarize_attempt",
+    "summarize_output",
     "term_selection",
+    "tokenize_13a",
+    "tokenize_13a_many",
 ]
