@@ -1,7 +1,8 @@
 """BLEU (Papineni et al., 2002) with sacreBLEU's tokenizers, smoothing and defaults.
 
 ``bleu(p, r)`` equals ``sacrebleu.sentence_bleu(p, [r]).score / 100``: the statistics and the
-floating-point steps are sacreBLEU's, in its order, so values agree to the last bit. It is
+floating-point steps are sacreBLEU's, in its order, so values agree to the last bit (except
+that 1.0000000000000004 for identical texts is clipped to 1.0). It is
 re-written rather than called because sacreBLEU builds a metric object, a signature and a
 Counter of tuples per sentence, which makes 20,000 query pairs take seconds; `bleu_many`
 tokenizes and counts whole batches with numpy (see bench/bench_strings.py).
@@ -13,10 +14,20 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import cache
+from itertools import chain
 from typing import Literal
 
-from queryeval.metrics._ngrams import clipped_matches
-from queryeval.metrics._tokenize_13a import tokenize_13a, tokenize_13a_many
+import numpy as np
+import numpy.typing as npt
+
+from queryeval.metrics._ngrams import clipped_matches_ids, encode
+from queryeval.metrics._tokenize_13a import (
+    SEPARATOR,
+    batchable,
+    tokenize_13a,
+    tokenize_13a_flat,
+    tokenize_13a_many,
+)
 
 SmoothMethod = Literal["exp", "floor", "add-k", "none"]
 _SMOOTH_DEFAULTS: dict[str, float | None] = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
@@ -122,7 +133,8 @@ def _score(
     effective_order: bool,
 ) -> float:
     """BLEU in [0, 1] from segment (or summed corpus) statistics, step for step as
-    sacreBLEU's BLEU.compute_bleu: BP * exp(mean of log p_n), p_n smoothed, in percent."""
+    sacreBLEU's BLEU.compute_bleu: BP * exp(mean of log p_n), p_n smoothed, in percent;
+    the only difference is the clip at 1."""
     if smooth_value is None:
         smooth_value = _SMOOTH_DEFAULTS[smooth_method]
     sys_len, ref_len = stats[0], stats[1]
@@ -155,7 +167,8 @@ def _score(
         else:
             precisions[n - 1] = 100.0 * correct[n - 1] / total[n - 1]
     log_sum = sum([math.log(p) if p != 0.0 else _LOG_ZERO for p in precisions[:eff_order]])
-    return bp * math.exp(log_sum / eff_order) / 100.0
+    # exp(log(100)) is 100.00000000000004: clip, so that identical texts score exactly 1.
+    return min(bp * math.exp(log_sum / eff_order) / 100.0, 1.0)
 
 
 def _check(smooth_method: str, max_ngram_order: int) -> None:
@@ -253,26 +266,62 @@ def _batch_stats(
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
     ref_lists = [_as_refs(r) for r in references]
+    if tokenize == "13a" and all(len(refs) == 1 for refs in ref_lists):
+        texts = [_prepare(t, lowercase) for t in [*predictions, *(r[0] for r in ref_lists)]]
+        if all(map(batchable, texts)):
+            ids, lens, vocab_size = _encode_13a(texts)
+            return _stats_from_ids(ids, lens, vocab_size, max_order)
     flat_refs = [r for refs in ref_lists for r in refs]
     tokens = _tokens_many([*predictions, *flat_refs], tokenize, lowercase)
     hyps, ref_tokens = tokens[: len(predictions)], tokens[len(predictions) :]
     grouped: list[list[tuple[str, ...]]] = []
     at = 0
-    for texts in ref_lists:
-        grouped.append(ref_tokens[at : at + len(texts)])
-        at += len(texts)
+    for texts_of_case in ref_lists:
+        grouped.append(ref_tokens[at : at + len(texts_of_case)])
+        at += len(texts_of_case)
     single = [i for i, group in enumerate(grouped) if len(group) == 1]
-    matches = clipped_matches([hyps[i] for i in single], [grouped[i][0] for i in single], max_order)
     stats: list[list[int]] = [[] for _ in hyps]
-    for row, i in enumerate(single):
-        hyp_len = len(hyps[i])
-        stats[i] = [
-            hyp_len,
-            len(grouped[i][0]),
-            *matches[row].tolist(),
-            *[max(hyp_len - n, 0) for n in range(max_order)],
-        ]
+    if single:
+        lens = np.fromiter(
+            chain((len(hyps[i]) for i in single), (len(grouped[i][0]) for i in single)),
+            dtype=np.int64,
+            count=2 * len(single),
+        )
+        flat = list(chain((hyps[i] for i in single), (grouped[i][0] for i in single)))
+        ids, _, vocab_size = encode(list(chain.from_iterable(flat)))
+        for i, row in zip(single, _stats_from_ids(ids, lens, vocab_size, max_order), strict=True):
+            stats[i] = row
     for i, group in enumerate(grouped):
         if len(group) != 1:
             stats[i] = _segment_stats(hyps[i], group, max_order)
     return stats
+
+
+def _encode_13a(texts: list[str]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]:
+    """13a token ids of the texts end to end and their lengths; each distinct text is
+    tokenized once."""
+    distinct = list(dict.fromkeys(texts))
+    ids, lens, vocab_size = encode(tokenize_13a_flat(distinct), SEPARATOR)
+    assert lens is not None
+    if len(distinct) == len(texts):
+        return ids, lens, vocab_size
+    where = {t: i for i, t in enumerate(distinct)}
+    order = np.fromiter(map(where.__getitem__, texts), dtype=np.int64, count=len(texts))
+    starts = np.cumsum(lens) - lens
+    out_lens = lens[order]
+    offsets = np.arange(int(out_lens.sum()), dtype=np.int64)
+    offsets -= np.repeat(np.cumsum(out_lens) - out_lens, out_lens)
+    return ids[np.repeat(starts[order], out_lens) + offsets], out_lens, vocab_size
+
+
+def _stats_from_ids(
+    ids: npt.NDArray[np.int64], lens: npt.NDArray[np.int64], vocab_size: int, max_order: int
+) -> list[list[int]]:
+    """[hyp_len, ref_len, correct_1..N, total_1..N] per pair, from encoded tokens."""
+    pairs = len(lens) // 2
+    hyp_len, ref_len = lens[:pairs], lens[pairs:]
+    total = np.maximum(hyp_len[:, None] - np.arange(max_order, dtype=np.int64), 0)
+    correct = clipped_matches_ids(ids, lens, vocab_size, max_order)
+    table = np.column_stack([hyp_len, ref_len, correct, total])
+    rows: list[list[int]] = table.tolist()
+    return rows

@@ -52,34 +52,46 @@ def tokenize_13a(line: str) -> tuple[str, ...]:
     return tuple(line.split())
 
 
+def batchable(line: str) -> bool:
+    """Whether the batch path takes `line`: ASCII without its two control characters."""
+    return line.isascii() and _SEP not in line and _FILL not in line
+
+
 def tokenize_13a_many(lines: Sequence[str]) -> list[tuple[str, ...]]:
     """The 13a tokens of each line. ASCII lines go through the batch path; others (and lines
     holding the batch path's control characters) through `tokenize_13a`."""
     out: list[tuple[str, ...]] = [()] * len(lines)
-    batch = [
-        i
-        for i, line in enumerate(lines)
-        if line.isascii() and _SEP not in line and _FILL not in line
-    ]
-    in_batch = set(batch)
+    batch = []
     for i, line in enumerate(lines):
-        if i not in in_batch:
+        if batchable(line):
+            batch.append(i)
+        else:
             out[i] = tokenize_13a(line)
     if batch:
-        for i, tokens in zip(batch, _tokenize_ascii_batch([lines[i] for i in batch]), strict=True):
-            out[i] = tokens
+        spaced = _spaced([lines[i] for i in batch], separate=False)
+        for i, part in zip(batch, spaced.split(_SEP), strict=True):
+            out[i] = tuple(part.split())
     return out
 
 
-def _tokenize_ascii_batch(lines: list[str]) -> list[tuple[str, ...]]:
-    """Where sacreBLEU's passes put spaces, derived per character (see the rules below), then
-    one split per line. Lines are joined with _SEP, which is neither digit nor `.`/`,`, so it
-    acts like the space sacreBLEU pads each line with."""
+def tokenize_13a_flat(lines: Sequence[str]) -> list[str]:
+    """The 13a tokens of every line in one list, the lines separated by a `SEPARATOR` token.
+    Every line must be `batchable`. Saves a split and a tuple per line in big batches."""
+    return _spaced(lines, separate=True).split()
+
+
+SEPARATOR = _SEP
+
+
+def _spaced(lines: Sequence[str], *, separate: bool) -> str:
+    """The lines joined by _SEP with spaces where sacreBLEU's passes put them, derived per
+    character (rules below). _SEP is neither a digit nor `.`/`,`, so it acts like the space
+    sacreBLEU pads each line with; with `separate` it is spaced into a token of its own."""
     text = _normalise(_SEP.join(lines))
     a = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
     n = len(a)
     if n == 0:
-        return [() for _ in lines]
+        return text
     digit = (a - 48) < 10  # uint8 wraps below '0'
     prev_digit = np.zeros(n, dtype=bool)
     prev_digit[1:] = digit[:-1]
@@ -87,14 +99,15 @@ def _tokenize_ascii_batch(lines: list[str]) -> list[tuple[str, ...]]:
     next_digit[:-1] = digit[1:]
     # Step 1 pads punctuation marks; step 4 pads a dash that follows a digit.
     before = _MARK[a] | ((a == 45) & prev_digit)
-    after = before.copy()
+    if separate:
+        before |= a == 0
     # Steps 2-3 on a maximal run p1..pk of `.`/`,` between characters c and d (non-overlapping
     # matches make the run's parity matter): every p is split from its neighbours in the run;
     # p1 stays glued to c only when k == 1 and c, d are digits; pk stays glued to d when d is
     # a digit and (c is a digit) == (k is odd).
     period = (a == 46) | (a == 44)
     before |= period
-    after |= period
+    after = before.copy()
     prev_period = np.zeros(n, dtype=bool)
     prev_period[1:] = period[:-1]
     next_period = np.zeros(n, dtype=bool)
@@ -111,5 +124,4 @@ def _tokenize_ascii_batch(lines: list[str]) -> list[tuple[str, ...]]:
     cells[:, 0] = np.where(before, 32, 1)
     cells[:, 1] = a
     cells[:, 2] = np.where(after, 32, 1)
-    spaced = cells.tobytes().translate(None, b"\x01").decode("ascii")
-    return [tuple(line.split()) for line in spaced.split(_SEP)]
+    return cells.tobytes().translate(None, b"\x01").decode("ascii")
