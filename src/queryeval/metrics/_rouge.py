@@ -91,20 +91,24 @@ def rouge_l_scores(predictions: Sequence[str], references: Sequence[str]) -> lis
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
     texts = [*predictions, *references]
+    n = len(predictions)
     if any(_SEP in t for t in texts):
         tokens = [rouge_tokens(t) for t in texts]
+        codes = {t: chr(i) for i, t in enumerate(dict.fromkeys(chain.from_iterable(tokens)))}
+        if len(codes) >= 0x110000:  # pragma: no cover - more distinct tokens than code points
+            return [rouge_l_score(p, r) for p, r in zip(predictions, references, strict=True)]
+        coded = ["".join(map(codes.__getitem__, t)) for t in tokens]
     else:
-        # One lower() and one translate() for the batch; the separator survives both.
-        spaced = _SEP.join(texts).lower().translate(_KEEP_ALNUM)
-        tokens = [part.split() for part in spaced.split(_SEP)]
-    # Distinct tokens -> distinct characters: rapidfuzz then runs its bit-parallel LCS on
-    # strings, and compares tokens exactly.
-    distinct = dict.fromkeys(chain.from_iterable(tokens))
-    if len(distinct) >= 0x110000:  # pragma: no cover - more distinct tokens than code points
-        return [rouge_l_score(p, r) for p, r in zip(predictions, references, strict=True)]
-    vocab = {token: chr(i) for i, token in enumerate(distinct)}
-    coded = ["".join(map(vocab.__getitem__, t)) for t in tokens]
-    n = len(predictions)
+        # One lower(), translate() and split() for the whole batch; the separator survives
+        # them as a token of its own, which the coding below turns back into _SEP.
+        flat = f" {_SEP} ".join(texts).lower().translate(_KEEP_ALNUM).split()
+        # Distinct tokens -> distinct characters (from 1; 0 is _SEP): rapidfuzz then runs its
+        # bit-parallel LCS on strings, and compares tokens exactly.
+        codes = {t: chr(i) for i, t in enumerate(dict.fromkeys(flat), start=1)}
+        if len(codes) >= 0x110000:  # pragma: no cover - more distinct tokens than code points
+            return [rouge_l_score(p, r) for p, r in zip(predictions, references, strict=True)]
+        codes[_SEP] = _SEP
+        coded = "".join(map(codes.__getitem__, flat)).split(_SEP)
     return [
         _score(LCSseq.similarity(coded[i], coded[n + i]), len(coded[i]), len(coded[n + i]))
         for i in range(n)
