@@ -12,6 +12,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     "sdmx_selection": {
         "scorers": [{"name": "term_selection"}],
     },
+    # execution-based query scoring (SQL, KQL, Cypher): runs, EX (seed 003), row F1
+    "query_execution": {
+        "scorers": [
+            {"name": "executes", "weight": 0},
+            {"name": "execution_match", "required": True},
+            {"name": "results_f1", "weight": 0},
+        ],
+    },
 }
 
 

@@ -14,6 +14,9 @@ from queryeval.metrics._agentic import (
     summarize_output,
 )
 from queryeval.metrics._bleu import bleu, bleu_many, corpus_bleu
+from queryeval.metrics._canonical import NAN, ValuePolicy, canonical
+from queryeval.metrics._compare import ComparisonResult, compare_results
+from queryeval.metrics._legacy import LEGACY_ROW_LIMIT, legacy_recall
 from queryeval.metrics._llmetric import (
     LLMETRIC_Q_WEIGHTS,
     jaccard_output,
@@ -21,7 +24,9 @@ from queryeval.metrics._llmetric import (
     llmetric_q,
     pass_at_1_output,
 )
+from queryeval.metrics._ordering import OrderInfo, gold_is_ordered
 from queryeval.metrics._passk import first_success, mean_pass_at_k, pass_at_k, success_at_k
+from queryeval.metrics._resultset import ResultSet, as_result_set
 from queryeval.metrics._rouge import (
     RougeLScore,
     rouge_l,
@@ -47,19 +52,29 @@ from queryeval.metrics._term_selection import (
 from queryeval.metrics._tokenize_13a import tokenize_13a, tokenize_13a_many
 
 __all__ = [
+    "LEGACY_ROW_LIMIT",
     "LLMETRIC_Q_WEIGHTS",
+    "NAN",
     "AgenticReport",
     "AttemptSummary",
+    "ComparisonResult",
     "DimensionResult",
+    "OrderInfo",
+    "ResultSet",
     "RougeLScore",
     "TermRef",
     "TermSelectionResult",
+    "ValuePolicy",
     "agentic_report",
+    "as_result_set",
     "bleu",
     "bleu_many",
+    "canonical",
+    "compare_results",
     "corpus_bleu",
     "exact_match",
     "first_success",
+    "gold_is_ordered",
     "jaccard",
     "jaccard_many",
     "jaccard_output",
@@ -68,6 +83,7 @@ __all__ = [
     "jaro_winkler_many",
     "jarou",
     "kg_valid",
+    "legacy_recall",
     "llmetric_q",
     "mean_pass_at_k",
     "pass_at_1_output",

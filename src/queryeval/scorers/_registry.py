@@ -20,6 +20,10 @@ S = TypeVar("S", bound=type[Scorer])
 # Built-in scorers: name -> "module:Class". One line each; the module is imported on first use.
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
+    "executes": "queryeval.scorers.execution:ExecutesScorer",
+    "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
+    "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
+    "results_match_legacy": "queryeval.scorers.execution:ResultsMatchLegacyScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 
