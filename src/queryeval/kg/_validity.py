@@ -13,6 +13,7 @@ UnsatisfiableRelationshipTypeExpression has no stand-in and is not checked there
 from __future__ import annotations
 
 import concurrent.futures as cf
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -111,6 +112,10 @@ class KGValidator:
     ) -> None:
         from CyVer import PropertiesValidator, SchemaValidator, SyntaxValidator
 
+        # CyVer reads summary.notifications, which neo4j 6 deprecates; nothing to act on.
+        warnings.filterwarnings(
+            "ignore", "ResultSummary.notifications is deprecated", DeprecationWarning
+        )
         self.driver = driver
         self.database = database
         self.timeout_s = timeout_s

@@ -28,7 +28,8 @@ class AgenticOptions(GradingOptions):
     )
     breakdown: list[str] = Field(
         default=["complexity", "level"],
-        description="case metadata keys (or `key:value` tags) to break the report down by",
+        description="case metadata keys (or `key:value` tags) to break the report down by; "
+        "`tag` breaks it down by every tag",
     )
 
     @field_validator("ks")
@@ -111,8 +112,7 @@ class AgenticScorer(Scorer):
             ]
             loops.append(loop)
             for key in self.options.breakdown:
-                value = _group_of(case, key)
-                if value is not None:
+                for value in _groups_of(case, key):
                     groups.setdefault(key, {}).setdefault(value, []).append(loop)
         ks = self.options.ks
         report = agentic_report(loops, ks, samples=self.options.samples).as_dict()
@@ -129,17 +129,21 @@ def _why(summaries: list[AttemptSummary]) -> str:
     return f"not correct within {len(summaries)} attempt(s): {', '.join(errors)}"
 
 
-def _group_of(case: Case, key: str) -> str | None:
-    """The case's value for a breakdown key: metadata[key], else a `key:value` or
-    `key=value` tag."""
-    if key in case.metadata and case.metadata[key] is not None:
-        return str(case.metadata[key])
+def _groups_of(case: Case, key: str) -> list[str]:
+    """The case's groups for a breakdown key: metadata[key], else the values of `key:value`
+    or `key=value` tags; the key `tag` groups by every tag of the case."""
+    if key == "tag":
+        return list(case.tags)
+    if case.metadata.get(key) is not None:
+        return [str(case.metadata[key])]
+    values = []
     for tag in case.tags:
         for sep in (":", "="):
             name, found, value = tag.partition(sep)
             if found and name == key:
-                return value
-    return None
+                values.append(value)
+                break
+    return values
 
 
 def _brief(report: dict[str, Any]) -> dict[str, Any]:
