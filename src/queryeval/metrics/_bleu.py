@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from itertools import chain
 from typing import Literal
 
@@ -102,6 +102,21 @@ def _ngram_counts(tokens: tuple[str, ...], max_order: int) -> list[Counter[objec
     ]
 
 
+@lru_cache(maxsize=2**10)
+def _reference_counts(
+    refs: tuple[tuple[str, ...], ...], max_order: int
+) -> tuple[dict[object, int], ...]:
+    """N-gram counts of the references, the maximum over them (cached: references repeat
+    across systems and attempts)."""
+    merged: list[dict[object, int]] = [dict(c) for c in _ngram_counts(refs[0], max_order)]
+    for ref in refs[1:]:
+        for have, new in zip(merged, _ngram_counts(ref, max_order), strict=True):
+            for gram, count in new.items():
+                if count > have.get(gram, 0):
+                    have[gram] = count
+    return tuple(merged)
+
+
 def _closest_ref_len(hyp_len: int, ref_lens: Sequence[int]) -> int:
     """The reference length closest to the hypothesis length; the shorter one on ties."""
     return min(ref_lens, key=lambda r: (abs(hyp_len - r), r)) if ref_lens else 0
@@ -112,14 +127,16 @@ def _segment_stats(
 ) -> list[int]:
     """[hyp_len, ref_len, correct_1..N, total_1..N] for one segment, as sacreBLEU counts them
     (clipping by the maximum count over the references)."""
-    ref_max: list[Counter[object]] = [Counter() for _ in range(max_order)]
-    for ref in refs:
-        for have, new in zip(ref_max, _ngram_counts(ref, max_order), strict=True):
-            have |= new
-    correct = [
-        sum(min(c, ref[g]) for g, c in hyp_n.items() if g in ref)
-        for hyp_n, ref in zip(_ngram_counts(hyp, max_order), ref_max, strict=True)
-    ]
+    ref_counts = _reference_counts(tuple(refs), max_order)
+    correct = []
+    for hyp_n, ref_n in zip(_ngram_counts(hyp, max_order), ref_counts, strict=True):
+        matched = 0
+        get = ref_n.get
+        for gram, count in hyp_n.items():
+            in_ref = get(gram)
+            if in_ref:
+                matched += count if count < in_ref else in_ref
+        correct.append(matched)
     hyp_len = len(hyp)
     total = [max(hyp_len - n, 0) for n in range(max_order)]
     return [hyp_len, _closest_ref_len(hyp_len, [len(r) for r in refs]), *correct, *total]

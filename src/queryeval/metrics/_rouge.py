@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
+from rapidfuzz import process
 from rapidfuzz.distance import LCSseq
 
 Measure = Literal["f", "precision", "recall"]
+_MEASURES = {"precision": 0, "recall": 1, "f": 2}
 _TOKEN = re.compile(r"[a-z0-9]+")
 _SEP = "\x00"
 
@@ -86,37 +90,67 @@ def rouge_l(prediction: str, reference: str, *, measure: Measure = "f") -> float
     return rouge_l_score(prediction, reference).get(measure)
 
 
-def rouge_l_scores(predictions: Sequence[str], references: Sequence[str]) -> list[RougeLScore]:
-    """`rouge_l_score` of each pair, tokenizing the whole batch at once."""
+def _coded_batch(predictions: Sequence[str], references: Sequence[str]) -> list[str] | None:
+    """Every text's tokens as a string with one character per distinct token (predictions,
+    then references), so that rapidfuzz runs its bit-parallel LCS on strings and compares
+    tokens exactly; None when there are more distinct tokens than code points."""
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
     texts = [*predictions, *references]
-    n = len(predictions)
     if any(_SEP in t for t in texts):
         tokens = [rouge_tokens(t) for t in texts]
         codes = {t: chr(i) for i, t in enumerate(dict.fromkeys(chain.from_iterable(tokens)))}
         if len(codes) >= 0x110000:  # pragma: no cover - more distinct tokens than code points
-            return [rouge_l_score(p, r) for p, r in zip(predictions, references, strict=True)]
-        coded = ["".join(map(codes.__getitem__, t)) for t in tokens]
-    else:
-        # One lower(), translate() and split() for the whole batch; the separator survives
-        # them as a token of its own, which the coding below turns back into _SEP.
-        flat = f" {_SEP} ".join(texts).lower().translate(_KEEP_ALNUM).split()
-        # Distinct tokens -> distinct characters (from 1; 0 is _SEP): rapidfuzz then runs its
-        # bit-parallel LCS on strings, and compares tokens exactly.
-        codes = {t: chr(i) for i, t in enumerate(dict.fromkeys(flat), start=1)}
-        if len(codes) >= 0x110000:  # pragma: no cover - more distinct tokens than code points
-            return [rouge_l_score(p, r) for p, r in zip(predictions, references, strict=True)]
-        codes[_SEP] = _SEP
-        coded = "".join(map(codes.__getitem__, flat)).split(_SEP)
-    return [
-        _score(LCSseq.similarity(coded[i], coded[n + i]), len(coded[i]), len(coded[n + i]))
-        for i in range(n)
-    ]
+            return None
+        return ["".join(map(codes.__getitem__, t)) for t in tokens]
+    # One lower(), translate() and split() for the whole batch; the separator survives them
+    # as a token of its own, coded back to _SEP (the other tokens get characters from 1).
+    flat = f" {_SEP} ".join(texts).lower().translate(_KEEP_ALNUM).split()
+    codes = {t: chr(i) for i, t in enumerate(dict.fromkeys(flat), start=1)}
+    if len(codes) >= 0x110000:  # pragma: no cover - more distinct tokens than code points
+        return None
+    codes[_SEP] = _SEP
+    return "".join(map(codes.__getitem__, flat)).split(_SEP)
+
+
+def _batch_table(
+    predictions: Sequence[str], references: Sequence[str]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
+    """Per pair: precision, recall, F1 (numpy, the same IEEE operations as rouge-score's)."""
+    coded = _coded_batch(predictions, references)
+    if coded is None:  # pragma: no cover - more distinct tokens than code points
+        return None
+    n = len(predictions)
+    lcs = process.cpdist(coded[:n], coded[n:], scorer=LCSseq.similarity).astype(np.float64)
+    n_pred = np.fromiter(map(len, coded[:n]), dtype=np.float64, count=n)
+    n_ref = np.fromiter(map(len, coded[n:]), dtype=np.float64, count=n)
+    empty = (n_pred == 0) | (n_ref == 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(empty, 0.0, lcs / n_pred)
+        recall = np.where(empty, 0.0, lcs / n_ref)
+        total = precision + recall
+        f = np.where(total > 0, 2 * precision * recall / total, 0.0)
+    return precision, recall, f
+
+
+def rouge_l_scores(predictions: Sequence[str], references: Sequence[str]) -> list[RougeLScore]:
+    """`rouge_l_score` of each pair, the whole batch tokenized and matched at once."""
+    table = _batch_table(predictions, references)
+    if table is None:  # pragma: no cover - more distinct tokens than code points
+        return [rouge_l_score(p, r) for p, r in zip(predictions, references, strict=True)]
+    return [RougeLScore(*row) for row in zip(*(t.tolist() for t in table), strict=True)]
 
 
 def rouge_l_many(
     predictions: Sequence[str], references: Sequence[str], *, measure: Measure = "f"
 ) -> list[float]:
     """`rouge_l` of each (prediction, reference) pair, computed as a batch."""
-    return [s.get(measure) for s in rouge_l_scores(predictions, references)]
+    if measure not in _MEASURES:
+        raise ValueError(f"unknown ROUGE-L measure {measure!r}; expected f, precision or recall")
+    table = _batch_table(predictions, references)
+    if table is None:  # pragma: no cover - more distinct tokens than code points
+        return [
+            rouge_l(p, r, measure=measure) for p, r in zip(predictions, references, strict=True)
+        ]
+    values: list[float] = table[_MEASURES[measure]].tolist()
+    return values

@@ -42,7 +42,7 @@ def _normalise(line: str) -> str:
     return line
 
 
-@lru_cache(maxsize=2**12)
+@lru_cache(maxsize=2**16)
 def tokenize_13a(line: str) -> tuple[str, ...]:
     """The 13a tokens of one line, by sacreBLEU's own sequence of substitutions."""
     line = _PAD_PUNCT.sub(r" \1 ", f" {_normalise(line)} ")
