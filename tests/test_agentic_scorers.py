@@ -168,3 +168,22 @@ def test_options_are_checked() -> None:
         _scorer("bleu", smooth_method="nope")
     with pytest.raises(ValidationError):
         _scorer("agentic", correctness="guess")
+
+
+def test_report_rows_label_every_figure() -> None:
+    from queryeval.scorers.agentic import breakdown_rows, report_rows
+
+    scorer = _scorer("agentic", ks=[1, 2], **RECORDED)
+    cases = [_case(GOLD, tags=["level:1"]), _case(GOLD, tags=["level:2"])]
+    outputs = [Output(attempts=[_valid(True)]), Output(attempts=[_invalid("schema"), _valid(True)])]
+    scores = [scorer.score(c, o, CTX) for c, o in zip(cases, outputs, strict=True)]
+    aggregate = scorer.aggregate(cases, scores)
+    rows = dict(report_rows(aggregate))
+    assert rows["Pass@1"] == 0.5
+    assert rows["success@2 (within 2 iterations)"] == 1.0
+    assert rows["recovery rate (1 of 1 first failures)"] == 1.0
+    assert rows["first-attempt errors"] == "schema: 1"
+    assert rows["iterations to success"] == "1: 1, 2: 1"
+    table = breakdown_rows(aggregate)
+    assert table[0][:3] == ["group", "cases", "Pass@1"]
+    assert [row[0] for row in table[1:]] == ["level=1", "level=2"]

@@ -11,6 +11,9 @@ if TYPE_CHECKING:
     from queryeval.scorers._base import ScoringContext
 
 
+_BUILD_LOCK = threading.Lock()
+
+
 class _Verdicts:
     """(database, query) -> KGValidity or the KGValidationError it gave; each query is
     validated once per run whichever scorers ask, concurrent askers waiting for one run."""
@@ -55,7 +58,8 @@ def kg_validator_from_context(ctx: ScoringContext, database: str) -> KGValidator
             timeout_s=3 * engine.limits.timeout_s,
         )
 
-    return ctx.resource(f"kg:{database}", build)
+    with _BUILD_LOCK:  # scorers run concurrently; build each validator once
+        return ctx.resource(f"kg:{database}", build)
 
 
 def validate_in_context(ctx: ScoringContext, database: str, query: str) -> KGValidity:
@@ -66,7 +70,8 @@ def validate_in_context(ctx: ScoringContext, database: str, query: str) -> KGVal
     refusal = engine_from_context(ctx, database).refusal(query)
     if refusal is not None:
         raise KGValidationError(f"not validated: {refusal}")
-    verdicts = ctx.resource("kg:verdicts", _Verdicts)
+    with _BUILD_LOCK:
+        verdicts = ctx.resource("kg:verdicts", _Verdicts)
     return verdicts.get(
         (database, query), lambda: kg_validator_from_context(ctx, database).validate(query)
     )

@@ -150,3 +150,49 @@ def _brief(report: dict[str, Any]) -> dict[str, Any]:
     keys = ("cases", "pass_at_1", "success_at_k", "success", "kg_valid_at_1", "kg_valid_at_k",
             "refinement_gain", "recovery_rate", "pass_at_k")  # fmt: skip
     return {k: report[k] for k in keys}
+
+
+def report_rows(aggregate: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The agentic report as (label, value) rows, for a console table or a spreadsheet;
+    rates stay fractions in [0, 1], None where undefined."""
+    r = aggregate["agentic_report"]
+    rows: list[tuple[str, Any]] = [("cases", r["cases"]), ("Pass@1", r["pass_at_1"])]
+    rows += [(f"success@{k} (within {k} iterations)", v) for k, v in r["success_at_k"].items()]
+    rows += [(f"pass@{k} (unbiased, n samples)", v) for k, v in r["pass_at_k"].items()]
+    rows += [
+        ("success (within all iterations)", r["success"]),
+        ("EX (final attempt correct)", r["execution_accuracy"]),
+        ("KG Valid@1", r["kg_valid_at_1"]),
+        ("KG Valid@k (final attempt)", r["kg_valid_at_k"]),
+        ("refinement gain (success - Pass@1)", r["refinement_gain"]),
+        ("recovery rate (success - Pass@1) / (1 - Pass@1)", r["recovery_rate"]),
+        (f"recovery rate ({r['recovered']} of {r['initially_failed']} first failures)",
+         r["recovery_rate_counts"]),
+        ("KG refinement gain", r["kg_refinement_gain"]),
+        ("KG recovery rate", r["kg_recovery_rate"]),
+        ("mean iterations", r["mean_iterations"]),
+        ("max iterations", r["max_iterations"]),
+        ("iterations to success", _counts(r["iterations_to_success"])),
+        ("errors (all failed attempts)", _counts(r["error_types"])),
+        ("first-attempt errors", _counts(r["first_error_types"])),
+    ]  # fmt: skip
+    rows += [
+        (f"recovery after a first {e} error", v) for e, v in r["recovery_by_error_type"].items()
+    ]
+    return rows
+
+
+def breakdown_rows(aggregate: dict[str, Any]) -> list[list[Any]]:
+    """The per-group report as a header row and one row per (key, value) group."""
+    out: list[list[Any]] = [["group", "cases", "Pass@1", "success", "KG Valid@1",
+                             "KG Valid@k", "refinement gain", "recovery rate"]]  # fmt: skip
+    for key, groups in aggregate.get("breakdown", {}).items():
+        for value, g in groups.items():
+            out.append([f"{key}={value}", g["cases"], g["pass_at_1"], g["success"],
+                        g["kg_valid_at_1"], g["kg_valid_at_k"], g["refinement_gain"],
+                        g["recovery_rate"]])  # fmt: skip
+    return out
+
+
+def _counts(counts: dict[Any, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "-"
