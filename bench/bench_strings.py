@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -114,6 +115,8 @@ def main() -> None:
         f"{'the references':<26}{ref_total:>7.2f}s{ref_total / ours_total:>7.1f}x"
     )
     print(f"\nqueryeval: best of {args.repeat} runs; per pair and references: one run.")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average (1, 5, 15 min) at the end: {load} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":
