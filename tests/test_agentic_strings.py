@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+from collections import Counter
 
 import jellyfish
 import pytest
@@ -30,6 +31,7 @@ from queryeval.metrics import (
     tokenize_13a,
     tokenize_13a_many,
 )
+from queryeval.metrics._ngrams import clipped_matches
 
 logging.getLogger("sacrebleu").setLevel(logging.ERROR)
 TOL = 1e-9
@@ -308,3 +310,30 @@ def test_all_string_metrics_stay_in_unit_interval() -> None:
     for p, r in PAIRS[:500]:
         for value in (bleu(p, r), rouge_l(p, r), jaro(p, r), jaro_winkler(p, r), jaccard(p, r)):
             assert 0.0 <= value <= 1.0
+
+
+def _clipped_reference(hyp: list[str], ref: list[str], max_order: int) -> list[int]:
+    out = []
+    for n in range(1, max_order + 1):
+        h = Counter(tuple(hyp[i : i + n]) for i in range(len(hyp) - n + 1))
+        r = Counter(tuple(ref[i : i + n]) for i in range(len(ref) - n + 1))
+        out.append(sum(min(c, r[g]) for g, c in h.items()))
+    return out
+
+
+@pytest.mark.parametrize("vocabulary", [12, 3_000, 70_000])
+def test_clipped_ngram_matches_against_counters(vocabulary: int) -> None:
+    """Small vocabularies take one batch; large ones are split (70,000 distinct tokens do
+    not fit four to an int64 key even for one pair, which then uses Counters)."""
+    rng = random.Random(vocabulary)
+    hyps, refs = [], []
+    for _ in range(200):
+        ref = [str(rng.randrange(vocabulary)) for _ in range(rng.randrange(40))]
+        hyp = [t if rng.random() < 0.7 else str(rng.randrange(vocabulary)) for t in ref]
+        hyps.append(hyp[: rng.randrange(len(hyp) + 1)] if hyp else hyp)
+        refs.append(ref)
+    if vocabulary == 70_000:  # one pair holding 70,000 distinct tokens
+        hyps.append([str(i) for i in range(70_000)])
+        refs.append([str(i) for i in range(0, 70_000, 2)] + ["1", "2", "3"])
+    got = clipped_matches(hyps, refs, 4)
+    assert got.tolist() == [_clipped_reference(h, r, 4) for h, r in zip(hyps, refs, strict=True)]
