@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from queryeval.cases import Attempt, Case
+from queryeval.cases import Attempt, Case, Query, Target
 from queryeval.metrics import AttemptSummary, summarize_attempt
 from queryeval.metrics._agentic import KG_CHECKS
 
@@ -49,6 +49,12 @@ class GradingOptions(BaseModel):
     comparison: dict[str, Any] = Field(
         default_factory=dict, description="compare_results policy; overrides suite.comparison"
     )
+
+
+def gold_query(target: Target) -> Query | None:
+    """The target's gold query as a model (a bare string is shorthand for its text)."""
+    query: Any = target.query
+    return Query(text=query) if isinstance(query, str) else query
 
 
 @dataclass
@@ -83,8 +89,9 @@ class AttemptGrader:
 
     def _database(self) -> str | None:
         for target in self.case.targets:
-            if target.query is not None and target.query.database:
-                return target.query.database
+            query = gold_query(target)
+            if query is not None and query.database:
+                return query.database
         if self.case.metadata.get("database"):
             return str(self.case.metadata["database"])
         if self.options.database:
@@ -94,7 +101,7 @@ class AttemptGrader:
 
     def gold_queries(self) -> list[str]:
         """The text of every accepted gold query."""
-        return [t.query.text for t in self.case.targets if t.query is not None]
+        return [q.text for t in self.case.targets if (q := gold_query(t)) is not None]
 
     def golds(self) -> list[_Gold]:
         """Every accepted gold with its result (a gold query runs once, cached on disk)."""
@@ -104,15 +111,15 @@ class AttemptGrader:
 
             golds = []
             for target in self.case.targets:
-                if target.query is not None and self.database is not None:
-                    db = target.query.database or self.database
-                    run = gold_execution(self.ctx, db, target.query.text)
+                query = gold_query(target)
+                if query is not None and self.database is not None:
+                    run = gold_execution(self.ctx, query.database or self.database, query.text)
                     if run.ok:
-                        golds.append(_Gold(target.query.text, run.result))
+                        golds.append(_Gold(query.text, run.result))
                     else:
                         o = run.outcome
                         problem = f"gold failed: {o.kind}: {o.message}"
-                        golds.append(_Gold(target.query.text, problem=problem))
+                        golds.append(_Gold(query.text, problem=problem))
                 elif target.result is not None:
                     golds.append(_Gold(None, ResultSet(target.result.columns, target.result.rows)))
             self._golds = golds

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from queryeval.cases import Case, Output, Score
 from queryeval.metrics import bleu, exact_match, jaccard, jaro_winkler, rouge_l
+from queryeval.scorers._attempts import gold_query
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
@@ -39,7 +40,7 @@ class _QueryTextScorer(Scorer):
         return index, values[index]
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
-        golds = [t.query.text for t in case.targets if t.query is not None]
+        golds = [q.text for t in case.targets if (q := gold_query(t)) is not None]
         if not golds:
             return Score.unscored("the case has no gold query text")
         attempt = (
