@@ -12,6 +12,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "sdmx_selection": {
         "scorers": [{"name": "term_selection"}],
     },
+    # seed 000: weighted AST comparison of Weaviate queries (collection 0.4, rest 0.15 each)
+    "weaviate_ast": {
+        "scorers": [{"name": "weaviate_ast"}],
+    },
     # execution-based query scoring (SQL, KQL, Cypher): runs, EX (seed 003), row F1
     "query_execution": {
         "scorers": [

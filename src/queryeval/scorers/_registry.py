@@ -20,6 +20,7 @@ S = TypeVar("S", bound=type[Scorer])
 # Built-in scorers: name -> "module:Class". One line each; the module is imported on first use.
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
+    "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
     "executes": "queryeval.scorers.execution:ExecutesScorer",
     "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
     "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
