@@ -16,6 +16,8 @@ from queryeval.metrics import jaro_winkler, rouge_l
 from queryeval.scorers import ScoringContext, build_scorer
 from queryeval.scorers.agentic import AgenticScorer
 
+# CyVer reads ResultSummary.notifications, which the neo4j 6 driver deprecates.
+pytestmark = pytest.mark.filterwarnings("ignore:ResultSummary.notifications:DeprecationWarning")
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "examples" / "cypher" / "suite_agentic.yaml"
 TRACES = ROOT / "examples" / "cypher" / "predictions" / "agentic.jsonl"

@@ -12,12 +12,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from rapidfuzz import process
-from rapidfuzz.distance import LCSseq
 
 Measure = Literal["f", "precision", "recall"]
 _MEASURES = {"precision": 0, "recall": 1, "f": 2}
@@ -55,6 +53,16 @@ class RougeLScore:
         raise ValueError(f"unknown ROUGE-L measure {measure!r}; expected f, precision or recall")
 
 
+def _rapidfuzz() -> tuple[Any, Any]:
+    """rapidfuzz's `process` and `LCSseq` (the `text` extra), imported on first use."""
+    try:
+        from rapidfuzz import process
+        from rapidfuzz.distance import LCSseq
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("ROUGE-L needs rapidfuzz: pip install 'queryeval[text]'") from exc
+    return process, LCSseq
+
+
 def rouge_tokens(text: str) -> list[str]:
     """rouge-score's default tokens: lowercase, runs of [a-z0-9] (no stemming)."""
     return _TOKEN.findall(text.lower())
@@ -81,7 +89,8 @@ def rouge_l_score(prediction: str, reference: str) -> RougeLScore:
     pred, ref = rouge_tokens(prediction), rouge_tokens(reference)
     if not pred or not ref:
         return RougeLScore(0.0, 0.0, 0.0)
-    return _score(int(LCSseq.similarity(*_as_ids(pred, ref))), len(pred), len(ref))
+    lcs_similarity = _rapidfuzz()[1].similarity
+    return _score(int(lcs_similarity(*_as_ids(pred, ref))), len(pred), len(ref))
 
 
 def rouge_l(prediction: str, reference: str, *, measure: Measure = "f") -> float:
@@ -121,7 +130,8 @@ def _batch_table(
     if coded is None:  # pragma: no cover - more distinct tokens than code points
         return None
     n = len(predictions)
-    lcs = process.cpdist(coded[:n], coded[n:], scorer=LCSseq.similarity).astype(np.float64)
+    process, lcs_seq = _rapidfuzz()
+    lcs = process.cpdist(coded[:n], coded[n:], scorer=lcs_seq.similarity).astype(np.float64)
     n_pred = np.fromiter(map(len, coded[:n]), dtype=np.float64, count=n)
     n_ref = np.fromiter(map(len, coded[n:]), dtype=np.float64, count=n)
     empty = (n_pred == 0) | (n_ref == 0)

@@ -7,9 +7,7 @@ strings, which rapidfuzz (and queryeval) score 1.0 (identical) where jellyfish s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
-
-from rapidfuzz.distance import Jaro, JaroWinkler
+from typing import Any, Literal
 
 from queryeval.metrics._rouge import rouge_tokens
 from queryeval.metrics._tokenize_13a import tokenize_13a
@@ -23,16 +21,26 @@ _TOKENIZERS: dict[str, Callable[[str], Sequence[str]]] = {
 }
 
 
+def _distance() -> Any:
+    """rapidfuzz.distance (the `text` extra), imported on first use."""
+    try:
+        from rapidfuzz import distance
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("Jaro(-Winkler) needs rapidfuzz: pip install 'queryeval[text]'") from exc
+    return distance
+
+
 def jaro(prediction: str, reference: str) -> float:
     """Jaro similarity in [0, 1]: (m/|a| + m/|b| + (m - t)/m) / 3 for m matching characters
     (within half the longer length) and t half-transpositions; two empty strings give 1."""
-    return float(Jaro.similarity(prediction, reference))
+    return float(_distance().Jaro.similarity(prediction, reference))
 
 
 def jaro_winkler(prediction: str, reference: str, *, prefix_weight: float = 0.1) -> float:
     """Jaro-Winkler similarity in [0, 1]: J + l * p * (1 - J) for the common prefix length
     l (at most 4) and p = `prefix_weight`, applied when J > 0.7 (Winkler's rule)."""
-    return float(JaroWinkler.similarity(prediction, reference, prefix_weight=prefix_weight))
+    similarity = _distance().JaroWinkler.similarity
+    return float(similarity(prediction, reference, prefix_weight=prefix_weight))
 
 
 def jaro_winkler_many(
@@ -40,7 +48,7 @@ def jaro_winkler_many(
 ) -> list[float]:
     """`jaro_winkler` of each (prediction, reference) pair."""
     _same_length(predictions, references)
-    sim = JaroWinkler.similarity
+    sim = _distance().JaroWinkler.similarity
     return [
         sim(p, r, prefix_weight=prefix_weight) for p, r in zip(predictions, references, strict=True)
     ]
