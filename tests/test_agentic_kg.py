@@ -166,13 +166,13 @@ def test_agentic_report_on_the_example_traces(
     report = scorer.aggregate(cases, scores)["agentic_report"]
     assert report["cases"] == 22
     assert report["pass_at_1"] == pytest.approx(7 / 22)
-    assert report["success_at_k"] == pytest.approx({1: 7 / 22, 2: 15 / 22, 3: 19 / 22})
+    assert report["success_at_k"] == pytest.approx({"1": 7 / 22, "2": 15 / 22, "3": 19 / 22})
     assert report["refinement_gain"] == pytest.approx(12 / 22)
     assert report["recovery_rate"] == pytest.approx(12 / 15)
     assert report["recovery_rate_counts"] == pytest.approx(12 / 15)
     assert report["kg_valid_at_1"] == pytest.approx(14 / 22)
     assert report["kg_valid_at_k"] == pytest.approx(21 / 22)
-    assert report["iterations_to_success"] == {1: 7, 2: 8, 3: 4}
+    assert report["iterations_to_success"] == {"1": 7, "2": 8, "3": 4}
     assert report["mean_iterations"] == pytest.approx(2.0)
     assert report["error_types"] == {
         "syntax": 7, "schema": 3, "properties": 2, "wrong_result": 13

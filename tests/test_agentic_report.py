@@ -92,6 +92,7 @@ def test_agentic_report_on_hand_built_loops() -> None:
     )
     assert r.pass_at_k == {}
     assert r.as_dict()["pass_at_1"] == r.pass_at_1
+    assert r.as_dict()["iterations_to_success"] == {"1": 3, "2": 3, "3": 1}  # JSON keys
 
 
 def test_agentic_report_on_plain_flags_matches_outputs() -> None:

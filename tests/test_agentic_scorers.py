@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 import sacrebleu
 from pydantic import ValidationError
@@ -120,8 +121,8 @@ def test_agentic_samples_and_unbiased_pass_at_k() -> None:
     scores = [scorer.score(c, o, CTX) for c, o in zip(cases, outputs, strict=True)]
     assert [s.value for s in scores] == [0.25, 0.0]
     report = scorer.aggregate(cases, scores)["agentic_report"]
-    assert report["pass_at_k"][1] == pytest.approx(0.125)
-    assert report["pass_at_k"][2] == pytest.approx((1 - 3 / 6) / 2)  # 1 - C(3,2)/C(4,2)
+    assert report["pass_at_k"]["1"] == pytest.approx(0.125)
+    assert report["pass_at_k"]["2"] == pytest.approx((1 - 3 / 6) / 2)  # 1 - C(3,2)/C(4,2)
 
 
 def test_agentic_breakdown_by_metadata_and_tags() -> None:
@@ -137,7 +138,9 @@ def test_agentic_breakdown_by_metadata_and_tags() -> None:
         Output(attempts=[_valid(False)]),
     ]
     scores = [scorer.score(c, o, CTX) for c, o in zip(cases, outputs, strict=True)]
-    breakdown = scorer.aggregate(cases, scores)["breakdown"]
+    aggregate = scorer.aggregate(cases, scores)
+    orjson.dumps(aggregate)  # summary.json takes it as it is (string keys)
+    breakdown = aggregate["breakdown"]
     assert breakdown["complexity"]["simple"]["pass_at_1"] == 1.0
     assert breakdown["complexity"]["complex"]["cases"] == 2
     assert breakdown["complexity"]["complex"]["success"] == 0.5

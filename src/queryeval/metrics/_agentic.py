@@ -123,8 +123,14 @@ class AgenticReport:
     pass_at_k: dict[int, float | None] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
-        """A JSON-able dict of every figure."""
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """A JSON-able dict of every figure (integer keys, such as k, become strings)."""
+
+        def plain(value: object) -> object:
+            if isinstance(value, dict):
+                return {str(k): plain(v) for k, v in value.items()}
+            return value
+
+        return {name: plain(getattr(self, name)) for name in self.__dataclass_fields__}
 
 
 def agentic_report(
