@@ -108,7 +108,12 @@ def test_agentic_unknown_correctness_is_unscored_not_failed() -> None:
     scorer = _scorer("agentic", **RECORDED)
     unknown = scorer.score(_case(GOLD), Output(attempts=[_valid(None)]), CTX)
     assert unknown.status == "unscored"
-    assert scorer.score(_case(GOLD), Output(error="timeout"), CTX).passed is False
+    crashed = scorer.score(_case(GOLD), Output(error="timeout"), CTX)
+    assert crashed.passed is False
+    right = scorer.score(_case(GOLD), Output(attempts=[_valid(True)]), CTX)
+    report = scorer.aggregate([_case(GOLD)] * 3, [unknown, crashed, right])["agentic_report"]
+    assert report["cases"] == 3
+    assert report["pass_at_1"] == 0.5  # the crash fails; the unknown is left out
 
 
 def test_agentic_samples_and_unbiased_pass_at_k() -> None:

@@ -104,12 +104,17 @@ class AgenticScorer(Scorer):
         loops: list[list[AttemptSummary]] = []
         groups: dict[str, dict[str, list[list[AttemptSummary]]]] = {}
         for case, score in zip(cases, scores, strict=False):
-            if "attempts" not in score.details or score.status == "error":
+            if score.status == "error":
                 continue
-            loop = [
-                AttemptSummary(a.get("correct"), a.get("kg_valid"), a.get("error_type"))
-                for a in score.details["attempts"]
-            ]
+            if "attempts" in score.details:
+                loop = [
+                    AttemptSummary(a.get("correct"), a.get("kg_valid"), a.get("error_type"))
+                    for a in score.details["attempts"]
+                ]
+            elif "system_error" in score.details:
+                loop = []  # the system crashed: a failed case with no attempt
+            else:
+                continue
             loops.append(loop)
             for key in self.options.breakdown:
                 for value in _groups_of(case, key):
