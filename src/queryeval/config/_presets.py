@@ -24,6 +24,20 @@ PRESETS: dict[str, dict[str, Any]] = {
             {"name": "results_f1", "weight": 0},
         ],
     },
+    # seed 003: agentic Text2Cypher (success within k refinements, KG validity, LLMetric-Q,
+    # query-text similarities reported beside them)
+    "text2cypher": {
+        "scorers": [
+            {"name": "agentic", "required": True},
+            {"name": "llmetric_q", "weight": 0},
+            {"name": "kg_valid", "weight": 0},
+            {"name": "execution_match", "weight": 0},
+            {"name": "bleu", "weight": 0},
+            {"name": "rouge_l", "weight": 0},
+            {"name": "jaro_winkler", "weight": 0},
+            {"name": "jaccard", "weight": 0},
+        ],
+    },
 }
 
 

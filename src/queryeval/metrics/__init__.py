@@ -3,17 +3,53 @@
 Usable on their own, like ``sklearn.metrics``.
 """
 
+from queryeval.metrics._agentic import (
+    AgenticReport,
+    AttemptSummary,
+    agentic_report,
+    kg_valid,
+    primary_error,
+    recovery_rate,
+    summarize_attempt,
+    summarize_output,
+)
+from queryeval.metrics._bleu import bleu, bleu_many, corpus_bleu
 from queryeval.metrics._canonical import NAN, ValuePolicy, canonical
 from queryeval.metrics._compare import ComparisonResult, compare_results
 from queryeval.metrics._legacy import LEGACY_ROW_LIMIT, legacy_recall
+from queryeval.metrics._llmetric import (
+    LLMETRIC_Q_WEIGHTS,
+    jaccard_output,
+    jarou,
+    llmetric_q,
+    pass_at_1_output,
+)
 from queryeval.metrics._ordering import OrderInfo, gold_is_ordered
+from queryeval.metrics._passk import first_success, mean_pass_at_k, pass_at_k, success_at_k
 from queryeval.metrics._resultset import ResultSet, as_result_set
+from queryeval.metrics._rouge import (
+    RougeLScore,
+    rouge_l,
+    rouge_l_many,
+    rouge_l_score,
+    rouge_l_scores,
+    rouge_tokens,
+)
+from queryeval.metrics._strings import (
+    exact_match,
+    jaccard,
+    jaccard_many,
+    jaro,
+    jaro_winkler,
+    jaro_winkler_many,
+)
 from queryeval.metrics._term_selection import (
     DimensionResult,
     TermRef,
     TermSelectionResult,
     term_selection,
 )
+from queryeval.metrics._tokenize_13a import tokenize_13a, tokenize_13a_many
 from queryeval.metrics._weaviate_ast import check_weaviate_ast_options, weaviate_ast
 from queryeval.metrics._weaviate_model import (
     Aggregation,
@@ -37,8 +73,11 @@ from queryeval.metrics._weaviate_result import (
 
 __all__ = [
     "LEGACY_ROW_LIMIT",
+    "LLMETRIC_Q_WEIGHTS",
     "NAN",
+    "AgenticReport",
     "Aggregation",
+    "AttemptSummary",
     "ComparisonResult",
     "ComponentResult",
     "Condition",
@@ -49,6 +88,7 @@ __all__ = [
     "QueryComparison",
     "QueryMatch",
     "ResultSet",
+    "RougeLScore",
     "SlotResult",
     "TermRef",
     "TermSelectionResult",
@@ -59,15 +99,45 @@ __all__ = [
     "WeaviateQuery",
     "WeaviateQueryError",
     "WeaviateSchema",
+    "agentic_report",
     "as_result_set",
+    "bleu",
+    "bleu_many",
     "canonical",
     "check_weaviate_ast_options",
     "compare_results",
+    "corpus_bleu",
+    "exact_match",
+    "first_success",
     "gold_is_ordered",
+    "jaccard",
+    "jaccard_many",
+    "jaccard_output",
+    "jaro",
+    "jaro_winkler",
+    "jaro_winkler_many",
+    "jarou",
+    "kg_valid",
     "legacy_recall",
+    "llmetric_q",
+    "mean_pass_at_k",
     "parse_queries",
     "parse_query",
     "parse_schema",
+    "pass_at_1_output",
+    "pass_at_k",
+    "primary_error",
+    "recovery_rate",
+    "rouge_l",
+    "rouge_l_many",
+    "rouge_l_score",
+    "rouge_l_scores",
+    "rouge_tokens",
+    "success_at_k",
+    "summarize_attempt",
+    "summarize_output",
     "term_selection",
+    "tokenize_13a",
+    "tokenize_13a_many",
     "weaviate_ast",
 ]

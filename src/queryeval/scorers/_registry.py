@@ -25,6 +25,14 @@ _BUILTIN: dict[str, str] = {
     "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
     "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
     "results_match_legacy": "queryeval.scorers.execution:ResultsMatchLegacyScorer",
+    "bleu": "queryeval.scorers.text:BleuScorer",
+    "rouge_l": "queryeval.scorers.text:RougeLScorer",
+    "jaro_winkler": "queryeval.scorers.text:JaroWinklerScorer",
+    "jaccard": "queryeval.scorers.text:JaccardScorer",
+    "exact_match": "queryeval.scorers.text:ExactMatchScorer",
+    "agentic": "queryeval.scorers.agentic:AgenticScorer",
+    "llmetric_q": "queryeval.scorers.llmetric:LLMetricQScorer",
+    "kg_valid": "queryeval.scorers.llmetric:KGValidScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 
