@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,6 +23,7 @@ from queryeval.cases._load import expand
 from queryeval.errors import InputError
 from queryeval.runner._store import json_default
 from queryeval.scorers import ScoringContext
+from queryeval.stats._summary import ScoreView
 from queryeval.systems import parse_prediction_line
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from queryeval.runner._run import Runner
 
 MIN_CASES = 20_000  # below this, forking costs more than it saves
+_CHUNK = 2_000  # records a worker sends at a time
 _CASE_ID = re.compile(rb'"case_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))')
 
 Line = tuple[Path, int, bytes]
@@ -133,7 +135,18 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
     except InputError as exc:
         conn.send(("error", _error_tuple(exc)))
         return
-    conn.send(("ids", [(c.id, lo + i) for i, c in enumerate(cases)]))
+    meta = [
+        {
+            "id": c.id,
+            "name": c.name,
+            "tags": c.tags,
+            "metadata": c.metadata,
+            "labels": c.labels,
+            "question": c.question,
+        }
+        for c in cases
+    ]
+    conn.send(("ids", [(c.id, lo + i) for i, c in enumerate(cases)], orjson.dumps(meta)))
     if conn.recv() != "go":
         return
     ctx = ScoringContext(runner.plan.suite, cache_dir=runner.ctx.cache_dir)
@@ -143,7 +156,6 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
     store = runner.store
     store.open_for_append()
     slims: list[bytes] = []
-    pending = 0
     try:
         for system in runner.plan.systems:
             for case in cases:
@@ -161,25 +173,13 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
                 slims.append(
                     orjson.dumps(slim, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY)
                 )
-                pending += 1
-                if pending == 1000:
-                    conn.send(("progress", pending))
-                    pending = 0
+                if len(slims) == _CHUNK:  # the parent reads chunks while workers go on
+                    conn.send(("chunk", len(slims), b"[" + b",".join(slims) + b"]"))
+                    slims = []
     finally:
         store.close()
         ctx.close()
-    meta = [
-        {
-            "id": c.id,
-            "name": c.name,
-            "tags": c.tags,
-            "metadata": c.metadata,
-            "labels": c.labels,
-            "question": c.question,
-        }
-        for c in cases
-    ]
-    conn.send(("done", pending, b"[" + b",".join(slims) + b"]", orjson.dumps(meta)))
+    conn.send(("done", len(slims), b"[" + b",".join(slims) + b"]"))
 
 
 def run_sharded(runner: Runner, bar: Progress) -> tuple[list[Case], list[dict[str, Any]]]:
@@ -202,13 +202,15 @@ def run_sharded(runner: Runner, bar: Progress) -> tuple[list[Case], list[dict[st
     try:
         where: dict[str, int] = {}
         problem: InputError | None = None
-        for conn in conns:
+        stubs: list[Case] = []
+        for conn in conns:  # in shard order, so the stubs are in case order
             msg = conn.recv()
             if msg[0] == "error":
                 problem = problem or InputError(
                     msg[1][0], path=msg[1][1], line=msg[1][2], where=msg[1][3]
                 )
                 continue
+            stubs.extend(_stub(m) for m in orjson.loads(msg[2]))
             for case_id, index in msg[1]:
                 if case_id in where and problem is None:
                     path, lineno, _ = inputs.case_lines[index]
@@ -227,16 +229,18 @@ def run_sharded(runner: Runner, bar: Progress) -> tuple[list[Case], list[dict[st
             raise problem
         for conn in conns:
             conn.send("go")
-        stubs: list[Case] = []
         slims: list[dict[str, Any]] = []
-        for conn in conns:
-            while True:
-                msg = conn.recv()
-                bar.advance(msg[1])
-                if msg[0] == "done":
-                    slims.extend(orjson.loads(msg[2]))
-                    stubs.extend(_stub(m) for m in orjson.loads(msg[3]))
-                    break
+        waiting = list(conns)
+        while waiting:
+            for ready in wait(waiting):
+                conn = cast(Connection, ready)
+                kind, count, payload = conn.recv()
+                bar.advance(count)
+                for rec in orjson.loads(payload):
+                    rec["scores"] = {k: ScoreView(v) for k, v in rec["scores"].items()}
+                    slims.append(rec)
+                if kind == "done":
+                    waiting.remove(conn)
         return stubs, slims
     finally:
         for proc in procs:

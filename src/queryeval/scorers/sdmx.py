@@ -29,7 +29,7 @@ class TermSelectionOptions(BaseModel):
 
 def _count(terms: Any) -> int:
     """A term list's length, or the count a summary view keeps instead of the list."""
-    return terms if isinstance(terms, int) else len(terms)
+    return terms if type(terms) is int else len(terms)
 
 
 def details_text(details: dict[str, Any]) -> str:
@@ -177,17 +177,25 @@ class TermSelectionScorer(Scorer):
         from queryeval.stats import mean_or_none
 
         ok = [s for s in scores if s.status == "ok" and "metrics" in s.details]
-        tp = sum(s.details["counts"]["tp"] for s in ok)
-        fp = sum(s.details["counts"]["fp"] for s in ok)
-        fn = sum(s.details["counts"]["fn"] for s in ok)
+        tp = fp = fn = 0
         dims: dict[str, dict[str, Any]] = {}
         for s in ok:
+            counts = s.details["counts"]
+            tp += counts["tp"]
+            fp += counts["fp"]
+            fn += counts["fn"]
             for d in s.details["per_dimension"].values():
                 if not d["counted"]:
                     continue
-                agg = dims.setdefault(
-                    d["dimension"], {"precision": [], "recall": [], "tp": 0, "fp": 0, "fn": 0}
-                )
+                agg = dims.get(d["dimension"])
+                if agg is None:
+                    agg = dims[d["dimension"]] = {
+                        "precision": [],
+                        "recall": [],
+                        "tp": 0,
+                        "fp": 0,
+                        "fn": 0,
+                    }
                 if d["precision"] is not None:
                     agg["precision"].append(d["precision"])
                 if d["recall"] is not None:

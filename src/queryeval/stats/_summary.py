@@ -99,8 +99,17 @@ class ScoreView:
         self.explanation = data.get("explanation", "")
 
 
-def _as_score(value: Score | Mapping[str, Any]) -> Score:
-    return value if isinstance(value, Score) else cast(Score, ScoreView(value))
+def _as_score(value: Score | ScoreView | Mapping[str, Any]) -> Score:
+    if isinstance(value, Score | ScoreView):
+        return cast(Score, value)
+    return cast(Score, ScoreView(value))
+
+
+def _with_views(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    scores = record["scores"]
+    if all(type(s) is ScoreView or isinstance(s, Score) for s in scores.values()):
+        return record
+    return {**record, "scores": {k: _as_score(s) for k, s in scores.items()}}
 
 
 def summarize(
@@ -117,6 +126,8 @@ def summarize(
     for rec in records:
         by_system.setdefault(rec["system"], []).append(rec)
     systems: dict[str, Any] = {}
+    for recs in by_system.values():  # stored scores become light views once, not per use
+        recs[:] = [_with_views(r) for r in recs]
     for name, recs in by_system.items():
         recs = sorted(recs, key=lambda r: index.get(r["case_id"], len(index)))
         rec_cases = [cases[index[r["case_id"]]] for r in recs if r["case_id"] in index]
@@ -142,7 +153,7 @@ def summarize(
             entry["system_cost"] = float(np.sum(costs))
         entry["scorers"] = {}
         for label, scorer in scorers.items():
-            scores = [_as_score(r["scores"][label]) for r in recs if label in r["scores"]]
+            scores = [r["scores"][label] for r in recs if label in r["scores"]]
             entry["scorers"][label] = summarize_scorer(scorer, rec_cases, scores, seed)
         entry["by_tag"] = _by_tag(rec_cases, recs, list(scorers))
         systems[name] = entry
@@ -162,7 +173,7 @@ def _by_tag(cases: Sequence[Case], recs: Sequence[Mapping[str, Any]], labels: li
                 s.value
                 for r in rs
                 if label in r["scores"]
-                and (s := _as_score(r["scores"][label])).status == "ok"
+                and (s := r["scores"][label]).status == "ok"
                 and s.value is not None
             ]
             means[label] = float(np.mean(vs)) if vs else None
