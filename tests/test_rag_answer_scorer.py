@@ -320,3 +320,10 @@ def test_unknown_method_is_refused_at_load() -> None:
 
     with pytest.raises(ValidationError):
         build_scorer(ScorerConfig(name="answer", options={"evaluation_method": "vibes"}))
+
+
+def test_keyword_gate_needs_explicit_keywords(ctx: ScoringContext) -> None:
+    # no keywords: the gate does not demand the whole expected sentence verbatim
+    scorer = _scorer("semantic_fixed", keyword_gate=True)
+    score = _score_all(scorer, _case(keywords=()), ["Paris is France's capital city"], ctx)[0]
+    assert score.value == 1.0 and "keywords_missing" not in score.details

@@ -229,7 +229,14 @@ def test_legacy_with_default_only_option_is_refused() -> None:
         scorer(mode="legacy", fuzzy_properties=True)
 
 
-def test_semantic_search_unscored_without_embedder() -> None:
+def test_semantic_search_unscored_without_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    import queryeval.embeddings as embeddings
+
+    def unavailable(ctx: ScoringContext) -> None:
+        raise embeddings.EmbeddingsUnavailable("model not installed")
+
+    # the embeddings layer exists (branch rag); simulate a machine without the model
+    monkeypatch.setattr(embeddings, "embedder_from_context", unavailable)
     pred = output(weaviate_query={**GOLD, "search_query": "italian food"})
     score = scorer(search="semantic").score(case(), pred, ScoringContext())
     assert score.status == "ok"

@@ -251,8 +251,10 @@ class AnswerScorer(Scorer):
             details["matched_reference"] = best
         correct = sim >= t
         why = f"similarity {sim:.3f} {'>=' if correct else '<'} {t:.3f}"
-        if self.options.keyword_gate and _keyword_sets(case)[0]:
-            match = keyword_match(answer, _keyword_sets(case)[0])
+        # the gate needs explicit keywords of the reference that matched best
+        gate = list(expected_answers(case)[best].keywords) if self.options.keyword_gate else []
+        if gate:
+            match = keyword_match(answer, gate)
             details["keywords_missing"] = list(match.missing)
             if correct and not match.all_found:
                 correct = False
