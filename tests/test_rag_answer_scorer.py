@@ -327,3 +327,14 @@ def test_keyword_gate_needs_explicit_keywords(ctx: ScoringContext) -> None:
     scorer = _scorer("semantic_fixed", keyword_gate=True)
     score = _score_all(scorer, _case(keywords=()), ["Paris is France's capital city"], ctx)[0]
     assert score.value == 1.0 and "keywords_missing" not in score.details
+
+
+def test_a_refused_calibration_is_never_silently_replaced(
+    tmp_path: Path, ctx: ScoringContext
+) -> None:
+    _calibration(tmp_path / "calibration.json", model_id="another/model")
+    scorer = _scorer("semantic_dynamic")
+    with pytest.raises(InputError):
+        scorer.prepare([_case()], ctx)
+    with pytest.raises(InputError):  # scoring anyway does not fall back to 0.75
+        asyncio.run(scorer.score(_case(), _out("Paris"), ctx))

