@@ -7,11 +7,36 @@ from __future__ import annotations
 
 from typing import Any
 
+
+def _kql_batch(results_scorer: str) -> dict[str, Any]:
+    """Seed 002: pass iff the query executes and 0.5 x judge + 0.5 x results >= 0.9."""
+    return {
+        "scorers": [
+            {
+                "name": "composite",
+                "id": "kql_batch",
+                "threshold": 0.9,
+                "options": {
+                    "components": [
+                        {"name": "executes", "weight": 0, "required": True},
+                        {"name": "llm_query_similarity", "weight": 0.5},
+                        {"name": results_scorer, "weight": 0.5},
+                    ]
+                },
+            }
+        ],
+    }
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     # seed 001: per-dimension precision/recall of SDMX term selection
     "sdmx_selection": {
         "scorers": [{"name": "term_selection"}],
     },
+    # seed 002 exactly: results match = recall of expected rows (extra rows not penalised)
+    "kql_batch": _kql_batch("results_match_legacy"),
+    # seed 002 with the fix: results scored by row F1 on all rows, typed comparison
+    "kql_batch_strict": _kql_batch("results_f1"),
 }
 
 

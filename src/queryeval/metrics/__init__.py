@@ -3,6 +3,7 @@
 Usable on their own, like ``sklearn.metrics``.
 """
 
+from queryeval.metrics._agreement import Agreement, agreement
 from queryeval.metrics._term_selection import (
     DimensionResult,
     TermRef,
@@ -11,8 +12,10 @@ from queryeval.metrics._term_selection import (
 )
 
 __all__ = [
+    "Agreement",
     "DimensionResult",
     "TermRef",
     "TermSelectionResult",
+    "agreement",
     "term_selection",
 ]

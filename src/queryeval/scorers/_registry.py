@@ -20,6 +20,9 @@ S = TypeVar("S", bound=type[Scorer])
 # Built-in scorers: name -> "module:Class". One line each; the module is imported on first use.
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
+    "composite": "queryeval.scorers.composite:CompositeScorer",
+    "llm_query_similarity": "queryeval.scorers.judged:QuerySimilarityScorer",
+    "llm_answer_correctness": "queryeval.scorers.judged:AnswerCorrectnessScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 
