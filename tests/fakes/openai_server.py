@@ -62,7 +62,9 @@ class Reply:
         return cls(content=json.dumps({"reasoning": reasoning, "score": score}), **kw)
 
     @classmethod
-    def error(cls, status: int, message: str = "error", code: str | None = None, **kw: Any) -> Reply:
+    def error(
+        cls, status: int, message: str = "error", code: str | None = None, **kw: Any
+    ) -> Reply:
         """An OpenAI-style error body with the given status."""
         body = {"error": {"message": message, "type": "fake_error", "code": code}}
         return cls(status=status, body=body, **kw)
@@ -186,7 +188,9 @@ class FakeOpenAI:
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, args=(0.05,), name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -220,7 +224,11 @@ class FakeOpenAI:
         prompt = reply.prompt_tokens
         if prompt is None:
             prompt = sum(len(str(m.get("content", ""))) for m in request.messages) // 4 + 1
-        completion = reply.completion_tokens if reply.completion_tokens is not None else len(content) // 4 + 1
+        completion = (
+            reply.completion_tokens
+            if reply.completion_tokens is not None
+            else len(content) // 4 + 1
+        )
         return {
             "id": f"chatcmpl-fake-{len(self.chat_requests)}",
             "object": "chat.completion",
@@ -292,8 +300,13 @@ def _handler_class(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 self._send(400, {"error": {"message": "invalid JSON body"}})
                 return
-            if fake.api_key is not None and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
-                self._send(401, {"error": {"message": "invalid api key", "code": "invalid_api_key"}})
+            if (
+                fake.api_key is not None
+                and self.headers.get("Authorization") != f"Bearer {fake.api_key}"
+            ):
+                self._send(
+                    401, {"error": {"message": "invalid api key", "code": "invalid_api_key"}}
+                )
                 return
             path = self.path.split("?")[0].rstrip("/")
             if path.endswith("/chat/completions"):
@@ -314,7 +327,9 @@ def _handler_class(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
-        def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
             data = json.dumps(body).encode("utf-8")
             try:
                 self.send_response(status)

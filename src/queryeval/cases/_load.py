@@ -6,7 +6,6 @@ import glob
 from collections.abc import Iterable
 from pathlib import Path
 
-import orjson
 from pydantic import ValidationError
 
 from queryeval._validation import input_error

@@ -14,7 +14,8 @@ from queryeval.errors import InputError
 def estimate_command(
     suite: Annotated[Path, typer.Argument(help="the suite YAML file", exists=True, dir_okay=False)],
     cache_dir: Annotated[
-        Path | None, typer.Option("--cache-dir", help="judgment cache folder (default: .queryeval-cache)")
+        Path | None,
+        typer.Option("--cache-dir", help="judgment cache folder (default: .queryeval-cache)"),
     ] = None,
 ) -> None:
     """Print how many judge calls a run would make (those not in cache), their estimated

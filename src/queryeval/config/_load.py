@@ -54,7 +54,10 @@ def _check_scorers(suite: SuiteConfig, path: Path, doc: object) -> None:
             build_scorer(sc)
         except ValidationError as exc:
             raise input_error(
-                exc, path=path, located=doc, base=("scorers", i, "options")  # type: ignore[arg-type]
+                exc,
+                path=path,
+                located=doc,
+                base=("scorers", i, "options"),  # type: ignore[arg-type]
             ) from None
         except (ValueError, TypeError) as exc:
             raise InputError(

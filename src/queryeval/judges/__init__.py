@@ -5,7 +5,12 @@ Nothing here touches the network on import; the `openai` SDK is imported on firs
 """
 
 from queryeval.judges._config import JudgeConfig, Price
-from queryeval.judges._context import HOW_TO_CONFIGURE, build_judge, judge_config, judge_from_context
+from queryeval.judges._context import (
+    HOW_TO_CONFIGURE,
+    build_judge,
+    judge_config,
+    judge_from_context,
+)
 from queryeval.judges._estimate import Estimate, estimate_requests
 from queryeval.judges._judge import Judge, JudgeRequest, JudgeStats
 from queryeval.judges._parse import ParsedReply, parse_reply

@@ -22,7 +22,10 @@ class SpendCap:
 
     def reserve(self, worst_case_usd: float) -> bool:
         """Reserve room for one call; False (and nothing reserved) when it would pass the cap."""
-        if self.cap_usd is not None and self.spent_usd + self.reserved_usd + worst_case_usd > self.cap_usd:
+        if (
+            self.cap_usd is not None
+            and self.spent_usd + self.reserved_usd + worst_case_usd > self.cap_usd
+        ):
             self.refused += 1
             return False
         self.reserved_usd += worst_case_usd

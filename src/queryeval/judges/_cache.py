@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 
-def request_key(model: str, rubric_hash: str, inputs: dict[str, str], params: dict[str, Any]) -> str:
+def request_key(
+    model: str, rubric_hash: str, inputs: dict[str, str], params: dict[str, Any]
+) -> str:
     """sha256 of (judge model, rubric hash, rendered inputs, call parameters)."""
     body = json.dumps(
         {"model": model, "rubric": rubric_hash, "inputs": inputs, "params": params},
@@ -60,7 +62,9 @@ class JudgmentCache:
         if row is None:
             return None
         data = json.loads(row[0])
-        return CachedReply(data["text"], data.get("usage", {}), data.get("cost"), data.get("finish_reason"))
+        return CachedReply(
+            data["text"], data.get("usage", {}), data.get("cost"), data.get("finish_reason")
+        )
 
     def __contains__(self, key: str) -> bool:
         with self._lock:
@@ -70,7 +74,12 @@ class JudgmentCache:
     def put(self, key: str, model: str, rubric: str, reply: CachedReply) -> None:
         """Store a reply (the first one stored under a key wins)."""
         body = json.dumps(
-            {"text": reply.text, "usage": reply.usage, "cost": reply.cost, "finish_reason": reply.finish_reason}
+            {
+                "text": reply.text,
+                "usage": reply.usage,
+                "cost": reply.cost,
+                "finish_reason": reply.finish_reason,
+            }
         )
         with self._lock:
             self._db.execute(

@@ -19,7 +19,9 @@ class Price(_Model):
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """The price of one call."""
-        return prompt_tokens / 1000 * self.input_per_1k + completion_tokens / 1000 * self.output_per_1k
+        return (
+            prompt_tokens / 1000 * self.input_per_1k + completion_tokens / 1000 * self.output_per_1k
+        )
 
 
 class JudgeConfig(_Model):

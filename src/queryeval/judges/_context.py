@@ -31,7 +31,9 @@ def judge_config(suite: SuiteConfig) -> JudgeConfig | None:
         return JudgeConfig.model_validate(suite.judge)
     except ValidationError as exc:
         err = input_error(exc, path=suite.source or Path("suite"))
-        raise InputError(err.message, path=err.path, where=f"judge.{err.where or ''}".rstrip(".")) from None
+        raise InputError(
+            err.message, path=err.path, where=f"judge.{err.where or ''}".rstrip(".")
+        ) from None
 
 
 def build_judge(suite: SuiteConfig, cache_dir: Path | None) -> Judge | None:
@@ -43,7 +45,9 @@ def build_judge(suite: SuiteConfig, cache_dir: Path | None) -> Judge | None:
     files = {name: suite.resolve(path) for name, path in config.rubrics.items()}
     for name, path in files.items():
         if not path.is_file():
-            raise InputError(f"rubric file for {name!r} not found", path=path, where=f"judge.rubrics.{name}")
+            raise InputError(
+                f"rubric file for {name!r} not found", path=path, where=f"judge.rubrics.{name}"
+            )
     return Judge(config, cache_dir=cache_dir, rubric_files=files)
 
 

@@ -135,7 +135,8 @@ class Judge:
         return self.cache is not None and request.key in self.cache
 
     def worst_case_cost(self, request: JudgeRequest) -> float:
-        """Most a call could cost: prompt estimate with a margin plus the whole completion budget."""
+        """Most a call could cost: the prompt estimate with a margin plus the full completion
+        budget."""
         price = self.config.price
         if price is None:
             return 0.0
@@ -168,7 +169,9 @@ class Judge:
         if leader is not None:  # the same judgment is being asked right now: share its answer
             self.stats.deduplicated += 1
             shared = await asyncio.shield(leader)
-            return dataclasses.replace(shared, cached=True, usage={}, cost=0.0 if shared.cost is not None else None)
+            return dataclasses.replace(
+                shared, cached=True, usage={}, cost=0.0 if shared.cost is not None else None
+            )
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         state.inflight[req.key] = future
         try:
@@ -223,10 +226,22 @@ class Judge:
         return verdict
 
     def _verdict(
-        self, req: JudgeRequest, reply: CachedReply, *, cached: bool, attempts: int, base: dict[str, Any]
+        self,
+        req: JudgeRequest,
+        reply: CachedReply,
+        *,
+        cached: bool,
+        attempts: int,
+        base: dict[str, Any],
     ) -> Verdict:
         """Read the score out of a reply; a reply without a usable score is `unscored`."""
-        extra = {"raw": reply.text, "usage": reply.usage, "cost": reply.cost, "cached": cached, "attempts": attempts}
+        extra: dict[str, Any] = {
+            "raw": reply.text,
+            "usage": reply.usage,
+            "cost": reply.cost,
+            "cached": cached,
+            "attempts": attempts,
+        }
         parsed = parse_reply(reply.text)
         if parsed is None:
             why = "the judge's reply holds no recognisable score"
@@ -236,7 +251,8 @@ class Judge:
         lo, hi = req.rubric.scale.min, req.rubric.scale.max
         if not lo <= parsed.score <= hi:
             return Verdict.unscored(
-                f"the judge's score {parsed.score:g} is outside the rubric's scale [{lo:g}, {hi:g}]",
+                f"the judge's score {parsed.score:g} is outside the rubric's scale "
+                f"[{lo:g}, {hi:g}]",
                 **extra,
                 **base,
             )
@@ -304,10 +320,14 @@ class Judge:
             async with self.limiter.slot() as ticket:
                 self.stats.calls += 1
                 try:
-                    response = await client.chat.completions.create(**self._call_args(req, structured))
+                    response = await client.chat.completions.create(
+                        **self._call_args(req, structured)
+                    )
                 except openai.RateLimitError as exc:
                     if exc.code == "insufficient_quota":
-                        raise JudgeCallError(f"HTTP 429 insufficient_quota: {exc.message}", attempt + 1) from None
+                        raise JudgeCallError(
+                            f"HTTP 429 insufficient_quota: {exc.message}", attempt + 1
+                        ) from None
                     ticket.overloaded = True
                     self.stats.rate_limited += 1
                     wait_hint = retry_after_s(exc.response.headers)
@@ -341,7 +361,11 @@ class Judge:
                 )
             self.stats.retries += 1
             delay = retry_delay_s(
-                attempt - 1, wait_hint, base_s=c.backoff_base_s, max_s=c.backoff_max_s, rng=self._rng
+                attempt - 1,
+                wait_hint,
+                base_s=c.backoff_base_s,
+                max_s=c.backoff_max_s,
+                rng=self._rng,
             )
             await asyncio.sleep(delay)
 

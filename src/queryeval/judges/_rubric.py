@@ -79,7 +79,9 @@ class Rubric(_Model):
             try:
                 used = meta.find_undeclared_variables(env.parse(getattr(self, part)))
             except TemplateSyntaxError as exc:
-                raise ValueError(f"{part}: template error at line {exc.lineno}: {exc.message}") from None
+                raise ValueError(
+                    f"{part}: template error at line {exc.lineno}: {exc.message}"
+                ) from None
             unknown = used - set(self.inputs) - _EXTRA_VARIABLES
             if unknown:
                 raise ValueError(
@@ -113,7 +115,9 @@ class Rubric(_Model):
         reply format) and the user prompt with every input fenced."""
         nonce = make_nonce(self.hash, *(f"{k}={v}" for k, v in sorted(inputs.items())))
         variables: dict[str, Any] = {k: fence(k, v, nonce) for k, v in inputs.items()}
-        variables.update(nonce=nonce, scale_min=_num(self.scale.min), scale_max=_num(self.scale.max))
+        variables.update(
+            nonce=nonce, scale_min=_num(self.scale.min), scale_max=_num(self.scale.max)
+        )
         system = _template(self.system).render(variables).strip()
         user = _template(self.user).render(variables).strip()
         reply_format = (

@@ -179,7 +179,9 @@ def term_selection(
     if match_on not in ("id", "id_and_name"):
         raise ValueError(f"match_on must be 'id' or 'id_and_name', not {match_on!r}")
     if absent_dimension not in ("penalize", "ignore"):
-        raise ValueError(f"absent_dimension must be 'penalize' or 'ignore', not {absent_dimension!r}")
+        raise ValueError(
+            f"absent_dimension must be 'penalize' or 'ignore', not {absent_dimension!r}"
+        )
     if zero_division not in ("agreement", "zero", "one", "exclude"):
         raise ValueError(f"unknown zero_division policy {zero_division!r}")
     gold = _dimensions(target)

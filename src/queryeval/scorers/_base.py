@@ -47,7 +47,7 @@ class ScoringContext:
                     result = close()
                     if inspect.isawaitable(result):  # pragma: no cover - async close
                         result.close()  # type: ignore[attr-defined]
-                except Exception:  # noqa: S110 - closing is best effort
+                except Exception:
                     pass
         self._resources.clear()
 
@@ -90,7 +90,7 @@ class Scorer:
             "threshold": self.threshold,
         }
 
-    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:  # noqa: B027
+    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Called once before scoring (e.g. to execute gold queries). Default: nothing."""
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:

@@ -93,7 +93,9 @@ class CompositeScorer(Scorer):
             except ValidationError as exc:
                 first = exc.errors(include_url=False)[0]
                 where = ".".join(str(p) for p in first["loc"])
-                raise ValueError(f"components[{i}] ({comp.label}) options.{where}: {first['msg']}") from None
+                raise ValueError(
+                    f"components[{i}] ({comp.label}) options.{where}: {first['msg']}"
+                ) from None
         self._overrides: dict[str, CaseOverride] = {}
 
     def describe(self) -> dict[str, Any]:
@@ -150,7 +152,9 @@ class CompositeScorer(Scorer):
 
     # --- scoring ---------------------------------------------------------------------------
 
-    async def _component_score(self, comp: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score:
+    async def _component_score(
+        self, comp: Scorer, case: Case, output: Output, ctx: ScoringContext
+    ) -> Score:
         if output.error and not output.attempts and not comp.scores_system_errors:
             return comp.system_failed(output)
         try:
@@ -175,7 +179,9 @@ class CompositeScorer(Scorer):
             }
         return self._combine(parts, policy, threshold)
 
-    def _combine(self, parts: dict[str, dict[str, Any]], policy: UnscoredPolicy, threshold: float | None) -> Score:
+    def _combine(
+        self, parts: dict[str, dict[str, Any]], policy: UnscoredPolicy, threshold: float | None
+    ) -> Score:
         required = {k: p for k, p in parts.items() if p["required"]}
         failed_gates = [k for k, p in required.items() if p["status"] == "ok" and not _passed(p)]
         unknown_gates = [k for k, p in required.items() if p["status"] != "ok"]
@@ -185,7 +191,9 @@ class CompositeScorer(Scorer):
         unscored = sorted(set(weighted) - set(scored))
         missing_share = sum(weighted[k]["weight"] for k in unscored) / total_w
         scored_w = sum(p["weight"] for p in scored.values())
-        value = sum(p["weight"] * p["value"] for p in scored.values()) / scored_w if scored_w else None
+        value = (
+            sum(p["weight"] * p["value"] for p in scored.values()) / scored_w if scored_w else None
+        )
         for k, p in parts.items():
             p["effective_weight"] = (p["weight"] / scored_w) if k in scored and scored_w else 0.0
         details: dict[str, Any] = {
@@ -208,14 +216,22 @@ class CompositeScorer(Scorer):
                 explanation=f"FAIL: required component failed: {why}",
             )
         if unknown_gates:
-            why = "; ".join(f"{k}: {parts[k]['explanation'] or parts[k]['status']}" for k in unknown_gates)
-            return Score(status="unscored", details=details, explanation=f"required component unscored: {why}")
+            why = "; ".join(
+                f"{k}: {parts[k]['explanation'] or parts[k]['status']}" for k in unknown_gates
+            )
+            return Score(
+                status="unscored",
+                details=details,
+                explanation=f"required component unscored: {why}",
+            )
         if unscored:
             too_much = policy == "unscored" or (
                 policy == "auto" and missing_share >= self.options.max_unscored_weight - _EPS
             )
             if value is None or too_much:
-                why = "; ".join(f"{k}: {parts[k]['explanation'] or parts[k]['status']}" for k in unscored)
+                why = "; ".join(
+                    f"{k}: {parts[k]['explanation'] or parts[k]['status']}" for k in unscored
+                )
                 return Score(
                     status="unscored",
                     details=details,
@@ -225,7 +241,11 @@ class CompositeScorer(Scorer):
         details["metrics"]["total"] = value
         passed = None if threshold is None else value >= threshold - _EPS
         verdict = "" if passed is None else ("PASS" if passed else "FAIL")
-        note = f" (renormalised over {', '.join(scored)}; unscored: {', '.join(unscored)})" if unscored else ""
+        note = (
+            f" (renormalised over {', '.join(scored)}; unscored: {', '.join(unscored)})"
+            if unscored
+            else ""
+        )
         summary = " + ".join(f"{p['weight']:g} x {k} {p['value']:.3f}" for k, p in scored.items())
         explanation = f"{verdict} total {value:.3f} = ({summary}) / {scored_w:g}{note}".strip()
         return Score(value=value, passed=passed, details=details, explanation=explanation)
@@ -246,7 +266,9 @@ class CompositeScorer(Scorer):
             agg = comp.aggregate(cases, comp_scores)
             if agg:
                 out["components"][comp.label] = agg
-            cost = agg.get("judge", {}).get("cost_usd") if isinstance(agg.get("judge"), dict) else None
+            cost = (
+                agg.get("judge", {}).get("cost_usd") if isinstance(agg.get("judge"), dict) else None
+            )
             if cost is not None:
                 judge_cost = (judge_cost or 0.0) + cost
         for s in scores:

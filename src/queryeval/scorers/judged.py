@@ -36,7 +36,8 @@ class QuerySimilarityOptions(JudgedOptions):
 
     include_schema: bool = True
     schema_text: str | None = Field(
-        default=None, description="schema text for every case (else case.metadata.schema, else the engine's)"
+        default=None,
+        description="schema text for every case (else case.metadata.schema, else the engine's)",
     )
 
 
@@ -51,7 +52,9 @@ class _JudgedScorer(Scorer):
         """The rubric this scorer asks for."""
         return self.options.rubric or self.rubric_name
 
-    def judge_inputs(self, case: Case, output: Output | None, ctx: ScoringContext) -> dict[str, Any] | Score:
+    def judge_inputs(
+        self, case: Case, output: Output | None, ctx: ScoringContext
+    ) -> dict[str, Any] | Score:
         """The rubric's inputs for this case, or a Score when there is nothing to judge.
         `output=None` (not generated yet, for estimates) stands in the gold for the output."""
         raise NotImplementedError
@@ -70,7 +73,11 @@ class _JudgedScorer(Scorer):
 
     def human_label(self, case: Case) -> Any:
         """The case's human verdict for this scorer, if it carries one."""
-        keys = [self.options.human_label] if self.options.human_label else [self.label, "judge_score", "correct"]
+        keys = (
+            [self.options.human_label]
+            if self.options.human_label
+            else [self.label, "judge_score", "correct"]
+        )
         return next((case.labels[k] for k in keys if k in case.labels), None)
 
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
@@ -86,7 +93,9 @@ class _JudgedScorer(Scorer):
                 "judgments": len(records),
                 "cached": len(records) - len(fresh),
                 "prompt_tokens": sum(r.get("usage", {}).get("prompt_tokens", 0) for r in fresh),
-                "completion_tokens": sum(r.get("usage", {}).get("completion_tokens", 0) for r in fresh),
+                "completion_tokens": sum(
+                    r.get("usage", {}).get("completion_tokens", 0) for r in fresh
+                ),
                 "cost_usd": _sum_costs(fresh),
                 "cost_usd_including_cached": _sum_costs(records),
             },
@@ -99,7 +108,9 @@ class _JudgedScorer(Scorer):
         pairs = [p for p in pairs if p[1] is not None]
         if pairs:
             result = agreement(
-                [p[0] for p in pairs], [p[1] for p in pairs], threshold=self.options.agreement_threshold
+                [p[0] for p in pairs],
+                [p[1] for p in pairs],
+                threshold=self.options.agreement_threshold,
             )
             out["agreement"] = asdict(result)
         return out
@@ -138,7 +149,9 @@ class QuerySimilarityScorer(_JudgedScorer):
     rubric_name = "query_similarity"
     options: QuerySimilarityOptions
 
-    def judge_inputs(self, case: Case, output: Output | None, ctx: ScoringContext) -> dict[str, Any] | Score:
+    def judge_inputs(
+        self, case: Case, output: Output | None, ctx: ScoringContext
+    ) -> dict[str, Any] | Score:
         target = case.target
         if target is None or target.query is None:
             return Score.unscored("the case has no gold query")
@@ -192,7 +205,9 @@ class AnswerCorrectnessScorer(_JudgedScorer):
     Options = JudgedOptions
     rubric_name = "answer_correctness"
 
-    def judge_inputs(self, case: Case, output: Output | None, ctx: ScoringContext) -> dict[str, Any] | Score:
+    def judge_inputs(
+        self, case: Case, output: Output | None, ctx: ScoringContext
+    ) -> dict[str, Any] | Score:
         target = case.target
         if target is None or target.answer is None:
             return Score.unscored("the case has no expected answer")

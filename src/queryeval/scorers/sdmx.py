@@ -133,7 +133,9 @@ class TermSelectionScorer(Scorer):
         return {
             "data_query_metrics": {
                 "cases": len(ok),
-                "macro_precision": mean_or_none(s.details["metrics"]["macro_precision"] for s in ok),
+                "macro_precision": mean_or_none(
+                    s.details["metrics"]["macro_precision"] for s in ok
+                ),
                 "macro_recall": mean_or_none(s.details["metrics"]["macro_recall"] for s in ok),
                 "micro_precision": tp / (tp + fp) if tp + fp else None,
                 "micro_recall": tp / (tp + fn) if tp + fn else None,
