@@ -10,6 +10,7 @@ import os
 import random
 import weakref
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,15 +31,24 @@ _RETRYABLE_STATUS = {408, 409, 429}
 _RESERVE_MARGIN = 1.25  # chars/4 can undercount; reserve a bit more so the cap holds
 
 
-@dataclass(frozen=True)
 class JudgeRequest:
-    """A rendered judgment, ready to send: its messages, cache key and size estimate."""
+    """A judgment ready to send: rubric, normalised inputs and cache key. The messages are
+    rendered on first use, so a cache hit never renders its prompt."""
 
-    rubric: Rubric
-    inputs: dict[str, str]
-    messages: list[dict[str, str]]
-    key: str
-    prompt_tokens: int
+    def __init__(self, rubric: Rubric, inputs: dict[str, str], key: str) -> None:
+        self.rubric = rubric
+        self.inputs = inputs
+        self.key = key
+
+    @cached_property
+    def messages(self) -> list[dict[str, str]]:
+        """The chat messages (system prompt, fenced inputs)."""
+        return self.rubric.render(self.inputs)
+
+    @cached_property
+    def prompt_tokens(self) -> int:
+        """Estimated prompt size (chars/4)."""
+        return estimate_prompt_tokens(self.messages)
 
 
 @dataclass
@@ -126,9 +136,8 @@ class Judge:
         a required input is missing."""
         rub = self.rubric(rubric)
         normalised = rub.normalise(inputs)
-        messages = rub.render(normalised)
         key = request_key(self.config.model, rub.hash, normalised, self.params)
-        return JudgeRequest(rub, normalised, messages, key, estimate_prompt_tokens(messages))
+        return JudgeRequest(rub, normalised, key)
 
     def is_cached(self, request: JudgeRequest) -> bool:
         """Whether a re-run would answer `request` from the cache."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -90,7 +90,7 @@ class Rubric(_Model):
                 )
         return self
 
-    @property
+    @cached_property
     def hash(self) -> str:
         """Content hash of everything that shapes the prompt (a changed rubric misses the cache)."""
         body = self.model_dump(mode="json")
