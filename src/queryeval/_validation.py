@@ -32,11 +32,38 @@ def input_error(
     first = errors[0]
     loc: Loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
     if located is not None:
+        loc = _drop_type_tags(loc, _walk(located.data, base))
+    if located is not None:
         line = located.line_of((*base, *loc))
     message = _describe(first)
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return InputError(message, path=path, line=line, where=_where(loc) or None)
+
+
+def _walk(data: Any, loc: Loc) -> Any:
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _drop_type_tags(loc: Loc, data: Any) -> Loc:
+    """Pydantic puts union members' names in error locations (`target.Target.query`); keep
+    only the parts that exist in the input, plus a final missing field name."""
+    out: list[str | int] = []
+    for i, part in enumerate(loc):
+        present = (isinstance(data, dict) and part in data) or (
+            isinstance(data, list) and isinstance(part, int) and part < len(data)
+        )
+        if present:
+            out.append(part)
+            data = data[part]
+        elif i == len(loc) - 1 or not isinstance(data, dict | list):
+            out.append(part)
+    return tuple(out)
 
 
 def _describe(error: Any) -> str:

@@ -37,6 +37,11 @@ def expand(patterns: str | Iterable[str], base: Path) -> list[Path]:
 
 def load_cases_file(path: Path) -> list[Case]:
     """Every case in one YAML or JSONL file."""
+    return [case for case, _ in _load_file(path)]
+
+
+def _load_file(path: Path) -> list[tuple[Case, int | None]]:
+    """(case, line where it starts) for every case in a file."""
     suffix = path.suffix.lower()
     if suffix in _JSONL:
         return _load_jsonl(path)
@@ -45,12 +50,13 @@ def load_cases_file(path: Path) -> list[Case]:
     raise InputError("expected a .yaml, .yml or .jsonl file of cases", path=path)
 
 
-def _load_yaml(path: Path) -> list[Case]:
-    cases: list[Case] = []
+def _load_yaml(path: Path) -> list[tuple[Case, int | None]]:
+    cases: list[tuple[Case, int | None]] = []
     for doc in load_yaml_documents(path):
         data = doc.data
         if data is None:
             continue
+        base: tuple[str | int, ...] | None
         if isinstance(data, dict) and "cases" in data and "conversation" not in data:
             items, base = data["cases"], ("cases",)
         elif isinstance(data, list):
@@ -68,14 +74,14 @@ def _load_yaml(path: Path) -> list[Case]:
                     line=doc.line_of(loc),
                 )
             try:
-                cases.append(Case.model_validate(item))
+                cases.append((Case.model_validate(item), doc.line_of(loc)))
             except ValidationError as exc:
                 raise input_error(exc, path=path, located=doc, base=loc) from None
     return cases
 
 
-def _load_jsonl(path: Path) -> list[Case]:
-    cases: list[Case] = []
+def _load_jsonl(path: Path) -> list[tuple[Case, int | None]]:
+    cases: list[tuple[Case, int | None]] = []
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -85,7 +91,7 @@ def _load_jsonl(path: Path) -> list[Case]:
             if not raw.strip():
                 continue
             try:
-                cases.append(Case.model_validate_json(raw))
+                cases.append((Case.model_validate_json(raw), lineno))
             except ValidationError as exc:
                 if any(e["type"] == "json_invalid" for e in exc.errors()):
                     raise InputError("invalid JSON", path=path, line=lineno) from None
@@ -96,14 +102,16 @@ def _load_jsonl(path: Path) -> list[Case]:
 def load_cases(patterns: str | Iterable[str], base: Path = Path(".")) -> list[Case]:
     """All cases from the files matching the patterns; duplicate ids are an InputError."""
     cases: list[Case] = []
-    where: dict[str, Path] = {}
+    where: dict[str, str] = {}
     for path in expand(patterns, base):
-        for case in load_cases_file(path):
+        for case, line in _load_file(path):
             if case.id in where:
                 raise InputError(
-                    f"duplicate case id {case.id!r} (first defined in {where[case.id]})",
+                    f"duplicate case id {case.id!r} (first defined at {where[case.id]})",
                     path=path,
+                    line=line,
+                    where="id",
                 )
-            where[case.id] = path
+            where[case.id] = f"{path}:{line}" if line else str(path)
             cases.append(case)
     return cases

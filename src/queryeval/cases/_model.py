@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 ScoreStatus = Literal["ok", "unscored", "error"]
 OutcomeKind = Literal["ok", "syntax", "schema", "runtime", "timeout", "unsupported", "refused"]
@@ -17,40 +18,35 @@ class _Model(BaseModel):
 # --- SDMX term selection (seed 001) -------------------------------------------------------
 
 
-class Term(_Model):
+# Plain validated dicts, not model instances: a case holds many terms, and building a
+# pydantic instance per term made loading 100,000 cases several times slower.
+
+
+class Term(TypedDict):
     """One code of a dimension: its ID and, for display, its name."""
 
+    __pydantic_config__ = ConfigDict(extra="forbid", coerce_numbers_to_str=True)  # type: ignore[misc]
+
     id: str
-    name: str | None = None
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+    name: NotRequired[str | None]
 
 
-class DimensionSelection(_Model):
+class DimensionSelection(TypedDict):
     """The terms chosen (or expected) for one dimension. `values: []` is an explicit empty set."""
 
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
     dimension_name: str
-    values: list[Term] = Field(default_factory=list)
-
-    @field_validator("values", mode="before")
-    @classmethod
-    def _none_is_empty(cls, v: Any) -> Any:
-        return [] if v is None else v
+    values: NotRequired[list[Term] | None]
 
 
-class DatasetSelection(_Model):
-    """The dimensions selected in one dataset."""
+class DatasetSelection(TypedDict):
+    """The dimensions selected in one dataset (seed 001's `indicator_selection` items)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
 
     dataset_id: str
-    dimensions: list[DimensionSelection] = Field(default_factory=list)
-
-    @field_validator("dimensions", mode="before")
-    @classmethod
-    def _none_is_empty(cls, v: Any) -> Any:
-        return [] if v is None else v
+    dimensions: NotRequired[list[DimensionSelection] | None]
 
 
 # --- queries, answers, results ------------------------------------------------------------
@@ -83,21 +79,20 @@ class Target(_Model):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    query: Query | None = None
+    query: Query | str | None = Field(default=None, union_mode="left_to_right")
     weaviate_query: Any = None
     indicator_selection: list[DatasetSelection] | None = None
-    answer: Answer | None = None
+    answer: Answer | str | None = Field(default=None, union_mode="left_to_right")
     result: ExpectedResult | None = None
 
-    @field_validator("query", mode="before")
-    @classmethod
-    def _query_from_text(cls, v: Any) -> Any:
-        return {"text": v} if isinstance(v, str) else v
-
-    @field_validator("answer", mode="before")
-    @classmethod
-    def _answer_from_text(cls, v: Any) -> Any:
-        return {"text": v} if isinstance(v, str) else v
+    # Validation stays in pydantic's core (no Python validators: loading 100k cases is hot);
+    # shorthand strings are turned into models here instead.
+    def model_post_init(self, context: Any, /) -> None:
+        """Expand `query: "SELECT ..."` and `answer: "..."` shorthands into models."""
+        if isinstance(self.query, str):
+            self.query = Query(text=self.query)
+        if isinstance(self.answer, str):
+            self.answer = Answer(text=self.answer)
 
 
 class Turn(_Model):
@@ -105,47 +100,39 @@ class Turn(_Model):
 
     role: Literal["user", "assistant", "system", "tool"] = "user"
     content: str = ""
-    target: Target | None = None
+    target: Target | list[Target] | None = Field(default=None, union_mode="left_to_right")
     alternatives: list[Target] = Field(
         default_factory=list, description="further accepted targets (any-of)"
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _target_list_is_any_of(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("target"), list):
-            targets = data["target"]
-            data = {**data, "target": targets[0] if targets else None}
-            data["alternatives"] = [*targets[1:], *data.get("alternatives", [])]
-        return data
+    def model_post_init(self, context: Any, /) -> None:
+        """A list of targets means any of them is right: the first is the main one."""
+        if isinstance(self.target, list):
+            targets = self.target
+            self.target = targets[0] if targets else None
+            self.alternatives = [*targets[1:], *self.alternatives]
+
+    @property
+    def main_target(self) -> Target | None:
+        """The target (after any-of expansion it is never a list)."""
+        return self.target if isinstance(self.target, Target) else None
 
 
 class Case(_Model):
     """One test case: a conversation whose last targeted turn says what is right."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, coerce_numbers_to_str=True)
 
     id: str
     name: str = ""
     tags: list[str] = Field(default_factory=list)
     comments: str | None = ""
-    conversation: list[Turn]
     labels: dict[str, Any] = Field(
         default_factory=dict, description="human judgements, e.g. {correct: 1}"
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
-
-    @field_validator("conversation")
-    @classmethod
-    def _not_empty(cls, v: list[Turn]) -> list[Turn]:
-        if not v:
-            raise ValueError("a case needs at least one turn")
-        return v
+    conversation: list[Turn] = Field(min_length=1)
 
     @property
     def question(self) -> str:
@@ -160,15 +147,16 @@ class Case(_Model):
         """The target of the last turn that has one."""
         for turn in reversed(self.conversation):
             if turn.target is not None:
-                return turn.target
+                return turn.main_target
         return None
 
     @property
     def targets(self) -> list[Target]:
         """Every accepted target (any-of), the main one first."""
         for turn in reversed(self.conversation):
-            if turn.target is not None:
-                return [turn.target, *turn.alternatives]
+            main = turn.main_target
+            if main is not None:
+                return [main, *turn.alternatives]
         return []
 
 
@@ -240,12 +228,6 @@ class Score(_Model):
     passed: bool | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     explanation: str = ""
-
-    @model_validator(mode="after")
-    def _ok_has_value(self) -> Score:
-        if self.status == "ok" and self.value is None:
-            raise ValueError("a score with status 'ok' needs a value")
-        return self
 
     @classmethod
     def unscored(cls, why: str, **details: Any) -> Score:

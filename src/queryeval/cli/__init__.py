@@ -1,1 +1,5 @@
-"""queryeval.cli."""
+"""Command line interface (typer)."""
+
+from queryeval.cli._app import app, main
+
+__all__ = ["app", "main"]

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from queryeval._validation import input_error
-from queryeval._yaml import load_yaml
+from queryeval._yaml import Located, load_yaml
 from queryeval.config._model import SuiteConfig
 from queryeval.config._presets import PRESETS, apply_preset
 from queryeval.errors import InputError
@@ -34,14 +34,34 @@ def load_suite(path: str | Path) -> SuiteConfig:
         raise input_error(exc, path=path, located=doc) from None
     suite.base_dir = path.resolve().parent
     suite.source = path.resolve()
+    _import_plugins(suite, path, doc)
     _check_scorers(suite, path, doc)
     return suite
 
 
-def _check_scorers(suite: SuiteConfig, path: Path, doc: object) -> None:
+def _import_plugins(suite: SuiteConfig, path: Path, doc: Located) -> None:
+    """Import the suite's plugin modules (the suite's folder is importable)."""
+    import importlib
+    import sys
+
+    if suite.plugins and str(suite.base_dir) not in sys.path:
+        sys.path.insert(0, str(suite.base_dir))
+    for i, module in enumerate(suite.plugins):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise InputError(
+                f"cannot import plugin {module!r}: {exc}",
+                path=path,
+                line=doc.line_of(("plugins", i)),
+                where=f"plugins[{i}]",
+            ) from None
+
+
+def _check_scorers(suite: SuiteConfig, path: Path, doc: Located) -> None:
     from queryeval.scorers import build_scorer, known_scorers
 
-    line_of = getattr(doc, "line_of", lambda loc: None)
+    line_of = doc.line_of
     for i, sc in enumerate(suite.scorers):
         if sc.name not in known_scorers():
             raise InputError(
@@ -57,7 +77,7 @@ def _check_scorers(suite: SuiteConfig, path: Path, doc: object) -> None:
                 exc,
                 path=path,
                 located=doc,
-                base=("scorers", i, "options"),  # type: ignore[arg-type]
+                base=("scorers", i, "options"),
             ) from None
         except (ValueError, TypeError) as exc:
             raise InputError(

@@ -120,6 +120,9 @@ class SuiteConfig(_Model):
     comparison: dict[str, Any] = Field(default_factory=dict)
     seed: int = 0
     out: str | None = None
+    plugins: list[str] = Field(
+        default_factory=list, description="modules imported first (custom scorers register)"
+    )
     settings: dict[str, Any] = Field(default_factory=dict)
 
     # not from YAML: where the suite file lives, so relative paths resolve against it

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 MatchOn = Literal["id", "id_and_name"]
 AbsentPolicy = Literal["penalize", "ignore"]
 ZeroDivision = Literal["agreement", "zero", "one", "exclude"]
 
 
-@dataclass(frozen=True, slots=True)
-class TermRef:
-    """A term as shown in reports: its ID and (if known) its name."""
+class TermRef(NamedTuple):
+    """A term as shown in reports: its ID and (if known) its name. A named tuple, because
+    cases hold many of them and tuples are built several times faster than dataclasses."""
 
     id: str
     name: str | None = None
@@ -37,9 +37,9 @@ class TermRef:
         return f"{self.id}: {self.name}" if self.name else self.id
 
 
-@dataclass(frozen=True, slots=True)
-class DimensionResult:
-    """TP/FP/FN and precision/recall for one dimension of one dataset."""
+class DimensionResult(NamedTuple):
+    """TP/FP/FN and precision/recall for one dimension of one dataset (a named tuple: one is
+    built per dimension per case, and tuples are built several times faster)."""
 
     dataset_id: str
     dimension_name: str
@@ -132,32 +132,45 @@ def _ratio(num: int, den: int, both_empty: bool, policy: ZeroDivision) -> float 
 
 
 def _get(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+    # plain dicts and models first: an ABC isinstance check costs more than the lookup itself
+    if type(obj) is dict:
+        return obj.get(key)
+    value = getattr(obj, key, _MISSING)
+    if value is _MISSING:
+        return obj.get(key) if isinstance(obj, Mapping) else None
+    return value
 
 
-def _dimensions(selection: Iterable[Any] | None) -> dict[tuple[str, str], dict[Any, TermRef]]:
-    """{(dataset, dimension): {match key: term}} from the seed structure (models or dicts)."""
+_MISSING = object()
+
+
+def _dimensions(
+    selection: Iterable[Any] | None, match_on: MatchOn, ignore_case: bool
+) -> dict[tuple[str, str], dict[Any, TermRef]]:
+    """{(dataset, dimension): {match key: term}} from the seed structure (models or dicts);
+    the first occurrence of a key wins, so repeated terms count once."""
     out: dict[tuple[str, str], dict[Any, TermRef]] = {}
+    plain = match_on == "id" and not ignore_case
     for dataset in selection or ():
         ds = str(_get(dataset, "dataset_id"))
         for dim in _get(dataset, "dimensions") or ():
             terms = out.setdefault((ds, str(_get(dim, "dimension_name"))), {})
             for value in _get(dim, "values") or ():
-                ref = TermRef(str(_get(value, "id")), _get(value, "name"))
-                terms.setdefault(ref, ref)
-    return out
-
-
-def _keyed(terms: dict[Any, TermRef], match_on: MatchOn, ignore_case: bool) -> dict[Any, TermRef]:
-    out: dict[Any, TermRef] = {}
-    for ref in terms.values():
-        ident = ref.id.casefold() if ignore_case else ref.id
-        if match_on == "id_and_name":
-            name = ref.name or ""
-            key: Any = (ident, name.casefold() if ignore_case else name)
-        else:
-            key = ident
-        out.setdefault(key, ref)
+                if type(value) is dict:
+                    ident, name = value.get("id"), value.get("name")
+                else:
+                    ident, name = _get(value, "id"), _get(value, "name")
+                ident = ident if type(ident) is str else str(ident)
+                if plain:  # the default, and the hot path: key on the ID as written
+                    if ident not in terms:
+                        terms[ident] = TermRef(ident, name)
+                    continue
+                key: Any = ident.casefold() if ignore_case else ident
+                if match_on == "id_and_name":
+                    label = name or ""
+                    key = (key, label.casefold() if ignore_case else label)
+                if key not in terms:
+                    terms[key] = TermRef(ident, name)
     return out
 
 
@@ -184,8 +197,8 @@ def term_selection(
         )
     if zero_division not in ("agreement", "zero", "one", "exclude"):
         raise ValueError(f"unknown zero_division policy {zero_division!r}")
-    gold = _dimensions(target)
-    pred = _dimensions(selected)
+    gold = _dimensions(target, match_on, ignore_case)
+    pred = _dimensions(selected, match_on, ignore_case)
     multi = len({ds for ds, _ in (*gold, *pred)}) > 1
     per_dimension: dict[str, DimensionResult] = {}
     not_in_target: list[str] = []
@@ -196,8 +209,8 @@ def term_selection(
         ds, name = key
         label = f"{ds}/{name}" if multi else name
         in_target = key in gold
-        g = _keyed(gold.get(key, {}), match_on, ignore_case)
-        p = _keyed(pred.get(key, {}), match_on, ignore_case)
+        g = gold.get(key, {})
+        p = pred.get(key, {})
         if not in_target:
             not_in_target.append(label)
         counted = in_target or absent_dimension == "penalize"

@@ -36,7 +36,7 @@ class ScoringContext:
         """The shared resource under `key`, built by `factory` on first use."""
         if key not in self._resources:
             self._resources[key] = factory()
-        return self._resources[key]  # type: ignore[no-any-return]
+        return self._resources[key]
 
     def close(self) -> None:
         """Close every resource that can be closed (engines, clients), newest first."""
@@ -64,6 +64,9 @@ class Scorer:
     default_threshold: ClassVar[float | None] = None
     # Whether the scorer should see a system's failed output (else it scores 0 and fails).
     scores_system_errors: ClassVar[bool] = False
+    # Pure, local and cheap: may run in forked workers on large runs; its aggregate() reads
+    # only id, name, tags, metadata and labels of the cases.
+    shardable: ClassVar[bool] = False
 
     def __init__(self, options: BaseModel, config: ScorerConfig | None = None) -> None:
         self.options = options
@@ -101,11 +104,18 @@ class Scorer:
         """Dataset-level figures beyond mean/CI of the values. Default: none."""
         return {}
 
+    def report_columns(self, score: Score) -> dict[str, Any]:
+        """Extra per-case columns for tabular reports (Excel overview). Default: none."""
+        return {}
+
     def finish(self, score: Score) -> Score:
-        """Apply the pass threshold when the scorer did not decide `passed` itself."""
-        if score.passed is None and score.status == "ok" and self.threshold is not None:
-            assert score.value is not None
-            score.passed = score.value >= self.threshold - 1e-12
+        """Check the score and apply the pass threshold when the scorer did not decide
+        `passed` itself. An `ok` score without a value is a scorer bug, recorded as error."""
+        if score.status == "ok":
+            if score.value is None:
+                return Score.failed(f"scorer {self.name!r} returned status ok without a value")
+            if score.passed is None and self.threshold is not None:
+                score.passed = score.value >= self.threshold - 1e-12
         return score
 
     def system_failed(self, output: Output) -> Score:

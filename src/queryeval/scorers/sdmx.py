@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from queryeval.cases import Case, Output, Score
-from queryeval.metrics import term_selection
+from queryeval.metrics import DimensionResult, TermRef, TermSelectionResult, term_selection
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
@@ -27,6 +27,31 @@ class TermSelectionOptions(BaseModel):
     codelist_map: dict[str, str] = {}
 
 
+def details_text(details: dict[str, Any]) -> str:
+    """Seed 001's details cell, rebuilt from a stored score's details."""
+    per_dim = details.get("per_dimension")
+    if not per_dim:
+        return ""
+    dims = {
+        key: DimensionResult(
+            d["dataset_id"],
+            d["dimension"],
+            tuple(TermRef(i, n) for i, n in d["tp"]),
+            tuple(TermRef(i, n) for i, n in d["fp"]),
+            tuple(TermRef(i, n) for i, n in d["fn"]),
+            d["precision"],
+            d["recall"],
+            d["in_target"],
+            d["counted"],
+        )
+        for key, d in per_dim.items()
+    }
+    result = TermSelectionResult(
+        dims, None, None, None, None, tuple(details.get("dimensions_not_in_target", ())), 0, 0, 0
+    )
+    return result.details_text()
+
+
 @register_scorer("term_selection")
 class TermSelectionScorer(Scorer):
     """Per-dimension TP/FP/FN; the value is the case's macro F1 unless `value` says otherwise.
@@ -34,6 +59,7 @@ class TermSelectionScorer(Scorer):
 
     Options = TermSelectionOptions
     default_threshold = 1.0
+    shardable = True
     options: TermSelectionOptions
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
@@ -48,8 +74,8 @@ class TermSelectionScorer(Scorer):
         target = case.target
         if target is None or target.indicator_selection is None:
             return Score.unscored("the case has no indicator_selection target")
-        if output.error and not output.attempts:
-            return self.system_failed(output)
+        # a failed system selected nothing: scored as the empty selection, so its sub-metrics
+        # count too (and the case fails), instead of leaving the case out of the averages
         final = output.final
         selected = final.indicator_selection if final is not None else None
         unknown: list[dict[str, str]] = []
@@ -59,7 +85,7 @@ class TermSelectionScorer(Scorer):
             from queryeval.scorers._codelists import check_and_name
 
             path = ctx.suite.resolve(self.options.codelist)
-            lists = ctx.resource(f"codelists:{path}", lambda: {})
+            lists: dict[str, dict[str, str]] = ctx.resource(f"codelists:{path}", dict)
             pred, unknown = check_and_name(pred, lists, self.options.codelist_map)
             gold, _ = check_and_name(gold, lists, self.options.codelist_map)
         o = self.options
@@ -98,13 +124,30 @@ class TermSelectionScorer(Scorer):
                 for key, d in result.per_dimension.items()
             },
             "dimensions_not_in_target": list(result.dimensions_not_in_target),
-            "text": result.details_text(),
         }
         if unknown:
             details["unknown_codes"] = unknown
+        if output.error:
+            details["system_error"] = output.error
         if value is None:
             return Score(status="unscored", details=details, explanation="0/0 excluded by policy")
+        if output.error:
+            return Score(
+                value=value,
+                passed=False,
+                details=details,
+                explanation=f"system error: {output.error}",
+            )
         return Score(value=value, details=details)
+
+    def report_columns(self, score: Score) -> dict[str, Any]:
+        """Seed 001's overview columns."""
+        metrics = score.details.get("metrics", {})
+        return {
+            "macro recall": metrics.get("macro_recall"),
+            "macro precision": metrics.get("macro_precision"),
+            "indicator selection details": details_text(score.details) or score.explanation,
+        }
 
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """Seed 001's dataset metrics (mean macro P/R over cases), pooled micro P/R, and

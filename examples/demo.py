@@ -1,0 +1,40 @@
+"""`make demo`: run every example suite on embedded engines and say where the reports are."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from queryeval.config import load_suite
+from queryeval.errors import InputError
+from queryeval.runner import run_suite
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    """Run examples/*/suite.yaml into runs/<suite name>; a failing suite does not stop the rest."""
+    suites = sorted((ROOT / "examples").glob("*/suite.yaml"))
+    written: list[tuple[str, dict[str, Path]]] = []
+    problems = 0
+    for path in suites:
+        print(f"\n=== {path.relative_to(ROOT)}", flush=True)
+        try:
+            suite = load_suite(path)
+            result = run_suite(suite, ROOT / "runs" / suite.name, overwrite=True, progress=False)
+        except InputError as exc:
+            print(f"error: {exc.render()}", file=sys.stderr)
+            problems += 1
+            continue
+        files = {"results": result.out_dir / "results.jsonl", **result.reports}
+        written.append((suite.name, files))
+    print("\nReports written:")
+    for name, files in written:
+        print(f"  {name}:")
+        for kind, file in files.items():
+            print(f"    {kind:8} {file.relative_to(ROOT) if file.is_relative_to(ROOT) else file}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""`python -m queryeval`."""
+
+from queryeval.cli import main
+
+main()

@@ -1,0 +1,109 @@
+"""The `queryeval` command line. Imports stay inside commands so `--help` starts fast."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from queryeval.errors import InputError
+
+app = typer.Typer(
+    name="queryeval",
+    help="Evaluate LLM systems that turn questions into queries and answers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+SuiteArg = Annotated[Path, typer.Argument(help="suite YAML file", show_default=False)]
+
+
+def fail_input(exc: InputError) -> typer.Exit:
+    """Print a bad-input error on one line and return exit code 2."""
+    typer.echo(f"error: {exc.render()}", err=True)
+    return typer.Exit(code=2)
+
+
+@app.command()
+def run(
+    suite: SuiteArg,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="run directory")] = None,
+    resume: Annotated[bool, typer.Option(help="skip (system, case) pairs already stored")] = False,
+    overwrite: Annotated[bool, typer.Option(help="replace a run already in --out")] = False,
+    progress: Annotated[bool, typer.Option(help="show progress")] = True,
+) -> None:
+    """Run a suite: generate, score, store results.jsonl, summary.json, run.json and reports.
+
+    Exit codes: 0 complete and gates pass, 1 a gate failed, 2 bad input.
+    """
+    from queryeval.config import load_suite
+    from queryeval.runner import run_suite
+
+    try:
+        config = load_suite(suite)
+        result = run_suite(config, out, resume=resume, overwrite=overwrite, progress=progress)
+    except InputError as exc:
+        raise fail_input(exc) from None
+    typer.echo(f"run directory: {result.out_dir}")
+    typer.echo(f"  results.jsonl: {result.new_records} new record(s), {result.skipped} resumed")
+    for kind, path in result.reports.items():
+        typer.echo(f"  {kind}: {path}")
+    failed = [g for g in result.gates if not g["passed"]]
+    if failed:
+        for g in failed:
+            typer.echo(f"gate failed: {g['system']}: {g['gate']} (value {g['value']})", err=True)
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def validate(suite: SuiteArg) -> None:
+    """Check the suite, its cases and its predictions without running anything."""
+    from queryeval.config import load_suite
+    from queryeval.reports import report_kinds
+    from queryeval.runner import plan_run
+    from queryeval.stats import parse_gate
+
+    try:
+        config = load_suite(suite)
+        plan = plan_run(config)
+        for gate in config.gates:
+            parse_gate(gate)
+        kinds = report_kinds()
+        for rep in config.reports:
+            if rep.kind not in kinds:
+                raise InputError(
+                    f"unknown report kind {rep.kind!r}; expected one of {', '.join(kinds)}",
+                    path=config.source,
+                    where="reports",
+                )
+    except InputError as exc:
+        raise fail_input(exc) from None
+    typer.echo(
+        f"ok: {len(plan.cases)} cases, {len(plan.systems)} system configuration(s), "
+        f"scorers: {', '.join(plan.scorers)}"
+    )
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory", show_default=False)],
+) -> None:
+    """Re-write the reports of a stored run (from its results, without re-scoring)."""
+    from queryeval.cli._report import report_command
+
+    try:
+        report_command(run_dir)
+    except InputError as exc:
+        raise fail_input(exc) from None
+
+
+def main() -> None:
+    """Entry point of the `queryeval` script."""
+    try:
+        app()
+    except InputError as exc:  # pragma: no cover - commands catch their own
+        typer.echo(f"error: {exc.render()}", err=True)
+        sys.exit(2)

@@ -1,0 +1,39 @@
+"""`queryeval report RUN_DIR`: rebuild reports from stored records (no re-scoring)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from queryeval.errors import InputError
+
+
+def report_command(run_dir: Path) -> None:
+    """Re-summarise and re-write the reports the run's suite asks for."""
+    from queryeval.config import load_suite
+    from queryeval.reports import write_reports
+    from queryeval.runner import RunStore, plan_run
+    from queryeval.runner._store import RUN, SUMMARY
+    from queryeval.stats import check_gates, summarize
+
+    store = RunStore(run_dir)
+    info = store.read_json(RUN)
+    if info is None or not info.get("suite_file"):
+        raise InputError("not a run directory (no run.json)", path=run_dir)
+    suite = load_suite(Path(info["suite_file"]))
+    plan = plan_run(suite)
+    summary = summarize(
+        suite.name,
+        plan.cases,
+        list(store.records()),
+        plan.scorers,
+        [s.name for s in plan.systems],
+        seed=suite.seed,
+    )
+    summary["gates"] = check_gates(suite.gates, summary)
+    store.write_json(SUMMARY, summary)
+    for kind, path in write_reports(
+        suite, run_dir, plan.cases, summary, store, plan.scorers
+    ).items():
+        typer.echo(f"{kind}: {path}")

@@ -1,0 +1,61 @@
+"""A rich console table of the summary: per system and scorer, means with 95% CIs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def _ci(ci: dict[str, Any] | None) -> str:
+    if not ci or ci.get("method") == "degenerate":
+        return ""
+    return f"[{ci['low']:.3f}, {ci['high']:.3f}]"
+
+
+def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
+    """Print one table per system, then the gates."""
+    if console is None:
+        import sys
+
+        # a log file is not a terminal: give tables room instead of rich's 80 columns
+        console = Console() if sys.stdout.isatty() else Console(width=120)
+    for name, entry in summary.get("systems", {}).items():
+        table = Table(
+            title=f"{summary.get('suite')} — {name}: {entry['cases']} cases, "
+            f"pass rate {_pct(entry.get('pass_rate'))} {_ci(entry.get('pass_rate_ci95'))}",
+            title_justify="left",
+        )
+        table.add_column("scorer / metric", no_wrap=True, min_width=18)
+        for col in ("mean", "95% CI", "ok", "unscored", "error", "pass rate"):
+            table.add_column(col, justify="right", no_wrap=True)
+        for label, s in entry.get("scorers", {}).items():
+            table.add_row(
+                f"[bold]{label}[/bold]",
+                _pct(s.get("mean")),
+                _ci(s.get("ci95")),
+                str(s.get("ok", 0)),
+                str(s.get("unscored", 0)),
+                str(s.get("error", 0)),
+                _pct(s.get("pass_rate")),
+            )
+            for metric, m in s.get("metrics", {}).items():
+                table.add_row(
+                    f"  {metric}", _pct(m.get("mean")), _ci(m.get("ci95")), str(m["n"]), "", "", ""
+                )
+        console.print(table)
+        if entry.get("system_errors"):
+            console.print(
+                f"[yellow]{entry['system_errors']} case(s) where the system failed[/yellow]"
+            )
+        for label, s in entry.get("scorers", {}).items():
+            for reason, count in (s.get("not_scored_reasons") or {}).items():
+                console.print(f"[dim]{label}: {count} not scored: {reason}[/dim]")
+    for gate in summary.get("gates", []):
+        mark = "[green]PASS[/green]" if gate["passed"] else "[red]FAIL[/red]"
+        console.print(f"gate {mark} {gate['system']}: {gate['gate']} (value {_pct(gate['value'])})")

@@ -1,0 +1,471 @@
+"""Run a suite: plan -> generate -> score -> store, then summary, reports and gates."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import platform
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from queryeval import __version__
+from queryeval.cases import Case, Output, Score, load_cases
+from queryeval.cases._load import expand
+from queryeval.config import SuiteConfig
+from queryeval.errors import InputError
+from queryeval.runner._progress import Progress
+from queryeval.runner._store import RUN, SUMMARY, RunStore
+from queryeval.scorers import Scorer, ScoringContext, build_scorer
+from queryeval.systems import CallableSystem, PredictionsFile, import_callable
+
+_VERSIONED = (
+    "pydantic",
+    "numpy",
+    "duckdb",
+    "duckdb-kql",
+    "neo4j",
+    "openai",
+    "sentence-transformers",
+    "torch",
+    "rapidfuzz",
+    "sacrebleu",
+    "sqlglot",
+    "openpyxl",
+)
+
+
+@dataclass
+class SystemRun:
+    """One system configuration to run: saved predictions or a callable with params."""
+
+    name: str
+    params: dict[str, Any]
+    predictions: PredictionsFile | None = None
+    callable: CallableSystem | None = None
+    concurrency: int = 4
+    group: str = ""  # the configured system a grid point belongs to (shares its concurrency)
+
+
+@dataclass
+class RunPlan:
+    """Everything resolved before anything runs: cases, scorers, systems, hashes."""
+
+    suite: SuiteConfig
+    cases: list[Case]
+    scorers: dict[str, Scorer]
+    systems: list[SystemRun]
+    config_hash: str
+    inputs_hash: str
+    input_files: list[str] = field(default_factory=list)
+    lazy: bool = False  # cases and predictions are loaded by the sharded workers
+
+
+@dataclass
+class RunResult:
+    """What a finished run produced."""
+
+    out_dir: Path
+    summary: dict[str, Any]
+    gates: list[dict[str, Any]]
+    reports: dict[str, Path]
+    new_records: int
+    skipped: int
+
+    @property
+    def gates_passed(self) -> bool:
+        """Whether every gate passed (True when there are none)."""
+        return all(g["passed"] for g in self.gates)
+
+
+def _hash_files(paths: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(str(p.name).encode())
+        h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
+    """Load and check everything a run needs; InputError on any bad input. With `lazy`, cases
+    and predictions are left for the sharded workers to load and check."""
+    cases = [] if lazy else load_cases(suite.cases, suite.base_dir)
+    if not cases and not lazy:
+        raise InputError("no cases matched", path=suite.source, where="cases")
+    known = {c.id for c in cases}
+    scorers = {cfg.label: build_scorer(cfg) for cfg in suite.scorers}
+    if not scorers:
+        raise InputError("no scorers configured (add 'scorers:' or a 'preset:')", path=suite.source)
+    files = list(expand(suite.cases, suite.base_dir))
+    systems: list[SystemRun] = []
+    for i, cfg in enumerate(suite.systems):
+        if cfg.predictions:
+            path = suite.resolve(cfg.predictions)
+            files.append(path)
+            preds = None if lazy else PredictionsFile(path, known)
+            systems.append(SystemRun(cfg.name, {}, predictions=preds))
+        elif cfg.callable:
+            try:
+                fn = import_callable(cfg.callable, suite.base_dir)
+            except InputError as exc:
+                raise InputError(
+                    exc.message, path=suite.source, where=f"systems[{i}].callable"
+                ) from None
+            for name, params in cfg.configurations():
+                systems.append(
+                    SystemRun(
+                        name,
+                        params,
+                        callable=CallableSystem(fn, params, cfg.timeout_s),
+                        concurrency=cfg.concurrency,
+                        group=cfg.name,
+                    )
+                )
+        else:
+            raise InputError(
+                "HTTP endpoint systems are not supported yet; save predictions or use a callable",
+                path=suite.source,
+                where=f"systems[{i}]",
+            )
+    config_json = suite.model_dump_json(exclude={"base_dir", "source"})
+    return RunPlan(
+        suite=suite,
+        cases=cases,
+        scorers=scorers,
+        systems=systems,
+        config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
+        inputs_hash=_hash_files(files),
+        input_files=[str(p) for p in files],
+        lazy=lazy,
+    )
+
+
+def _score_sync(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score:
+    try:
+        score = scorer.score(case, output, ctx)
+    except Exception as exc:  # a scorer bug or an engine failure: recorded, the run goes on
+        score = Score.failed(
+            f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3)
+        )
+    return scorer.finish(score)
+
+
+async def _score_async(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score:
+    try:
+        if scorer.is_async:
+            score = await scorer.score(case, output, ctx)  # type: ignore[misc]
+        elif getattr(scorer, "blocking", False):
+            score = await asyncio.to_thread(scorer.score, case, output, ctx)
+        else:
+            score = scorer.score(case, output, ctx)
+    except Exception as exc:
+        score = Score.failed(
+            f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3)
+        )
+    return scorer.finish(score)
+
+
+def case_passed(scores: dict[str, Score], scorers: dict[str, Scorer]) -> bool | None:
+    """A case fails if a required scorer did not pass or any verdict is a fail; passes if at
+    least one verdict is a pass; else has no verdict (all unscored)."""
+    for label, scorer in scorers.items():
+        if scorer.config is not None and scorer.config.required:
+            s = scores.get(label)
+            if s is None or s.passed is not True:
+                return False
+    verdicts = [s.passed for s in scores.values() if s.passed is not None]
+    if any(v is False for v in verdicts):
+        return False
+    return True if verdicts else None
+
+
+def _score_json(score: Score) -> dict[str, Any]:
+    """A score as stored: what is set, and always its status (details are JSON already)."""
+    out: dict[str, Any] = {"value": score.value, "status": score.status}
+    if score.passed is not None:
+        out["passed"] = score.passed
+    if score.details:
+        out["details"] = score.details
+    if score.explanation:
+        out["explanation"] = score.explanation
+    return out
+
+
+def _record(
+    system: str, case: Case, output: Output, scores: dict[str, Score], scorers: dict[str, Scorer]
+) -> dict[str, Any]:
+    cost = output.cost
+    if cost is None:
+        costs = [a.cost for a in output.attempts if a.cost is not None]
+        cost = sum(costs) if costs else None
+    return {
+        "system": system,
+        "case_id": case.id,
+        # serialised by pydantic's core straight to JSON and embedded as is
+        "output": orjson.Fragment(output.model_dump_json(exclude_defaults=True)),
+        "scores": {k: _score_json(s) for k, s in scores.items()},
+        "passed": case_passed(scores, scorers),
+        "error": output.error,
+        "latency_s": output.latency_s,
+        "cost": cost,
+    }
+
+
+def _slim(record: dict[str, Any], scores: dict[str, Score] | None = None) -> dict[str, Any]:
+    """What the summary needs of a record: everything but the output, scores as models."""
+    slim = {k: v for k, v in record.items() if k not in ("output", "scores")}
+    if scores is None:
+        scores = {k: Score.model_validate(v) for k, v in record["scores"].items()}
+    slim["scores"] = scores
+    return slim
+
+
+class Runner:
+    """Executes a RunPlan into a run directory."""
+
+    def __init__(self, plan: RunPlan, out_dir: Path, *, progress: bool = True) -> None:
+        self.plan = plan
+        # what the summary needs of every record, kept in memory so it is not read back
+        self.slim: list[dict[str, Any]] = []
+        self.done: set[tuple[str, str]] = set()
+        self.store = RunStore(out_dir)
+        self.progress = progress
+        self.ctx = ScoringContext(plan.suite, cache_dir=_cache_dir(plan.suite))
+
+    # --- run metadata -------------------------------------------------------------------
+
+    def _run_json(self, previous: dict[str, Any] | None, status: str) -> dict[str, Any]:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        info: dict[str, Any] = dict(previous or {})
+        info.setdefault("started_at", now)
+        info.update(
+            {
+                "suite": self.plan.suite.name,
+                "suite_file": str(self.plan.suite.source) if self.plan.suite.source else None,
+                "config_hash": self.plan.config_hash,
+                "inputs_hash": self.plan.inputs_hash,
+                "input_files": self.plan.input_files,
+                "config": self.plan.suite.model_dump(mode="json", exclude={"base_dir", "source"}),
+                "scorers": {k: s.describe() for k, s in self.plan.scorers.items()},
+                "systems": [{"name": s.name, "params": s.params} for s in self.plan.systems],
+                "seed": self.plan.suite.seed,
+                "versions": _versions(),
+                "status": status,
+                "updated_at": now,
+            }
+        )
+        if status == "complete":
+            info["finished_at"] = now
+        return info
+
+    def _check_resume(self, previous: dict[str, Any] | None) -> None:
+        if previous is None:
+            return
+        for key in ("config_hash", "inputs_hash"):
+            if previous.get(key) != getattr(self.plan, key):
+                what = "suite configuration" if key == "config_hash" else "cases or predictions"
+                raise InputError(
+                    f"the {what} changed since this run began; --resume needs the same inputs "
+                    "(use a new --out directory, or --overwrite)",
+                    path=self.store.dir / RUN,
+                    where=key,
+                )
+
+    # --- main loop ----------------------------------------------------------------------
+
+    def run(self, *, resume: bool = False, overwrite: bool = False) -> tuple[int, int]:
+        """Generate and score every (system, case) not yet stored. Returns (new, skipped)."""
+        store = self.store
+        if store.exists() and not (resume or overwrite):
+            raise InputError(
+                "this directory already holds a run; pass --resume to continue it or "
+                "--overwrite to replace it",
+                path=store.results_path,
+            )
+        if overwrite and not resume:
+            for name in (store.results_path, store.dir / RUN, store.dir / SUMMARY):
+                with contextlib.suppress(FileNotFoundError):
+                    name.unlink()
+        previous = store.read_json(RUN) if resume else None
+        if resume:
+            self._check_resume(previous)
+            store.repair_tail()
+        self.slim = [_slim(r) for r in store.records()] if resume else []
+        done = self.done = {(r["system"], r["case_id"]) for r in self.slim}
+        store.write_json(RUN, self._run_json(previous, "running"))
+        if self.plan.lazy:
+            return self._run_sharded(len(done))
+        todo = [
+            (system, case)
+            for system in self.plan.systems
+            for case in self.plan.cases
+            if (system.name, case.id) not in done
+        ]
+        for scorer in self.plan.scorers.values():
+            scorer.prepare(self.plan.cases, self.ctx)
+        store.open_for_append()
+        try:
+            with Progress(len(todo), f"{self.plan.suite.name}", self.progress) as bar:
+                fast = all(s.predictions is not None for s in self.plan.systems) and not any(
+                    s.is_async or getattr(s, "blocking", False) for s in self.plan.scorers.values()
+                )
+                if fast:
+                    self._run_sync(todo, bar)
+                else:
+                    asyncio.run(self._run_async(todo, bar))
+        finally:
+            store.close()
+            self.ctx.close()
+        return len(todo), len(done)
+
+    def _run_sharded(self, skipped: int) -> tuple[int, int]:
+        from queryeval.runner._sharded import run_sharded
+
+        total = sum(1 for _ in self.plan.suite.systems) * _count_lines(self.plan) - skipped
+        try:
+            with Progress(total, f"{self.plan.suite.name}", self.progress) as bar:
+                stubs, slims = run_sharded(self, bar)
+        finally:
+            self.ctx.close()
+        self.plan.cases = stubs
+        for rec in slims:
+            rec["scores"] = {k: Score.model_validate(v) for k, v in rec["scores"].items()}
+        self.slim.extend(slims)
+        return len(slims), skipped
+
+    def _run_sync(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
+        scorers = self.plan.scorers
+        for system, case in todo:
+            assert system.predictions is not None
+            output = system.predictions.get(case.id)
+            scores = {label: _score_sync(s, case, output, self.ctx) for label, s in scorers.items()}
+            self._keep(_record(system.name, case, output, scores, scorers), scores)
+            bar.advance()
+
+    async def _run_async(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
+        scorers = self.plan.scorers
+        limits = {s.group or s.name: asyncio.Semaphore(s.concurrency) for s in self.plan.systems}
+        queue: asyncio.Queue[tuple[SystemRun, Case]] = asyncio.Queue()
+        for item in todo:
+            queue.put_nowait(item)
+        n_workers = max(1, min(len(todo), sum(s.concurrency for s in self.plan.systems), 256))
+
+        async def worker() -> None:
+            while True:
+                try:
+                    system, case = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                if system.predictions is not None:
+                    output = system.predictions.get(case.id)
+                else:
+                    assert system.callable is not None
+                    async with limits[system.group or system.name]:
+                        output = await system.callable.generate(case)
+                results = await asyncio.gather(
+                    *(_score_async(s, case, output, self.ctx) for s in scorers.values())
+                )
+                scores = dict(zip(scorers, results, strict=True))
+                self._keep(_record(system.name, case, output, scores, scorers), scores)
+                bar.advance()
+
+        await asyncio.gather(*(worker() for _ in range(n_workers)))
+
+    def _keep(self, record: dict[str, Any], scores: dict[str, Score]) -> None:
+        self.store.append(record)
+        self.slim.append(_slim(record, scores))
+
+    # --- after the run ------------------------------------------------------------------
+
+    def finish(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Write summary.json (from the stored records) and mark run.json complete."""
+        from queryeval.stats import check_gates, summarize
+
+        records = self.slim
+        summary = summarize(
+            self.plan.suite.name,
+            self.plan.cases,
+            records,
+            self.plan.scorers,
+            [s.name for s in self.plan.systems],
+            seed=self.plan.suite.seed,
+        )
+        gates = check_gates(self.plan.suite.gates, summary)
+        summary["gates"] = gates
+        self.store.write_json(SUMMARY, summary)
+        previous = self.store.read_json(RUN)
+        self.store.write_json(RUN, self._run_json(previous, "complete"))
+        return summary, gates
+
+
+def _count_lines(plan: RunPlan) -> int:
+    return sum(
+        1
+        for p in expand(plan.suite.cases, plan.suite.base_dir)
+        for line in p.read_bytes().splitlines()
+        if line.strip()
+    )
+
+
+def _cache_dir(suite: SuiteConfig) -> Path:
+    configured = suite.settings.get("cache_dir")
+    if configured:
+        return suite.resolve(str(configured))
+    return Path.cwd() / ".queryeval-cache"
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "queryeval": __version__}
+    for name in _VERSIONED:
+        with contextlib.suppress(PackageNotFoundError):
+            out[name] = version(name)
+    return out
+
+
+_STUB_REPORTS = {"json", "console", "junit"}
+
+
+def default_out_dir(suite: SuiteConfig) -> Path:
+    """runs/<suite name> beside the working folder, unless the suite names `out`."""
+    if suite.out:
+        return suite.resolve(suite.out)
+    return Path("runs") / suite.name
+
+
+def run_suite(
+    suite: SuiteConfig,
+    out_dir: Path | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    write_reports: bool = True,
+) -> RunResult:
+    """Plan, run, summarise and report one suite."""
+    from queryeval.runner._sharded import can_shard
+
+    plan = plan_run(suite, lazy=can_shard(suite))
+    out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
+    runner = Runner(plan, out, progress=progress)
+    new, skipped = runner.run(resume=resume, overwrite=overwrite)
+    summary, gates = runner.finish()
+    if plan.lazy and any(r.kind not in _STUB_REPORTS for r in suite.reports):
+        plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
+    reports: dict[str, Path] = {}
+    if write_reports:
+        from queryeval.reports import write_reports as _write
+
+        reports = _write(suite, out, plan.cases, summary, runner.store, plan.scorers)
+    return RunResult(out, summary, gates, reports, new, skipped)
+
+
+def dumps(data: Any) -> str:
+    """Pretty JSON text (for the CLI)."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()

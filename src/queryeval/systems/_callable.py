@@ -1,0 +1,87 @@
+"""A system given as a Python callable `package.module:function` (sync or async)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from queryeval.cases import Attempt, Case, Output
+from queryeval.errors import InputError
+from queryeval.systems._predictions import parse_output
+
+
+def import_callable(spec: str, base_dir: Path | None = None) -> Callable[..., Any]:
+    """Resolve `pkg.mod:function`; the suite's folder and the working folder are importable."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise InputError(f"expected 'package.module:function', got {spec!r}", where="callable")
+    for extra in (str(base_dir) if base_dir else None, str(Path.cwd())):
+        if extra and extra not in sys.path:
+            sys.path.insert(0, extra)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InputError(f"cannot import {module_name!r}: {exc}", where="callable") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise InputError(f"{module_name!r} has no attribute {attr!r}", where="callable")
+    if not callable(obj):
+        raise InputError(f"{spec!r} is not callable", where="callable")
+    return obj
+
+
+def coerce_output(value: Any) -> Output:
+    """Whatever the callable returned, as an Output (Output, Attempt, dict or str)."""
+    if isinstance(value, Output):
+        return value
+    if isinstance(value, Attempt):
+        return Output(attempts=[value])
+    return parse_output(value)
+
+
+class CallableSystem:
+    """Calls `fn(case, **params)`; sync callables run in worker threads. Crashes and timeouts
+    become `Output.error`, never exceptions."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        params: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.fn = fn
+        self.params = params or {}
+        self.timeout_s = timeout_s
+        self.is_async = inspect.iscoroutinefunction(fn)
+
+    async def generate(self, case: Case) -> Output:
+        """Run the system on one case."""
+        start = time.perf_counter()
+        try:
+            if self.is_async:
+                call = self.fn(case, **self.params)
+            else:
+                call = asyncio.to_thread(self.fn, case, **self.params)
+            value = await asyncio.wait_for(call, self.timeout_s)
+            output = coerce_output(value)
+        except TimeoutError:
+            output = Output(error=f"timed out after {self.timeout_s} s")
+        except (ValidationError, ValueError) as exc:
+            output = Output(error=f"unusable output: {exc}".splitlines()[0])
+        except Exception as exc:
+            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            output = Output(error=f"system crashed: {tb}")
+        if output.latency_s is None:
+            output.latency_s = time.perf_counter() - start
+        return output

@@ -1,0 +1,318 @@
+"""The runner end to end: records, summary, resume after SIGKILL, systems, errors, gates."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from queryeval.config import load_suite
+from queryeval.errors import InputError
+from queryeval.metrics import term_selection
+from queryeval.runner import run_suite
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def make_answer_suite(
+    folder: Path,
+    n: int,
+    *,
+    scorers: str = "  - test_slow_echo\n",
+    systems: str | None = None,
+    extra: str = "",
+) -> Path:
+    """n answer cases; the predictions are right except every 4th."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "cases.jsonl").open("w") as f:
+        for i in range(n):
+            case = {
+                "id": f"c-{i}",
+                "tags": ["even" if i % 2 == 0 else "odd"],
+                "conversation": [{"content": f"q{i}", "target": {"answer": f"a{i}"}}],
+            }
+            f.write(json.dumps(case) + "\n")
+    with (folder / "preds.jsonl").open("w") as f:
+        for i in range(n):
+            answer = f"a{i}" if i % 4 else "nope"
+            f.write(
+                json.dumps({"case_id": f"c-{i}", "answer": answer, "latency_s": i / 1000}) + "\n"
+            )
+    shutil.copy(HERE / "runner_plugin.py", folder / "runner_plugin.py")
+    systems = systems or "  - {name: saved, predictions: preds.jsonl}\n"
+    (folder / "suite.yaml").write_text(
+        "name: t\ncases: cases.jsonl\nplugins: [runner_plugin]\n"
+        f"systems:\n{systems}scorers:\n{scorers}reports: [json]\n{extra}"
+    )
+    return folder / "suite.yaml"
+
+
+def read_records(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+
+
+def test_sdmx_example_run_matches_the_metric(tmp_path: Path) -> None:
+    suite = load_suite(ROOT / "examples" / "sdmx" / "suite.yaml")
+    result = run_suite(suite, tmp_path / "run", progress=False)
+    records = read_records(tmp_path / "run")
+    assert len(records) == 2 * 16
+    assert {p.name for p in (tmp_path / "run").iterdir()} >= {
+        "results.jsonl",
+        "summary.json",
+        "run.json",
+        "report.xlsx",
+    }
+    from queryeval.cases import load_cases
+    from queryeval.systems import PredictionsFile
+
+    cases = {c.id: c for c in load_cases(suite.cases, suite.base_dir)}
+    preds = PredictionsFile(suite.resolve("predictions/baseline.jsonl"))
+    recalls = []
+    for case_id, case in cases.items():
+        out = preds.get(case_id)
+        sel = out.final.indicator_selection if out.final else []
+        assert case.target is not None
+        recalls.append(term_selection(case.target.indicator_selection, sel).macro_recall)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    got = summary["systems"]["baseline"]["scorers"]["term_selection"]["metrics"]["macro_recall"]
+    assert got["mean"] == pytest.approx(sum(recalls) / len(recalls))
+    assert got["n"] == 16
+    dq = summary["systems"]["baseline"]["scorers"]["term_selection"]["aggregate"]
+    assert dq["data_query_metrics"]["macro_recall"] == pytest.approx(got["mean"])
+    assert set(dq["per_dimension"]) >= {"INDICATOR", "COUNTRY"}
+    # the failed system case is recorded and counted, not dropped
+    failed = [r for r in records if r["system"] == "baseline" and r["error"]]
+    assert len(failed) == 1 and failed[0]["passed"] is False
+    # the hallucinated code is flagged by the codelist check
+    unknown = [r for r in records if r["scores"]["term_selection"]["details"].get("unknown_codes")]
+    assert {
+        u["id"] for r in unknown for u in r["scores"]["term_selection"]["details"]["unknown_codes"]
+    } == {"NGDP_RPCH_X"}
+    run_info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run_info["status"] == "complete" and len(run_info["config_hash"]) == 64
+    assert run_info["scorers"]["term_selection"]["options"]["match_on"] == "id"
+    assert result.gates_passed
+
+
+def test_summary_counts_unscored_and_errors_apart(tmp_path: Path) -> None:
+    suite_path = make_answer_suite(
+        tmp_path / "s",
+        10,
+        scorers="  - test_slow_echo\n  - test_half_unscored\n  - test_explodes\n",
+    )
+    run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())["systems"]["saved"]
+    half = summary["scorers"]["test_half_unscored"]
+    assert (half["ok"], half["unscored"], half["mean"]) == (5, 5, 1.0)  # never averaged in as 0
+    boom = summary["scorers"]["test_explodes"]
+    assert (boom["ok"], boom["error"], boom["mean"]) == (9, 1, 0.5)
+    assert any("scorer bug" in reason for reason in boom["not_scored_reasons"])
+    echo = summary["scorers"]["test_slow_echo"]
+    assert echo["mean"] == pytest.approx(7 / 10)  # cases 0, 4, 8 are wrong
+    assert summary["passed"] + summary["failed"] + summary["no_verdict"] == 10
+    assert summary["by_tag"]["even"]["cases"] == 5
+
+
+def test_refuses_to_overwrite_without_flag_and_resume_skips(tmp_path: Path) -> None:
+    suite = load_suite(make_answer_suite(tmp_path / "s", 6))
+    first = run_suite(suite, tmp_path / "run", progress=False)
+    assert first.new_records == 6
+    with pytest.raises(InputError, match="--resume"):
+        run_suite(suite, tmp_path / "run", progress=False)
+    again = run_suite(suite, tmp_path / "run", resume=True, progress=False)
+    assert (again.new_records, again.skipped) == (0, 6)
+    assert len(read_records(tmp_path / "run")) == 6
+
+
+def test_resume_refuses_changed_inputs(tmp_path: Path) -> None:
+    suite_path = make_answer_suite(tmp_path / "s", 4)
+    run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
+    with (tmp_path / "s" / "preds.jsonl").open("a") as f:
+        f.write('{"case_id": "c-1", "answer": "more"}\n')
+    with pytest.raises(InputError, match="changed since this run began"):
+        run_suite(load_suite(suite_path), tmp_path / "run", resume=True, progress=False)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "queryeval", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_sigkill_then_resume_gives_identical_summary(tmp_path: Path) -> None:
+    n = 2000
+    suite_path = make_answer_suite(
+        tmp_path / "s", n, scorers="  - {name: test_slow_echo, options: {sleep_s: 0.002}}\n"
+    )
+    # an uninterrupted run, for reference
+    ref = _cli(
+        "run", str(suite_path), "--out", str(tmp_path / "ref"), "--no-progress", cwd=tmp_path
+    )
+    assert ref.returncode == 0, ref.stderr
+    # a run killed with SIGKILL part-way
+    run_dir = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "queryeval",
+            "run",
+            str(suite_path),
+            "--out",
+            str(run_dir),
+            "--no-progress",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    results = run_dir / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if results.exists() and results.read_bytes().count(b"\n") >= n // 3:
+            break
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kept = results.read_bytes().count(b"\n")
+    assert 0 < kept < n, "the kill must land mid-run"
+    assert not (run_dir / "summary.json").exists()
+    resumed = _cli(
+        "run", str(suite_path), "--out", str(run_dir), "--resume", "--no-progress", cwd=tmp_path
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    records = read_records(run_dir)
+    keys = [(r["system"], r["case_id"]) for r in records]
+    assert len(keys) == n and len(set(keys)) == n  # no duplicates, nothing missing
+    assert (run_dir / "summary.json").read_bytes() == (
+        tmp_path / "ref" / "summary.json"
+    ).read_bytes()
+
+
+def test_torn_last_line_is_repaired_on_resume(tmp_path: Path) -> None:
+    suite = load_suite(make_answer_suite(tmp_path / "s", 5))
+    run_suite(suite, tmp_path / "run", progress=False)
+    results = tmp_path / "run" / "results.jsonl"
+    lines = results.read_bytes().splitlines(keepends=True)
+    results.write_bytes(b"".join(lines[:3]) + lines[3][:20])  # a write cut short by SIGKILL
+    again = run_suite(suite, tmp_path / "run", resume=True, progress=False)
+    assert (again.new_records, again.skipped) == (2, 3)
+    assert sorted(r["case_id"] for r in read_records(tmp_path / "run")) == [
+        f"c-{i}" for i in range(5)
+    ]
+
+
+def test_callable_systems_sync_async_crash_timeout_and_concurrency(tmp_path: Path) -> None:
+    import runner_plugin  # noqa: F401  (made importable by the suite's plugins)
+
+    systems = (
+        "  - {name: sync, callable: 'runner_plugin:sync_system', concurrency: 3,"
+        " params: {suffix: ['', '!']}}\n"
+        "  - {name: async, callable: 'runner_plugin:async_system', timeout_s: 0.5}\n"
+    )
+    suite_path = make_answer_suite(tmp_path / "s", 12, systems=systems)
+    suite = load_suite(suite_path)
+    plugin = sys.modules["runner_plugin"]
+    plugin.reset()  # type: ignore[attr-defined]
+    result = run_suite(suite, tmp_path / "run", progress=False)
+    assert 1 < plugin.peak_concurrency() <= 3  # type: ignore[attr-defined]
+    records = read_records(tmp_path / "run")
+    by = {(r["system"], r["case_id"]): r for r in records}
+    assert set(result.summary["systems"]) == {"sync[suffix=]", "sync[suffix=!]", "async"}
+    crash = by[("sync[suffix=]", "c-7")]
+    assert "model exploded" in crash["error"] and crash["passed"] is False
+    assert by[("sync[suffix=]", "c-1")]["passed"] is True
+    assert by[("sync[suffix=!]", "c-1")]["passed"] is False
+    assert "timed out" in by[("async", "c-9")]["error"]
+    assert by[("async", "c-2")]["output"]["attempts"][0]["answer"].startswith("pid ")
+    assert result.summary["systems"]["sync[suffix=]"]["system_errors"] == 1
+
+
+def test_cli_exit_codes(tmp_path: Path) -> None:
+    suite_path = make_answer_suite(tmp_path / "s", 8, extra="gates: ['pass_rate >= 0.9']\n")
+    gate = _cli("run", str(suite_path), "--out", str(tmp_path / "r1"), cwd=tmp_path)
+    assert gate.returncode == 1
+    assert "gate failed: saved: pass_rate >= 0.9" in gate.stderr
+    ok = make_answer_suite(tmp_path / "s2", 8, extra="gates: ['test_slow_echo >= 0.5']\n")
+    assert _cli("run", str(ok), "--out", str(tmp_path / "r2"), cwd=tmp_path).returncode == 0
+    (tmp_path / "s" / "preds.jsonl").write_text('{"case_id": "ghost", "answer": "x"}\n')
+    bad = _cli("validate", str(suite_path), cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().endswith(
+        "preds.jsonl:1: case_id: prediction for unknown case id 'ghost'"
+    )
+    assert "Traceback" not in bad.stderr
+    missing = _cli("run", str(tmp_path / "none.yaml"), cwd=tmp_path)
+    assert missing.returncode == 2 and "cannot read file" in missing.stderr
+    (tmp_path / "s2" / "suite.yaml").write_text("name: x\ncases: [\n")
+    yaml_err = _cli("validate", str(tmp_path / "s2" / "suite.yaml"), cwd=tmp_path)
+    assert yaml_err.returncode == 2 and "suite.yaml:3: invalid YAML" in yaml_err.stderr
+
+
+def test_report_command_rebuilds_reports(tmp_path: Path) -> None:
+    suite = load_suite(ROOT / "examples" / "sdmx" / "suite.yaml")
+    run_suite(suite, tmp_path / "run", progress=False)
+    (tmp_path / "run" / "report.xlsx").unlink()
+    before = json.loads((tmp_path / "run" / "summary.json").read_text())
+    out = _cli("report", str(tmp_path / "run"), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "run" / "report.xlsx").exists()
+    assert json.loads((tmp_path / "run" / "summary.json").read_text()) == before
+
+
+def _sdmx_bench_suite(folder: Path, n: int, workers: int) -> Path:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _sdmx_data import write_suite
+
+    suite = write_suite(folder, n)
+    text = suite.read_text() + f"settings: {{workers: {workers}, shard_min_cases: 10}}\n"
+    suite.write_text(text)
+    return suite
+
+
+def test_sharded_run_equals_serial_run(tmp_path: Path) -> None:
+    from queryeval.runner._sharded import can_shard
+
+    serial = load_suite(_sdmx_bench_suite(tmp_path / "a", 400, workers=1))
+    sharded = load_suite(_sdmx_bench_suite(tmp_path / "b", 400, workers=2))
+    assert not can_shard(serial) and can_shard(sharded)
+    run_suite(serial, tmp_path / "ra", progress=False)
+    result = run_suite(sharded, tmp_path / "rb", progress=False)
+    assert result.new_records == 400
+    a = json.loads((tmp_path / "ra" / "summary.json").read_text())
+    b = json.loads((tmp_path / "rb" / "summary.json").read_text())
+    assert a == b
+    ra = sorted(read_records(tmp_path / "ra"), key=lambda r: r["case_id"])
+    rb = sorted(read_records(tmp_path / "rb"), key=lambda r: r["case_id"])
+    assert ra == rb
+
+
+def test_sharded_run_checks_inputs_before_writing(tmp_path: Path) -> None:
+    suite_path = _sdmx_bench_suite(tmp_path / "s", 50, workers=2)
+    cases = tmp_path / "s" / "cases.jsonl"
+    lines = cases.read_text().splitlines()
+    lines[40] = lines[40].replace('"case-40"', '"case-3"')  # a duplicate in the other shard
+    cases.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="duplicate case id 'case-3'") as info:
+        run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
+    assert info.value.line == 41
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+    lines[40] = lines[40].replace('"case-3"', '"case-40"')
+    cases.write_text("\n".join(lines) + "\n")
+    with (tmp_path / "s" / "predictions.jsonl").open("a") as f:
+        f.write('{"case_id": "ghost", "indicator_selection": []}\n')
+    with pytest.raises(InputError, match="unknown case id 'ghost'") as info2:
+        run_suite(load_suite(suite_path), tmp_path / "run2", progress=False)
+    assert info2.value.line == 51
