@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
 from queryeval.cases import Attempt, Case, Output, Score
-from queryeval.cli._estimate import estimate_command, load_saved_outputs
+from queryeval.cli._estimate import estimate_command
 from queryeval.config import SuiteConfig
-from queryeval.errors import InputError
 from queryeval.scorers import ScoringContext, build_scorer, estimate
 from queryeval.scorers.judged import AnswerCorrectnessScorer, QuerySimilarityScorer
+from queryeval.systems import PredictionsFile
 
 PRICES = {"judge": {"input_per_1k": 0.01, "output_per_1k": 0.03}}
 
@@ -265,7 +265,7 @@ def test_estimate_counts_uncached_calls_and_cost_then_zero_after_a_run(
 
     suite = load_suite(write_suite(tmp_path, server))
     cases = load_cases(suite.cases, suite.base_dir)
-    outputs = {"sys": load_saved_outputs(tmp_path / "pred.jsonl")}
+    outputs = {"sys": PredictionsFile(tmp_path / "pred.jsonl").outputs}
     before = estimate(suite, cases, outputs, cache_dir=tmp_path / "cache")
     assert server.chat_calls == 0  # estimating calls nothing
     assert (before.judgments, before.cached, before.to_call, before.approximate) == (4, 0, 4, 1)
@@ -301,9 +301,9 @@ def test_estimate_without_judge(tmp_path: Path) -> None:
     )
 
 
-def test_saved_outputs_errors_name_file_and_line(tmp_path: Path) -> None:
-    p = tmp_path / "p.jsonl"
-    p.write_text('{"case_id": "1", "answer": "a"}\n{"case_id": "2", "bogus_field"\n')
-    with pytest.raises(InputError) as err:
-        load_saved_outputs(p)
-    assert err.value.line == 2 and err.value.path == str(p)
+def test_estimate_command_bad_input_exits_2(tmp_path: Path) -> None:
+    app = typer.Typer()
+    app.command()(estimate_command)
+    (tmp_path / "suite.yaml").write_text("name: x\ncases: nope.yaml\nsystems: []\n")
+    result = CliRunner().invoke(app, [str(tmp_path / "suite.yaml")])
+    assert result.exit_code == 2 and "suite.yaml" in result.output

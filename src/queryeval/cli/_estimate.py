@@ -7,71 +7,49 @@ from typing import Annotated
 
 import typer
 
-from queryeval.cases import Attempt, Output
 from queryeval.errors import InputError
 
 
 def estimate_command(
-    suite: Annotated[Path, typer.Argument(help="the suite YAML file", exists=True, dir_okay=False)],
+    suite: Annotated[Path, typer.Argument(help="suite YAML file", show_default=False)],
     cache_dir: Annotated[
         Path | None,
-        typer.Option("--cache-dir", help="judgment cache folder (default: .queryeval-cache)"),
+        typer.Option("--cache-dir", help="cache folder (default: the suite's settings.cache_dir)"),
     ] = None,
 ) -> None:
     """Print how many judge calls a run would make (those not in cache), their estimated
-    tokens and cost, without calling the judge or any system."""
-    from rich.console import Console
+    tokens and cost, without calling the judge or any system. Exit code 2 on bad input."""
+    try:
+        lines = estimate_lines(suite, cache_dir)
+    except InputError as exc:
+        typer.echo(f"error: {exc.render()}", err=True)
+        raise typer.Exit(code=2) from None
+    for line in lines:
+        typer.echo(line)
 
+
+def estimate_lines(suite: Path, cache_dir: Path | None = None) -> list[str]:
+    """The lines `estimate` prints: the estimate, then what to do or the split by rubric."""
     from queryeval.cases import load_cases
     from queryeval.config import load_suite
     from queryeval.judges import HOW_TO_CONFIGURE
     from queryeval.scorers import estimate
+    from queryeval.systems import PredictionsFile
 
     config = load_suite(suite)
     cases = load_cases(config.cases, config.base_dir)
     outputs = {
-        system.name: load_saved_outputs(config.resolve(system.predictions))
+        system.name: PredictionsFile(config.resolve(system.predictions)).outputs
         for system in config.systems
         if system.predictions
     }
+    if cache_dir is None and config.settings.get("cache_dir"):
+        cache_dir = config.resolve(str(config.settings["cache_dir"]))
     result = estimate(config, cases, outputs, cache_dir=cache_dir)
-    console = Console(highlight=False)
-    console.print(result.line())
+    lines = [result.line()]
     if result.model is None:
-        console.print(HOW_TO_CONFIGURE)
+        lines.append(HOW_TO_CONFIGURE)
     elif result.by_rubric:
         listed = ", ".join(f"{name}: {n}" for name, n in sorted(result.by_rubric.items()))
-        console.print(f"judgments by rubric: {listed}")
-
-
-def load_saved_outputs(path: Path) -> dict[str, Output]:
-    """Saved predictions (JSONL): `{"case_id": ..., "output": {...}}` or an Attempt's fields
-    at top level. Bad lines are InputErrors naming the file and line."""
-    import orjson
-    from pydantic import ValidationError
-
-    from queryeval._validation import input_error
-
-    outputs: dict[str, Output] = {}
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read predictions ({exc.strerror})", path=path) from exc
-    for lineno, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise InputError("invalid JSON", path=path, line=lineno) from None
-        if not isinstance(record, dict) or "case_id" not in record:
-            raise InputError("expected an object with a case_id", path=path, line=lineno)
-        case_id = str(record.pop("case_id"))
-        try:
-            if "output" in record:
-                outputs[case_id] = Output.model_validate(record["output"])
-            else:
-                outputs[case_id] = Output(attempts=[Attempt.model_validate(record)])
-        except ValidationError as exc:
-            raise input_error(exc, path=path, line=lineno) from None
-    return outputs
+        lines.append(f"judgments by rubric: {listed}")
+    return lines
