@@ -85,6 +85,17 @@ class JudgeCallError(Exception):
 class _LoopState:
     client: AsyncOpenAI
     inflight: dict[str, asyncio.Future[Verdict]] = field(default_factory=dict)
+    closer: asyncio.Task[None] | None = None
+
+
+async def _close_when_the_loop_ends(client: AsyncOpenAI) -> None:
+    """Sleeps until cancelled, then closes the client. `asyncio.run` cancels pending tasks
+    before closing its loop, so the client's connections close inside their own loop even
+    when the caller never calls `aclose()` (a closed loop can no longer close them)."""
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await client.close()
 
 
 class Judge:
@@ -286,6 +297,7 @@ class Judge:
                 timeout=self.config.timeout_s,
             )
             state = self._loops[loop] = _LoopState(client)
+            state.closer = loop.create_task(_close_when_the_loop_ends(client))
         return state
 
     def _structured(self) -> bool:
@@ -400,12 +412,16 @@ class Judge:
         """Close the HTTP client of the running loop."""
         state = self._loops.pop(asyncio.get_running_loop(), None)
         if state is not None:
+            if state.closer is not None:
+                state.closer.cancel()
             await state.client.close()
 
     def close(self) -> None:
         """Close the cache and the HTTP clients of loops that are not running."""
         for loop, state in list(self._loops.items()):
             if not loop.is_closed() and not loop.is_running():
+                if state.closer is not None:
+                    state.closer.cancel()
                 loop.run_until_complete(state.client.close())
         self._loops.clear()
         if self.cache is not None:
