@@ -37,6 +37,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     "kql_batch": _kql_batch("results_match_legacy"),
     # seed 002 with the fix: results scored by row F1 on all rows, typed comparison
     "kql_batch_strict": _kql_batch("results_f1"),
+    # execution-based query scoring (SQL, KQL, Cypher): runs, EX (seed 003), row F1
+    "query_execution": {
+        "scorers": [
+            {"name": "executes", "weight": 0},
+            {"name": "execution_match", "required": True},
+            {"name": "results_f1", "weight": 0},
+        ],
+    },
 }
 
 

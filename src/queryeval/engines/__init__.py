@@ -1,1 +1,23 @@
-"""queryeval.engines."""
+"""Execute generated queries in a sandbox: SQL (DuckDB, SQLite, SQLAlchemy URLs), KQL
+(duckdb-kql in process, Kusto endpoints) and Cypher (embedded ArcadeDB over Bolt, Neo4j).
+
+Importing this package imports no engine library; each is loaded when a database needs it.
+"""
+
+from queryeval.engines._base import Engine, Execution, Limits
+from queryeval.engines._factory import ENGINES, build_engine, engine_from_context
+from queryeval.engines._results import ExecutionMemo, execute_query, gold_execution
+from queryeval.metrics import ResultSet
+
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "Execution",
+    "ExecutionMemo",
+    "Limits",
+    "ResultSet",
+    "build_engine",
+    "engine_from_context",
+    "execute_query",
+    "gold_execution",
+]

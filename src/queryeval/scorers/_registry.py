@@ -23,6 +23,10 @@ _BUILTIN: dict[str, str] = {
     "composite": "queryeval.scorers.composite:CompositeScorer",
     "llm_query_similarity": "queryeval.scorers.judged:QuerySimilarityScorer",
     "llm_answer_correctness": "queryeval.scorers.judged:AnswerCorrectnessScorer",
+    "executes": "queryeval.scorers.execution:ExecutesScorer",
+    "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
+    "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
+    "results_match_legacy": "queryeval.scorers.execution:ResultsMatchLegacyScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 

@@ -1,0 +1,182 @@
+"""Benchmark: compare two 1,000,000-row x 5-column results, order- and column-order-free.
+
+Each measurement runs in a fresh subprocess that builds the data, resets the kernel's
+peak-RSS counter (``/proc/self/clear_refs``), runs the comparison once and reports the
+wall time and the peak RSS above the level before the comparison (this sees Arrow and
+NumPy memory, which ``tracemalloc`` does not). Alternatives measured in the same run:
+
+- ``counter``: ``collections.Counter`` over row tuples (pred columns reordered by name
+  first), the multiset intersection counted with ``&``: what a user would write;
+- ``arrow_group_by``: pyarrow ``group_by`` over all five columns of both sides at once.
+
+Usage: ``python bench/bench_compare.py [--rows N] [--repeat R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CASES = {
+    "queryeval_arrow": "queryeval compare_results, Arrow-backed results (as engines return)",
+    "queryeval_rows": "queryeval compare_results, results given as Python row tuples",
+    "counter": "collections.Counter over row tuples (baseline)",
+    "arrow_group_by": "pyarrow Table.group_by over all columns (alternative)",
+}
+
+
+def make_tables(n: int, seed: int = 7) -> tuple[object, object]:
+    """Gold: ints/floats/strings with NULLs; pred: the same rows shuffled, columns reversed,
+    and 1% of the rows changed (so the answer is not trivially "equal")."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    pool = np.array([f"customer_{i:06d}" for i in range(50_000)], dtype=object)
+    cats = np.array(["alpha", "beta", "gamma", "delta", "epsilon"], dtype=object)
+    null = lambda: rng.random(n) < 0.05  # noqa: E731
+    gold = pa.table(
+        {
+            "order_id": pa.array(rng.integers(0, 10**9, n), mask=null()),
+            "amount": pa.array(np.round(rng.normal(100, 30, n), 2), mask=null()),
+            "customer": pa.array(pool[rng.integers(0, len(pool), n)], pa.string(), mask=null()),
+            "quantity": pa.array(rng.integers(0, 100, n)),
+            "segment": pa.array(cats[rng.integers(0, len(cats), n)], pa.string(), mask=null()),
+        }
+    )
+    order = rng.permutation(n)
+    pred = gold.take(pa.array(order)).select(list(reversed(gold.column_names)))
+    changed = rng.random(n) < 0.01
+    amount = pred.column("amount").to_numpy(zero_copy_only=False)
+    amount = np.where(changed, amount + 0.01, amount)
+    pred = pred.set_column(
+        pred.column_names.index("amount"),
+        "amount",
+        pa.array(amount, mask=~pred.column("amount").is_valid().to_numpy(zero_copy_only=False)),
+    )
+    return pred, gold
+
+
+def _rss_status() -> dict[str, float]:
+    values = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            key, _, rest = line.partition(":")
+            if key in {"VmRSS", "VmHWM"}:
+                values[key] = int(rest.split()[0]) / 1024
+    return values
+
+
+def run_case(case: str, n: int) -> dict[str, float]:
+    """Build the data, run one comparison, return seconds, extra peak MiB and the answer."""
+    import gc
+    from collections import Counter
+    from operator import itemgetter
+
+    import pyarrow as pa
+
+    from queryeval.metrics import ResultSet, compare_results
+
+    pred_table, gold_table = make_tables(n)
+    pred_arg: object
+    gold_arg: object
+    if case == "queryeval_arrow":
+        pred_arg, gold_arg = ResultSet.from_arrow(pred_table), ResultSet.from_arrow(gold_table)
+    elif case in {"queryeval_rows", "counter"}:
+        pred_arg = ResultSet(
+            pred_table.column_names, zip(*(c.to_pylist() for c in pred_table.columns), strict=False)
+        )
+        gold_arg = ResultSet(
+            gold_table.column_names, zip(*(c.to_pylist() for c in gold_table.columns), strict=False)
+        )
+    else:
+        pred_arg, gold_arg = pred_table, gold_table
+    gc.collect()
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")  # reset VmHWM (peak RSS) to the current RSS
+        resettable = True
+    except OSError:
+        resettable = False
+    before = _rss_status()["VmRSS"]
+    start = time.perf_counter()
+    if case.startswith("queryeval"):
+        result = compare_results(pred_arg, gold_arg, rows="multiset", columns="by_name")
+        matched = result.matched_rows
+    elif case == "counter":
+        assert isinstance(pred_arg, ResultSet) and isinstance(gold_arg, ResultSet)
+        reorder = itemgetter(*(pred_arg.columns.index(c) for c in gold_arg.columns))
+        common = Counter(map(reorder, pred_arg.rows)) & Counter(gold_arg.rows)
+        matched = sum(common.values())
+    else:
+        cols = list(gold_table.column_names)
+        both = pa.concat_tables(
+            [
+                pred_table.select(cols).append_column("side", pa.array([1] * n, pa.int64())),
+                gold_table.select(cols).append_column("side", pa.array([0] * n, pa.int64())),
+            ]
+        )
+        groups = both.group_by(cols).aggregate([("side", "sum"), ([], "count_all")])
+        pred_counts = groups["side_sum"].to_numpy()
+        gold_counts = groups["count_all"].to_numpy() - pred_counts
+        import numpy as np
+
+        matched = int(np.minimum(pred_counts, gold_counts).sum())
+    seconds = time.perf_counter() - start
+    after = _rss_status()
+    peak = after["VmHWM"] - before if resettable else float("nan")
+    return {"seconds": seconds, "extra_peak_mib": peak, "matched": matched}
+
+
+def _measure(case: str, n: int) -> dict[str, float]:
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    here = str(Path(__file__).resolve().parent)
+    code = (
+        f"import json, sys; sys.path.insert(0, {src!r}); sys.path.insert(0, {here!r});"
+        f"import bench_compare as b; print(json.dumps(b.run_case({case!r}, {n})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cases", nargs="*", default=list(CASES))
+    args = parser.parse_args()
+
+    print(f"{args.rows:,} rows x 5 columns per side; {args.repeat} fresh processes per case")
+    results: dict[str, dict[str, float]] = {}
+    for case in args.cases:
+        runs = [_measure(case, args.rows) for _ in range(args.repeat)]
+        results[case] = {
+            "seconds": statistics.median(r["seconds"] for r in runs),
+            "seconds_min": min(r["seconds"] for r in runs),
+            "extra_peak_mib": max(r["extra_peak_mib"] for r in runs),
+            "matched": runs[0]["matched"],
+        }
+    baseline = results.get("counter", {}).get("seconds")
+    print(
+        f"{'case':<18}{'median s':>10}{'min s':>9}{'peak MiB':>10}{'vs Counter':>12}{'matched':>11}"
+    )
+    for case, r in results.items():
+        ratio = f"{baseline / r['seconds']:.1f}x" if baseline else "-"
+        print(
+            f"{case:<18}{r['seconds']:>10.3f}{r['seconds_min']:>9.3f}"
+            f"{r['extra_peak_mib']:>10.0f}{ratio:>12}{r['matched']:>11,}"
+        )
+    answers = {r["matched"] for r in results.values()}
+    print("all cases agree on the matched row count:", len(answers) == 1)
+    for case, text in CASES.items():
+        if case in results:
+            print(f"  {case}: {text}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""The engine interface: run one untrusted query read-only, bounded in time and size.
+
+Every engine follows the same template (`Engine.execute`): refuse writes found by parsing,
+run on a read-only connection under a deadline that really interrupts, fetch at most
+`max_rows` rows / `max_bytes` bytes, and classify any failure into an outcome kind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from queryeval.cases import ExecutionOutcome
+from queryeval.cases._model import OutcomeKind
+from queryeval.metrics import ResultSet
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one execution: wall-clock seconds, rows kept, approximate bytes kept."""
+
+    timeout_s: float = 30.0
+    max_rows: int = 10_000
+    max_bytes: int = 64 * 2**20
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> Limits:
+        """Limits from a database's `options` (timeout_s, max_rows, max_bytes)."""
+        base = cls()
+        return cls(
+            timeout_s=float(options.get("timeout_s", base.timeout_s)),
+            max_rows=int(options.get("max_rows", base.max_rows)),
+            max_bytes=int(options.get("max_bytes", base.max_bytes)),
+        )
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What executing one query gave: the outcome record and, when it ran, the rows."""
+
+    outcome: ExecutionOutcome
+    result: ResultSet | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the query ran (possibly truncated)."""
+        return self.outcome.kind == "ok"
+
+
+class QueryTimeout(Exception):
+    """Raised inside an engine when its deadline interrupted the query."""
+
+
+class Refused(Exception):
+    """Raised when the sandbox refuses a statement (a write, or not a query)."""
+
+
+@dataclass
+class RawResult:
+    """Columns and (capped) rows as an engine fetched them."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+class Deadline:
+    """Call `interrupt` once `seconds` have passed, until the block exits.
+
+    Repeats the interrupt (every 20 ms) after it fired, because an interrupt that lands
+    while the engine is still planning is lost and the query would then run unbounded.
+    """
+
+    _REPEAT_S = 0.02
+
+    def __init__(self, seconds: float, interrupt: Callable[[], Any]) -> None:
+        self.seconds = seconds
+        self._interrupt = interrupt
+        self._done = threading.Event()
+        self._guard = threading.Lock()
+        self.fired = False
+
+    def __enter__(self) -> Deadline:
+        threading.Thread(target=self._watch, name="queryeval-deadline", daemon=True).start()
+        return self
+
+    def _watch(self) -> None:
+        if self._done.wait(self.seconds):
+            return
+        while True:
+            with self._guard:
+                if self._done.is_set():
+                    return
+                self.fired = True
+                with contextlib.suppress(Exception):  # best effort; it is retried
+                    self._interrupt()
+            if self._done.wait(self._REPEAT_S):
+                return
+
+    def __exit__(self, *exc: object) -> None:
+        with self._guard:
+            self._done.set()
+
+
+def cell_bytes(value: Any) -> int:
+    """A cheap estimate of a value's size, for the result-size cap."""
+    if value is None or isinstance(value, bool | int | float):
+        return 8
+    if isinstance(value, str | bytes | bytearray):
+        return len(value) + 1
+    return len(repr(value))
+
+
+def collect_rows(
+    batches: Iterable[Sequence[Sequence[Any]]],
+    limits: Limits,
+    convert: Callable[[Any], Any] | None = None,
+) -> tuple[list[tuple[Any, ...]], bool]:
+    """Rows from successive batches until the row or byte cap; (rows, truncated)."""
+    rows: list[tuple[Any, ...]] = []
+    size = 0
+    for batch in batches:
+        for raw in batch:
+            if len(rows) >= limits.max_rows:
+                return rows, True
+            row = tuple(convert(v) for v in raw) if convert else tuple(raw)
+            size += sum(cell_bytes(v) for v in row)
+            if size > limits.max_bytes:
+                return rows, True
+            rows.append(row)
+    return rows, False
+
+
+def fetch_batches(fetchmany: Callable[[int], Sequence[Any]], size: int) -> Iterable[Sequence[Any]]:
+    """Batches from a DB-API cursor's `fetchmany` until it returns nothing."""
+    while True:
+        batch = fetchmany(size)
+        if not batch:
+            return
+        yield batch
+
+
+def _outcome(kind: OutcomeKind, message: str, elapsed: float, **extra: Any) -> ExecutionOutcome:
+    return ExecutionOutcome(kind=kind, message=message[:2000], elapsed_s=round(elapsed, 6), **extra)
+
+
+class Engine(ABC):
+    """One database reached through one engine. Subclasses implement `_run`, `classify`,
+    `refusal`, `schema`; `execute` is the sandboxed template shared by all."""
+
+    language: ClassVar[str] = "sql"
+
+    def __init__(self, name: str, limits: Limits, identity: str) -> None:
+        self.name = name
+        self.limits = limits
+        # What the gold cache keys on: changes whenever the data may have changed.
+        self.identity = identity
+
+    @property
+    def dialect(self) -> str:
+        """The query dialect (sqlglot dialect for SQL engines, else the language)."""
+        return self.language
+
+    # -- the template ----------------------------------------------------------------------
+
+    def execute(self, query: str) -> Execution:
+        """Run `query` read-only within the limits; never raises for a bad query."""
+        refusal = self.refusal(query)
+        if refusal is not None:
+            return Execution(_outcome("refused", refusal, 0.0))
+        start = time.perf_counter()
+        try:
+            raw = self._run(query)
+        except QueryTimeout as exc:
+            elapsed = time.perf_counter() - start
+            message = str(exc) or f"query exceeded the {self.limits.timeout_s:g}s time limit"
+            return Execution(_outcome("timeout", message, elapsed))
+        except Refused as exc:
+            return Execution(_outcome("refused", str(exc), time.perf_counter() - start))
+        except Exception as exc:  # every engine failure is an outcome, never a crash
+            elapsed = time.perf_counter() - start
+            kind, message = self.classify(exc)
+            return Execution(_outcome(kind, message, elapsed))
+        elapsed = time.perf_counter() - start
+        result = ResultSet(raw.columns, raw.rows)
+        message = "; ".join(raw.notes)
+        if raw.truncated:
+            message = "; ".join(
+                [*raw.notes, f"truncated at {len(raw.rows)} rows (max_rows/max_bytes)"]
+            )
+        outcome = _outcome("ok", message, elapsed, row_count=len(raw.rows), truncated=raw.truncated)
+        return Execution(outcome, result)
+
+    def validate(self, query: str) -> ExecutionOutcome:
+        """Check without running: refused, syntax or schema problems, else ok."""
+        refusal = self.refusal(query)
+        if refusal is not None:
+            return _outcome("refused", refusal, 0.0)
+        start = time.perf_counter()
+        try:
+            self.explain(query)
+        except QueryTimeout as exc:
+            return _outcome("timeout", str(exc), time.perf_counter() - start)
+        except Exception as exc:
+            kind, message = self.classify(exc)
+            return _outcome(kind, message, time.perf_counter() - start)
+        return _outcome("ok", "", time.perf_counter() - start)
+
+    # -- what each engine provides ---------------------------------------------------------
+
+    @abstractmethod
+    def refusal(self, query: str) -> str | None:
+        """Why the sandbox refuses `query` (found by parsing), or None to let it run."""
+
+    @abstractmethod
+    def _run(self, query: str) -> RawResult:
+        """Execute on the read-only connection under `self.limits`; raise on failure."""
+
+    @abstractmethod
+    def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
+        """The outcome kind and message of an engine exception."""
+
+    @abstractmethod
+    def explain(self, query: str) -> str:
+        """The engine's plan (or translation) of `query`, without running it."""
+
+    @abstractmethod
+    def schema(self) -> dict[str, Any]:
+        """Tables/labels and their columns/properties, for prompts and validators."""
+
+    def close(self) -> None:  # noqa: B027 - optional for engines holding nothing
+        """Release connections, servers and processes."""
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

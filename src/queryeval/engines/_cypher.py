@@ -1,0 +1,173 @@
+"""Cypher over Bolt with the official neo4j driver: an embedded ArcadeDB server or any
+Neo4j (`bolt://`/`neo4j://` URL). Each query runs in a READ-mode transaction that is always
+rolled back, with a server-side timeout; a worker thread bounds the wait, and past 1.4 x the
+limit the connection (or the embedded server) is replaced so a hung query cannot block."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import threading
+from typing import TYPE_CHECKING, Any
+
+from queryeval.cases._model import OutcomeKind
+from queryeval.engines._base import Engine, Limits, QueryTimeout, RawResult, collect_rows
+from queryeval.engines._sandbox import cypher_refusal, describe_refusal
+from queryeval.engines._values import plain_value
+
+if TYPE_CHECKING:
+    from queryeval.engines._arcadedb import ArcadeDBServer
+
+BACKSTOP = 1.4  # x timeout: when the server-side timeout did not answer, cut the connection
+
+_SYNTAX_CODES = ("Statement.SyntaxError", "Statement.SemanticError")
+_SCHEMA_CODES = ("Procedure.ProcedureNotFound", "Schema.", "Statement.UnknownLabel")
+_REFUSED_CODES = ("Security.Forbidden", "Statement.AccessMode", "Security.Unauthorized")
+_TIMEOUT_CODES = ("TransactionTimedOut", "Transaction.LockClientStopped")
+
+
+def classify_neo4j(exc: BaseException) -> tuple[OutcomeKind, str] | None:
+    """neo4j driver errors as outcome kinds, by their status code."""
+    import neo4j.exceptions as ne
+
+    if not isinstance(exc, ne.Neo4jError | ne.DriverError):
+        return None
+    code = getattr(exc, "code", None) or ""
+    message = getattr(exc, "message", None) or str(exc)
+    if any(c in code for c in _TIMEOUT_CODES) or "command.timeout" in message:
+        return "timeout", message
+    if any(c in code for c in _SYNTAX_CODES):
+        return "syntax", message
+    if any(c in code for c in _REFUSED_CODES):
+        return "refused", describe_refusal(message)
+    if any(c in code for c in _SCHEMA_CODES):
+        return "schema", message
+    if "read only" in message.lower() or "read-only" in message.lower():
+        return "refused", describe_refusal(message)
+    return "runtime", f"{code}: {message}" if code else message
+
+
+class CypherEngine(Engine):
+    """Cypher on a graph reached over Bolt (embedded ArcadeDB or a Neo4j server)."""
+
+    language = "cypher"
+
+    def __init__(self, name: str, limits: Limits, identity: str, *, url: str | None = None,
+                 auth: tuple[str, str] | None = None, database: str | None = None,
+                 server: ArcadeDBServer | None = None) -> None:  # fmt: skip
+        super().__init__(name, limits, identity)
+        self.server = server
+        self._url, self._auth = url, auth
+        self.database = database
+        self._lock = threading.Lock()
+        self._pool = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="queryeval-cypher")
+        self._driver: Any = None
+        self._connect()
+
+    def _connect(self) -> None:
+        import neo4j
+
+        if self.server is not None:
+            self.server.start()
+            self._url = self.server.url
+            self._auth = (self.server.user, self.server.password)
+            self.database = self.server.database
+        assert self._url is not None
+        self._driver = neo4j.GraphDatabase.driver(
+            self._url, auth=self._auth, connection_timeout=10.0
+        )
+        # The first queries of a cold JVM compile the parser and planner: do that now,
+        # outside any query's time limit.
+        with self._driver.session(database=self.database) as session:
+            session.run("MATCH (n) RETURN count(n) AS warm").consume()
+            session.run("MATCH (a)-[r]->(b) RETURN a, r, b LIMIT 1").consume()
+
+    def _reconnect(self) -> None:
+        """Drop every connection; restart the embedded server (a query would not stop)."""
+        with self._lock:
+            old = self._driver
+            if self.server is not None:
+                self.server.restart()
+            with contextlib.suppress(Exception):  # the old sockets may already be dead
+                old.close()
+            self._connect()
+
+    def refusal(self, query: str) -> str | None:
+        reason = cypher_refusal(query)
+        return describe_refusal(reason) if reason else None
+
+    def _read_transaction(self, query: str, timeout_s: float) -> RawResult:
+        import neo4j
+
+        driver = self._driver
+        with driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as s:
+            tx = s.begin_transaction(timeout=timeout_s)
+            try:
+                result = tx.run(query)
+                columns = list(result.keys())
+                rows, truncated = collect_rows(
+                    ([record.values()] for record in result), self.limits, plain_value
+                )
+            finally:
+                tx.rollback()  # nothing a read query did is ever kept
+        return RawResult(columns, rows, truncated)
+
+    def _bounded(self, query: str) -> RawResult:
+        if self.server is not None and not self.server.alive:
+            self._reconnect()  # the server died (e.g. out of memory): bring it back
+        future = self._pool.submit(self._read_transaction, query, self.limits.timeout_s)
+        try:
+            return future.result(timeout=self.limits.timeout_s * BACKSTOP)
+        except cf.TimeoutError:
+            self._reconnect()
+            raise QueryTimeout(
+                f"no answer within {BACKSTOP:g} x the {self.limits.timeout_s:g}s limit; "
+                "connection reset"
+            ) from None
+
+    def _run(self, query: str) -> RawResult:
+        return self._bounded(query)
+
+    def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
+        return classify_neo4j(exc) or ("runtime", f"{type(exc).__name__}: {exc}")
+
+    def explain(self, query: str) -> str:
+        raw = self._bounded(f"EXPLAIN {query}")
+        return "\n".join(str(r) for r in raw.rows)
+
+    def schema(self) -> dict[str, Any]:
+        """Labels with their property keys, relationship types with theirs, and patterns."""
+        nodes = self._bounded(
+            "MATCH (n) UNWIND labels(n) AS label UNWIND keys(n) AS key "
+            "RETURN DISTINCT label, key ORDER BY label, key"
+        )
+        rels = self._bounded(
+            "MATCH ()-[r]->() UNWIND keys(r) AS key "
+            "RETURN DISTINCT type(r) AS type, key ORDER BY type, key"
+        )
+        patterns = self._bounded(
+            "MATCH (a)-[r]->(b) RETURN DISTINCT labels(a)[0] AS start, type(r) AS type, "
+            "labels(b)[0] AS end ORDER BY start, type, end"
+        )
+        labels: dict[str, list[str]] = {}
+        for label, key in nodes.rows:
+            labels.setdefault(label, []).append(key)
+        types: dict[str, list[str]] = {}
+        for rel_type, key in rels.rows:
+            types.setdefault(rel_type, []).append(key)
+        for _, rel_type, _ in patterns.rows:
+            types.setdefault(rel_type, [])
+        return {
+            "labels": labels,
+            "relationship_types": types,
+            "patterns": [list(p) for p in patterns.rows],
+        }
+
+    def close(self) -> None:
+        try:
+            if self._driver is not None:
+                self._driver.close()
+        finally:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            if self.server is not None:
+                self.server.stop()

@@ -1,0 +1,141 @@
+"""DuckDB, embedded: a read-only connection with file access disabled and the configuration
+locked, a cursor per query, and `interrupt()` from a deadline thread."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from queryeval.cases._model import OutcomeKind
+from queryeval.engines._base import (
+    Deadline,
+    Engine,
+    Limits,
+    QueryTimeout,
+    RawResult,
+    collect_rows,
+    fetch_batches,
+)
+from queryeval.engines._sandbox import describe_refusal, sql_refusal
+
+_BATCH = 1024
+
+
+def duckdb_config(*, lock: bool = True, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The sandbox configuration: read-only, no file system or network, nothing autoloaded."""
+    config: dict[str, Any] = {
+        "access_mode": "READ_ONLY",
+        "enable_external_access": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    }
+    config.update(extra or {})
+    if lock:
+        config["lock_configuration"] = True
+    return config
+
+
+def classify_duckdb(exc: BaseException) -> tuple[OutcomeKind, str] | None:
+    """DuckDB's exception types as outcome kinds (None for a non-DuckDB exception)."""
+    import duckdb
+
+    message = str(exc)
+    if not isinstance(exc, duckdb.Error):
+        return None
+    if isinstance(exc, duckdb.ParserException):
+        return "syntax", message
+    if isinstance(exc, duckdb.CatalogException):
+        return "schema", message
+    if isinstance(exc, duckdb.BinderException):
+        # unknown names are schema errors; the rest (GROUP BY, aggregates) a bad query
+        unknown = ("not found", "does not exist", "Referenced column", "Referenced table")
+        return ("schema" if any(u in message for u in unknown) else "syntax"), message
+    if isinstance(exc, duckdb.InterruptException):
+        return "timeout", message
+    if isinstance(exc, duckdb.PermissionException):
+        return "refused", describe_refusal(message)
+    if isinstance(exc, duckdb.InvalidInputException) and (
+        "read-only" in message or "configuration has been locked" in message
+    ):
+        return "refused", describe_refusal(message)
+    if isinstance(exc, duckdb.NotImplementedException):
+        return "unsupported", message
+    return "runtime", message
+
+
+class DuckDBEngine(Engine):
+    """SQL on a DuckDB database file, opened read-only."""
+
+    language = "sql"
+
+    def __init__(self, name: str, path: Path, limits: Limits, identity: str,
+                 settings: dict[str, Any] | None = None) -> None:  # fmt: skip
+        super().__init__(name, limits, identity)
+        import duckdb
+
+        self.path = path
+        self._con = duckdb.connect(str(path), config=duckdb_config(extra=settings))
+        self._lock = threading.Lock()
+
+    @property
+    def dialect(self) -> str:
+        return "duckdb"
+
+    def refusal(self, query: str) -> str | None:
+        reason = sql_refusal(query, "duckdb")
+        return describe_refusal(reason) if reason else None
+
+    def _cursor(self) -> Any:
+        with self._lock:  # creating cursors is not thread-safe; using them is
+            return self._con.cursor()
+
+    def _run(self, query: str) -> RawResult:
+        cursor = self._cursor()
+        try:
+            deadline = Deadline(self.limits.timeout_s, cursor.interrupt)
+            with deadline:
+                try:
+                    cursor.execute(query)
+                    columns = [d[0] for d in cursor.description or []]
+                    rows, truncated = collect_rows(
+                        fetch_batches(cursor.fetchmany, _BATCH), self.limits
+                    )
+                except Exception:
+                    if deadline.fired:
+                        raise QueryTimeout(
+                            f"interrupted after the {self.limits.timeout_s:g}s time limit"
+                        ) from None
+                    raise
+            return RawResult(columns, rows, truncated)
+        finally:
+            cursor.close()
+
+    def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
+        return classify_duckdb(exc) or ("runtime", f"{type(exc).__name__}: {exc}")
+
+    def explain(self, query: str) -> str:
+        cursor = self._cursor()
+        try:
+            with Deadline(self.limits.timeout_s, cursor.interrupt):
+                cursor.execute(f"EXPLAIN {query}")
+                return "\n".join(str(r[-1]) for r in cursor.fetchall())
+        finally:
+            cursor.close()
+
+    def schema(self) -> dict[str, Any]:
+        cursor = self._cursor()
+        try:
+            cursor.execute(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                "WHERE table_catalog = current_database() ORDER BY table_name, ordinal_position"
+            )
+            tables: dict[str, dict[str, str]] = {}
+            for table, column, kind in cursor.fetchall():
+                tables.setdefault(table, {})[column] = kind
+            return {"tables": tables}
+        finally:
+            cursor.close()
+
+    def close(self) -> None:
+        self._con.close()

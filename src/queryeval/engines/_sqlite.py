@@ -1,0 +1,140 @@
+"""SQLite (stdlib), embedded: a `mode=ro` URI, `PRAGMA query_only`, an authorizer that
+allows reads only, and a progress handler that stops the query at its deadline."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from queryeval.cases._model import OutcomeKind
+from queryeval.engines._base import (
+    Engine,
+    Limits,
+    QueryTimeout,
+    RawResult,
+    collect_rows,
+    fetch_batches,
+)
+from queryeval.engines._sandbox import describe_refusal, sql_refusal
+
+_READ_ACTIONS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+}
+_PROGRESS_STEPS = 2000  # VM instructions between deadline checks
+
+
+def _read_only_authorizer(action: int, *_args: Any) -> int:
+    return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
+
+
+def classify_sqlite(exc: BaseException) -> tuple[OutcomeKind, str] | None:
+    """sqlite3 errors as outcome kinds, by SQLite's error name, then by message."""
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    message = str(exc)
+    name = getattr(exc, "sqlite_errorname", "")
+    lowered = message.lower()
+    if name == "SQLITE_INTERRUPT" or lowered == "interrupted":
+        return "timeout", message
+    if name in {"SQLITE_READONLY", "SQLITE_AUTH"} or "not authorized" in lowered:
+        return "refused", describe_refusal(message)
+    if any(s in lowered for s in ("syntax error", "incomplete input", "unrecognized token")):
+        return "syntax", message
+    if lowered.startswith(("no such table", "no such column", "ambiguous column")):
+        return "schema", message
+    if lowered.startswith("no such function") or "wrong number of arguments" in lowered:
+        return "schema", message
+    return "runtime", message
+
+
+class SQLiteEngine(Engine):
+    """SQL on a SQLite database file, opened read-only."""
+
+    language = "sql"
+
+    def __init__(self, name: str, path: Path, limits: Limits, identity: str) -> None:
+        super().__init__(name, limits, identity)
+        self.path = path
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._con.execute("PRAGMA query_only = ON")
+        self._lock = threading.Lock()  # one connection, one statement at a time
+
+    @property
+    def dialect(self) -> str:
+        return "sqlite"
+
+    def refusal(self, query: str) -> str | None:
+        reason = sql_refusal(query, "sqlite")
+        return describe_refusal(reason) if reason else None
+
+    def _guarded(self, deadline: float) -> None:
+        def stop() -> int:
+            return 1 if time.monotonic() > deadline else 0
+
+        self._con.set_authorizer(_read_only_authorizer)
+        self._con.set_progress_handler(stop, _PROGRESS_STEPS)
+
+    def _unguarded(self) -> None:
+        self._con.set_progress_handler(None, 0)
+        self._con.set_authorizer(None)
+
+    def _run(self, query: str) -> RawResult:
+        with self._lock:
+            deadline = time.monotonic() + self.limits.timeout_s
+            self._guarded(deadline)
+            cursor = self._con.cursor()
+            try:
+                cursor.execute(query)
+                columns = [d[0] for d in cursor.description or []]
+                rows, truncated = collect_rows(fetch_batches(cursor.fetchmany, 1024), self.limits)
+            except sqlite3.OperationalError as exc:
+                if time.monotonic() > deadline and "interrupt" in str(exc).lower():
+                    raise QueryTimeout(
+                        f"interrupted after the {self.limits.timeout_s:g}s time limit"
+                    ) from None
+                raise
+            finally:
+                cursor.close()
+                self._unguarded()
+                self._con.rollback()
+        return RawResult(columns, rows, truncated)
+
+    def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
+        return classify_sqlite(exc) or ("runtime", f"{type(exc).__name__}: {exc}")
+
+    def explain(self, query: str) -> str:
+        with self._lock:
+            self._guarded(time.monotonic() + self.limits.timeout_s)
+            try:
+                rows = self._con.execute(f"EXPLAIN QUERY PLAN {query}").fetchall()
+            finally:
+                self._unguarded()
+        return "\n".join(str(r[-1]) for r in rows)
+
+    def schema(self) -> dict[str, Any]:
+        with self._lock:
+            names = [
+                r[0]
+                for r in self._con.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+                    "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                )
+            ]
+            tables = {
+                name: {
+                    col[1]: col[2]
+                    for col in self._con.execute("SELECT * FROM pragma_table_info(?)", (name,))
+                }
+                for name in names
+            }
+        return {"tables": tables}
+
+    def close(self) -> None:
+        self._con.close()

@@ -1,0 +1,122 @@
+"""Result values at the engine boundary: plain Python values, and a lossless JSON codec for
+the on-disk gold cache (JSON cannot hold decimals, datetimes, timespans, bytes or NaN)."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import sys
+import uuid
+from typing import Any
+
+
+def plain_value(value: Any) -> Any:
+    """Driver-specific values as plain Python: neo4j nodes/relationships/paths become dicts
+    (labels or type plus properties; never database ids, which differ between copies of
+    one graph), neo4j temporals become `datetime` values."""
+    if isinstance(value, list | tuple):
+        return [plain_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain_value(v) for k, v in value.items()}
+    graph = sys.modules.get("neo4j.graph")  # loaded only when a neo4j driver is in use
+    if graph is not None:
+        if isinstance(value, graph.Node):
+            return {"labels": sorted(value.labels), "properties": plain_value(dict(value))}
+        if isinstance(value, graph.Relationship):
+            return {"type": value.type, "properties": plain_value(dict(value))}
+        if isinstance(value, graph.Path):
+            return {
+                "nodes": [plain_value(n) for n in value.nodes],
+                "relationships": [plain_value(r) for r in value.relationships],
+            }
+    neo_time = sys.modules.get("neo4j.time")
+    if neo_time is not None:
+        if isinstance(value, neo_time.Duration):
+            if value.months == 0:
+                return dt.timedelta(
+                    days=value.days, seconds=value.seconds, microseconds=value.nanoseconds // 1000
+                )
+            return {"months": value.months, "days": value.days, "seconds": value.seconds,
+                    "nanoseconds": value.nanoseconds}  # fmt: skip
+        if isinstance(value, neo_time.DateTime | neo_time.Date | neo_time.Time):
+            return value.to_native()
+    return value
+
+
+# --- gold-cache codec: tagged JSON ------------------------------------------------------------
+
+_TAG = "$qe"
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return {_TAG: "float", "v": repr(value)}
+        return value
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, decimal.Decimal):
+        return {_TAG: "decimal", "v": str(value)}
+    if isinstance(value, dt.datetime):
+        return {_TAG: "datetime", "v": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {_TAG: "date", "v": value.isoformat()}
+    if isinstance(value, dt.time):
+        return {_TAG: "time", "v": value.isoformat()}
+    if isinstance(value, dt.timedelta):
+        return {_TAG: "timedelta", "v": [value.days, value.seconds, value.microseconds]}
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {_TAG: "bytes", "v": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, uuid.UUID):
+        return {_TAG: "uuid", "v": str(value)}
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return {_TAG: "set", "v": [_encode(v) for v in value]}
+    if isinstance(value, dict):
+        return {_TAG: "map", "v": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    return {_TAG: "repr", "v": repr(value)}
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    tag: Any = value.get(_TAG)
+    v: Any = value.get("v")
+    if tag == "float":
+        return float(v)
+    if tag == "decimal":
+        return decimal.Decimal(v)
+    if tag == "datetime":
+        return dt.datetime.fromisoformat(v)
+    if tag == "date":
+        return dt.date.fromisoformat(v)
+    if tag == "time":
+        return dt.time.fromisoformat(v)
+    if tag == "timedelta":
+        return dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2])
+    if tag == "bytes":
+        return base64.b64decode(v)
+    if tag == "uuid":
+        return uuid.UUID(v)
+    if tag == "set":
+        return frozenset(_decode(x) for x in v)
+    if tag == "map":
+        return {_decode(k): _decode(x) for k, x in v}
+    if tag == "repr":
+        return v
+    raise ValueError(f"unknown tag in gold cache: {tag!r}")
+
+
+def dumps(payload: Any) -> str:
+    """JSON text of `payload` with every value kept exactly (see `loads`)."""
+    return json.dumps(_encode(payload), ensure_ascii=False, separators=(",", ":"))
+
+
+def loads(text: str) -> Any:
+    """The inverse of `dumps`. Rows come back as lists; callers make tuples."""
+    return _decode(json.loads(text))

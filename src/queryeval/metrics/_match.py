@@ -1,0 +1,271 @@
+"""Row matching on encoded columns: exact multiset overlap, and overlap under tolerance.
+
+Rows are packed into one int64 key (mixed radix over the column codes; re-ranked exactly
+when the radix would overflow), so equal keys mean equal rows. Float columns compared with
+tolerance stay floats and are matched after grouping rows by their exact key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+_PACK_LIMIT = 2**62
+
+
+class RowKeys:
+    """One int64 key per row of both sides, built column by column: equal keys exactly when
+    all codes so far are equal. Mixed radix; on overflow both sides are re-ranked together,
+    so a key means the same row on either side."""
+
+    def __init__(self, n_pred: int, n_gold: int) -> None:
+        self.pred = np.zeros(n_pred, dtype=np.int64)
+        self.gold = np.zeros(n_gold, dtype=np.int64)
+        self.span = 1
+
+    def add(self, pred_codes: np.ndarray, gold_codes: np.ndarray, cardinality: int) -> None:
+        """Append one column (codes in ``[0, cardinality)`` on both sides)."""
+        if cardinality <= 1:
+            return
+        if self.span * cardinality >= _PACK_LIMIT:
+            self._rerank()
+        for key, codes in ((self.pred, pred_codes), (self.gold, gold_codes)):
+            key *= cardinality
+            key += codes
+        self.span *= cardinality
+
+    def _rerank(self) -> None:
+        joint, self.span = rerank(np.concatenate([self.pred, self.gold]))
+        self.pred, self.gold = joint[: len(self.pred)], joint[len(self.pred) :]
+
+
+def pack_both(
+    pred_codes: Sequence[np.ndarray], gold_codes: Sequence[np.ndarray], cardinalities: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row keys of both sides from per-column codes (see :class:`RowKeys`)."""
+    n_pred = len(pred_codes[0]) if pred_codes else 0
+    n_gold = len(gold_codes[0]) if gold_codes else 0
+    keys = RowKeys(n_pred, n_gold)
+    for p, g, card in zip(pred_codes, gold_codes, cardinalities, strict=True):
+        keys.add(p, g, card)
+    return keys.pred, keys.gold
+
+
+def rerank(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """Replace keys by dense codes ``0..k-1`` (exact: a dictionary, not a hash digest)."""
+    if not len(key):
+        return key, 1
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is a core dependency
+        uniques, inverse = np.unique(key, return_inverse=True)
+        return inverse.astype(np.int64).reshape(-1), len(uniques)
+    encoded = pa.array(key).dictionary_encode()
+    return encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary)
+
+
+def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct keys of a sorted array with each run's start and length."""
+    if not len(sorted_keys):
+        empty = np.empty(0, dtype=np.int64)
+        return sorted_keys, empty, empty
+    change = np.empty(len(sorted_keys), dtype=bool)
+    change[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    lengths = np.diff(np.append(starts, len(sorted_keys)))
+    return sorted_keys[starts], starts, lengths
+
+
+def _common(uniq_a: np.ndarray, uniq_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indexes into two sorted unique arrays of the keys they share."""
+    if not len(uniq_a) or not len(uniq_b):
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    where = np.searchsorted(uniq_b, uniq_a)
+    where[where == len(uniq_b)] = 0
+    hit = uniq_b[where] == uniq_a
+    return np.flatnonzero(hit), where[hit]
+
+
+def multiset_overlap(pred: np.ndarray, gold: np.ndarray) -> int:
+    """Size of the multiset intersection: the sum over keys of min(count in pred, count in gold)."""
+    up, _, cp = _runs(np.sort(pred))
+    ug, _, cg = _runs(np.sort(gold))
+    ia, ib = _common(up, ug)
+    return int(np.minimum(cp[ia], cg[ib]).sum())
+
+
+def distinct(key: np.ndarray) -> np.ndarray:
+    """The distinct keys (set semantics)."""
+    return np.unique(key)
+
+
+def distinct_rows(key: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (key, float values) rows; floats compared by exact value."""
+    if not len(key):
+        return key, values
+    stacked = np.column_stack([key, np.ascontiguousarray(values).view(np.int64)])
+    unique = np.unique(stacked, axis=0)
+    return unique[:, 0].copy(), np.ascontiguousarray(unique[:, 1:]).view(np.float64)
+
+
+def close(a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float) -> np.ndarray:
+    """Elementwise ``math.isclose``: ``|a-b| <= max(rel_tol * max(|a|,|b|), abs_tol)``."""
+    bound = np.maximum(rel_tol * np.maximum(np.abs(a), np.abs(b)), abs_tol)
+    return np.abs(a - b) <= bound
+
+
+def tolerant_overlap(
+    pred_key: np.ndarray,
+    pred_values: np.ndarray,
+    gold_key: np.ndarray,
+    gold_values: np.ndarray,
+    abs_tol: float,
+    rel_tol: float,
+) -> tuple[int, bool]:
+    """Maximum number of (pred, gold) row pairs with equal keys and all values close, and
+    whether any group was too dense for an exact matching (then a greedy lower bound).
+
+    A maximum bipartite matching, not a greedy one: greedily taking exact pairs first can
+    lose matches (pred {0, 1}, gold {1, 2}, abs_tol 1 has two matches, not one).
+    """
+    order_p = np.argsort(pred_key, kind="stable")
+    order_g = np.argsort(gold_key, kind="stable")
+    up, sp, cp = _runs(pred_key[order_p])
+    ug, sg, cg = _runs(gold_key[order_g])
+    ia, ib = _common(up, ug)
+    if not len(ia):
+        return 0, False
+    sp, cp, sg, cg = sp[ia], cp[ia], sg[ib], cg[ib]
+    single = (cp == 1) & (cg == 1)
+    total = 0
+    approximate = False
+    if single.any():
+        a = pred_values[order_p[sp[single]]]
+        b = gold_values[order_g[sg[single]]]
+        total += int(close(a, b, abs_tol, rel_tol).all(axis=1).sum())
+    for start_p, n_p, start_g, n_g in zip(
+        sp[~single].tolist(),
+        cp[~single].tolist(),
+        sg[~single].tolist(),
+        cg[~single].tolist(),
+        strict=True,
+    ):
+        a = pred_values[order_p[start_p : start_p + n_p]]
+        b = gold_values[order_g[start_g : start_g + n_g]]
+        matched, greedy = group_matching(a, b, abs_tol, rel_tol)
+        total += matched
+        approximate |= greedy
+    return total, approximate
+
+
+# Candidate pairs above which a multi-column group is matched greedily (memory bound).
+MAX_CANDIDATE_PAIRS = 5_000_000
+
+
+def group_matching(
+    a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float
+) -> tuple[int, bool]:
+    """Maximum matching between rows of ``a`` and ``b`` (2-D float arrays) under closeness;
+    the flag says a too-dense multi-column group got a greedy lower bound instead."""
+    if a.shape[1] == 1:
+        return _sorted_matching(np.sort(a[:, 0]), np.sort(b[:, 0]), abs_tol, rel_tol), False
+    try:
+        return _bipartite_matching(a, b, abs_tol, rel_tol), False
+    except _TooDense:
+        return _greedy_matching(a, b, abs_tol, rel_tol), True
+
+
+class _TooDense(Exception):
+    """More candidate pairs than MAX_CANDIDATE_PAIRS."""
+
+
+def _greedy_matching(a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float) -> int:
+    """A valid (not always maximum) matching: both sides sorted row-wise, two pointers."""
+    a = a[np.lexsort(a.T[::-1])]
+    b = b[np.lexsort(b.T[::-1])]
+    i = j = matched = 0
+    while i < len(a) and j < len(b):
+        if close(a[i], b[j], abs_tol, rel_tol).all():
+            matched += 1
+            i += 1
+            j += 1
+        elif a[i, 0] < b[j, 0]:
+            i += 1
+        else:
+            j += 1
+    return matched
+
+
+def _sorted_matching(a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float) -> int:
+    """One value per row: two pointers over both sorted lists.
+
+    Optimal because each value's set of close partners is an interval whose ends move right
+    as the value grows (checked against a brute-force matching in the tests).
+    """
+    i = j = matched = 0
+    xs, ys = a.tolist(), b.tolist()
+    while i < len(xs) and j < len(ys):
+        x, y = xs[i], ys[j]
+        if abs(x - y) <= max(rel_tol * max(abs(x), abs(y)), abs_tol):
+            matched += 1
+            i += 1
+            j += 1
+        elif x < y:
+            i += 1
+        else:
+            j += 1
+    return matched
+
+
+def _bipartite_matching(a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float) -> int:
+    """Several values per row: Hopcroft-Karp (SciPy) over the pairs that are close."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    rows, cols = _close_pairs(a, b, abs_tol, rel_tol)
+    if not len(rows):
+        return 0
+    graph = csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(len(a), len(b)))
+    match = maximum_bipartite_matching(graph, perm_type="column")
+    return int((match >= 0).sum())
+
+
+def _close_pairs(
+    a: np.ndarray, b: np.ndarray, abs_tol: float, rel_tol: float, block: int = 1 << 22
+) -> tuple[np.ndarray, np.ndarray]:
+    """All (i, j) with rows a[i] and b[j] close in every column, in memory-bounded blocks.
+
+    Candidates come from a window on the first column (sorted), so only nearby pairs are
+    checked; the window bound is conservative for the relative tolerance.
+    """
+    order = np.argsort(b[:, 0], kind="stable")
+    first = b[order, 0]
+    x = a[:, 0]
+    reach = np.maximum(abs_tol, rel_tol * np.abs(x) / max(1.0 - rel_tol, 1e-12))
+    reach += 4 * np.finfo(np.float64).eps * (np.abs(x) + reach)  # rounding of x -/+ reach
+    lo = np.searchsorted(first, x - reach, side="left")
+    hi = np.searchsorted(first, x + reach, side="right")
+    counts = hi - lo
+    if int(counts.sum()) > MAX_CANDIDATE_PAIRS:
+        raise _TooDense
+    rows_out: list[np.ndarray] = []
+    cols_out: list[np.ndarray] = []
+    start = 0
+    while start < len(a):
+        stop = start
+        budget = 0
+        while stop < len(a) and (budget == 0 or budget + counts[stop] <= block):
+            budget += int(counts[stop])
+            stop += 1
+        span = counts[start:stop]
+        i = np.repeat(np.arange(start, stop), span)
+        offsets = np.arange(len(i)) - np.repeat(np.cumsum(span) - span, span)
+        j = order[np.repeat(lo[start:stop], span) + offsets]
+        keep = close(a[i], b[j], abs_tol, rel_tol).all(axis=1)
+        rows_out.append(i[keep])
+        cols_out.append(j[keep])
+        start = stop
+    return np.concatenate(rows_out), np.concatenate(cols_out)

@@ -1,0 +1,303 @@
+"""Execution scorers: `executes`, `execution_match` (EX), `results_f1`, `results_match_legacy`.
+
+The predicted query runs once per case on the sandboxed engine, whichever of these scorers
+ask for it; each gold runs once ever (cached on disk). A case may accept several golds
+(`case.targets`, any-of): the best comparison counts and the matching gold is recorded. A
+gold that fails is the suite's problem, never the system's: the score is `error`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from queryeval.cases import Case, Output, Score
+from queryeval.errors import InputError
+from queryeval.scorers._base import Scorer, ScoringContext
+from queryeval.scorers._registry import register_scorer
+
+_SET_BY_SCORER = {"gold_query", "language"}
+
+
+class ExecutionOptions(BaseModel):
+    """Options shared by the execution scorers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    database: str | None = Field(
+        default=None, description="database when the case names none (gold query's "
+        "database, metadata.database); default: the suite's only database"
+    )  # fmt: skip
+    attempt: Literal["final", "first"] = "final"
+    comparison: dict[str, Any] = Field(
+        default_factory=dict, description="compare_results policy; overrides suite.comparison"
+    )
+
+
+def comparison_keys() -> set[str]:
+    """The policy keys `compare_results` accepts from a suite or a case."""
+    from queryeval.metrics import compare_results
+
+    params = inspect.signature(compare_results).parameters
+    return {name for name, p in params.items() if p.kind is p.KEYWORD_ONLY} - _SET_BY_SCORER
+
+
+def check_comparison(policy: dict[str, Any], where: str) -> None:
+    """An InputError for a policy key `compare_results` does not know."""
+    unknown = sorted(set(policy) - comparison_keys())
+    if unknown:
+        raise InputError(
+            f"unknown comparison option(s) {', '.join(unknown)}; expected some of "
+            f"{', '.join(sorted(comparison_keys()))}",
+            where=where,
+        )
+
+
+@dataclass
+class Gold:
+    """One accepted answer: its rows (when it ran) or why it could not be used."""
+
+    index: int
+    source: str  # "query" | "result"
+    result: Any = None
+    query: str | None = None
+    problem: str | None = None
+
+
+@dataclass
+class Prediction:
+    """The executed prediction of a case."""
+
+    database: str
+    query: str
+    execution: Any
+
+
+class _ExecutionScorer(Scorer):
+    """Shared plumbing: find the database, run the prediction once, run the golds."""
+
+    Options: ClassVar[type[BaseModel]] = ExecutionOptions
+    options: ExecutionOptions
+    default_threshold = 1.0
+    needs_gold: ClassVar[bool] = True
+
+    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """Check comparison policies (suite, scorer, cases) before anything runs."""
+        if ctx.suite is not None:
+            check_comparison(ctx.suite.comparison, "comparison")
+        check_comparison(self.options.comparison, f"scorers.{self.label}.options.comparison")
+        for case in cases:
+            policy = case.metadata.get("comparison")
+            if isinstance(policy, dict):
+                check_comparison(policy, f"case {case.id}: metadata.comparison")
+
+    # -- locating things -----------------------------------------------------------------
+
+    def _database(self, case: Case, ctx: ScoringContext) -> str | None:
+        for target in case.targets:
+            if target.query is not None and target.query.database:
+                return target.query.database
+        if case.metadata.get("database"):
+            return str(case.metadata["database"])
+        if self.options.database:
+            return self.options.database
+        names = list(ctx.suite.databases) if ctx.suite is not None else []
+        return names[0] if len(names) == 1 else None
+
+    def _predict(self, case: Case, output: Output, ctx: ScoringContext) -> Prediction | Score:
+        from queryeval.engines import execute_query
+
+        attempt = output.final if self.options.attempt == "final" else output.first
+        if attempt is None or not (attempt.query or "").strip():
+            if output.error:
+                return self.system_failed(output)
+            return Score(value=0.0, passed=False, explanation="no query was produced",
+                         details={"execution": {"kind": "missing"}})  # fmt: skip
+        database = getattr(attempt, "database", None) or self._database(case, ctx)
+        if database is None:
+            return Score.unscored("no database for this case: set the scorer's 'database', "
+                                  "the gold query's 'database' or metadata.database")  # fmt: skip
+        query = str(attempt.query)
+        return Prediction(database, query, execute_query(ctx, database, query))
+
+    def _golds(self, case: Case, ctx: ScoringContext, database: str) -> list[Gold]:
+        from queryeval.engines import gold_execution
+        from queryeval.metrics import ResultSet
+
+        golds: list[Gold] = []
+        for i, target in enumerate(case.targets):
+            if target.query is not None:
+                db = target.query.database or database
+                execution = gold_execution(ctx, db, target.query.text)
+                if execution.ok:
+                    golds.append(Gold(i, "query", execution.result, target.query.text))
+                else:
+                    o = execution.outcome
+                    golds.append(Gold(i, "query", query=target.query.text,
+                                      problem=f"gold failed: {o.kind}: {o.message}"))  # fmt: skip
+            elif target.result is not None:
+                rows = ResultSet(target.result.columns, target.result.rows)
+                golds.append(Gold(i, "result", rows))
+        return golds
+
+    def _policy(self, case: Case, ctx: ScoringContext) -> dict[str, Any]:
+        policy: dict[str, Any] = dict(ctx.suite.comparison) if ctx.suite is not None else {}
+        policy.update(self.options.comparison)
+        override = case.metadata.get("comparison")
+        if isinstance(override, dict):
+            policy.update(override)
+        return policy
+
+    @staticmethod
+    def _execution_details(pred: Prediction) -> dict[str, Any]:
+        o = pred.execution.outcome
+        return {
+            "database": pred.database,
+            "kind": o.kind,
+            "message": o.message,
+            "elapsed_s": o.elapsed_s,
+            "row_count": o.row_count,
+            "truncated": o.truncated,
+        }
+
+    # -- scoring -------------------------------------------------------------------------
+
+    def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
+        from queryeval.engines import engine_from_context
+
+        pred = self._predict(case, output, ctx)
+        if isinstance(pred, Score):
+            return pred
+        details: dict[str, Any] = {"execution": self._execution_details(pred)}
+        kind = pred.execution.outcome.kind
+        if kind == "unsupported":
+            return Score.unscored(
+                f"the engine cannot run this query: {pred.execution.outcome.message}", **details
+            )
+        if not self.needs_gold:
+            return self.from_execution(pred, details)
+        golds = self._golds(case, ctx, pred.database)
+        if not golds:
+            return Score.unscored("the case has no gold query or expected result", **details)
+        usable = [g for g in golds if g.problem is None]
+        details["gold_problems"] = [{"gold": g.index, "problem": g.problem}
+                                    for g in golds if g.problem]  # fmt: skip
+        if not usable:
+            return Score.failed("; ".join(str(g.problem) for g in golds), **details)
+        if kind != "ok":
+            details["metrics"] = self.zero_metrics()
+            return Score(value=0.0, passed=False, details=details,
+                         explanation=f"the prediction did not execute ({kind}): "
+                         f"{pred.execution.outcome.message}")  # fmt: skip
+        dialect = engine_from_context(ctx, pred.database).dialect
+        return self.from_comparisons(pred, usable, self._policy(case, ctx), dialect, details)
+
+    def from_execution(self, pred: Prediction, details: dict[str, Any]) -> Score:
+        raise NotImplementedError
+
+    def zero_metrics(self) -> dict[str, float]:
+        return {"exact": 0.0, "precision": 0.0, "recall": 0.0, "f1": 0.0, "legacy_recall": 0.0}
+
+    def from_comparisons(self, pred: Prediction, golds: list[Gold], policy: dict[str, Any],
+                         dialect: str, details: dict[str, Any]) -> Score:  # fmt: skip
+        from queryeval.metrics import compare_results
+
+        comparisons = []
+        for gold in golds:
+            extra: dict[str, Any] = (
+                {"gold_query": gold.query, "language": dialect} if gold.query else {}
+            )
+            result = compare_results(pred.execution.result, gold.result, **policy, **extra)
+            comparisons.append((gold, result))
+        best_gold, best = max(comparisons, key=lambda c: self.rank(c[1]))
+        details["metrics"] = {
+            "exact": 1.0 if best.exact else 0.0,
+            "precision": best.precision,
+            "recall": best.recall,
+            "f1": best.f1,
+            "legacy_recall": best.legacy_recall,
+        }
+        details["matched_gold"] = best_gold.index
+        details["gold_source"] = best_gold.source
+        details["comparisons"] = [
+            {"gold": g.index, "exact": r.exact, "f1": r.f1, "precision": r.precision,
+             "recall": r.recall, "legacy_recall": r.legacy_recall, "rows": r.rows,
+             "columns": r.columns, "reason": r.reason, "notes": list(r.notes),
+             "gold_rows": r.gold_rows, "pred_rows": r.pred_rows}
+            for g, r in comparisons
+        ]  # fmt: skip
+        value = self.value_of(best)
+        explanation = "" if best.exact else (best.reason or "results differ")
+        return Score(value=value, details=details, explanation=explanation)
+
+    def rank(self, result: Any) -> tuple[float, ...]:
+        """Which gold counts when several are accepted: the best by this scorer's value."""
+        return (self.value_of(result), 1.0 if result.exact else 0.0, result.f1)
+
+    def value_of(self, result: Any) -> float:
+        raise NotImplementedError
+
+    def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
+        """Counts of execution outcome kinds, gold problems, and which gold matched."""
+        outcomes = Counter(
+            s.details["execution"]["kind"] for s in scores if "execution" in s.details
+        )
+        matched = Counter(
+            str(s.details["matched_gold"]) for s in scores if "matched_gold" in s.details
+        )
+        gold_problems = sum(1 for s in scores if s.details.get("gold_problems"))
+        return {
+            "outcomes": dict(sorted(outcomes.items())),
+            "gold_problem_cases": gold_problems,
+            "matched_gold": dict(sorted(matched.items())),
+        }
+
+
+@register_scorer("executes")
+class ExecutesScorer(_ExecutionScorer):
+    """1 when the predicted query runs (outcome `ok`), else 0; `unsupported` is unscored."""
+
+    needs_gold = False
+
+    def from_execution(self, pred: Prediction, details: dict[str, Any]) -> Score:
+        ok = pred.execution.ok
+        details["metrics"] = {"executes": 1.0 if ok else 0.0}
+        o = pred.execution.outcome
+        return Score(value=1.0 if ok else 0.0, details=details,
+                     explanation="" if ok else f"{o.kind}: {o.message}")  # fmt: skip
+
+
+@register_scorer("execution_match")
+class ExecutionMatchScorer(_ExecutionScorer):
+    """Execution accuracy (Spider/BIRD EX, seed 003): 1 when the result equals a gold's
+    under the comparison policy, else 0."""
+
+    def value_of(self, result: Any) -> float:
+        return 1.0 if result.exact else 0.0
+
+
+@register_scorer("results_f1")
+class ResultsF1Scorer(_ExecutionScorer):
+    """Row-level F1 of the predicted result against the best gold (partial credit)."""
+
+    default_threshold = 1.0
+
+    def value_of(self, result: Any) -> float:
+        return float(result.f1)
+
+
+@register_scorer("results_match_legacy")
+class ResultsMatchLegacyScorer(_ExecutionScorer):
+    """Seed 002's "results match": expected rows found / expected rows (keys lower-cased,
+    values as strings, first 100 rows, extra rows never penalised). Kept to compare with
+    old numbers; `results_f1` is the default."""
+
+    default_threshold = 0.9
+
+    def value_of(self, result: Any) -> float:
+        return float(result.legacy_recall)

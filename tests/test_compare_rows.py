@@ -1,0 +1,229 @@
+"""Row policies: multiset vs set, NULLs, float tolerance, empty results, ordered with ties."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from queryeval.metrics import compare_results
+
+A = ["a"]
+AB = ["a", "b"]
+
+
+def test_identical_results_are_exact() -> None:
+    result = compare_results((AB, [(1, "x"), (2, "y")]), (AB, [(2, "y"), (1, "x")]))
+    assert result.exact
+    assert (result.precision, result.recall, result.f1) == (1.0, 1.0, 1.0)
+    assert result.reason is None
+    assert result.rows == "multiset"
+
+
+def test_duplicates_count_under_multiset_but_not_under_set() -> None:
+    pred = (A, [(1,), (1,), (2,)])
+    gold = (A, [(1,), (2,)])
+    multiset = compare_results(pred, gold, rows="multiset")
+    assert not multiset.exact
+    assert multiset.matched_rows == 2
+    assert multiset.precision == pytest.approx(2 / 3)
+    assert multiset.recall == 1.0
+    assert multiset.f1 == pytest.approx(0.8)
+    assert "3 rows predicted, 2 expected" in (multiset.reason or "")
+    as_set = compare_results(pred, gold, rows="set")
+    assert as_set.exact
+    assert (as_set.pred_rows, as_set.gold_rows) == (2, 2)
+
+
+def test_missing_duplicate_is_a_recall_loss() -> None:
+    result = compare_results((A, [(1,)]), (A, [(1,), (1,)]))
+    assert result.matched_rows == 1
+    assert (result.precision, result.recall) == (1.0, 0.5)
+
+
+def test_f1_formula_on_a_partial_match() -> None:
+    pred = (A, [(1,), (2,), (3,), (9,)])
+    gold = (A, [(1,), (2,), (3,), (4,), (5,), (6,)])
+    result = compare_results(pred, gold)
+    p, r = 3 / 4, 3 / 6
+    assert result.precision == p
+    assert result.recall == r
+    assert result.f1 == pytest.approx(2 * p * r / (p + r))
+    assert (
+        result.reason
+        == "4 rows predicted, 6 expected; 3 expected rows not found; 1 unexpected rows"
+    )
+
+
+def test_null_equals_null_by_default_and_not_when_disabled() -> None:
+    pred = (AB, [(None, 1), (2, 3)])
+    gold = (AB, [(None, 1), (2, 3)])
+    assert compare_results(pred, gold).exact
+    strict = compare_results(pred, gold, null_equals_null=False)
+    assert not strict.exact
+    assert strict.matched_rows == 1
+
+
+def test_null_is_not_a_value() -> None:
+    assert not compare_results((A, [(None,)]), (A, [("None",)])).exact
+    assert not compare_results((A, [(None,)]), (A, [(0,)])).exact
+    assert not compare_results((A, [(None,)]), (A, [(float("nan"),)])).exact
+
+
+def test_point_one_plus_point_two_needs_a_tolerance() -> None:
+    pred = (A, [(0.1 + 0.2,)])
+    gold = (A, [(0.3,)])
+    assert 0.1 + 0.2 != 0.3
+    assert not compare_results(pred, gold).exact
+    assert compare_results(pred, gold, abs_tol=1e-9).exact
+    assert compare_results(pred, gold, rel_tol=1e-9).exact
+    assert not compare_results((A, [(0.31,)]), gold, abs_tol=1e-9).exact
+
+
+def test_tolerance_applies_after_alignment_on_float_columns_only() -> None:
+    pred = (["n", "x"], [(1, 2.0000001), (2, 1.0)])
+    gold = (["x", "n"], [(1.0, 2), (2.0, 1)])
+    assert compare_results(pred, gold, abs_tol=1e-6).exact
+    # integers compare exactly even with a tolerance
+    assert not compare_results((["n"], [(1,)]), (["n"], [(2,)]), abs_tol=5).exact
+
+
+def test_tolerance_matching_is_maximal_not_greedy() -> None:
+    # exact pairs first would match 1-1 and leave 0 and 2 apart (1 match); the best is 2
+    pred = (A, [(0.0,), (1.0,)])
+    gold = (A, [(1.0,), (2.0,)])
+    assert compare_results(pred, gold, abs_tol=1.0).matched_rows == 2
+
+
+def test_tolerance_with_several_float_columns() -> None:
+    pred = (["k", "x", "y"], [("a", 1.0, 2.0), ("a", 1.0005, 5.0), ("b", 0.0, 0.0)])
+    gold = (["k", "x", "y"], [("a", 1.0, 5.0004), ("a", 1.0004, 2.0), ("b", 0.0, 0.0)])
+    result = compare_results(pred, gold, abs_tol=1e-3)
+    assert result.exact
+    assert not compare_results(pred, gold, abs_tol=1e-5).exact
+
+
+def test_nan_and_infinities_under_tolerance() -> None:
+    values = [(math.nan,), (math.inf,), (-math.inf,), (None,), (1.0,)]
+    assert compare_results((A, values), (A, list(reversed(values))), abs_tol=0.5).exact
+    assert not compare_results((A, [(math.inf,)]), (A, [(1e308,)]), rel_tol=0.5).exact
+
+
+def test_empty_vs_empty_is_exact() -> None:
+    result = compare_results((AB, []), (AB, []))
+    assert result.exact
+    assert (result.precision, result.recall, result.f1) == (1.0, 1.0, 1.0)
+
+
+def test_empty_vs_non_empty() -> None:
+    empty_pred = compare_results((AB, []), (AB, [(1, 2)]))
+    assert not empty_pred.exact
+    assert (empty_pred.precision, empty_pred.recall, empty_pred.f1) == (0.0, 0.0, 0.0)
+    empty_gold = compare_results((AB, [(1, 2)]), (AB, []))
+    assert not empty_gold.exact
+    assert (empty_gold.precision, empty_gold.recall, empty_gold.f1) == (0.0, 0.0, 0.0)
+
+
+def test_ordered_rows_must_follow_gold_order() -> None:
+    gold = (AB, [(1, "x"), (2, "y"), (3, "z")])
+    shuffled = (AB, [(1, "x"), (3, "z"), (2, "y")])
+    result = compare_results(shuffled, gold, rows="ordered", order_keys=["a"])
+    assert not result.exact
+    assert result.order_ok is False
+    assert result.f1 == 1.0  # the same rows, only in another order
+    assert result.reason == "rows out of order from row 1"
+    assert compare_results(gold, gold, rows="ordered", order_keys=["a"]).exact
+
+
+def test_ties_on_the_sort_key_may_permute() -> None:
+    gold = (AB, [(1, "x"), (2, "p"), (2, "q"), (2, "r"), (3, "z")])
+    pred = (AB, [(1, "x"), (2, "r"), (2, "p"), (2, "q"), (3, "z")])
+    query = "SELECT a, b FROM t ORDER BY a"
+    result = compare_results(pred, gold, gold_query=query)
+    assert result.rows == "ordered"
+    assert result.order_keys == ("a",)
+    assert result.exact
+    # moving a row out of its tie group is an order error
+    moved = (AB, [(2, "r"), (1, "x"), (2, "p"), (2, "q"), (3, "z")])
+    assert not compare_results(moved, gold, gold_query=query).exact
+
+
+def test_ties_on_two_keys() -> None:
+    cols = ["a", "b", "c"]
+    gold = (cols, [(1, 1, "p"), (1, 1, "q"), (1, 2, "r"), (2, 1, "s")])
+    ok = (cols, [(1, 1, "q"), (1, 1, "p"), (1, 2, "r"), (2, 1, "s")])
+    bad = (cols, [(1, 2, "r"), (1, 1, "p"), (1, 1, "q"), (2, 1, "s")])
+    query = "SELECT a, b, c FROM t ORDER BY a DESC, b"
+    assert compare_results(ok, gold, gold_query=query).exact
+    assert not compare_results(bad, gold, gold_query=query).exact
+
+
+def test_ordered_without_known_keys_is_position_by_position() -> None:
+    gold = (AB, [(1, "x"), (1, "y")])
+    swapped = (AB, [(1, "y"), (1, "x")])
+    result = compare_results(swapped, gold, rows="ordered")
+    assert not result.exact
+    assert any("position by position" in note for note in result.notes)
+    # an ORDER BY on an expression: ties unknown, so also strict
+    expr = compare_results(swapped, gold, gold_query="SELECT a, b FROM t ORDER BY lower(b)")
+    assert expr.rows == "ordered" and not expr.exact
+
+
+def test_order_by_in_a_subquery_does_not_order_the_result() -> None:
+    gold = (A, [(1,), (2,)])
+    pred = (A, [(2,), (1,)])
+    query = "SELECT a FROM (SELECT a FROM t ORDER BY a) AS s"
+    result = compare_results(pred, gold, gold_query=query)
+    assert result.rows == "multiset"
+    assert result.exact
+
+
+def test_ordered_with_tolerance_and_ties() -> None:
+    gold = (["g", "v"], [(1, 0.3), (1, 0.5), (2, 0.1)])
+    pred = (["g", "v"], [(1, 0.5000001), (1, 0.1 + 0.2), (2, 0.1)])
+    assert compare_results(pred, gold, order_keys=["g"], abs_tol=1e-6).exact
+    assert not compare_results(pred, gold, order_keys=["v"], abs_tol=1e-6).exact
+
+
+def test_unparseable_gold_query_falls_back_to_multiset_with_a_note() -> None:
+    result = compare_results((A, [(2,), (1,)]), (A, [(1,), (2,)]), gold_query="SELEC FROM WHERE (")
+    assert result.rows == "multiset"
+    assert result.exact
+    assert any("not parsed" in note for note in result.notes)
+
+
+def test_bad_options_are_refused() -> None:
+    with pytest.raises(ValueError, match="rows='sorted'"):
+        compare_results((A, []), (A, []), rows="sorted")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="abs_tol"):
+        compare_results((A, []), (A, []), abs_tol=-1)
+    with pytest.raises(ValueError, match="rel_tol"):
+        compare_results((A, []), (A, []), rel_tol=1.5)
+
+
+def test_result_is_json_able() -> None:
+    import json
+
+    data = compare_results((AB, [(1, 2)]), (AB, [(1, 3)])).to_dict()
+    assert json.loads(json.dumps(data))["column_mapping"] == [["a", "a"], ["b", "b"]]
+
+
+def test_tolerance_at_the_exact_boundary_with_several_float_columns() -> None:
+    # |3.7 - 0.7| == 3.0 in floating point, while 3.7 - 3.0 rounds above 0.7
+    pred = (["x", "y"], [(3.7, 7.3)])
+    gold = (["x", "y"], [(0.7, 8.7)])
+    assert compare_results(pred, gold, abs_tol=3.0).exact
+
+
+def test_dense_tolerance_groups_fall_back_to_a_flagged_greedy_matching(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from queryeval.metrics import _match
+
+    monkeypatch.setattr(_match, "MAX_CANDIDATE_PAIRS", 10)
+    pred = (["x", "y"], [(0.0, float(i % 2)) for i in range(8)])
+    gold = (["x", "y"], [(1e-9, float(i % 2)) for i in range(8)])
+    result = compare_results(pred, gold, abs_tol=1e-6)
+    assert result.exact  # the greedy matching still finds every pair here
+    assert any("matched greedily" in note for note in result.notes)
+    assert not any("greedily" in n for n in compare_results(pred, gold, abs_tol=1e-12).notes)
