@@ -269,6 +269,9 @@ def test_unscored_policies(
     _, (s,) = score_all(suite, [case("c")], [output("q")], tmp_path)
     assert s.status == status
     assert s.value == (pytest.approx(value) if value is not None else None)
+    if status == "unscored":
+        assert s.details["renormalized"] is False and s.details["total"] is None
+        assert s.details["partial_total"] == pytest.approx(0.5)  # what is known, kept apart
     if status == "ok":
         assert s.details["renormalized"] is True and s.details["unscored_components"] == ["b"]
         assert s.details["components"]["a"]["effective_weight"] == pytest.approx(1.0)

@@ -219,11 +219,7 @@ class CompositeScorer(Scorer):
             why = "; ".join(
                 f"{k}: {parts[k]['explanation'] or parts[k]['status']}" for k in unknown_gates
             )
-            return Score(
-                status="unscored",
-                details=details,
-                explanation=f"required component unscored: {why}",
-            )
+            return _no_verdict(details, f"required component unscored: {why}")
         if unscored:
             too_much = policy == "unscored" or (
                 policy == "auto" and missing_share >= self.options.max_unscored_weight - _EPS
@@ -232,10 +228,8 @@ class CompositeScorer(Scorer):
                 why = "; ".join(
                     f"{k}: {parts[k]['explanation'] or parts[k]['status']}" for k in unscored
                 )
-                return Score(
-                    status="unscored",
-                    details=details,
-                    explanation=f"{missing_share:.0%} of the weight is unscored ({why})",
+                return _no_verdict(
+                    details, f"{missing_share:.0%} of the weight is unscored ({why})"
                 )
         assert value is not None
         details["metrics"]["total"] = value
@@ -278,6 +272,14 @@ class CompositeScorer(Scorer):
         if judge_cost is not None:
             out["judge_cost_usd"] = judge_cost
         return out
+
+
+def _no_verdict(details: dict[str, Any], why: str) -> Score:
+    """An unscored composite: no total (the mean over what is known stays as `partial_total`)."""
+    details["partial_total"] = details["total"]
+    details["total"] = None
+    details["renormalized"] = False
+    return Score(status="unscored", details=details, explanation=why)
 
 
 def _passed(part: dict[str, Any]) -> bool:
