@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from queryeval.cases import Case, Output, Score
+from queryeval.cases import Answer, Case, Output, Query, Score
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
@@ -153,10 +153,11 @@ class QuerySimilarityScorer(_JudgedScorer):
         self, case: Case, output: Output | None, ctx: ScoringContext
     ) -> dict[str, Any] | Score:
         target = case.target
-        if target is None or target.query is None:
+        gold = target.query if target is not None else None
+        if not isinstance(gold, Query):  # shorthand strings are Query models after loading
             return Score.unscored("the case has no gold query")
         if output is None:
-            generated: str | None = target.query.text
+            generated: str | None = gold.text
         else:
             final = output.final
             generated = final.query if final is not None else None
@@ -164,8 +165,8 @@ class QuerySimilarityScorer(_JudgedScorer):
                 return Score(value=0.0, passed=False, explanation="the system produced no query")
         return {
             "question": case.question,
-            "schema": self._schema(case, target.query.database, ctx),
-            "gold_query": target.query.text,
+            "schema": self._schema(case, gold.database, ctx),
+            "gold_query": gold.text,
             "generated_query": generated,
         }
 
@@ -179,7 +180,8 @@ class QuerySimilarityScorer(_JudgedScorer):
         suite = ctx.suite
         if suite is None or not suite.databases:
             return None
-        name = database or (next(iter(suite.databases)) if len(suite.databases) == 1 else None)
+        only = next(iter(suite.databases)) if len(suite.databases) == 1 else None
+        name = database or case.metadata.get("database") or only
         if name is None:
             return None
         return ctx.resource(f"judge-schema:{name}", lambda: _engine_schema(ctx, name))
@@ -189,7 +191,7 @@ def _engine_schema(ctx: ScoringContext, database: str) -> Any:
     """The database's schema from its engine, or None when no engine can give it (the
     schema only helps the judge; its absence is not an error)."""
     try:
-        from queryeval.engines import engine_from_context  # type: ignore[attr-defined]
+        from queryeval.engines import engine_from_context
 
         return engine_from_context(ctx, database).schema()
     except Exception:
@@ -209,10 +211,11 @@ class AnswerCorrectnessScorer(_JudgedScorer):
         self, case: Case, output: Output | None, ctx: ScoringContext
     ) -> dict[str, Any] | Score:
         target = case.target
-        if target is None or target.answer is None:
+        expected = target.answer if target is not None else None
+        if not isinstance(expected, Answer):
             return Score.unscored("the case has no expected answer")
         if output is None:
-            generated: str | None = target.answer.text
+            generated: str | None = expected.text
         else:
             final = output.final
             generated = final.answer if final is not None else None
@@ -220,6 +223,6 @@ class AnswerCorrectnessScorer(_JudgedScorer):
                 return Score(value=0.0, passed=False, explanation="the system produced no answer")
         return {
             "question": case.question,
-            "expected_answer": target.answer.text,
+            "expected_answer": expected.text,
             "generated_answer": generated,
         }
