@@ -4,6 +4,7 @@ per-case overrides, details and aggregates. Stand-in scorers play the engine-bac
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -140,7 +141,7 @@ def make_suite(
         "systems": [{"name": "s", "predictions": "p.jsonl"}],
     }
     if preset:
-        data.update(PRESETS[preset])
+        data.update(copy.deepcopy(PRESETS[preset]))  # the tests edit their copy
     if scorers is not None:
         data["scorers"] = scorers
     if judge is not None:

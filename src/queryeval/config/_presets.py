@@ -5,6 +5,7 @@ A preset fills in what the suite leaves out (scorers, threshold); the suite's ow
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 
@@ -54,6 +55,6 @@ def apply_preset(data: dict[str, Any]) -> dict[str, Any]:
     if not name:
         return data
     preset = PRESETS[name]
-    merged = dict(preset)
+    merged = copy.deepcopy(preset)  # a suite may change its copy; the preset must not change
     merged.update({k: v for k, v in data.items() if v is not None})
     return merged
