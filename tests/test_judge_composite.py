@@ -435,3 +435,14 @@ def test_preset_loads_from_a_suite_file(stand_ins: None, tmp_path: Path) -> None
         "llm_query_similarity": (0.5, False),
         "results_match_legacy": (0.5, False),
     }
+
+
+def test_a_suite_editing_its_preset_copy_leaves_the_preset_alone(
+    stand_ins: None, tmp_path: Path
+) -> None:
+    (tmp_path / "suite.yaml").write_text(
+        "name: k\npreset: kql_batch\ncases: c.yaml\nsystems: [{name: s, predictions: p.jsonl}]\n"
+    )
+    suite = load_suite(tmp_path / "suite.yaml")
+    suite.scorers[0].options["components"][0]["options"] = {"by_case": {"x": 0.0}}
+    assert "options" not in PRESETS["kql_batch"]["scorers"][0]["options"]["components"][0]
