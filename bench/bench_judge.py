@@ -62,8 +62,13 @@ class Result:
 
 
 def inputs(n: int) -> list[dict[str, str]]:
+    """n distinct judgments (distinct inputs: no cache hit or de-duplication in a first run)."""
     return [
-        {"question": f"question {i}?", "expected_answer": "Paris", "generated_answer": f"answer {i}"}
+        {
+            "question": f"question {i}?",
+            "expected_answer": "Paris",
+            "generated_answer": f"answer {i}",
+        }
         for i in range(n)
     ]
 
@@ -71,7 +76,9 @@ def inputs(n: int) -> list[dict[str, str]]:
 async def run_judge(base_url: str, n: int, cache_dir: Path) -> Result:
     from queryeval.judges import Judge, JudgeConfig
 
-    config = JudgeConfig(model="bench", base_url=base_url, api_key_env=None, concurrency=CONCURRENCY)
+    config = JudgeConfig(
+        model="bench", base_url=base_url, api_key_env=None, concurrency=CONCURRENCY
+    )
     judge = Judge(config, cache_dir=cache_dir)
     start = time.perf_counter()
     verdicts = await asyncio.gather(*(judge.judge("answer_correctness", i) for i in inputs(n)))
@@ -98,7 +105,9 @@ async def run_naive(base_url: str, n: int) -> Result:
         async with sem:
             try:
                 r = await client.chat.completions.create(
-                    model="bench", messages=rubric.render(rubric.normalise(item)), temperature=0  # type: ignore[arg-type]
+                    model="bench",
+                    messages=rubric.render(rubric.normalise(item)),  # type: ignore[arg-type]
+                    temperature=0,
                 )
             except OpenAIError:
                 return False
@@ -123,8 +132,77 @@ def start_server(rate_429: float, seed: int) -> tuple[subprocess.Popen[str], str
     return proc, proc.stdout.readline().strip()
 
 
+OURS = "judge, 10% 429"
+FLOOR = "judge, no 429 (floor)"
+CACHED = "cached re-run"
+NAIVE = "SDK retries + Semaphore, 10% 429"
+
+
+def repeat_runs(n: int, repeat: int, limited_url: str, clean_url: str) -> dict[str, list[Result]]:
+    """Each configuration `repeat` times, interleaved so that machine load hits all alike."""
+    rows: dict[str, list[Result]] = {OURS: [], CACHED: [], FLOOR: [], NAIVE: []}
+    for rep in range(repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows[OURS].append(asyncio.run(run_judge(limited_url, n, Path(tmp))))
+            rows[CACHED].append(asyncio.run(run_judge(limited_url, n, Path(tmp))))
+        with tempfile.TemporaryDirectory() as tmp:
+            rows[FLOOR].append(asyncio.run(run_judge(clean_url, n, Path(tmp))))
+        rows[NAIVE].append(asyncio.run(run_naive(limited_url, n)))
+        print(f"repeat {rep + 1}/{repeat} done", flush=True)
+    return rows
+
+
+def report(rows: dict[str, list[Result]], n: int, repeat: int) -> None:
+    """Print the table (medians), the ratios, and a JSON line with the verdict."""
+    ideal = n / CONCURRENCY * LATENCY_S
+    print(
+        f"\n{n} judgments, concurrency {CONCURRENCY}, {LATENCY_S * 1000:.0f} ms per reply; "
+        f"ideal {ideal:.2f} s; median of {repeat}"
+    )
+    header = ("run", "seconds", "x ideal", "calls", "429s", "lost", "min limit")
+    print(f"{header[0]:34} " + " ".join(f"{h:>9}" for h in header[1:]))
+    medians: dict[str, float] = {}
+    for name, results in rows.items():
+        mid = sorted(results, key=lambda r: r.seconds)[len(results) // 2]
+        medians[name] = statistics.median(r.seconds for r in results)
+        cells = (
+            f"{medians[name]:.2f}",
+            f"{medians[name] / ideal:.2f}",
+            "-" if mid.calls < 0 else str(mid.calls),
+            str(mid.rate_limited) if mid.calls >= 0 else "-",
+            str(max(r.lost for r in results)),
+            "-" if mid.lowest_limit is None else f"{mid.lowest_limit:g}",
+        )
+        print(f"{name:34} " + " ".join(f"{c:>9}" for c in cells))
+    ours, floor, naive = medians[OURS], medians[FLOOR], medians[NAIVE]
+    naive_lost = max(r.lost for r in rows[NAIVE])
+    print(f"\njudge with 429s / judge without 429s (this machine's floor): {ours / floor:.2f}x")
+    print(
+        f"judge with 429s / SDK retries + Semaphore: {ours / naive:.2f}x "
+        f"(that one lost {naive_lost} judgment(s) in its worst repeat)"
+    )
+    lost = max(r.lost for r in rows[OURS])
+    second_run_calls = max(r.calls for r in rows[CACHED])
+    met = ours <= 1.25 * ideal and lost == 0 and second_run_calls == 0
+    print(
+        json.dumps(
+            {
+                "ideal_s": round(ideal, 3),
+                "judge_s": round(ours, 3),
+                "ratio": round(ours / ideal, 3),
+                "floor_ratio": round(floor / ideal, 3),
+                "lost": lost,
+                "second_run_calls": second_run_calls,
+                "target_met": met,
+            }
+        )
+    )
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--serve", type=float, default=None, help=argparse.SUPPRESS)
@@ -133,54 +211,20 @@ def main() -> None:
     if args.serve is not None:
         serve(args.serve, args.seed)
         return
-
     t0 = time.perf_counter()
-    import openai  # noqa: F401  (import once, outside the timings: ~1 s, paid once per process)
+    import openai  # noqa: F401  (imported once, outside the timings: paid once per process)
 
     print(f"import openai: {time.perf_counter() - t0:.2f} s (not in the timings below)")
-    ideal = args.n / CONCURRENCY * LATENCY_S
     limited, limited_url = start_server(0.10, args.seed)
     clean, clean_url = start_server(0.0, args.seed)
-    rows: dict[str, list[Result]] = {"judge, 10% 429": [], "judge, no 429 (floor)": [], "cached re-run": [],
-                                     "SDK retries + Semaphore, 10% 429": []}
     try:
-        for rep in range(args.repeat):
-            with tempfile.TemporaryDirectory() as tmp:
-                cache = Path(tmp)
-                rows["judge, 10% 429"].append(asyncio.run(run_judge(limited_url, args.n, cache)))
-                rows["cached re-run"].append(asyncio.run(run_judge(limited_url, args.n, cache)))
-            with tempfile.TemporaryDirectory() as tmp:
-                rows["judge, no 429 (floor)"].append(asyncio.run(run_judge(clean_url, args.n, Path(tmp))))
-            rows["SDK retries + Semaphore, 10% 429"].append(asyncio.run(run_naive(limited_url, args.n)))
-            print(f"repeat {rep + 1}/{args.repeat} done", flush=True)
+        rows = repeat_runs(args.n, args.repeat, limited_url, clean_url)
     finally:
         for proc in (limited, clean):
             assert proc.stdin is not None
             proc.stdin.close()
             proc.wait(timeout=10)
-
-    print(f"\n{args.n} judgments, concurrency {CONCURRENCY}, {LATENCY_S * 1000:.0f} ms per reply; "
-          f"ideal {ideal:.2f} s; median of {args.repeat}")
-    print(f"{'run':36} {'seconds':>8} {'x ideal':>8} {'calls':>6} {'429s':>5} {'lost':>5} {'min limit':>9}")
-    medians: dict[str, float] = {}
-    for name, results in rows.items():
-        med = statistics.median(r.seconds for r in results)
-        medians[name] = med
-        r = sorted(results, key=lambda x: x.seconds)[len(results) // 2]
-        calls = "-" if r.calls < 0 else str(r.calls)
-        lowest = "-" if r.lowest_limit is None else f"{r.lowest_limit:g}"
-        print(f"{name:36} {med:8.2f} {med / ideal:8.2f} {calls:>6} {r.rate_limited:>5} "
-              f"{max(x.lost for x in results):>5} {lowest:>9}")
-    ours = medians["judge, 10% 429"]
-    print(f"\njudge with 429s vs floor of this machine: {ours / medians['judge, no 429 (floor)']:.2f}x")
-    print(f"judge with 429s vs SDK retries + Semaphore: {ours / medians['SDK retries + Semaphore, 10% 429']:.2f}x "
-          f"(that one lost {max(x.lost for x in rows['SDK retries + Semaphore, 10% 429'])} judgment(s) "
-          "in its worst repeat)")
-    lost = max(x.lost for x in rows["judge, 10% 429"])
-    recalls = max(x.calls for x in rows["cached re-run"])
-    verdict = ours <= 1.25 * ideal and lost == 0 and recalls == 0
-    print(json.dumps({"ideal_s": round(ideal, 3), "judge_s": round(ours, 3), "ratio": round(ours / ideal, 3),
-                      "lost": lost, "second_run_calls": recalls, "target_met": verdict}))
+    report(rows, args.n, args.repeat)
 
 
 if __name__ == "__main__":
