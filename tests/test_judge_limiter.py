@@ -69,3 +69,53 @@ def test_never_more_in_flight_than_the_limit() -> None:
     peak, left = asyncio.run(run())
     assert peak == 5
     assert left == 0
+
+
+def test_retries_are_served_before_new_calls() -> None:
+    async def run() -> list[str]:
+        lim = AdaptiveLimiter(1)
+        order: list[str] = []
+        gate = asyncio.Event()
+
+        async def call(name: str, retry: bool) -> None:
+            async with lim.slot(retry=retry) as ticket:
+                order.append(name)
+                if name == "first":
+                    await gate.wait()
+                ticket.succeeded = True
+
+        first = asyncio.create_task(call("first", False))
+        await asyncio.sleep(0)
+        waiting = [
+            asyncio.create_task(call("new", False)),
+            asyncio.create_task(call("retry", True)),
+        ]
+        await asyncio.sleep(0)
+        gate.set()
+        await asyncio.gather(first, *waiting)
+        return order
+
+    assert asyncio.run(run()) == ["first", "retry", "new"]
+
+
+def test_a_cancelled_waiter_leaks_no_slot() -> None:
+    async def run() -> int:
+        lim = AdaptiveLimiter(1)
+        hold = asyncio.Event()
+
+        async def call() -> None:
+            async with lim.slot():
+                await hold.wait()
+
+        holder = asyncio.create_task(call())
+        await asyncio.sleep(0)
+        waiter = asyncio.create_task(call())
+        await asyncio.sleep(0)
+        waiter.cancel()
+        hold.set()
+        await holder
+        await asyncio.gather(waiter, return_exceptions=True)
+        async with lim.slot():  # the slot is free again
+            return lim.in_flight
+
+    assert asyncio.run(run()) == 1

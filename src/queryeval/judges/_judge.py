@@ -338,7 +338,7 @@ class Judge:
         c = self.config
         while True:
             wait_hint: float | None = None
-            async with self.limiter.slot() as ticket:
+            async with self.limiter.slot(retry=attempt > 0 or dropped_format) as ticket:
                 self.stats.calls += 1
                 try:
                     response = await client.chat.completions.create(

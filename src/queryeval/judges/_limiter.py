@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,7 +29,12 @@ class Ticket:
 
 
 class AdaptiveLimiter:
-    """At most `limit` calls in flight; the limit adapts between `minimum` and `maximum`."""
+    """At most `limit` calls in flight; the limit adapts between `minimum` and `maximum`.
+
+    Waiting calls are served first come, first served, except that retries go before new
+    calls: they have waited longest, and serving them last would leave a tail of retries
+    after everything else finished.
+    """
 
     def __init__(self, maximum: int, minimum: int = 1, factor: float = 0.5) -> None:
         if not 1 <= minimum <= maximum:
@@ -45,32 +51,50 @@ class AdaptiveLimiter:
         self.rtt_s: float | None = None  # smoothed duration of successful calls
         self._epoch = 0
         self._last_decrease = float("-inf")
-        self._cond: asyncio.Condition | None = None
+        self._retries: deque[asyncio.Future[None]] = deque()
+        self._new: deque[asyncio.Future[None]] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _condition(self) -> asyncio.Condition:
-        loop = asyncio.get_running_loop()
-        if self._cond is None or self._loop is not loop:
-            self._cond, self._loop = asyncio.Condition(), loop
-        return self._cond
-
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[Ticket]:
+    async def slot(self, retry: bool = False) -> AsyncIterator[Ticket]:
         """Hold one slot for a call; mark the ticket `overloaded` or `succeeded` inside."""
-        cond = self._condition()
-        async with cond:
-            await cond.wait_for(lambda: self.in_flight < int(self.limit))
-            self.in_flight += 1
+        await self._acquire(retry)
         ticket = Ticket(self._epoch)
         try:
             yield ticket
         finally:
             self.settle(ticket, time.monotonic())
-            async with cond:
+            self.in_flight -= 1
+            self._wake()
+
+    async def _acquire(self, retry: bool) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # waiters of another (finished) loop cannot be woken
+            self._loop, self._retries, self._new, self.in_flight = loop, deque(), deque(), 0
+        if self.in_flight < int(self.limit) and not self._retries and not self._new:
+            self.in_flight += 1
+            return
+        waiter: asyncio.Future[None] = loop.create_future()
+        (self._retries if retry else self._new).append(waiter)
+        try:
+            await waiter  # `_wake` counts the slot in before it resolves the waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # granted, then cancelled: give back
                 self.in_flight -= 1
-                # wake only as many waiters as there are free slots (notify_all would wake
-                # every queued call on each completion: quadratic work for large batches)
-                cond.notify(max(0, int(self.limit) - self.in_flight))
+                self._wake()
+            else:
+                for queue in (self._retries, self._new):
+                    if waiter in queue:
+                        queue.remove(waiter)
+            raise
+
+    def _wake(self) -> None:
+        """Hand free slots to waiters, retries first."""
+        while self.in_flight < int(self.limit) and (self._retries or self._new):
+            waiter = (self._retries or self._new).popleft()
+            if not waiter.done():
+                self.in_flight += 1
+                waiter.set_result(None)
 
     def settle(self, ticket: Ticket, now: float) -> None:
         """Adapt the limit to the outcome of one call."""
