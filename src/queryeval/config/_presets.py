@@ -46,6 +46,10 @@ PRESETS: dict[str, dict[str, Any]] = {
             {"name": "results_f1", "weight": 0},
         ],
     },
+    # seed 000: weighted AST comparison of Weaviate queries (collection 0.4, rest 0.15 each)
+    "weaviate_ast": {
+        "scorers": [{"name": "weaviate_ast"}],
+    },
 }
 
 

@@ -17,7 +17,6 @@ Policies the seed leaves open are explicit options:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 MatchOn = Literal["id", "id_and_name"]
@@ -72,8 +71,7 @@ class DimensionResult(NamedTuple):
         return "\n".join(lines)
 
 
-@dataclass(frozen=True, slots=True)
-class TermSelectionResult:
+class TermSelectionResult(NamedTuple):
     """The whole comparison of one case: per dimension, macro and micro averages."""
 
     per_dimension: dict[str, DimensionResult]
@@ -85,7 +83,7 @@ class TermSelectionResult:
     tp: int
     fp: int
     fn: int
-    policy: dict[str, str] = field(default_factory=dict)
+    policy: dict[str, str] | None = None
 
     @property
     def macro_f1(self) -> float | None:
@@ -142,6 +140,8 @@ def _get(obj: Any, key: str) -> Any:
 
 
 _MISSING = object()
+# tuple.__new__ skips the named tuples' Python-level __new__: this runs per term per case
+_new = tuple.__new__
 
 
 def _dimensions(
@@ -163,7 +163,7 @@ def _dimensions(
                 ident = ident if type(ident) is str else str(ident)
                 if plain:  # the default, and the hot path: key on the ID as written
                     if ident not in terms:
-                        terms[ident] = TermRef(ident, name)
+                        terms[ident] = _new(TermRef, (ident, name))
                     continue
                 key: Any = ident.casefold() if ignore_case else ident
                 if match_on == "id_and_name":
@@ -220,8 +220,8 @@ def term_selection(
         both_empty = not g and not p
         precision = _ratio(len(tps), len(tps) + len(fps), both_empty, zero_division)
         recall = _ratio(len(tps), len(tps) + len(fns), both_empty, zero_division)
-        per_dimension[label] = DimensionResult(
-            ds, name, tps, fps, fns, precision, recall, in_target, counted
+        per_dimension[label] = _new(
+            DimensionResult, (ds, name, tps, fps, fns, precision, recall, in_target, counted)
         )
         if counted:
             tp_all += len(tps)

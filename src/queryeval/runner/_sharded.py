@@ -21,6 +21,7 @@ import orjson
 from queryeval.cases import Case, Output
 from queryeval.cases._load import expand
 from queryeval.errors import InputError
+from queryeval.runner._store import json_default
 from queryeval.scorers import ScoringContext
 from queryeval.systems import parse_prediction_line
 
@@ -154,7 +155,9 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
                 store.append(record)
                 slim = {k: v for k, v in record.items() if k != "output"}
                 slim["scores"] = {k: _score_json(s) for k, s in scores.items()}
-                slims.append(orjson.dumps(slim, default=str, option=orjson.OPT_SERIALIZE_NUMPY))
+                slims.append(
+                    orjson.dumps(slim, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY)
+                )
                 pending += 1
                 if pending == 1000:
                     conn.send(("progress", pending))

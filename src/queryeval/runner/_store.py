@@ -20,10 +20,13 @@ RUN = "run.json"
 SUMMARY = "summary.json"
 
 
-def _json_default(obj: Any) -> Any:
-    """What orjson cannot write itself: decimals, sets, models, anything else as text."""
+def json_default(obj: Any) -> Any:
+    """What orjson cannot write itself: named tuples (as arrays), decimals, sets, models;
+    anything else as text."""
     from decimal import Decimal
 
+    if isinstance(obj, tuple):
+        return list(obj)
     if isinstance(obj, Decimal):
         return float(obj) if obj.is_finite() else str(obj)
     if isinstance(obj, set | frozenset):
@@ -112,7 +115,7 @@ class RunStore:
     def append(self, record: dict[str, Any]) -> None:
         """Write one record and hand it to the OS at once (unbuffered), so SIGKILL keeps it."""
         self._handle.write(
-            orjson.dumps(record, default=_json_default, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+            orjson.dumps(record, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
         )
 
     def close(self) -> None:

@@ -27,6 +27,7 @@ _BUILTIN: dict[str, str] = {
     "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
     "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
     "results_match_legacy": "queryeval.scorers.execution:ResultsMatchLegacyScorer",
+    "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 

@@ -117,9 +117,9 @@ class TermSelectionScorer(Scorer):
                     "recall": d.recall,
                     "in_target": d.in_target,
                     "counted": d.counted,
-                    "tp": [[t.id, t.name] for t in d.true_positives],
-                    "fp": [[t.id, t.name] for t in d.false_positives],
-                    "fn": [[t.id, t.name] for t in d.false_negatives],
+                    "tp": list(d.true_positives),  # (id, name) pairs
+                    "fp": list(d.false_positives),
+                    "fn": list(d.false_negatives),
                 }
                 for key, d in result.per_dimension.items()
             },
