@@ -173,14 +173,21 @@ def test_large_plain_python_columns_match_the_reference() -> None:
     rnd = random.Random(9)
     n = 25_000
     gold_rows = [
-        (rnd.randrange(1000), rnd.choice(["x", "y", None]), rnd.choice([0.5, 1.25, None]))
+        (
+            rnd.randrange(1000),
+            rnd.choice(["x", "y", None]),
+            rnd.choice([0.5, 1.25, None]),
+            rnd.choice([True, False]),
+        )
         for _ in range(n)
     ]
     pred_rows = gold_rows[:]
     rnd.shuffle(pred_rows)
-    pred_rows = [*pred_rows[:-7], (5000, "z", 0.5)]
-    gold = ResultSet(["a", "b", "c"], gold_rows)
-    pred = ResultSet(["c", "a", "b"], [(c, a, b) for a, b, c in pred_rows])
+    pred_rows = [*pred_rows[:-7], (5000, "z", 0.5, True)]
+    gold = ResultSet(["a", "b", "c", "d"], gold_rows)
+    pred = ResultSet(["c", "d", "a", "b"], [(c, d, a, b) for a, b, c, d in pred_rows])
+    for column in range(4):
+        assert encode_exact([pred.column_data(column)], ValuePolicy()).vectorised
     result = compare_results(pred, gold)
     assert result.matched_rows == reference_matched(pred, gold)
     assert result.matched_rows == n - 7

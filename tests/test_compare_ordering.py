@@ -74,6 +74,15 @@ KQL_CASES = [
     ("let n = 5;\nT | top n by x desc", OrderInfo(True, ("x",))),
     ("T | where s == 'a | sort by b' | project s", OrderInfo(False)),
     ("T // | sort by a\n| project a", OrderInfo(False)),
+    # sort keys follow renames and are lost when projected away or overwritten
+    (
+        "T | summarize n = count() by level | sort by n desc | project Level = level, Count = n",
+        OrderInfo(True, ("Count",)),
+    ),
+    ("T | sort by a, b | project b, c", OrderInfo(True, (None, "b"))),
+    ("T | sort by a | project-rename c = a", OrderInfo(True, ("c",))),
+    ("T | sort by a, b | extend a = 1, d = 2", OrderInfo(True, (None, "b"))),
+    ("T | sort by a, b | project-away b", OrderInfo(True, ("a", None))),
     (
         "Traces | where timestamp > ago(1h) | summarize count() by level | order by count_ desc",
         OrderInfo(True, ("count_",)),
@@ -97,9 +106,18 @@ def test_kql_operators_the_parser_cannot_lower_use_the_splitter() -> None:
     assert gold_is_ordered("T | sort by ['my col']", "kql") == OrderInfo(True, ("my col",))
 
 
-def test_kql_syntax_error() -> None:
-    with pytest.raises(ValueError, match="cannot parse KQL"):
-        gold_is_ordered("T | where (", "kql")
+def test_kql_the_grammar_misses_falls_back_to_the_splitter() -> None:
+    # duckdb-kql's grammar rejects a bare `serialize`, which Kusto accepts
+    assert gold_is_ordered("T | sort by a | serialize", "kql") == OrderInfo(True, ("a",))
+
+
+@pytest.mark.parametrize(
+    ("query", "language"),
+    [("T | where (", "kql"), ("T | where x)", "kql"), ("MATCH (m RETURN m", "cypher")],
+)
+def test_unbalanced_brackets_are_parse_errors(query: str, language: str) -> None:
+    with pytest.raises(ValueError, match="cannot parse"):
+        gold_is_ordered(query, language)
 
 
 @pytest.mark.parametrize(

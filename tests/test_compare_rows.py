@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import pytest
 
@@ -227,3 +228,12 @@ def test_dense_tolerance_groups_fall_back_to_a_flagged_greedy_matching(
     assert result.exact  # the greedy matching still finds every pair here
     assert any("matched greedily" in note for note in result.notes)
     assert not any("greedily" in n for n in compare_results(pred, gold, abs_tol=1e-12).notes)
+
+
+def test_nested_lists_and_maps() -> None:
+    # KQL dynamic columns and Cypher collect()/map projections
+    gold = (["k", "tags", "props"], [("a", [1, 2], {"x": 1, "y": [None, "z"]})])
+    same = (["k", "tags", "props"], [("a", [1.0, 2], {"y": [None, "z"], "x": Decimal("1")})])
+    reordered_list = (["k", "tags", "props"], [("a", [2, 1], {"x": 1, "y": [None, "z"]})])
+    assert compare_results(same, gold).exact
+    assert not compare_results(reordered_list, gold).exact

@@ -99,7 +99,7 @@ _CYPHER_TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _CYPHER_WRITES = {"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH",
-                  "LOAD", "ALTER", "GRANT", "REVOKE", "DENY", "START", "STOP"}  # fmt: skip
+                  "LOAD", "ALTER", "GRANT", "REVOKE", "DENY"}  # fmt: skip
 _CYPHER_PROCEDURE_WRITES = re.compile(
     r"\b(create|merge|delete|drop|set|remove|write|import|load|periodic|refactor|"
     r"trigger|schema\.assert|index|constraint)\b",
@@ -119,7 +119,7 @@ def cypher_tokens(query: str) -> list[tuple[str, str]]:
 
 def cypher_refusal(query: str) -> str | None:
     """Refuse write clauses (CREATE, MERGE, SET, DELETE, REMOVE, ...), procedure calls that
-    write, and several statements; a word after `.`, `:` or before `:` is a name, not a clause."""
+    write, and several statements; a word after `.`, `:`, `$`, `AS` or before `:` is a name."""
     tokens = cypher_tokens(query)
     for i, (kind, text) in enumerate(tokens):
         if kind == "other" and text == ";" and any(k != "other" for k, _ in tokens[i + 1 :]):
@@ -128,8 +128,8 @@ def cypher_refusal(query: str) -> str | None:
             continue
         before = tokens[i - 1][1] if i else ""
         after = tokens[i + 1][1] if i + 1 < len(tokens) else ""
-        if before in {".", ":", "$"} or after == ":":
-            continue  # a property, label, parameter or map key named like a keyword
+        if before in {".", ":", "$"} or before.upper() == "AS" or after == ":":
+            continue  # a property, label, parameter, alias or map key named like a keyword
         word = text.upper()
         if word in _CYPHER_WRITES:
             return f"{word} clause: writes are refused"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import functools
 import json
 import sys
 import uuid
@@ -16,10 +17,24 @@ def plain_value(value: Any) -> Any:
     """Driver-specific values as plain Python: neo4j nodes/relationships/paths become dicts
     (labels or type plus properties; never database ids, which differ between copies of
     one graph), neo4j temporals become `datetime` values."""
+    if "neo4j" in sys.modules and isinstance(value, _neo4j_types()):
+        return _plain_neo4j(value)
     if isinstance(value, list | tuple):
         return [plain_value(v) for v in value]
     if isinstance(value, dict):
         return {k: plain_value(v) for k, v in value.items()}
+    return value
+
+
+@functools.cache
+def _neo4j_types() -> tuple[type, ...]:
+    from neo4j.graph import Node, Path, Relationship
+    from neo4j.time import Date, DateTime, Duration, Time
+
+    return (Node, Relationship, Path, Date, DateTime, Duration, Time)
+
+
+def _plain_neo4j(value: Any) -> Any:
     graph = sys.modules.get("neo4j.graph")  # loaded only when a neo4j driver is in use
     if graph is not None:
         if isinstance(value, graph.Node):

@@ -36,7 +36,7 @@ _SIMPLE_PY_TYPES = {
     frozenset({int}): "int64",
     frozenset({float}): "float64",
     frozenset({str}): "string",
-    frozenset({bool}): "bool",
+    frozenset({bool}): "bool_",
 }
 
 

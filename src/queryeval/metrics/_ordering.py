@@ -14,6 +14,7 @@ output column (an expression), which the comparator cannot use to find ties.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -208,6 +209,22 @@ def _string_end(text: str, i: int, quote: str, verbatim: bool) -> int:
     return len(text)
 
 
+def _check_brackets(tokens: list[_Token], language: str) -> None:
+    """Raise ValueError unless every bracket closes the one that opened last."""
+    stack: list[str] = []
+    for token in tokens:
+        if token.kind != "punct":
+            continue
+        if token.text in _OPEN:
+            stack.append(_OPEN[token.text])
+        elif token.text in _CLOSE and (not stack or stack.pop() != token.text):
+            raise ValueError(
+                f"cannot parse {language}: unbalanced {token.text!r} at offset {token.start}"
+            )
+    if stack:
+        raise ValueError(f"cannot parse {language}: {len(stack)} unclosed bracket(s)")
+
+
 def _split(tokens: list[_Token], separator: str) -> list[list[_Token]]:
     parts: list[list[_Token]] = [[]]
     for token in tokens:
@@ -272,37 +289,59 @@ def _kql_order_from_ir(query: str) -> OrderInfo:
         raise _ParserUnavailable from error
     try:
         tree = lower(query)
-    except KqlSyntaxError as error:
-        raise ValueError(f"cannot parse KQL: {error}") from error
-    except (KqlUnsupportedError, RecursionError) as error:
+    except (KqlSyntaxError, KqlUnsupportedError, RecursionError) as error:
+        # the vendored grammar misses some valid operators (``serialize`` alone, ...)
         raise _ParserUnavailable from error
-    keeping = (
-        kql_ir.Where,
-        kql_ir.Project,
-        kql_ir.Extend,
-        kql_ir.Take,
-        kql_ir.ProjectAway,
-        kql_ir.ProjectRename,
-        kql_ir.Parse,
-    )
+    keeping = (kql_ir.Where, kql_ir.Take, kql_ir.Parse)
     info = OrderInfo(False)
-    for operator in tree.operators:
-        if isinstance(operator, kql_ir.Sort | kql_ir.Top):
+    for op in tree.operators:
+        if isinstance(op, kql_ir.Sort | kql_ir.Top):
             keys = tuple(
-                k.expr.name if isinstance(k.expr, kql_ir.ColumnRef) else None for k in operator.keys
+                k.expr.name if isinstance(k.expr, kql_ir.ColumnRef) else None for k in op.keys
             )
             info = OrderInfo(True, keys)
-        elif not isinstance(operator, keeping):
+        elif isinstance(op, kql_ir.Project):
+            items = []
+            for item in op.expressions:
+                source = item.expr.name if isinstance(item.expr, kql_ir.ColumnRef) else None
+                items.append((item.name or source, source))
+            info = OrderInfo(info.ordered, _projected(info.keys, items))
+        elif isinstance(op, kql_ir.ProjectRename):
+            info = OrderInfo(info.ordered, _renamed(info.keys, dict(op.renames)))
+        elif isinstance(op, kql_ir.Extend):
+            replaced = {e.name: None for e in op.expressions if e.name}
+            info = OrderInfo(info.ordered, _renamed(info.keys, replaced))
+        elif isinstance(op, kql_ir.ProjectAway):
+            info = OrderInfo(info.ordered, _renamed(info.keys, dict.fromkeys(op.columns)))
+        elif not isinstance(op, keeping):
             info = OrderInfo(False)
-    return info
+    return info if info.ordered else OrderInfo(False)
+
+
+def _projected(
+    keys: tuple[SortKey, ...], items: list[tuple[str | None, str | None]]
+) -> tuple[SortKey, ...]:
+    """Sort keys after a ``project`` of (output name, source column) items: a key column
+    projected under a new name follows it; one not projected can no longer be named."""
+    out: list[SortKey] = []
+    for key in keys:
+        names = [name for name, source in items if source is not None and source == key]
+        out.append(names[0] if names else None)
+    return tuple(out)
+
+
+def _renamed(keys: tuple[SortKey, ...], mapping: Mapping[str, str | None]) -> tuple[SortKey, ...]:
+    """Sort keys after renames (old -> new) or drops/overwrites (old -> None)."""
+    return tuple(mapping.get(k, k) if isinstance(k, str) else k for k in keys)
 
 
 def kql_order_by_pipes(query: str) -> OrderInfo:
     """The tokenizer fallback of :func:`kql_order`: split at top-level ``;`` and ``|``."""
     tokens = _tokenize(query, cypher=False)
+    _check_brackets(tokens, "KQL")
     statements = [s for s in _split(tokens, ";") if s] if tokens else []
     if not statements:
-        raise ValueError("empty KQL query")
+        raise ValueError("cannot parse KQL: empty query")
     last = statements[-1]
     if last[0].kind == "word" and last[0].text.lower() in {"let", "set", "declare"}:
         return OrderInfo(False)
@@ -315,7 +354,53 @@ def kql_order_by_pipes(query: str) -> OrderInfo:
             info = OrderInfo(True, _kql_sort_keys(segment))
         elif name not in _KQL_ORDER_KEEPING:
             info = OrderInfo(False)
+        elif info.ordered:
+            info = OrderInfo(True, _kql_track_keys(name, _kql_items(query, segment), info.keys))
     return info
+
+
+def _kql_items(query: str, segment: list[_Token]) -> list[list[_Token]]:
+    """The comma-separated arguments of a pipeline stage, after the operator's name."""
+    match = re.match(r"[A-Za-z_][\w-]*", query[segment[0].start :])
+    name_end = segment[0].start + (match.end() if match else 0)
+    args = [t for t in segment if t.start >= name_end]
+    return [item for item in _split(args, ",") if item] if args else []
+
+
+def _kql_track_keys(
+    operator: str, items: list[list[_Token]], keys: tuple[SortKey, ...]
+) -> tuple[SortKey, ...]:
+    """Sort-key names after a column-shaping operator that keeps the row order."""
+    assigned = [(item[0], item[2:]) for item in items if len(item) > 2 and item[1].text == "="]
+    if operator == "project":
+        projected: list[tuple[str | None, str | None]] = []
+        for item in items:
+            if len(item) > 2 and item[1].text == "=":
+                projected.append((_kql_plain(item[:1]), _kql_plain(item[2:])))
+            else:
+                plain = _kql_plain(item)
+                projected.append((plain, plain))
+        return _projected(keys, projected)
+    if operator == "project-rename":
+        renames: dict[str, str | None] = {}
+        for new, old in assigned:
+            new_name, old_name = _kql_name([new]), _kql_plain(old)
+            if isinstance(new_name, str) and old_name is not None:
+                renames[old_name] = new_name
+        return _renamed(keys, renames)
+    if operator == "extend":
+        return _renamed(
+            keys, {n: None for t, _ in assigned if isinstance(n := _kql_name([t]), str)}
+        )
+    if operator == "project-away":
+        return _renamed(keys, {n: None for item in items if (n := _kql_plain(item)) is not None})
+    return keys
+
+
+def _kql_plain(tokens: list[_Token]) -> str | None:
+    """The column a bare reference names (``x`` or ``['x y']``), else None."""
+    name = _kql_name(tokens)
+    return name if isinstance(name, str) else None
 
 
 def _kql_operator(query: str, segment: list[_Token]) -> str:
@@ -354,9 +439,11 @@ _CYPHER_DIRECTION = {"asc", "desc", "ascending", "descending"}
 def cypher_order(query: str) -> OrderInfo:
     """Ordered when the final top-level RETURN has an ORDER BY (a WITH ... ORDER BY or one in
     a CALL subquery does not order the result; neither does anything across a UNION)."""
-    tokens = [t for t in _tokenize(query, cypher=True) if t.depth == 0]
+    all_tokens = _tokenize(query, cypher=True)
+    _check_brackets(all_tokens, "Cypher")
+    tokens = [t for t in all_tokens if t.depth == 0]
     if not tokens:
-        raise ValueError("empty Cypher query")
+        raise ValueError("cannot parse Cypher: empty query")
     words = [t.text.lower() if t.kind == "word" else "" for t in tokens]
     if "union" in words:
         return OrderInfo(False)

@@ -1,0 +1,197 @@
+"""Cypher on a real embedded ArcadeDB (bundled JRE, Bolt plugin on 127.0.0.1) through the
+official neo4j driver. One server serves the whole module (it takes seconds to start); the
+example suite's selftest and predictions run on it too."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from queryeval.cases import Attempt, Output, load_cases
+from queryeval.config import load_suite
+from queryeval.engines import Engine, engine_from_context
+from queryeval.engines._selftest import selftest
+from queryeval.scorers import ScoringContext, build_scorer
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "examples" / "cypher" / "suite.yaml"
+LIMIT_S = 2.0  # the suite's options.timeout_s
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
+    suite = load_suite(SUITE)
+    context = ScoringContext(suite, cache_dir=tmp_path_factory.mktemp("cache"))
+    yield context
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def graph(ctx: ScoringContext) -> Engine:
+    engine = engine_from_context(ctx, "movies")
+    assert engine.limits.timeout_s == LIMIT_S
+    return engine
+
+
+def fingerprint(engine: Engine) -> tuple[int, int, str]:
+    """Node and relationship counts and a checksum of every label, type and property."""
+    nodes = engine.execute("MATCH (n) RETURN labels(n) AS labels, properties(n) AS props").result
+    rels = engine.execute(
+        "MATCH (a)-[r]->(b) RETURN type(r) AS type, properties(r) AS props, "
+        "properties(a) AS start, properties(b) AS end"
+    ).result
+    assert nodes is not None and rels is not None
+    lines = sorted(json.dumps(row, sort_keys=True, default=str) for row in nodes.rows)
+    lines += sorted(json.dumps(row, sort_keys=True, default=str) for row in rels.rows)
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    return len(nodes.rows), len(rels.rows), digest
+
+
+def test_the_fixture_graph_is_what_the_seed_says(graph: Engine) -> None:
+    from queryeval.engines._graph import load_graph_seed
+
+    seed = load_graph_seed(SUITE.parent / "fixtures" / "movies.yaml")
+    nodes, rels, _ = fingerprint(graph)
+    assert (nodes, rels) == (len(seed.nodes), len(seed.relationships))
+    assert len(seed.nodes) == 22 + 50 + 9  # movies, people, genres
+    run = graph.execute(
+        "MATCH (p:Person)-[r:ACTED_IN]->(:Movie {title: 'The Matrix'}) "
+        "RETURN p.name AS name, r.roles AS roles ORDER BY name"
+    )
+    assert run.result is not None
+    assert run.result.rows[0] == ("Carrie-Anne Moss", ["Trinity"])
+
+
+WRITES = [
+    "MATCH (n) DETACH DELETE n",
+    "MATCH ()-[r:ACTED_IN]->() DELETE r",
+    "CREATE (:Person {name: 'Intruder'})",
+    "MERGE (:Movie {title: 'New'})",
+    "MATCH (m:Movie) SET m.rating = 0",
+    "MATCH (p:Person) REMOVE p.born",
+]
+
+
+@pytest.mark.parametrize("query", WRITES)
+def test_writes_are_refused_and_the_graph_is_unchanged(graph: Engine, query: str) -> None:
+    before = fingerprint(graph)
+    assert graph.execute(query).outcome.kind == "refused"
+    assert fingerprint(graph) == before
+
+
+@pytest.mark.parametrize("query", ["MATCH (n) DETACH DELETE n", "CREATE (:Person {name: 'x'})"])
+def test_the_server_itself_refuses_writes(graph: Engine, query: str) -> None:
+    """Defence in depth: past the parser, the read-only user is refused by the server."""
+    before = fingerprint(graph)
+    with pytest.raises(Exception) as info:
+        graph._run(query)
+    assert graph.classify(info.value)[0] == "refused"
+    assert fingerprint(graph) == before
+
+
+def test_a_write_past_the_parser_is_rolled_back(graph: Engine) -> None:
+    """ArcadeDB checks an update's permission at commit; the READ transaction is rolled
+    back instead, so the change never lands."""
+    before = fingerprint(graph)
+    graph._run("MATCH (m:Movie) SET m.rating = 0 RETURN count(m)")
+    assert fingerprint(graph) == before
+    rated = graph.execute("MATCH (m:Movie) WHERE m.rating = 0 RETURN count(m) AS n")
+    assert rated.result is not None and rated.result.rows == ((0,),)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "MATCH (a), (b), (c), (d), (e) RETURN a.name, b.name, c.name, d.name, e.name",
+        "MATCH p = (a)-[*]-(b) RETURN count(p)",
+    ],
+)
+def test_a_runaway_query_times_out_and_the_next_one_runs(graph: Engine, query: str) -> None:
+    start = time.perf_counter()
+    run = graph.execute(query)
+    assert run.outcome.kind == "timeout", run.outcome.message
+    assert time.perf_counter() - start < 1.5 * LIMIT_S
+    after = graph.execute("MATCH (m:Movie) RETURN count(m) AS n")
+    assert after.result is not None and after.result.rows == ((22,),)
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("MATCH (p:Person RETURN p", "syntax"),
+        ("MATCH (n) RETURN undefined_variable", "syntax"),
+        ("RETURN 1 / 0", "runtime"),
+        ("MATCH (n:NoSuchLabel) RETURN n", "ok"),  # Cypher answers no rows, not an error
+    ],
+)
+def test_failures_are_classified(graph: Engine, query: str, kind: str) -> None:
+    assert graph.execute(query).outcome.kind == kind
+
+
+def test_graph_values_come_back_plain(graph: Engine) -> None:
+    run = graph.execute(
+        "MATCH p = (:Person {name: 'Al Pacino'})-[:ACTED_IN]->(m:Movie {title: 'Heat'}) RETURN m, p"
+    )
+    assert run.result is not None
+    movie, path = run.result.rows[0]
+    heat = {"title": "Heat", "released": 1995, "runtime": 170, "rating": 8.3}
+    assert movie == {"labels": ["Movie"], "properties": heat}
+    assert path["relationships"] == [
+        {"type": "ACTED_IN", "properties": {"roles": ["Vincent Hanna"]}}
+    ]
+    assert [n["labels"] for n in path["nodes"]] == [["Person"], ["Movie"]]
+
+
+def test_the_row_cap_truncates(ctx: ScoringContext, graph: Engine) -> None:
+    from dataclasses import replace
+
+    capped = graph.limits
+    graph.limits = replace(capped, max_rows=5)
+    try:
+        run = graph.execute("MATCH (p:Person) RETURN p.name")
+    finally:
+        graph.limits = capped
+    assert run.outcome.truncated and run.outcome.row_count == 5
+
+
+def test_schema_lists_labels_types_and_patterns(graph: Engine) -> None:
+    schema = graph.schema()
+    assert schema["labels"]["Person"] == ["born", "name"]
+    assert schema["relationship_types"]["ACTED_IN"] == ["roles"]
+    assert ["Person", "DIRECTED", "Movie"] in schema["patterns"]
+
+
+def test_selftest_ceiling_is_one(ctx: ScoringContext, graph: Engine) -> None:
+    assert ctx.suite is not None
+    cases = load_cases(ctx.suite.cases, ctx.suite.base_dir)
+    report = selftest(ctx.suite, cases, ctx)
+    assert report.checked == 22 and report.skipped == ["cy-22"]
+    assert report.ceiling == 1.0, report.failures
+
+
+EXPECTED_KINDS = {"cy-07": "refused", "cy-09": "refused", "cy-12": "syntax", "cy-14": "timeout",
+                  "cy-18": "syntax"}  # fmt: skip
+EXPECTED_MATCH = {"cy-02", "cy-05", "cy-08", "cy-13", "cy-19", "cy-21", "cy-22"}
+
+
+def test_example_predictions_score_as_designed(ctx: ScoringContext, graph: Engine) -> None:
+    assert ctx.suite is not None
+    cases = {c.id: c for c in load_cases(ctx.suite.cases, ctx.suite.base_dir)}
+    scorer = build_scorer(ctx.suite.scorers[1])
+    assert scorer.name == "execution_match"
+    lines = (SUITE.parent / "predictions" / "baseline.jsonl").read_text().splitlines()
+    matched, kinds = set(), {}
+    for line in lines:
+        record = json.loads(line)
+        output = Output(attempts=[Attempt(query=record["query"], language="cypher")])
+        score = scorer.score(cases[record["case_id"]], output, ctx)
+        kinds[record["case_id"]] = score.details["execution"]["kind"]
+        if score.value == 1.0:
+            matched.add(record["case_id"])
+    assert matched == EXPECTED_MATCH
+    assert {k: v for k, v in kinds.items() if v != "ok"} == EXPECTED_KINDS
