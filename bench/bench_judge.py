@@ -87,7 +87,12 @@ async def run_judge(base_url: str, n: int, cache_dir: Path) -> Result:
     judge.close()
     ok = sum(v.status == "ok" for v in verdicts)
     return Result(
-        seconds, judge.stats.calls, ok, n - ok, judge.stats.rate_limited, judge.limiter.lowest
+        seconds,
+        judge.client.stats.calls,
+        ok,
+        n - ok,
+        judge.client.stats.rate_limited,
+        judge.client.limiter.lowest,
     )
 
 

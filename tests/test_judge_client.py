@@ -124,7 +124,7 @@ def test_429_with_retry_after_is_waited_for_then_retried(
     assert v.status == "ok" and v.score == 0.6 and v.attempts == 2
     assert server.chat_calls == 2  # the SDK's own retries are off: one request per attempt
     assert elapsed >= 0.3
-    assert judge.stats.rate_limited == 1 and judge.limiter.decreases == 1
+    assert judge.client.stats.rate_limited == 1 and judge.client.limiter.decreases == 1
 
 
 def test_server_errors_are_retried(server: FakeOpenAI, tmp_path: Path) -> None:
@@ -132,7 +132,7 @@ def test_server_errors_are_retried(server: FakeOpenAI, tmp_path: Path) -> None:
     judge = make_judge(server, tmp_path)
     v = judge_once(judge)
     assert v.status == "ok" and v.score == 0.4 and v.attempts == 3
-    assert server.chat_calls == 3 and judge.stats.retries == 2
+    assert server.chat_calls == 3 and judge.client.stats.retries == 2
 
 
 def test_persistent_failure_is_an_error_verdict_after_bounded_attempts(
@@ -205,7 +205,7 @@ def test_cache_makes_a_rerun_free(server: FakeOpenAI, tmp_path: Path) -> None:
     assert server.chat_calls == 5  # zero new calls
     assert [v.score for v in second] == [v.score for v in first]
     assert all(v.cached for v in second) and not any(v.cached for v in first)
-    assert second_judge.stats.cache_hits == 5 and second_judge.stats.calls == 0
+    assert second_judge.stats.cache_hits == 5 and second_judge.client.stats.calls == 0
 
 
 def test_cache_key_covers_model_rubric_inputs_and_params(
@@ -302,7 +302,7 @@ def test_outage_gives_error_verdicts_and_the_run_goes_on(tmp_path: Path) -> None
     assert [v.status for v in verdicts] == ["error"] * 6
     assert "connection error" in verdicts[0].reasoning
     assert "marked down" in verdicts[-1].reasoning  # later judgments fail fast
-    assert judge.stats.calls == 3 * 2
+    assert judge.client.stats.calls == 3 * 2
 
 
 def test_api_key_is_read_from_the_named_environment_variable(

@@ -12,9 +12,10 @@ import json
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from queryeval.judges._client import Reply
 
 
 def request_key(
@@ -27,16 +28,6 @@ def request_key(
         ensure_ascii=False,
     )
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class CachedReply:
-    """A stored reply: the text, token usage and cost of the call that produced it."""
-
-    text: str
-    usage: dict[str, int]
-    cost: float | None
-    finish_reason: str | None = None
 
 
 class JudgmentCache:
@@ -55,14 +46,14 @@ class JudgmentCache:
         )
         self._db.commit()
 
-    def get(self, key: str) -> CachedReply | None:
+    def get(self, key: str) -> Reply | None:
         """The stored reply under `key`, if any."""
         with self._lock:
             row = self._db.execute("SELECT reply FROM judgments WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         data = json.loads(row[0])
-        return CachedReply(
+        return Reply(
             data["text"], data.get("usage", {}), data.get("cost"), data.get("finish_reason")
         )
 
@@ -71,7 +62,7 @@ class JudgmentCache:
             row = self._db.execute("SELECT 1 FROM judgments WHERE key = ?", (key,)).fetchone()
         return row is not None
 
-    def put(self, key: str, model: str, rubric: str, reply: CachedReply) -> None:
+    def put(self, key: str, model: str, rubric: str, reply: Reply) -> None:
         """Store a reply (the first one stored under a key wins)."""
         body = json.dumps(
             {

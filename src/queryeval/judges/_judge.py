@@ -6,28 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import random
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from queryeval.judges._budget import SpendCap
-from queryeval.judges._cache import CachedReply, JudgmentCache, request_key
+from queryeval.judges._cache import JudgmentCache, request_key
+from queryeval.judges._client import ChatClient, JudgeCallError, Reply
 from queryeval.judges._config import JudgeConfig
-from queryeval.judges._limiter import AdaptiveLimiter
 from queryeval.judges._parse import parse_reply
-from queryeval.judges._retry import retry_after_s, retry_delay_s
 from queryeval.judges._rubric import Rubric, builtin_rubric, builtin_rubric_names, load_rubric
 from queryeval.judges._tokens import estimate_prompt_tokens
 from queryeval.judges._verdict import Verdict
 
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
-
-_RETRYABLE_STATUS = {408, 409, 429}
 _RESERVE_MARGIN = 1.25  # chars/4 can undercount; reserve a bit more so the cap holds
 
 
@@ -53,14 +47,12 @@ class JudgeRequest:
 
 @dataclass
 class JudgeStats:
-    """Counters over a run: judgments asked, HTTP calls sent, cache hits, failures, spend."""
+    """Counters over a run: judgments asked, cache hits, failures, tokens and spend (HTTP
+    calls, retries and 429s are in `Judge.client.stats`)."""
 
     judgments: int = 0
-    calls: int = 0
     cache_hits: int = 0
     deduplicated: int = 0
-    retries: int = 0
-    rate_limited: int = 0
     errors: int = 0
     unscored: int = 0
     spend_cap_refusals: int = 0
@@ -71,31 +63,6 @@ class JudgeStats:
     def as_dict(self) -> dict[str, Any]:
         """A JSON-able copy."""
         return dataclasses.asdict(self)
-
-
-class JudgeCallError(Exception):
-    """A judgment whose call failed for good (retries spent, or an error not worth retrying)."""
-
-    def __init__(self, message: str, attempts: int) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-
-
-@dataclass
-class _LoopState:
-    client: AsyncOpenAI
-    inflight: dict[str, asyncio.Future[Verdict]] = field(default_factory=dict)
-    closer: asyncio.Task[None] | None = None
-
-
-async def _close_when_the_loop_ends(client: AsyncOpenAI) -> None:
-    """Sleeps until cancelled, then closes the client. `asyncio.run` cancels pending tasks
-    before closing its loop, so the client's connections close inside their own loop even
-    when the caller never calls `aclose()` (a closed loop can no longer close them)."""
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await client.close()
 
 
 class Judge:
@@ -110,16 +77,14 @@ class Judge:
     ) -> None:
         self.config = config
         self.cache = JudgmentCache(cache_dir / "judge") if config.cache and cache_dir else None
-        self.limiter = AdaptiveLimiter(config.concurrency)
+        self.client = ChatClient(config, rng)
         self.spend = SpendCap(config.max_cost_usd)
         self.stats = JudgeStats()
         self._rubric_files = dict(rubric_files or {})
         self._rubrics: dict[str, Rubric] = {}
-        self._rng = rng or random.Random(config.seed)
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._no_response_format: set[str] = set()
+        self._inflight: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Future[Verdict]]
+        ] = weakref.WeakKeyDictionary()
         self._consecutive_failures = 0
         self._down_reason: str | None = None
 
@@ -184,8 +149,8 @@ class Judge:
             if hit is not None:
                 self.stats.cache_hits += 1
                 return self._tally(self._verdict(req, hit, cached=True, attempts=0, base=base))
-        state = self._state()
-        leader = state.inflight.get(req.key)
+        inflight = self._inflight.setdefault(asyncio.get_running_loop(), {})
+        leader = inflight.get(req.key)
         if leader is not None:  # the same judgment is being asked right now: share its answer
             self.stats.deduplicated += 1
             shared = await asyncio.shield(leader)
@@ -193,7 +158,7 @@ class Judge:
                 shared, cached=True, usage={}, cost=0.0 if shared.cost is not None else None
             )
         future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
-        state.inflight[req.key] = future
+        inflight[req.key] = future
         try:
             verdict = self._tally(await self._judge_uncached(req, base))
         except BaseException:
@@ -203,7 +168,7 @@ class Judge:
             future.set_result(verdict)
             return verdict
         finally:
-            state.inflight.pop(req.key, None)
+            inflight.pop(req.key, None)
 
     async def _judge_uncached(self, req: JudgeRequest, base: dict[str, Any]) -> Verdict:
         if self._down_reason is not None:
@@ -216,7 +181,7 @@ class Judge:
                 f"spend cap reached (max_cost_usd={cap}, spent ${self.spend.spent_usd:.4f})", **base
             )
         try:
-            reply, attempts = await self._call(req)
+            reply, attempts = await self.client.complete(req.messages, _response_format(req.rubric))
         except JudgeCallError as exc:
             self.spend.settle(worst, 0.0)
             self._consecutive_failures += 1
@@ -248,7 +213,7 @@ class Judge:
     def _verdict(
         self,
         req: JudgeRequest,
-        reply: CachedReply,
+        reply: Reply,
         *,
         cached: bool,
         attempts: int,
@@ -279,129 +244,6 @@ class Judge:
         score = (parsed.score - lo) / (hi - lo)
         return Verdict(score=score, status="ok", reasoning=parsed.reasoning, **extra, **base)
 
-    # --- the HTTP call ---------------------------------------------------------------------
-
-    def _state(self) -> _LoopState:
-        """Clients and in-flight maps are bound to an event loop; keep one set per loop."""
-        loop = asyncio.get_running_loop()
-        state = self._loops.get(loop)
-        if state is None:
-            from openai import AsyncOpenAI
-
-            env = self.config.api_key_env
-            key = os.environ.get(env) if env else "unused"
-            client = AsyncOpenAI(
-                api_key=key or "missing",
-                base_url=self.config.base_url,
-                max_retries=0,  # we retry ourselves, sharing rate-limit feedback across calls
-                timeout=self.config.timeout_s,
-            )
-            state = self._loops[loop] = _LoopState(client)
-            state.closer = loop.create_task(_close_when_the_loop_ends(client))
-        return state
-
-    def _structured(self) -> bool:
-        mode = self.config.structured_output
-        return mode == "json_schema" or (
-            mode == "auto" and self.config.endpoint not in self._no_response_format
-        )
-
-    def _call_args(self, req: JudgeRequest, structured: bool) -> dict[str, Any]:
-        c = self.config
-        args: dict[str, Any] = {
-            "model": c.model,
-            "messages": req.messages,
-            "temperature": c.temperature,
-            "max_tokens": c.max_tokens,
-        }
-        if c.seed is not None:
-            args["seed"] = c.seed
-        if structured:
-            args["response_format"] = _response_format(req.rubric)
-        return args
-
-    async def _call(self, req: JudgeRequest) -> tuple[CachedReply, int]:
-        """One judgment's calls: retried on 429/5xx/timeouts/connection errors with backoff."""
-        import openai
-
-        env = self.config.api_key_env
-        if env and not os.environ.get(env):
-            raise JudgeCallError(
-                f"environment variable {env} (judge.api_key_env) is not set; set it to the "
-                "judge's API key, or set api_key_env: null for an endpoint without keys",
-                attempts=0,
-            )
-        client = self._state().client
-        structured = self._structured()
-        dropped_format = False
-        attempt = 0
-        c = self.config
-        while True:
-            wait_hint: float | None = None
-            async with self.limiter.slot(retry=attempt > 0 or dropped_format) as ticket:
-                self.stats.calls += 1
-                try:
-                    response = await client.chat.completions.create(
-                        **self._call_args(req, structured)
-                    )
-                except openai.RateLimitError as exc:
-                    if exc.code == "insufficient_quota":
-                        raise JudgeCallError(
-                            f"HTTP 429 insufficient_quota: {exc.message}", attempt + 1
-                        ) from None
-                    ticket.overloaded = True
-                    self.stats.rate_limited += 1
-                    wait_hint = retry_after_s(exc.response.headers)
-                    last = "HTTP 429 (rate limited)"
-                except openai.APIStatusError as exc:
-                    status = exc.status_code
-                    if status in (400, 422) and structured and c.structured_output == "auto":
-                        structured, dropped_format = False, True  # retry at once, plain JSON prompt
-                        continue
-                    if status not in _RETRYABLE_STATUS and status < 500:
-                        raise JudgeCallError(f"HTTP {status}: {exc.message}", attempt + 1) from None
-                    wait_hint = retry_after_s(exc.response.headers)
-                    last = f"HTTP {status}: {exc.message}"
-                except openai.APITimeoutError:
-                    last = f"timed out after {c.timeout_s:g}s"
-                except openai.APIConnectionError as exc:
-                    last = f"connection error: {exc}"
-                else:
-                    ticket.succeeded = True
-                    if dropped_format:  # remember: this endpoint rejects response_format
-                        self._no_response_format.add(c.endpoint)
-                    return self._reply(response), attempt + 1
-            attempt += 1
-            if attempt >= c.max_attempts:
-                raise JudgeCallError(f"gave up after {attempt} attempts; last: {last}", attempt)
-            if wait_hint is not None and wait_hint > c.max_retry_after_s:
-                raise JudgeCallError(
-                    f"{last}; the endpoint asks to wait {wait_hint:.0f}s, more than "
-                    f"max_retry_after_s={c.max_retry_after_s:g}",
-                    attempt,
-                )
-            self.stats.retries += 1
-            delay = retry_delay_s(
-                attempt - 1,
-                wait_hint,
-                base_s=c.backoff_base_s,
-                max_s=c.backoff_max_s,
-                rng=self._rng,
-            )
-            await asyncio.sleep(delay)
-
-    def _reply(self, response: Any) -> CachedReply:
-        choice = response.choices[0] if response.choices else None
-        text = (choice.message.content or "") if choice is not None else ""
-        usage = response.usage
-        counts = {
-            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-        }
-        price = self.config.price
-        cost = price.cost(counts["prompt_tokens"], counts["completion_tokens"]) if price else None
-        return CachedReply(text, counts, cost, getattr(choice, "finish_reason", None))
-
     # --- lifecycle -------------------------------------------------------------------------
 
     def describe(self) -> dict[str, Any]:
@@ -410,20 +252,11 @@ class Judge:
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running loop."""
-        state = self._loops.pop(asyncio.get_running_loop(), None)
-        if state is not None:
-            if state.closer is not None:
-                state.closer.cancel()
-            await state.client.close()
+        await self.client.aclose()
 
     def close(self) -> None:
         """Close the cache and the HTTP clients of loops that are not running."""
-        for loop, state in list(self._loops.items()):
-            if not loop.is_closed() and not loop.is_running():
-                if state.closer is not None:
-                    state.closer.cancel()
-                loop.run_until_complete(state.client.close())
-        self._loops.clear()
+        self.client.close()
         if self.cache is not None:
             self.cache.close()
 
