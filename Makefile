@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # torch 2.13.0 (CPU build) is installed first and pinned, so nothing pulls a CUDA build.
 TORCH  := torch==2.13.0
 
-.PHONY: demo test lint typecheck unit bench clean help
+.PHONY: demo test lint typecheck unit browser bench clean help
 
 help:
 	@echo "make demo   - create .venv, install, run the example suites, write reports"
@@ -31,7 +31,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy
 
-unit: $(STAMP)
+# headless Chromium for the HTML report's browser test (skipped when already installed)
+browser:
+	bash scripts/install-browser.sh
+
+unit: $(STAMP) browser
 	$(BIN)/python -m pytest -q
 
 test: lint unit

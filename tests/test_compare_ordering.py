@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from queryeval.metrics import OrderInfo, gold_is_ordered
-from queryeval.metrics._ordering import kql_order_by_pipes
+from queryeval.metrics._order_kql import kql_order_by_pipes
 
 
 @pytest.mark.parametrize(

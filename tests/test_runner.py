@@ -316,3 +316,27 @@ def test_sharded_run_checks_inputs_before_writing(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown case id 'ghost'") as info2:
         run_suite(load_suite(suite_path), tmp_path / "run2", progress=False)
     assert info2.value.line == 51
+
+
+def test_case_verdict_required_and_informational_scorers() -> None:
+    from queryeval.cases import Score
+    from queryeval.config import ScorerConfig
+    from queryeval.runner import case_passed
+    from queryeval.scorers import build_scorer
+
+    def scorers(**configs: dict) -> dict:
+        return {
+            k: build_scorer(ScorerConfig(name="term_selection", id=k, **v))
+            for k, v in configs.items()
+        }
+
+    ok, bad = Score(value=1.0, passed=True), Score(value=0.0, passed=False)
+    none = Score.unscored("no judge")
+    plain = scorers(a={}, b={})
+    assert case_passed({"a": ok, "b": ok}, plain) is True
+    assert case_passed({"a": ok, "b": bad}, plain) is False
+    assert case_passed({"a": none, "b": none}, plain) is None
+    info = scorers(a={"required": True}, b={"weight": 0})
+    assert case_passed({"a": ok, "b": bad}, info) is True  # weight 0 only informs
+    assert case_passed({"a": none, "b": ok}, info) is False  # required must pass
+    assert case_passed({"a": ok, "b": none}, scorers(a={"weight": 0}, b={})) is None

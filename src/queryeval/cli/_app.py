@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from queryeval.cli._compare import compare_command  # light: heavy imports are inside
 from queryeval.errors import InputError
 
 app = typer.Typer(
@@ -34,17 +35,33 @@ def run(
     resume: Annotated[bool, typer.Option(help="skip (system, case) pairs already stored")] = False,
     overwrite: Annotated[bool, typer.Option(help="replace a run already in --out")] = False,
     progress: Annotated[bool, typer.Option(help="show progress")] = True,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="a stored run to compare with (relative gates, comparison report)"),
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option(help="also write JUnit XML here (cases and gates as tests)")
+    ] = None,
 ) -> None:
     """Run a suite: generate, score, store results.jsonl, summary.json, run.json and reports.
 
     Exit codes: 0 complete and gates pass, 1 a gate failed, 2 bad input.
     """
-    from queryeval.config import load_suite
+    from queryeval.config import ReportConfig, load_suite
     from queryeval.runner import run_suite
 
+    extra = [ReportConfig(kind="junit", path=str(junit.resolve()))] if junit else []
     try:
         config = load_suite(suite)
-        result = run_suite(config, out, resume=resume, overwrite=overwrite, progress=progress)
+        result = run_suite(
+            config,
+            out,
+            resume=resume,
+            overwrite=overwrite,
+            progress=progress,
+            baseline=baseline,
+            extra_reports=extra,
+        )
     except InputError as exc:
         raise fail_input(exc) from None
     typer.echo(f"run directory: {result.out_dir}")
@@ -54,7 +71,12 @@ def run(
     failed = [g for g in result.gates if not g["passed"]]
     if failed:
         for g in failed:
-            typer.echo(f"gate failed: {g['system']}: {g['gate']} (value {g['value']})", err=True)
+            bound = f", bound {g['bound']}" if "bound" in g else ""
+            note = f"; {g['note']}" if g.get("note") else ""
+            typer.echo(
+                f"gate failed: {g['system']}: {g['gate']} (value {g['value']}{bound}{note})",
+                err=True,
+            )
         raise typer.Exit(code=1)
 
 
@@ -96,6 +118,25 @@ def report(
 
     try:
         report_command(run_dir)
+    except InputError as exc:
+        raise fail_input(exc) from None
+
+
+app.command("compare")(compare_command)
+
+
+@app.command()
+def selftest(
+    suite: SuiteArg,
+    cache_dir: Annotated[
+        Path, typer.Option(help="cache folder (gold results, fixture databases)")
+    ] = Path(".queryeval-cache"),
+) -> None:
+    """Run every gold query as the prediction and report the ceiling (exit 1 below 1.0)."""
+    from queryeval.cli._selftest import selftest_command
+
+    try:
+        selftest_command(suite, cache_dir)
     except InputError as exc:
         raise fail_input(exc) from None
 

@@ -14,7 +14,8 @@ def report_command(run_dir: Path) -> None:
     from queryeval.config import load_suite
     from queryeval.reports import write_reports
     from queryeval.runner import RunStore, plan_run
-    from queryeval.runner._store import RUN, SUMMARY
+    from queryeval.runner._baseline import compare_with_baseline, load_baseline
+    from queryeval.runner._store import COMPARISON, RUN, SUMMARY
     from queryeval.stats import check_gates, summarize
 
     store = RunStore(run_dir)
@@ -31,9 +32,20 @@ def report_command(run_dir: Path) -> None:
         [s.name for s in plan.systems],
         seed=suite.seed,
     )
-    summary["gates"] = check_gates(suite.gates, summary)
+    baseline = load_baseline(
+        suite,
+        Path(info["baseline"]) if info.get("baseline") else None,
+        [s.name for s in plan.systems],
+    )
+    summary["gates"] = check_gates(
+        suite.gates, summary, baseline.summary if baseline is not None else None
+    )
     store.write_json(SUMMARY, summary)
+    comparison = None
+    if baseline is not None:
+        comparison = compare_with_baseline(suite, baseline, list(store.records()), run_dir)
+        store.write_json(COMPARISON, comparison)
     for kind, path in write_reports(
-        suite, run_dir, plan.cases, summary, store, plan.scorers
+        suite, run_dir, plan.cases, summary, store, plan.scorers, comparison=comparison
     ).items():
         typer.echo(f"{kind}: {path}")

@@ -2,6 +2,7 @@
 
 from queryeval.config._load import load_suite
 from queryeval.config._model import (
+    BaselineConfig,
     DatabaseConfig,
     ReportConfig,
     ScorerConfig,
@@ -12,6 +13,7 @@ from queryeval.config._presets import PRESETS
 
 __all__ = [
     "PRESETS",
+    "BaselineConfig",
     "DatabaseConfig",
     "ReportConfig",
     "ScorerConfig",

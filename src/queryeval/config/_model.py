@@ -100,6 +100,20 @@ class ReportConfig(_Model):
         return {"kind": data} if isinstance(data, str) else data
 
 
+class BaselineConfig(_Model):
+    """A stored run to compare with: baseline-relative gates and the comparison report."""
+
+    run: str = Field(description="the baseline run directory, relative to the suite file")
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="significance level")
+    systems: list[str] = Field(default_factory=list, description="pairs 'A=B' or shared names")
+    metrics: list[str] = Field(default_factory=list, description="the first decides the verdict")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: Any) -> Any:
+        return {"run": data} if isinstance(data, str) else data
+
+
 class SuiteConfig(_Model):
     """A whole evaluation suite, as written in YAML."""
 
@@ -114,6 +128,7 @@ class SuiteConfig(_Model):
     scorers: list[ScorerConfig] = Field(default_factory=list)
     threshold: float | None = Field(default=None, description="pass threshold for the case")
     gates: list[str] = Field(default_factory=list)
+    baseline: BaselineConfig | None = None
     reports: list[ReportConfig] = Field(default_factory=lambda: [ReportConfig(kind="console")])
     judge: dict[str, Any] | None = None
     embeddings: dict[str, Any] | None = None

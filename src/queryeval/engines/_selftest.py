@@ -45,13 +45,14 @@ class SelftestReport:
 def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> SelftestReport:
     """Run each gold query of each case as the prediction (see the module docstring)."""
     from queryeval.scorers import build_scorer
+    from queryeval.scorers.execution import target_query
 
     scorer = build_scorer(ScorerConfig(name="execution_match"))
     scorer.prepare(cases, ctx)
     items: list[SelftestItem] = []
     skipped: list[str] = []
     for case in cases:
-        queries = [(i, t.query) for i, t in enumerate(case.targets) if t.query is not None]
+        queries = [(i, q) for i, t in enumerate(case.targets) if (q := target_query(t))]
         if not queries:
             skipped.append(case.id)
             continue

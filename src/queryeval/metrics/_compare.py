@@ -18,7 +18,7 @@ column outside ``gold_subset``), no row can be equal: matched = 0 and ``exact`` 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -33,22 +33,21 @@ from queryeval.metrics._columns import (
     align_by_position,
     search_permutation,
 )
-from queryeval.metrics._encode import (
-    TAG_CARDINALITY,
-    encode_exact,
-    encode_numeric,
-    numeric_kind,
-)
+from queryeval.metrics._encode import TAG_CARDINALITY, encode_exact, encode_numeric, numeric_kind
 from queryeval.metrics._legacy import LEGACY_ROW_LIMIT, legacy_recall
-from queryeval.metrics._match import (
-    RowKeys,
-    distinct,
-    distinct_rows,
-    multiset_overlap,
-    tolerant_overlap,
-)
 from queryeval.metrics._ordering import SortKey, gold_is_ordered
 from queryeval.metrics._resultset import ResultLike, ResultSet, as_result_set
+from queryeval.metrics._rows import (
+    Options,
+    Pair,
+    RowOutcome,
+    compare_rows,
+    encode_rows,
+    is_tolerant,
+    pair_encoder,
+    row_counts,
+    rows_equal,
+)
 
 RowPolicy = Literal["auto", "ordered", "multiset", "set"]
 ColumnPolicy = Literal["by_name", "by_position", "permutation", "gold_subset"]
@@ -88,39 +87,6 @@ class ComparisonResult:
         return data
 
 
-@dataclass(frozen=True, slots=True)
-class _Options:
-    abs_tol: float
-    rel_tol: float
-    null_equals_null: bool
-    policy: ValuePolicy
-
-    @property
-    def tolerant(self) -> bool:
-        return self.abs_tol > 0 or self.rel_tol > 0
-
-
-@dataclass(frozen=True, slots=True)
-class _Pair:
-    """One aligned column pair, encoded: exact codes, or tags plus floats under tolerance."""
-
-    gold: np.ndarray
-    pred: np.ndarray
-    cardinality: int
-    gold_values: np.ndarray | None = None
-    pred_values: np.ndarray | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Rows:
-    matched: int
-    pred_rows: int
-    gold_rows: int
-    order_ok: bool | None
-    first_misordered: int | None = None
-    approximate: bool = False  # a dense group under tolerance was matched greedily
-
-
 def compare_results(
     pred: ResultLike,
     gold: ResultLike,
@@ -148,7 +114,7 @@ def compare_results(
     _check_options(rows, columns, abs_tol, rel_tol, max_permutations)
     p = as_result_set(pred, "pred")
     g = as_result_set(gold, "gold")
-    options = _Options(
+    options = Options(
         float(abs_tol),
         float(rel_tol),
         null_equals_null,
@@ -170,9 +136,9 @@ def compare_results(
     missing = tuple(g.columns[i] for i in alignment.missing)
     extra = tuple(p.columns[j] for j in alignment.extra)
 
-    def result(rows: _Rows, column_problem: str | None) -> ComparisonResult:
+    def result(rows: RowOutcome, column_problem: str | None) -> ComparisonResult:
         precision, recall, f1 = _prf(rows.matched, rows.pred_rows, rows.gold_rows)
-        equal = column_problem is None and _rows_equal(rows, row_policy)
+        equal = column_problem is None and rows_equal(rows, row_policy)
         reason = column_problem or (None if equal else _row_reason(rows))
         if column_problem is not None:  # the columns do not align: no row can be equal
             precision = recall = f1 = 0.0
@@ -203,23 +169,18 @@ def compare_results(
 
     column_problem = _column_problem(missing, extra, columns)
     if column_problem is not None:
-        n_pred, n_gold = _row_counts(p, g, row_policy, options)
-        return result(_Rows(0, n_pred, n_gold, None), column_problem)
+        n_pred, n_gold = row_counts(p, g, row_policy, options)
+        return result(RowOutcome(0, n_pred, n_gold, None), column_problem)
 
-    encoded = _encode_rows(
+    encoded = encode_rows(
         alignment.pairs,
-        _pair_encoder(p, g, options),
+        pair_encoder(p, g, options),
         p.num_rows,
         g.num_rows,
         _tie_positions(tie_columns, alignment.pairs),
         options,
     )
-    return result(_compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options), None)
-
-
-def _rows_equal(rows: _Rows, row_policy: str) -> bool:
-    same = rows.matched == rows.pred_rows == rows.gold_rows
-    return same and (row_policy != "ordered" or bool(rows.order_ok))
+    return result(compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options), None)
 
 
 # -- options ------------------------------------------------------------------------------
@@ -316,179 +277,6 @@ def _column_problem(missing: tuple[str, ...], extra: tuple[str, ...], policy: st
     return "; ".join(problems) if problems else None
 
 
-# -- encoding and rows -----------------------------------------------------------------------
-
-
-def _is_tolerant(kinds: set[str]) -> bool:
-    return "float" in kinds and kinds <= {"int", "float", "null"}
-
-
-PairSource = Callable[[int, int], _Pair]
-
-
-def _pair_encoder(p: ResultSet, g: ResultSet, options: _Options) -> PairSource:
-    """Encode one (gold column, predicted column) pair on demand, in one shared code space."""
-
-    def encode(gi: int, pj: int) -> _Pair:
-        gold_data, pred_data = g.column_data(gi), p.column_data(pj)
-        kinds = {numeric_kind(gold_data), numeric_kind(pred_data)} if options.tolerant else set()
-        if _is_tolerant(kinds):
-            gold_tags, gold_values = encode_numeric(gold_data)
-            pred_tags, pred_values = encode_numeric(pred_data)
-            return _Pair(gold_tags, pred_tags, TAG_CARDINALITY, gold_values, pred_values)
-        codes = encode_exact([pred_data, gold_data], options.policy)
-        return _Pair(codes.codes[1], codes.codes[0], codes.cardinality)
-
-    return encode
-
-
-@dataclass(frozen=True, slots=True)
-class _Encoded:
-    """Both sides' rows as keys (+ floats compared with tolerance) and gold's tie columns."""
-
-    keys: RowKeys
-    values_p: np.ndarray | None
-    values_g: np.ndarray | None
-    ok_p: np.ndarray
-    ok_g: np.ndarray
-    ties: list[np.ndarray]
-
-
-def _encode_rows(
-    pairs: Mapping,
-    source: PairSource,
-    n_pred: int,
-    n_gold: int,
-    tie_positions: tuple[int, ...],
-    options: _Options,
-) -> _Encoded:
-    """Pack the aligned columns into row keys one pair at a time (codes are dropped as soon as
-    they are packed, which keeps the peak memory near two int64 arrays)."""
-    keys = RowKeys(n_pred, n_gold)
-    ok_p = np.ones(n_pred, dtype=bool)
-    ok_g = np.ones(n_gold, dtype=bool)
-    values_p: list[np.ndarray] = []
-    values_g: list[np.ndarray] = []
-    ties: list[np.ndarray] = []
-    for index, (gi, pj) in enumerate(pairs):
-        pair = source(gi, pj)
-        keys.add(pair.pred, pair.gold, pair.cardinality)
-        if not options.null_equals_null:
-            ok_p &= pair.pred != 0
-            ok_g &= pair.gold != 0
-        if pair.pred_values is not None and pair.gold_values is not None:
-            values_p.append(pair.pred_values)
-            values_g.append(pair.gold_values)
-        if index in tie_positions:
-            ties.append(pair.gold)
-            if pair.gold_values is not None:
-                ties.append(pair.gold_values.view(np.int64))
-    return _Encoded(keys, _stack(values_p, n_pred), _stack(values_g, n_gold), ok_p, ok_g, ties)
-
-
-def _compare_rows(
-    encoded: _Encoded, n_pred: int, n_gold: int, row_policy: str, options: _Options
-) -> _Rows:
-    key_p, key_g = encoded.keys.pred, encoded.keys.gold
-    values_p, values_g = encoded.values_p, encoded.values_g
-    ok_p, ok_g = encoded.ok_p, encoded.ok_g
-
-    approximate = False
-
-    def overlap(kp: np.ndarray, kg: np.ndarray) -> int:
-        nonlocal approximate
-        if values_p is None or values_g is None:
-            return multiset_overlap(kp[ok_p], kg[ok_g])
-        matched, greedy = tolerant_overlap(
-            kp[ok_p], values_p[ok_p], kg[ok_g], values_g[ok_g], options.abs_tol, options.rel_tol
-        )
-        approximate |= greedy
-        return matched
-
-    if row_policy == "set":
-        key_p, values_p, ok_p = _distinct(key_p, values_p, ok_p)
-        key_g, values_g, ok_g = _distinct(key_g, values_g, ok_g)
-    matched = overlap(key_p, key_g)
-    if row_policy != "ordered":
-        return _Rows(matched, len(key_p), len(key_g), None, approximate=approximate)
-    if n_pred != n_gold:
-        return _Rows(matched, n_pred, n_gold, False, approximate=approximate)
-    segment = _segments(encoded.ties, n_gold)
-    ordered = RowKeys(0, 0)
-    ordered.pred, ordered.gold, ordered.span = key_p.copy(), key_g.copy(), encoded.keys.span
-    ordered.add(segment, segment, int(segment[-1]) + 1 if n_gold else 1)
-    in_order = overlap(ordered.pred, ordered.gold)
-    order_ok = in_order == n_gold and bool(ok_p.all()) and bool(ok_g.all())
-    first_bad = None if order_ok else _first_misordered(ordered.pred, ordered.gold, segment)
-    return _Rows(matched, n_pred, n_gold, order_ok, first_bad, approximate)
-
-
-def _stack(columns: Sequence[np.ndarray], n: int) -> np.ndarray | None:
-    if not columns:
-        return None
-    return np.column_stack(columns).reshape(n, len(columns))
-
-
-def _matchable(codes: list[np.ndarray], n: int, options: _Options) -> np.ndarray:
-    """Rows that may match anything: all, unless NULL never equals NULL and the row has one."""
-    ok = np.ones(n, dtype=bool)
-    if not options.null_equals_null:
-        for column in codes:
-            ok &= column != 0
-    return ok
-
-
-def _distinct(
-    key: np.ndarray, values: np.ndarray | None, ok: np.ndarray
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Distinct rows; a row that can never match (NULL under null_equals_null=False) is
-    distinct from every row, itself included, so each one is kept."""
-    never = ~ok
-    if values is None:
-        kept = distinct(key[ok])
-        out_values = None
-    else:
-        kept, out_values = distinct_rows(key[ok], values[ok])
-        out_values = np.concatenate([out_values, values[never]])
-    out_key = np.concatenate([kept, key[never]])
-    out_ok = np.concatenate([np.ones(len(kept), bool), np.zeros(int(never.sum()), bool)])
-    return out_key, out_values, out_ok
-
-
-def _segments(ties: list[np.ndarray], n: int) -> np.ndarray:
-    """Tie-group number of each gold row: runs of equal gold sort-key values; each row its
-    own group when no sort key is known."""
-    if not ties or not n:
-        return np.arange(n, dtype=np.int64)
-    change = np.zeros(n, dtype=bool)
-    change[0] = True
-    for column in ties:
-        change[1:] |= column[1:] != column[:-1]
-    return np.cumsum(change, dtype=np.int64) - 1
-
-
-def _first_misordered(seg_p: np.ndarray, seg_g: np.ndarray, segment: np.ndarray) -> int | None:
-    """Row position where the first tie group with different rows starts (exact keys)."""
-    bad = np.flatnonzero(seg_p != seg_g)
-    if not len(bad):
-        return None
-    start = segment[bad[0]]
-    return int(np.searchsorted(segment, start))
-
-
-def _row_counts(p: ResultSet, g: ResultSet, row_policy: str, options: _Options) -> tuple[int, int]:
-    if row_policy != "set":
-        return p.num_rows, g.num_rows
-    counts = []
-    for result in (p, g):
-        keys = RowKeys(result.num_rows, 0)
-        for i in range(result.num_columns):
-            codes = encode_exact([result.column_data(i)], options.policy)
-            keys.add(codes.codes[0], np.empty(0, dtype=np.int64), codes.cardinality)
-        counts.append(len(distinct(keys.pred)))
-    return counts[0], counts[1]
-
-
 def _prf(matched: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
     if n_pred == 0 and n_gold == 0:
         return 1.0, 1.0, 1.0
@@ -498,7 +286,7 @@ def _prf(matched: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
     return precision, recall, f1
 
 
-def _row_reason(outcome: _Rows) -> str:
+def _row_reason(outcome: RowOutcome) -> str:
     parts = []
     if outcome.pred_rows != outcome.gold_rows:
         parts.append(f"{outcome.pred_rows} rows predicted, {outcome.gold_rows} expected")
@@ -524,7 +312,7 @@ def _permutation(
     g: ResultSet,
     row_policy: str,
     tie_columns: tuple[int, ...],
-    options: _Options,
+    options: Options,
     max_permutations: int,
     notes: list[str],
 ) -> Alignment:
@@ -540,23 +328,23 @@ def _permutation(
     gold_views = [_view(d, c, options) for d, c in zip(gold_data, shared.codes[k:], strict=True)]
 
     def tolerant(a: ColumnView, b: ColumnView) -> bool:
-        return options.tolerant and _is_tolerant({a.numeric, b.numeric})
+        return options.tolerant and is_tolerant({a.numeric, b.numeric})
 
-    def pair(gi: int, pj: int) -> _Pair:
+    def pair(gi: int, pj: int) -> Pair:
         gv, pv = gold_views[gi], pred_views[pj]
         if tolerant(gv, pv):
             assert gv.tags is not None and pv.tags is not None
-            return _Pair(gv.tags, pv.tags, TAG_CARDINALITY, gv.values, pv.values)
-        return _Pair(gv.codes, pv.codes, shared.cardinality)
+            return Pair(gv.tags, pv.tags, TAG_CARDINALITY, gv.values, pv.values)
+        return Pair(gv.codes, pv.codes, shared.cardinality)
 
-    def rows_for(mapping: Mapping) -> _Rows:
-        encoded = _encode_rows(
+    def rows_for(mapping: Mapping) -> RowOutcome:
+        encoded = encode_rows(
             mapping, pair, p.num_rows, g.num_rows, _tie_positions(tie_columns, mapping), options
         )
-        return _compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options)
+        return compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options)
 
     def is_exact(mapping: Mapping) -> bool:
-        return _rows_equal(rows_for(mapping), row_policy)
+        return rows_equal(rows_for(mapping), row_policy)
 
     first = by_name.pairs if not by_name.missing else None
     search = search_permutation(
@@ -581,7 +369,7 @@ def _permutation(
     return Alignment(chosen, (), ())
 
 
-def _view(data: Any, codes: np.ndarray, options: _Options) -> ColumnView:
+def _view(data: Any, codes: np.ndarray, options: Options) -> ColumnView:
     kind = numeric_kind(data) if options.tolerant else "other"
     if kind in {"int", "float", "null"}:
         tags, values = encode_numeric(data)

@@ -1,4 +1,8 @@
-"""Reports: console, JSON, Excel (and more as they are registered in `_WRITERS`)."""
+"""Reports: console, JSON, Excel, HTML, Markdown and JUnit (registered in `_WRITERS`).
+
+Every writer takes keywords: summary, out, path, cases, records (a function returning the
+stored records), scorers, options, comparison (the comparison with a baseline, or None).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from queryeval.cases import Case
 from queryeval.errors import InputError
 
 if TYPE_CHECKING:
-    from queryeval.config import SuiteConfig
+    from queryeval.config import ReportConfig, SuiteConfig
     from queryeval.runner import RunStore
     from queryeval.scorers import Scorer
 
@@ -35,10 +39,56 @@ def _excel(**kw: Any) -> Path | None:
     return write_excel(path, kw["summary"], kw["cases"], kw["records"](), kw["scorers"])
 
 
+def _run_info(out: Path) -> dict[str, Any] | None:
+    import orjson
+
+    path = Path(out) / "run.json"
+    if not path.exists():
+        return None
+    try:
+        data = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _html(**kw: Any) -> Path | None:
+    from queryeval.reports._html import write_html
+
+    path = kw["path"] or Path(kw["out"]) / "report.html"
+    return write_html(
+        path,
+        kw["summary"],
+        kw["cases"],
+        kw["records"](),
+        kw["scorers"],
+        options=kw.get("options"),
+        run_info=_run_info(kw["out"]),
+        comparison=kw.get("comparison"),
+    )
+
+
+def _markdown(**kw: Any) -> Path | None:
+    from queryeval.reports._markdown import write_markdown
+
+    path = kw["path"] or Path(kw["out"]) / "report.md"
+    return write_markdown(path, kw["summary"], kw.get("comparison"))
+
+
+def _junit(**kw: Any) -> Path | None:
+    from queryeval.reports._junit import write_junit
+
+    path = kw["path"] or Path(kw["out"]) / "junit.xml"
+    return write_junit(path, kw["summary"], kw["cases"], kw["records"](), kw["scorers"])
+
+
 _WRITERS: dict[str, ReportWriter] = {
     "console": _console,
     "json": _json,
     "excel": _excel,
+    "html": _html,
+    "markdown": _markdown,
+    "junit": _junit,
 }
 
 
@@ -54,8 +104,13 @@ def write_reports(
     summary: Mapping[str, Any],
     store: RunStore,
     scorers: Mapping[str, Scorer],
+    *,
+    extra: Sequence[ReportConfig] = (),
+    comparison: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Write every report the suite configures; returns kind -> path for the files written."""
+    """Write every report the suite configures (plus `extra` ones, e.g. from `--junit`);
+    returns kind -> path for the files written. `comparison` is the comparison with a
+    baseline run (the HTML and Markdown reports show it)."""
     cache: list[list[dict[str, Any]]] = []
 
     def records() -> list[dict[str, Any]]:
@@ -64,7 +119,7 @@ def write_reports(
         return cache[0]
 
     written: dict[str, Path] = {}
-    for rep in suite.reports:
+    for rep in [*suite.reports, *extra]:
         writer = _WRITERS.get(rep.kind)
         if writer is None:
             raise InputError(
@@ -80,6 +135,7 @@ def write_reports(
             records=records,
             scorers=scorers,
             options=rep.options,
+            comparison=comparison,
         )
         if path is not None:
             written[rep.kind] = path

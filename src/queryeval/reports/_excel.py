@@ -1,4 +1,10 @@
-"""The Excel workbook: seed 001's Overview and Statistics sheets, generalised to any scorer."""
+"""The Excel workbook: seed 001's Overview and Statistics sheets, generalised to any scorer,
+then one sheet per scorer with its details, the judge's verdicts, the components of the
+scorers' aggregates, the gates, and a comparison of grid configurations.
+
+Written in openpyxl's write-only mode (rows stream to disk), so big runs stay fast and small
+in memory; numbers stay numbers with formats, headers are frozen and filtered.
+"""
 
 from __future__ import annotations
 
@@ -7,52 +13,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from queryeval.cases import Case, Score
+from queryeval.reports._excel_sheets import (
+    components_table,
+    configurations_table,
+    gates_table,
+    judge_table,
+    scorer_table,
+)
+from queryeval.reports._xlsx import Table, sheet_title, write_table
 
 if TYPE_CHECKING:
-    from openpyxl.worksheet.worksheet import Worksheet
+    from openpyxl import Workbook
 
     from queryeval.scorers import Scorer
 
 _WRAP_WIDTH = 60
-_HEADER_FILL = "DDEBF7"
-
-
-def _style_header(ws: Worksheet, row: int = 1) -> None:
-    from openpyxl.styles import Alignment, Font, PatternFill
-
-    for cell in ws[row]:
-        cell.font = Font(bold=True)
-        cell.fill = PatternFill("solid", fgColor=_HEADER_FILL)
-        cell.alignment = Alignment(vertical="top", wrap_text=True)
-
-
-def _fit_columns(ws: Worksheet, max_width: int = _WRAP_WIDTH) -> None:
-    from openpyxl.styles import Alignment
-    from openpyxl.utils import get_column_letter
-
-    widths: dict[int, int] = {}
-    for row in ws.iter_rows():
-        for cell in row:
-            if cell.value is None:
-                continue
-            text = str(cell.value)
-            longest = max((len(line) for line in text.split("\n")), default=0)
-            widths[cell.column] = max(widths.get(cell.column, 0), longest)
-            if "\n" in text or len(text) > max_width:
-                cell.alignment = Alignment(wrap_text=True, vertical="top")
-            elif cell.row > 1:
-                cell.alignment = Alignment(vertical="top")
-    for col, width in widths.items():
-        ws.column_dimensions[get_column_letter(col)].width = min(max(10, width + 2), max_width)
+_RATE = "0.00"
 
 
 def _overview(
-    ws: Worksheet,
     cases: Mapping[str, Case],
     records: Sequence[Mapping[str, Any]],
     scorers: Mapping[str, Scorer],
     multi_system: bool,
-) -> None:
+) -> Table:
+    """Seed 001's Overview: one row per case (and system), the scorers' own columns."""
     extra_cols: list[str] = []
     rows: list[dict[str, Any]] = []
     for rec in records:
@@ -85,122 +70,147 @@ def _overview(
     columns = [*base, *scorers, *extra_cols]
     if any("system error" in r for r in rows):
         columns.append("system error")
-    ws.append(columns)
-    for r in rows:
-        ws.append([r.get(c) for c in columns])
-    _style_header(ws)
-    ws.freeze_panes = "B2"
-    ws.auto_filter.ref = ws.dimensions
-    _fit_columns(ws)
-    for idx, col in enumerate(columns, start=1):
-        if col in scorers or col.endswith(("recall", "precision")):
-            for (cell,) in ws.iter_rows(min_row=2, min_col=idx, max_col=idx):
-                if isinstance(cell.value, float):
-                    cell.number_format = "0.00"
+    rated = [c for c in columns if c in scorers or c.endswith(("recall", "precision"))]
+    return Table(
+        columns=columns,
+        rows=[[r.get(c) for c in columns] for r in rows],
+        number_formats=dict.fromkeys(rated, _RATE),
+        scales=rated,
+        verdicts=["passed"],
+        freeze="B2",
+        max_width=_WRAP_WIDTH,
+    )
 
 
-def _statistics(ws: Worksheet, summary: Mapping[str, Any]) -> None:
-    from openpyxl.styles import Font
-
-    bold = Font(bold=True)
-    ws.append(["Suite", summary.get("suite")])
-    ws.append(["Cases", summary.get("n_cases")])
+def _statistics_rows(summary: Mapping[str, Any]) -> list[tuple[list[Any], str]]:
+    """Seed 001's Statistics sheet as rows, each with its style: '', 'bold' or 'title'."""
+    rows: list[tuple[list[Any], str]] = [
+        (["Suite", summary.get("suite")], ""),
+        (["Cases", summary.get("n_cases")], ""),
+    ]
     for system, entry in summary.get("systems", {}).items():
-        ws.append([])
-        ws.append([f"System: {system}"])
-        ws.cell(ws.max_row, 1).font = Font(bold=True, size=12)
-        ws.append(
-            [
-                "pass rate",
-                entry.get("pass_rate"),
-                "passed",
-                entry.get("passed"),
-                "failed",
-                entry.get("failed"),
-                "no verdict",
-                entry.get("no_verdict"),
-            ]
+        rows.append(([], ""))
+        rows.append(([f"System: {system}"], "title"))
+        rows.append(
+            (
+                [
+                    "pass rate",
+                    entry.get("pass_rate"),
+                    "passed",
+                    entry.get("passed"),
+                    "failed",
+                    entry.get("failed"),
+                    "no verdict",
+                    entry.get("no_verdict"),
+                ],
+                "",
+            )
         )
         for label, s in entry.get("scorers", {}).items():
             agg = s.get("aggregate") or {}
             dq = agg.get("data_query_metrics")
             if dq:
-                ws.append([])
-                ws.append(["Data Query Metrics"])
-                ws.cell(ws.max_row, 1).font = bold
+                rows.append(([], ""))
+                rows.append((["Data Query Metrics"], "first-bold"))
                 for key in ("macro_precision", "macro_recall", "micro_precision", "micro_recall"):
-                    ws.append([key.replace("_", " "), dq.get(key)])
-                ws.append(["cases", dq.get("cases")])
-            ws.append([])
-            ws.append(
-                [
-                    f"{label}",
-                    "mean",
-                    "95% CI low",
-                    "95% CI high",
-                    "ok",
-                    "unscored",
-                    "error",
-                    "pass rate",
-                ]
-            )
-            for cell in ws[ws.max_row]:
-                cell.font = bold
+                    rows.append(([key.replace("_", " "), dq.get(key)], ""))
+                rows.append((["cases", dq.get("cases")], ""))
+            rows.append(([], ""))
+            header = ["mean", "95% CI low", "95% CI high", "ok", "unscored", "error", "pass rate"]
+            rows.append(([f"{label}", *header], "bold"))
             ci = s.get("ci95") or {}
-            ws.append(
-                [
-                    label,
-                    s.get("mean"),
-                    ci.get("low"),
-                    ci.get("high"),
-                    s.get("ok"),
-                    s.get("unscored"),
-                    s.get("error"),
-                    s.get("pass_rate"),
-                ]
+            rows.append(
+                (
+                    [
+                        label,
+                        s.get("mean"),
+                        ci.get("low"),
+                        ci.get("high"),
+                        s.get("ok"),
+                        s.get("unscored"),
+                        s.get("error"),
+                        s.get("pass_rate"),
+                    ],
+                    "",
+                )
             )
             for metric, m in s.get("metrics", {}).items():
                 mci = m.get("ci95") or {}
-                ws.append(
-                    [f"  {metric}", m.get("mean"), mci.get("low"), mci.get("high"), m.get("n")]
+                rows.append(
+                    (
+                        [f"  {metric}", m.get("mean"), mci.get("low"), mci.get("high"), m.get("n")],
+                        "",
+                    )
                 )
             per_dim = agg.get("per_dimension")
             if per_dim:
-                ws.append([])
-                ws.append(
-                    [
-                        "dimension",
-                        "cases",
-                        "mean precision",
-                        "mean recall",
-                        "micro precision",
-                        "micro recall",
-                        "TP",
-                        "FP",
-                        "FN",
-                    ]
-                )
-                for cell in ws[ws.max_row]:
-                    cell.font = bold
-                for dim, d in per_dim.items():
-                    ws.append(
+                rows.append(([], ""))
+                rows.append(
+                    (
                         [
-                            dim,
-                            d["cases"],
-                            d["mean_precision"],
-                            d["mean_recall"],
-                            d["micro_precision"],
-                            d["micro_recall"],
-                            d["tp"],
-                            d["fp"],
-                            d["fn"],
-                        ]
+                            "dimension",
+                            "cases",
+                            "mean precision",
+                            "mean recall",
+                            "micro precision",
+                            "micro recall",
+                            "TP",
+                            "FP",
+                            "FN",
+                        ],
+                        "bold",
                     )
-    for row in ws.iter_rows():
-        for cell in row:
-            if isinstance(cell.value, float):
-                cell.number_format = "0.000"
-    _fit_columns(ws, max_width=40)
+                )
+                for dim, d in per_dim.items():
+                    rows.append(
+                        (
+                            [
+                                dim,
+                                d["cases"],
+                                d["mean_precision"],
+                                d["mean_recall"],
+                                d["micro_precision"],
+                                d["micro_recall"],
+                                d["tp"],
+                                d["fp"],
+                                d["fn"],
+                            ],
+                            "",
+                        )
+                    )
+    return rows
+
+
+def _write_statistics(wb: Workbook, summary: Mapping[str, Any]) -> None:
+    """The Statistics sheet: blocks of figures, floats as 0.000, columns up to 40 wide."""
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+
+    ws = wb.create_sheet("Statistics")
+    rows = _statistics_rows(summary)
+    widths: dict[int, int] = {}
+    for values, _ in rows:
+        for i, v in enumerate(values, start=1):
+            if v is not None:
+                widths[i] = max(widths.get(i, 0), len(str(v)))
+    for i, w in widths.items():
+        ws.column_dimensions[get_column_letter(i)].width = min(max(10, w + 2), 40)
+    fonts = {"bold": Font(bold=True), "title": Font(bold=True, size=12)}
+    for values, style in rows:
+        out: list[Any] = []
+        for i, v in enumerate(values):
+            bold = style == "bold" or (style in ("title", "first-bold") and i == 0)
+            if isinstance(v, float) or bold:
+                cell = WriteOnlyCell(ws, v)
+                if isinstance(v, float):
+                    cell.number_format = "0.000"
+                if bold:
+                    cell.font = fonts["title" if style == "title" else "bold"]
+                out.append(cell)
+            else:
+                out.append(v)
+        ws.append(out)
 
 
 def write_excel(
@@ -210,25 +220,38 @@ def write_excel(
     records: Sequence[Mapping[str, Any]],
     scorers: Mapping[str, Scorer],
 ) -> Path:
-    """Write report.xlsx: `Overview` (one row per case) and `Statistics` (dataset metrics)."""
+    """Write report.xlsx: `Overview` (one row per case), `Statistics` (dataset metrics), then
+    a sheet per scorer, `Judge`, `Components`, `Gates` and `Configurations` when they apply."""
     from openpyxl import Workbook
 
-    wb = Workbook()
-    overview = wb.active
-    assert overview is not None
-    overview.title = "Overview"
+    wb = Workbook(write_only=True)
     by_id = {c.id: c for c in cases}
     order = {c.id: i for i, c in enumerate(cases)}
     systems = list(summary.get("systems", {}))
+    position = {s: i for i, s in enumerate(systems)}
     ordered = sorted(
         records,
-        key=lambda r: (
-            systems.index(r["system"]) if r["system"] in systems else 0,
-            order.get(r["case_id"], 0),
-        ),
+        key=lambda r: (position.get(r["system"], 0), order.get(r["case_id"], 0)),
     )
-    _overview(overview, by_id, ordered, scorers, multi_system=len(systems) > 1)
-    _statistics(wb.create_sheet("Statistics"), summary)
+    write_table(wb, "Overview", _overview(by_id, ordered, scorers, multi_system=len(systems) > 1))
+    _write_statistics(wb, summary)
+    taken = ["Overview", "Statistics", "Judge", "Components", "Gates", "Configurations"]
+    for label, scorer in scorers.items():
+        title = sheet_title(label, taken)
+        taken.append(title)
+        write_table(wb, title, scorer_table(label, scorer, ordered))
+    judge = judge_table(by_id, ordered)
+    if judge is not None:
+        write_table(wb, "Judge", judge)
+    components = components_table(summary)
+    if components is not None:
+        write_table(wb, "Components", components)
+    gates = gates_table(summary)
+    if gates is not None:
+        write_table(wb, "Gates", gates)
+    grid = configurations_table(summary)
+    if grid is not None:
+        write_table(wb, "Configurations", grid)
     path.parent.mkdir(parents=True, exist_ok=True)
     wb.save(path)
     return path

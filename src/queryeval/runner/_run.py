@@ -12,19 +12,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from queryeval import __version__
 from queryeval.cases import Case, Output, Score, load_cases
 from queryeval.cases._load import expand
-from queryeval.config import SuiteConfig
+from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.runner._progress import Progress
-from queryeval.runner._store import RUN, SUMMARY, RunStore
+from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 from queryeval.scorers import Scorer, ScoringContext, build_scorer
 from queryeval.systems import CallableSystem, PredictionsFile, import_callable
+
+if TYPE_CHECKING:
+    from queryeval.stats import RunData
 
 _VERSIONED = (
     "pydantic",
@@ -174,13 +177,17 @@ async def _score_async(scorer: Scorer, case: Case, output: Output, ctx: ScoringC
 
 def case_passed(scores: dict[str, Score], scorers: dict[str, Scorer]) -> bool | None:
     """A case fails if a required scorer did not pass or any verdict is a fail; passes if at
-    least one verdict is a pass; else has no verdict (all unscored)."""
+    least one verdict is a pass; else has no verdict (all unscored). Scorers with weight 0
+    are informational: reported, but they do not decide the case (unless required)."""
+    verdicts: list[bool] = []
     for label, scorer in scorers.items():
-        if scorer.config is not None and scorer.config.required:
-            s = scores.get(label)
-            if s is None or s.passed is not True:
-                return False
-    verdicts = [s.passed for s in scores.values() if s.passed is not None]
+        s = scores.get(label)
+        required = scorer.config is not None and scorer.config.required
+        if required and (s is None or s.passed is not True):
+            return False
+        informational = scorer.config is not None and scorer.config.weight == 0
+        if s is not None and s.passed is not None and not informational:
+            verdicts.append(s.passed)
     if any(v is False for v in verdicts):
         return False
     return True if verdicts else None
@@ -290,7 +297,12 @@ class Runner:
                 path=store.results_path,
             )
         if overwrite and not resume:
-            for name in (store.results_path, store.dir / RUN, store.dir / SUMMARY):
+            for name in (
+                store.results_path,
+                store.dir / RUN,
+                store.dir / SUMMARY,
+                store.dir / COMPARISON,
+            ):
                 with contextlib.suppress(FileNotFoundError):
                     name.unlink()
         previous = store.read_json(RUN) if resume else None
@@ -384,8 +396,11 @@ class Runner:
 
     # --- after the run ------------------------------------------------------------------
 
-    def finish(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Write summary.json (from the stored records) and mark run.json complete."""
+    def finish(
+        self, baseline: RunData | None = None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Write summary.json (from the stored records) and mark run.json complete. Gates
+        relative to a baseline are checked against the `baseline` run's summary."""
         from queryeval.stats import check_gates, summarize
 
         records = self.slim
@@ -397,11 +412,16 @@ class Runner:
             [s.name for s in self.plan.systems],
             seed=self.plan.suite.seed,
         )
-        gates = check_gates(self.plan.suite.gates, summary)
+        gates = check_gates(
+            self.plan.suite.gates, summary, baseline.summary if baseline is not None else None
+        )
         summary["gates"] = gates
         self.store.write_json(SUMMARY, summary)
         previous = self.store.read_json(RUN)
-        self.store.write_json(RUN, self._run_json(previous, "complete"))
+        info = self._run_json(previous, "complete")
+        if baseline is not None:
+            info["baseline"] = str(baseline.path)
+        self.store.write_json(RUN, info)
         return summary, gates
 
 
@@ -447,22 +467,40 @@ def run_suite(
     overwrite: bool = False,
     progress: bool = True,
     write_reports: bool = True,
+    baseline: Path | None = None,
+    extra_reports: Sequence[ReportConfig] = (),
 ) -> RunResult:
-    """Plan, run, summarise and report one suite."""
+    """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
+    suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`)."""
+    from queryeval.runner._baseline import compare_with_baseline, load_baseline
     from queryeval.runner._sharded import can_shard
 
     plan = plan_run(suite, lazy=can_shard(suite))
+    base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
     runner = Runner(plan, out, progress=progress)
     new, skipped = runner.run(resume=resume, overwrite=overwrite)
-    summary, gates = runner.finish()
-    if plan.lazy and any(r.kind not in _STUB_REPORTS for r in suite.reports):
+    summary, gates = runner.finish(base)
+    comparison = None
+    if base is not None:
+        comparison = compare_with_baseline(suite, base, runner.slim, out)
+        runner.store.write_json(COMPARISON, comparison)
+    if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
         plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
     reports: dict[str, Path] = {}
     if write_reports:
         from queryeval.reports import write_reports as _write
 
-        reports = _write(suite, out, plan.cases, summary, runner.store, plan.scorers)
+        reports = _write(
+            suite,
+            out,
+            plan.cases,
+            summary,
+            runner.store,
+            plan.scorers,
+            extra=extra_reports,
+            comparison=comparison,
+        )
     return RunResult(out, summary, gates, reports, new, skipped)
 
 

@@ -18,6 +18,7 @@ from queryeval.errors import InputError
 RESULTS = "results.jsonl"
 RUN = "run.json"
 SUMMARY = "summary.json"
+COMPARISON = "comparison.json"
 
 
 def json_default(obj: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from queryeval.cases import Case, Output, Score
+from queryeval.cases import Case, Output, Query, Score, Target
 from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
@@ -37,6 +37,14 @@ class ExecutionOptions(BaseModel):
     comparison: dict[str, Any] = Field(
         default_factory=dict, description="compare_results policy; overrides suite.comparison"
     )
+
+
+def target_query(target: Target) -> Query | None:
+    """The target's gold query as a model (a bare string is shorthand for its text)."""
+    query = target.query
+    if isinstance(query, str):
+        return Query(text=query)
+    return query
 
 
 def comparison_keys() -> set[str]:
@@ -85,6 +93,7 @@ class _ExecutionScorer(Scorer):
     options: ExecutionOptions
     default_threshold = 1.0
     needs_gold: ClassVar[bool] = True
+    metric_names: ClassVar[tuple[str, ...]] = ()  # the sub-metrics this scorer reports
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Check comparison policies (suite, scorer, cases) before anything runs."""
@@ -100,8 +109,9 @@ class _ExecutionScorer(Scorer):
 
     def _database(self, case: Case, ctx: ScoringContext) -> str | None:
         for target in case.targets:
-            if target.query is not None and target.query.database:
-                return target.query.database
+            query = target_query(target)
+            if query is not None and query.database:
+                return query.database
         if case.metadata.get("database"):
             return str(case.metadata["database"])
         if self.options.database:
@@ -131,15 +141,15 @@ class _ExecutionScorer(Scorer):
 
         golds: list[Gold] = []
         for i, target in enumerate(case.targets):
-            if target.query is not None:
-                db = target.query.database or database
-                execution = gold_execution(ctx, db, target.query.text)
+            query = target_query(target)
+            if query is not None:
+                execution = gold_execution(ctx, query.database or database, query.text)
                 if execution.ok:
-                    golds.append(Gold(i, "query", execution.result, target.query.text))
+                    golds.append(Gold(i, "query", execution.result, query.text))
                 else:
                     o = execution.outcome
-                    golds.append(Gold(i, "query", query=target.query.text,
-                                      problem=f"gold failed: {o.kind}: {o.message}"))  # fmt: skip
+                    problem = f"gold failed: {o.kind}: {o.message}"
+                    golds.append(Gold(i, "query", query=query.text, problem=problem))
             elif target.result is not None:
                 rows = ResultSet(target.result.columns, target.result.rows)
                 golds.append(Gold(i, "result", rows))
@@ -201,7 +211,7 @@ class _ExecutionScorer(Scorer):
         raise NotImplementedError
 
     def zero_metrics(self) -> dict[str, float]:
-        return {"exact": 0.0, "precision": 0.0, "recall": 0.0, "f1": 0.0, "legacy_recall": 0.0}
+        return dict.fromkeys(self.metric_names, 0.0)
 
     def from_comparisons(self, pred: Prediction, golds: list[Gold], policy: dict[str, Any],
                          dialect: str, details: dict[str, Any]) -> Score:  # fmt: skip
@@ -215,13 +225,14 @@ class _ExecutionScorer(Scorer):
             result = compare_results(pred.execution.result, gold.result, **policy, **extra)
             comparisons.append((gold, result))
         best_gold, best = max(comparisons, key=lambda c: self.rank(c[1]))
-        details["metrics"] = {
+        every = {
             "exact": 1.0 if best.exact else 0.0,
             "precision": best.precision,
             "recall": best.recall,
             "f1": best.f1,
             "legacy_recall": best.legacy_recall,
         }
+        details["metrics"] = {k: v for k, v in every.items() if k in self.metric_names}
         details["matched_gold"] = best_gold.index
         details["gold_source"] = best_gold.source
         details["comparisons"] = [
@@ -277,6 +288,8 @@ class ExecutionMatchScorer(_ExecutionScorer):
     """Execution accuracy (Spider/BIRD EX, seed 003): 1 when the result equals a gold's
     under the comparison policy, else 0."""
 
+    metric_names = ("exact",)
+
     def value_of(self, result: Any) -> float:
         return 1.0 if result.exact else 0.0
 
@@ -286,6 +299,7 @@ class ResultsF1Scorer(_ExecutionScorer):
     """Row-level F1 of the predicted result against the best gold (partial credit)."""
 
     default_threshold = 1.0
+    metric_names = ("precision", "recall", "f1")
 
     def value_of(self, result: Any) -> float:
         return float(result.f1)
@@ -298,6 +312,7 @@ class ResultsMatchLegacyScorer(_ExecutionScorer):
     old numbers; `results_f1` is the default."""
 
     default_threshold = 0.9
+    metric_names = ("legacy_recall",)
 
     def value_of(self, result: Any) -> float:
         return float(result.legacy_recall)

@@ -1,4 +1,11 @@
-"""Quality gates: `metric op number` checked against a system's summary (exit code 1)."""
+"""Quality gates: `metric op number` or `metric op baseline [+-* number]`, checked against
+each system's summary (a failing gate makes `queryeval run` exit with code 1).
+
+A baseline-relative gate (after MLflow's `min_absolute_change` / `min_relative_change`)
+compares a metric with the same metric of the same system in a stored baseline run:
+`execution_match >= baseline - 0.02` allows a drop of at most two points,
+`pass_rate >= baseline * 0.95` a relative drop of at most 5%.
+"""
 
 from __future__ import annotations
 
@@ -17,32 +24,73 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     "==": operator.eq,
 }
-_GATE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(>=|<=|==|>|<)\s*([-+]?\d+(?:\.\d+)?)\s*$")
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)"
+_GATE = re.compile(
+    rf"^\s*(?P<metric>[A-Za-z_][\w.\-]*)\s*(?P<op>>=|<=|==|>|<)\s*"
+    rf"(?:(?P<number>{_NUMBER})|baseline(?:\s*(?P<rel>[-+*])\s*(?P<offset>{_NUMBER}))?)\s*$"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Gate:
-    """A parsed gate: the metric path, the comparison and the bound."""
+    """A parsed gate: metric path, comparison, and a fixed bound or a baseline expression."""
 
     text: str
     metric: str
     op: str
     bound: float
+    relative: str | None = None  # None: absolute; "+", "-", "*": baseline expression
 
-    def check(self, value: float | None) -> bool:
-        """Whether `value` satisfies the gate (a missing value fails it)."""
-        return value is not None and _OPS[self.op](value, self.bound)
+    @property
+    def needs_baseline(self) -> bool:
+        """Whether the bound comes from a baseline run."""
+        return self.relative is not None
+
+    def bound_from(self, baseline_value: float | None) -> float | None:
+        """The effective bound: the number, or the baseline value with the offset applied."""
+        if self.relative is None:
+            return self.bound
+        if baseline_value is None:
+            return None
+        if self.relative == "+":
+            return baseline_value + self.bound
+        if self.relative == "-":
+            return baseline_value - self.bound
+        return baseline_value * self.bound
+
+    def check(self, value: float | None, bound: float | None = None) -> bool:
+        """Whether `value` satisfies the gate (a missing value or bound fails it). `>=`, `<=`
+        and `==` allow float rounding (so `x >= baseline - 0.02` holds for a drop of 0.02)."""
+        limit = self.bound if self.relative is None else bound
+        if value is None or limit is None:
+            return False
+        eps = 1e-9 * max(1.0, abs(limit))
+        if self.op == ">=":
+            return value >= limit - eps
+        if self.op == "<=":
+            return value <= limit + eps
+        if self.op == "==":
+            return abs(value - limit) <= eps
+        return _OPS[self.op](value, limit)
 
 
 def parse_gate(text: str) -> Gate:
-    """Parse `pass_rate >= 0.8`, `term_selection >= 0.7`, `term_selection.macro_recall > .5`."""
+    """Parse `pass_rate >= 0.8`, `term_selection.macro_recall > .5`,
+    `execution_match >= baseline - 0.02`, `pass_rate >= baseline * 0.95`."""
     m = _GATE.match(text)
     if not m:
         raise InputError(
-            f"cannot read gate {text!r}; expected 'METRIC OP NUMBER', e.g. 'pass_rate >= 0.8'",
+            f"cannot read gate {text!r}; expected 'METRIC OP NUMBER' or "
+            "'METRIC OP baseline [+|-|* NUMBER]', e.g. 'pass_rate >= 0.8' or "
+            "'pass_rate >= baseline - 0.02'",
             where="gates",
         )
-    return Gate(text, m.group(1), m.group(2), float(m.group(3)))
+    if m.group("number") is not None:
+        return Gate(text, m.group("metric"), m.group("op"), float(m.group("number")))
+    rel = m.group("rel")
+    if rel is None:
+        return Gate(text, m.group("metric"), m.group("op"), 0.0, "+")
+    return Gate(text, m.group("metric"), m.group("op"), float(m.group("offset")), rel)
 
 
 def metric_value(system_summary: Mapping[str, Any], metric: str) -> float | None:
@@ -69,14 +117,45 @@ def metric_value(system_summary: Mapping[str, Any], metric: str) -> float | None
     return None
 
 
-def check_gates(gates: list[str], summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every gate for every system: {gate, system, value, passed}."""
+def _baseline_system(baseline: Mapping[str, Any], system: str) -> Mapping[str, Any] | None:
+    """The baseline's entry for `system`, or its only system when names differ."""
+    systems = baseline.get("systems", {})
+    if system in systems:
+        return systems[system]
+    return next(iter(systems.values())) if len(systems) == 1 else None
+
+
+def check_gates(
+    gates: list[str],
+    summary: Mapping[str, Any],
+    baseline: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Every gate for every system: {gate, system, value, passed}, plus `bound` and
+    `baseline_value` for baseline-relative gates. `baseline` is the baseline run's summary;
+    a relative gate without one is bad input (InputError), never a silent pass."""
+    parsed = [parse_gate(text) for text in gates]
+    if baseline is None and any(g.needs_baseline for g in parsed):
+        needing = ", ".join(repr(g.text) for g in parsed if g.needs_baseline)
+        raise InputError(
+            f"gate(s) {needing} compare with a baseline run; pass --baseline RUN_DIR "
+            "or set 'baseline:' in the suite",
+            where="gates",
+        )
     results = []
-    for text in gates:
-        gate = parse_gate(text)
+    for gate in parsed:
         for system, entry in summary.get("systems", {}).items():
             value = metric_value(entry, gate.metric)
-            results.append(
-                {"gate": gate.text, "system": system, "value": value, "passed": gate.check(value)}
-            )
+            result: dict[str, Any] = {"gate": gate.text, "system": system, "value": value}
+            if gate.needs_baseline:
+                assert baseline is not None
+                base_entry = _baseline_system(baseline, system)
+                base_value = metric_value(base_entry, gate.metric) if base_entry else None
+                bound = gate.bound_from(base_value)
+                result |= {"baseline_value": base_value, "bound": bound}
+                if base_entry is None:
+                    result["note"] = f"the baseline run has no system {system!r}"
+                result["passed"] = gate.check(value, bound)
+            else:
+                result["passed"] = gate.check(value)
+            results.append(result)
     return results

@@ -1,0 +1,201 @@
+"""KQL: is the result ordered (a final ``sort``/``order``/``top`` whose order survives)?"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from queryeval.metrics._order_types import OrderInfo, SortKey
+from queryeval.metrics._query_tokens import (
+    Token,
+    check_brackets,
+    split_tokens,
+    tokenize,
+    unquote,
+)
+
+# Operators after which rows keep the order a sort gave them.
+_KQL_ORDER_KEEPING = {
+    "where",
+    "filter",
+    "project",
+    "project-away",
+    "project-keep",
+    "project-rename",
+    "project-reorder",
+    "extend",
+    "take",
+    "limit",
+    "parse",
+    "parse-where",
+    "parse-kv",
+    "serialize",
+    "as",
+    "render",
+    "invoke",
+}
+_KQL_ORDERING = {"sort", "order", "top"}
+_KQL_DIRECTION = {"asc", "desc", "nulls", "first", "last"}
+
+
+def kql_order(query: str) -> OrderInfo:
+    """Ordered when the final pipeline sorts (``sort by``/``order by``/``top N by``) and no
+    later operator (summarize, join, union, distinct, ...) discards that order."""
+    try:
+        return _kql_order_from_ir(query)
+    except _ParserUnavailable:
+        return kql_order_by_pipes(query)
+
+
+class _ParserUnavailable(Exception):
+    """duckdb-kql is missing or cannot lower this (valid) query."""
+
+
+def _kql_order_from_ir(query: str) -> OrderInfo:
+    try:
+        from duckdb_kql import KqlSyntaxError, KqlUnsupportedError
+        from duckdb_kql import ir as kql_ir
+        from duckdb_kql.lower import lower
+    except ImportError as error:
+        raise _ParserUnavailable from error
+    try:
+        tree = lower(query)
+    except (KqlSyntaxError, KqlUnsupportedError, RecursionError) as error:
+        # the vendored grammar misses some valid operators (``serialize`` alone, ...)
+        raise _ParserUnavailable from error
+    keeping = (kql_ir.Where, kql_ir.Take, kql_ir.Parse)
+    info = OrderInfo(False)
+    for op in tree.operators:
+        if isinstance(op, kql_ir.Sort | kql_ir.Top):
+            keys = tuple(
+                k.expr.name if isinstance(k.expr, kql_ir.ColumnRef) else None for k in op.keys
+            )
+            info = OrderInfo(True, keys)
+        elif isinstance(op, kql_ir.Project):
+            items = []
+            for item in op.expressions:
+                source = item.expr.name if isinstance(item.expr, kql_ir.ColumnRef) else None
+                items.append((item.name or source, source))
+            info = OrderInfo(info.ordered, _projected(info.keys, items))
+        elif isinstance(op, kql_ir.ProjectRename):
+            info = OrderInfo(info.ordered, _renamed(info.keys, dict(op.renames)))
+        elif isinstance(op, kql_ir.Extend):
+            replaced = {e.name: None for e in op.expressions if e.name}
+            info = OrderInfo(info.ordered, _renamed(info.keys, replaced))
+        elif isinstance(op, kql_ir.ProjectAway):
+            info = OrderInfo(info.ordered, _renamed(info.keys, dict.fromkeys(op.columns)))
+        elif not isinstance(op, keeping):
+            info = OrderInfo(False)
+    return info if info.ordered else OrderInfo(False)
+
+
+def _projected(
+    keys: tuple[SortKey, ...], items: list[tuple[str | None, str | None]]
+) -> tuple[SortKey, ...]:
+    """Sort keys after a ``project`` of (output name, source column) items: a key column
+    projected under a new name follows it; one not projected can no longer be named."""
+    out: list[SortKey] = []
+    for key in keys:
+        names = [name for name, source in items if source is not None and source == key]
+        out.append(names[0] if names else None)
+    return tuple(out)
+
+
+def _renamed(keys: tuple[SortKey, ...], mapping: Mapping[str, str | None]) -> tuple[SortKey, ...]:
+    """Sort keys after renames (old -> new) or drops/overwrites (old -> None)."""
+    return tuple(mapping.get(k, k) if isinstance(k, str) else k for k in keys)
+
+
+def kql_order_by_pipes(query: str) -> OrderInfo:
+    """The tokenizer fallback of :func:`kql_order`: split at top-level ``;`` and ``|``."""
+    tokens = tokenize(query, cypher=False)
+    check_brackets(tokens, "KQL")
+    statements = [s for s in split_tokens(tokens, ";") if s] if tokens else []
+    if not statements:
+        raise ValueError("cannot parse KQL: empty query")
+    last = statements[-1]
+    if last[0].kind == "word" and last[0].text.lower() in {"let", "set", "declare"}:
+        return OrderInfo(False)
+    info = OrderInfo(False)
+    for segment in split_tokens(last, "|")[1:]:
+        if not segment:
+            raise ValueError("cannot parse KQL: empty pipeline stage")
+        name = _kql_operator(query, segment)
+        if name in _KQL_ORDERING:
+            info = OrderInfo(True, _kql_sort_keys(segment))
+        elif name not in _KQL_ORDER_KEEPING:
+            info = OrderInfo(False)
+        elif info.ordered:
+            info = OrderInfo(True, _kql_track_keys(name, _kql_items(query, segment), info.keys))
+    return info
+
+
+def _kql_items(query: str, segment: list[Token]) -> list[list[Token]]:
+    """The comma-separated arguments of a pipeline stage, after the operator's name."""
+    match = re.match(r"[A-Za-z_][\w-]*", query[segment[0].start :])
+    name_end = segment[0].start + (match.end() if match else 0)
+    args = [t for t in segment if t.start >= name_end]
+    return [item for item in split_tokens(args, ",") if item] if args else []
+
+
+def _kql_track_keys(
+    operator: str, items: list[list[Token]], keys: tuple[SortKey, ...]
+) -> tuple[SortKey, ...]:
+    """Sort-key names after a column-shaping operator that keeps the row order."""
+    assigned = [(item[0], item[2:]) for item in items if len(item) > 2 and item[1].text == "="]
+    if operator == "project":
+        projected: list[tuple[str | None, str | None]] = []
+        for item in items:
+            if len(item) > 2 and item[1].text == "=":
+                projected.append((_kql_plain(item[:1]), _kql_plain(item[2:])))
+            else:
+                plain = _kql_plain(item)
+                projected.append((plain, plain))
+        return _projected(keys, projected)
+    if operator == "project-rename":
+        renames: dict[str, str | None] = {}
+        for new, old in assigned:
+            new_name, old_name = _kql_name([new]), _kql_plain(old)
+            if isinstance(new_name, str) and old_name is not None:
+                renames[old_name] = new_name
+        return _renamed(keys, renames)
+    if operator == "extend":
+        return _renamed(
+            keys, {n: None for t, _ in assigned if isinstance(n := _kql_name([t]), str)}
+        )
+    if operator == "project-away":
+        return _renamed(keys, {n: None for item in items if (n := _kql_plain(item)) is not None})
+    return keys
+
+
+def _kql_plain(tokens: list[Token]) -> str | None:
+    """The column a bare reference names (``x`` or ``['x y']``), else None."""
+    name = _kql_name(tokens)
+    return name if isinstance(name, str) else None
+
+
+def _kql_operator(query: str, segment: list[Token]) -> str:
+    """The operator's name, hyphenated ones (``project-away``) included."""
+    match = re.match(r"[A-Za-z_][\w-]*", query[segment[0].start :])
+    return match.group(0).lower() if match else ""
+
+
+def _kql_sort_keys(segment: list[Token]) -> tuple[SortKey, ...]:
+    words = [t.text.lower() if t.kind == "word" else "" for t in segment]
+    if "by" not in words:
+        return ()
+    after = segment[words.index("by") + 1 :]
+    keys: list[SortKey] = []
+    for part in split_tokens(after, ",") if after else []:
+        body = [t for t in part if not (t.kind == "word" and t.text.lower() in _KQL_DIRECTION)]
+        keys.append(_kql_name(body))
+    return tuple(keys)
+
+
+def _kql_name(tokens: list[Token]) -> SortKey:
+    if len(tokens) == 1 and tokens[0].kind == "word":
+        return tokens[0].text
+    texts = [t.text for t in tokens]
+    if len(texts) == 3 and texts[0] == "[" and texts[2] == "]" and tokens[1].kind == "string":
+        return unquote(texts[1])  # ['column name']
+    return None

@@ -1,0 +1,240 @@
+"""Rows of two results compared once their columns are aligned.
+
+Each aligned (gold, predicted) column pair is encoded (exact codes, or tags plus floats for
+numbers under tolerance) and packed into per-row keys at once, so only two int64 arrays stay
+alive; the row policies (multiset, set, ordered with ties) are then counts over those keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from queryeval.metrics._canonical import ValuePolicy
+from queryeval.metrics._columns import Mapping
+from queryeval.metrics._encode import TAG_CARDINALITY, encode_exact, encode_numeric, numeric_kind
+from queryeval.metrics._match import (
+    RowKeys,
+    distinct,
+    distinct_rows,
+    multiset_overlap,
+    tolerant_overlap,
+)
+from queryeval.metrics._resultset import ResultSet
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The value-level policy of one comparison."""
+
+    abs_tol: float
+    rel_tol: float
+    null_equals_null: bool
+    policy: ValuePolicy
+
+    @property
+    def tolerant(self) -> bool:
+        """Whether float columns are compared with a tolerance."""
+        return self.abs_tol > 0 or self.rel_tol > 0
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One aligned column pair, encoded: exact codes, or tags plus floats under tolerance."""
+
+    gold: np.ndarray
+    pred: np.ndarray
+    cardinality: int
+    gold_values: np.ndarray | None = None
+    pred_values: np.ndarray | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RowOutcome:
+    """Row counts of one comparison (after set de-duplication) and the order verdict."""
+
+    matched: int
+    pred_rows: int
+    gold_rows: int
+    order_ok: bool | None
+    first_misordered: int | None = None
+    approximate: bool = False  # a dense group under tolerance was matched greedily
+
+
+def rows_equal(rows: RowOutcome, row_policy: str) -> bool:
+    """Same rows (and, for ``ordered``, in gold's order up to ties)."""
+    same = rows.matched == rows.pred_rows == rows.gold_rows
+    return same and (row_policy != "ordered" or bool(rows.order_ok))
+
+
+def is_tolerant(kinds: set[str]) -> bool:
+    """Tolerance applies to a pair of numeric columns where either side holds floats."""
+    return "float" in kinds and kinds <= {"int", "float", "null"}
+
+
+PairSource = Callable[[int, int], Pair]
+
+
+def pair_encoder(p: ResultSet, g: ResultSet, options: Options) -> PairSource:
+    """Encode one (gold column, predicted column) pair on demand, in one shared code space."""
+
+    def encode(gi: int, pj: int) -> Pair:
+        gold_data, pred_data = g.column_data(gi), p.column_data(pj)
+        kinds = {numeric_kind(gold_data), numeric_kind(pred_data)} if options.tolerant else set()
+        if is_tolerant(kinds):
+            gold_tags, gold_values = encode_numeric(gold_data)
+            pred_tags, pred_values = encode_numeric(pred_data)
+            return Pair(gold_tags, pred_tags, TAG_CARDINALITY, gold_values, pred_values)
+        codes = encode_exact([pred_data, gold_data], options.policy)
+        return Pair(codes.codes[1], codes.codes[0], codes.cardinality)
+
+    return encode
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedRows:
+    """Both sides' rows as keys (+ floats compared with tolerance) and gold's tie columns."""
+
+    keys: RowKeys
+    values_p: np.ndarray | None
+    values_g: np.ndarray | None
+    ok_p: np.ndarray
+    ok_g: np.ndarray
+    ties: list[np.ndarray]
+
+
+def encode_rows(
+    pairs: Mapping,
+    source: PairSource,
+    n_pred: int,
+    n_gold: int,
+    tie_positions: tuple[int, ...],
+    options: Options,
+) -> EncodedRows:
+    """Pack the aligned columns into row keys one pair at a time (codes are dropped as soon as
+    they are packed, which keeps the peak memory near two int64 arrays)."""
+    keys = RowKeys(n_pred, n_gold)
+    ok_p = np.ones(n_pred, dtype=bool)
+    ok_g = np.ones(n_gold, dtype=bool)
+    values_p: list[np.ndarray] = []
+    values_g: list[np.ndarray] = []
+    ties: list[np.ndarray] = []
+    for index, (gi, pj) in enumerate(pairs):
+        pair = source(gi, pj)
+        keys.add(pair.pred, pair.gold, pair.cardinality)
+        if not options.null_equals_null:
+            ok_p &= pair.pred != 0
+            ok_g &= pair.gold != 0
+        if pair.pred_values is not None and pair.gold_values is not None:
+            values_p.append(pair.pred_values)
+            values_g.append(pair.gold_values)
+        if index in tie_positions:
+            ties.append(pair.gold)
+            if pair.gold_values is not None:
+                ties.append(pair.gold_values.view(np.int64))
+    return EncodedRows(keys, _stack(values_p, n_pred), _stack(values_g, n_gold), ok_p, ok_g, ties)
+
+
+def compare_rows(
+    encoded: EncodedRows, n_pred: int, n_gold: int, row_policy: str, options: Options
+) -> RowOutcome:
+    key_p, key_g = encoded.keys.pred, encoded.keys.gold
+    values_p, values_g = encoded.values_p, encoded.values_g
+    ok_p, ok_g = encoded.ok_p, encoded.ok_g
+
+    approximate = False
+
+    def overlap(kp: np.ndarray, kg: np.ndarray) -> int:
+        nonlocal approximate
+        if values_p is None or values_g is None:
+            return multiset_overlap(kp[ok_p], kg[ok_g])
+        matched, greedy = tolerant_overlap(
+            kp[ok_p], values_p[ok_p], kg[ok_g], values_g[ok_g], options.abs_tol, options.rel_tol
+        )
+        approximate |= greedy
+        return matched
+
+    if row_policy == "set":
+        key_p, values_p, ok_p = _distinct(key_p, values_p, ok_p)
+        key_g, values_g, ok_g = _distinct(key_g, values_g, ok_g)
+    matched = overlap(key_p, key_g)
+    if row_policy != "ordered":
+        return RowOutcome(matched, len(key_p), len(key_g), None, approximate=approximate)
+    if n_pred != n_gold:
+        return RowOutcome(matched, n_pred, n_gold, False, approximate=approximate)
+    segment = _segments(encoded.ties, n_gold)
+    ordered = RowKeys(0, 0)
+    ordered.pred, ordered.gold, ordered.span = key_p.copy(), key_g.copy(), encoded.keys.span
+    ordered.add(segment, segment, int(segment[-1]) + 1 if n_gold else 1)
+    in_order = overlap(ordered.pred, ordered.gold)
+    order_ok = in_order == n_gold and bool(ok_p.all()) and bool(ok_g.all())
+    first_bad = None if order_ok else _first_misordered(ordered.pred, ordered.gold, segment)
+    return RowOutcome(matched, n_pred, n_gold, order_ok, first_bad, approximate)
+
+
+def _stack(columns: Sequence[np.ndarray], n: int) -> np.ndarray | None:
+    if not columns:
+        return None
+    return np.column_stack(columns).reshape(n, len(columns))
+
+
+def _matchable(codes: list[np.ndarray], n: int, options: Options) -> np.ndarray:
+    """Rows that may match anything: all, unless NULL never equals NULL and the row has one."""
+    ok = np.ones(n, dtype=bool)
+    if not options.null_equals_null:
+        for column in codes:
+            ok &= column != 0
+    return ok
+
+
+def _distinct(
+    key: np.ndarray, values: np.ndarray | None, ok: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Distinct rows; a row that can never match (NULL under null_equals_null=False) is
+    distinct from every row, itself included, so each one is kept."""
+    never = ~ok
+    if values is None:
+        kept = distinct(key[ok])
+        out_values = None
+    else:
+        kept, out_values = distinct_rows(key[ok], values[ok])
+        out_values = np.concatenate([out_values, values[never]])
+    out_key = np.concatenate([kept, key[never]])
+    out_ok = np.concatenate([np.ones(len(kept), bool), np.zeros(int(never.sum()), bool)])
+    return out_key, out_values, out_ok
+
+
+def _segments(ties: list[np.ndarray], n: int) -> np.ndarray:
+    """Tie-group number of each gold row: runs of equal gold sort-key values; each row its
+    own group when no sort key is known."""
+    if not ties or not n:
+        return np.arange(n, dtype=np.int64)
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for column in ties:
+        change[1:] |= column[1:] != column[:-1]
+    return np.cumsum(change, dtype=np.int64) - 1
+
+
+def _first_misordered(seg_p: np.ndarray, seg_g: np.ndarray, segment: np.ndarray) -> int | None:
+    """Row position where the first tie group with different rows starts (exact keys)."""
+    bad = np.flatnonzero(seg_p != seg_g)
+    if not len(bad):
+        return None
+    start = segment[bad[0]]
+    return int(np.searchsorted(segment, start))
+
+
+def row_counts(p: ResultSet, g: ResultSet, row_policy: str, options: Options) -> tuple[int, int]:
+    if row_policy != "set":
+        return p.num_rows, g.num_rows
+    counts = []
+    for result in (p, g):
+        keys = RowKeys(result.num_rows, 0)
+        for i in range(result.num_columns):
+            codes = encode_exact([result.column_data(i)], options.policy)
+            keys.add(codes.codes[0], np.empty(0, dtype=np.int64), codes.cardinality)
+        counts.append(len(distinct(keys.pred)))
+    return counts[0], counts[1]

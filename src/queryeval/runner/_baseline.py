@@ -1,0 +1,66 @@
+"""The baseline run of a suite: loaded and checked before the run, compared with after it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from queryeval.config import SuiteConfig
+from queryeval.errors import InputError
+from queryeval.stats import RunData, compare_records, load_run, pair_systems, parse_gate
+
+
+def load_baseline(
+    suite: SuiteConfig, override: Path | None, system_names: Sequence[str]
+) -> RunData | None:
+    """The baseline run (`--baseline` wins over the suite's `baseline:`), or None. Fails
+    before anything runs when a gate needs a baseline and there is none, when the baseline
+    did not finish, or when its systems cannot be paired with the suite's."""
+    needing = [g for g in suite.gates if parse_gate(g).needs_baseline]
+    if override is not None:
+        path: Path | None = Path(override)
+    elif suite.baseline is not None:
+        path = suite.resolve(suite.baseline.run)
+    else:
+        path = None
+    if path is None:
+        if needing:
+            raise InputError(
+                f"gate(s) {', '.join(repr(g) for g in needing)} compare with a baseline run; "
+                "pass --baseline RUN_DIR or set 'baseline:' in the suite",
+                path=suite.source,
+                where="gates",
+            )
+        return None
+    run = load_run(path)
+    if run.summary is None:
+        raise InputError("the baseline run has no summary.json (did it finish?)", path=path)
+    wanted = suite.baseline.systems if suite.baseline is not None else []
+    baseline_systems = list(dict.fromkeys(str(r["system"]) for r in run.records))
+    try:
+        pair_systems(baseline_systems, list(system_names), wanted or None)
+    except InputError as exc:
+        raise InputError(exc.message, path=suite.source, where="baseline.systems") from None
+    return run
+
+
+def compare_with_baseline(
+    suite: SuiteConfig,
+    baseline: RunData,
+    records: Sequence[Mapping[str, Any]],
+    out_dir: Path,
+) -> dict[str, Any]:
+    """The comparison of this run (B) with the baseline (A), as stored in comparison.json."""
+    cfg = suite.baseline
+    comparison = compare_records(
+        baseline.records,
+        records,
+        systems=(cfg.systems or None) if cfg else None,
+        metrics=(cfg.metrics or None) if cfg else None,
+        alpha=cfg.alpha if cfg else 0.05,
+        seed=suite.seed,
+        label_a=str(baseline.path or baseline.label),
+        label_b=str(out_dir),
+    )
+    return comparison.as_dict()
