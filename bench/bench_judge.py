@@ -35,18 +35,33 @@ CONCURRENCY = 32
 RETRY_AFTER = "0.05"
 
 
-def serve(rate_429: float, seed: int) -> None:
-    """Run the fake server until stdin closes (subprocess mode)."""
+def serve(rate_429: float, seed: int, capacity: int) -> None:
+    """Run the fake server until stdin closes (subprocess mode): 429 for a random share of
+    requests, or (capacity > 0) for every request beyond `capacity` in flight."""
+    import threading
+
     from fakes.openai_server import FakeOpenAI, Reply
 
     rng = random.Random(seed)
+    lock = threading.Lock()
+    active = 0
 
     def handler(_req: object) -> Reply:
-        if rng.random() < rate_429:
-            return Reply.rate_limited(retry_after=RETRY_AFTER)
-        return Reply.verdict(0.8, "ok", prompt_tokens=400, completion_tokens=30)
+        nonlocal active
+        if capacity <= 0:
+            if rng.random() < rate_429:
+                return Reply.rate_limited(retry_after=RETRY_AFTER)
+            return Reply.verdict(0.8, "ok", prompt_tokens=400, completion_tokens=30)
+        with lock:
+            if active >= capacity:
+                return Reply.rate_limited(retry_after=RETRY_AFTER)
+            active += 1
+        time.sleep(LATENCY_S)  # the reply's latency, counted while it holds capacity
+        with lock:
+            active -= 1
+        return Reply.verdict(0.8, "ok", prompt_tokens=400, completion_tokens=30, delay_s=0)
 
-    with FakeOpenAI(handler, latency_s=LATENCY_S) as server:
+    with FakeOpenAI(handler, latency_s=0 if capacity > 0 else LATENCY_S) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
 
@@ -126,9 +141,20 @@ async def run_naive(base_url: str, n: int) -> Result:
     return Result(seconds, -1, ok, n - ok)
 
 
-def start_server(rate_429: float, seed: int) -> tuple[subprocess.Popen[str], str]:
+def start_server(
+    rate_429: float, seed: int, capacity: int = 0
+) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(rate_429), "--seed", str(seed)],
+        [
+            sys.executable,
+            __file__,
+            "--serve",
+            str(rate_429),
+            "--seed",
+            str(seed),
+            "--capacity",
+            str(capacity),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -141,6 +167,8 @@ OURS = "judge, 10% 429"
 FLOOR = "judge, no 429 (floor)"
 CACHED = "cached re-run"
 NAIVE = "SDK retries + Semaphore, 10% 429"
+NAIVE_CAP = "SDK retries + Semaphore"
+CAPACITY = 24
 
 
 def repeat_runs(n: int, repeat: int, limited_url: str, clean_url: str) -> dict[str, list[Result]]:
@@ -155,6 +183,32 @@ def repeat_runs(n: int, repeat: int, limited_url: str, clean_url: str) -> dict[s
         rows[NAIVE].append(asyncio.run(run_naive(limited_url, n)))
         print(f"repeat {rep + 1}/{repeat} done", flush=True)
     return rows
+
+
+def capacity_runs(n: int, repeat: int, url: str) -> dict[str, list[Result]]:
+    """Against a server that admits CAPACITY calls at once: adaptive limit vs fixed 32."""
+    rows: dict[str, list[Result]] = {"judge (adaptive limit)": [], NAIVE_CAP: []}
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows["judge (adaptive limit)"].append(asyncio.run(run_judge(url, n, Path(tmp))))
+        rows[NAIVE_CAP].append(asyncio.run(run_naive(url, n)))
+    return rows
+
+
+def report_capacity(rows: dict[str, list[Result]], n: int) -> None:
+    """Second table: time, calls, 429s and losses against the capacity-limited server."""
+    ideal = n / CAPACITY * LATENCY_S
+    print(
+        f"\nserver admitting {CAPACITY} calls at once (429 beyond), {n} judgments with "
+        f"concurrency {CONCURRENCY}; ideal {ideal:.2f} s"
+    )
+    for name, results in rows.items():
+        mid = sorted(results, key=lambda r: r.seconds)[len(results) // 2]
+        calls = "?" if mid.calls < 0 else str(mid.calls)
+        print(
+            f"{name:34} {mid.seconds:6.2f} s ({mid.seconds / ideal:.2f} x ideal), "
+            f"calls {calls}, lost {max(r.lost for r in results)}"
+        )
 
 
 def report(rows: dict[str, list[Result]], n: int, repeat: int) -> None:
@@ -212,9 +266,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--serve", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--capacity", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve is not None:
-        serve(args.serve, args.seed)
+        serve(args.serve, args.seed, args.capacity)
         return
     t0 = time.perf_counter()
     import openai  # noqa: F401  (imported once, outside the timings: paid once per process)
@@ -222,14 +277,17 @@ def main() -> None:
     print(f"import openai: {time.perf_counter() - t0:.2f} s (not in the timings below)")
     limited, limited_url = start_server(0.10, args.seed)
     clean, clean_url = start_server(0.0, args.seed)
+    capped, capped_url = start_server(0.0, args.seed, capacity=CAPACITY)
     try:
         rows = repeat_runs(args.n, args.repeat, limited_url, clean_url)
+        capacity_rows = capacity_runs(args.n, args.repeat, capped_url)
     finally:
-        for proc in (limited, clean):
+        for proc in (limited, clean, capped):
             assert proc.stdin is not None
             proc.stdin.close()
             proc.wait(timeout=10)
     report(rows, args.n, args.repeat)
+    report_capacity(capacity_rows, args.n)
 
 
 if __name__ == "__main__":

@@ -141,8 +141,18 @@ def test_persistent_failure_is_an_error_verdict_after_bounded_attempts(
     server.chat_handler = lambda _req: Reply.server_error(500)
     v = judge_once(make_judge(server, tmp_path, max_attempts=3))
     assert v.status == "error" and v.score is None
-    assert "gave up after 3 attempts" in v.reasoning
+    assert "gave up after 3 calls (3 failed, 0 rate-limited)" in v.reasoning
     assert server.chat_calls == 3
+
+
+def test_429s_have_their_own_budget(server: FakeOpenAI, tmp_path: Path) -> None:
+    # more 429s than max_attempts: a busy endpoint does not lose the judgment
+    server.script(*[Reply.rate_limited(retry_after="0.01")] * 8, Reply.verdict(0.7))
+    v = judge_once(make_judge(server, tmp_path, max_attempts=3))
+    assert v.status == "ok" and v.score == 0.7 and v.attempts == 9
+    server.chat_handler = lambda _req: Reply.rate_limited(retry_after="0.01")
+    v = judge_once(make_judge(server, tmp_path, max_rate_limited=4, model="m2"))
+    assert v.status == "error" and "4 rate-limited" in v.reasoning
 
 
 def test_slow_reply_times_out_and_is_retried(server: FakeOpenAI, tmp_path: Path) -> None:

@@ -132,11 +132,12 @@ class ChatClient:
         client = self._client()
         structured = self._structured()
         dropped_format = False
-        attempt = 0
+        calls = failures = limited = 0
         c = self.config
         while True:
             wait_hint: float | None = None
-            async with self.limiter.slot(retry=attempt > 0 or dropped_format) as ticket:
+            async with self.limiter.slot(retry=calls > 0) as ticket:
+                calls += 1
                 self.stats.calls += 1
                 try:
                     response = await client.chat.completions.create(
@@ -145,42 +146,51 @@ class ChatClient:
                 except openai.RateLimitError as exc:
                     if exc.code == "insufficient_quota":
                         raise JudgeCallError(
-                            f"HTTP 429 insufficient_quota: {exc.message}", attempt + 1
+                            f"HTTP 429 insufficient_quota: {exc.message}", calls
                         ) from None
                     ticket.overloaded = True
                     self.stats.rate_limited += 1
                     wait_hint = retry_after_s(exc.response.headers)
                     last = "HTTP 429 (rate limited)"
+                    limited += 1
                 except openai.APIStatusError as exc:
                     status = exc.status_code
                     if status in (400, 422) and structured and c.structured_output == "auto":
                         structured, dropped_format = False, True  # retry at once, plain JSON prompt
                         continue
                     if status not in _RETRYABLE_STATUS and status < 500:
-                        raise JudgeCallError(f"HTTP {status}: {exc.message}", attempt + 1) from None
+                        raise JudgeCallError(f"HTTP {status}: {exc.message}", calls) from None
                     wait_hint = retry_after_s(exc.response.headers)
                     last = f"HTTP {status}: {exc.message}"
+                    failures += 1
                 except openai.APITimeoutError:
                     last = f"timed out after {c.timeout_s:g}s"
+                    failures += 1
                 except openai.APIConnectionError as exc:
                     last = f"connection error: {exc}"
+                    failures += 1
                 else:
                     ticket.succeeded = True
                     if dropped_format:  # remember: this endpoint rejects response_format
                         self._no_response_format.add(c.endpoint)
-                    return self._reply(response), attempt + 1
-            attempt += 1
-            if attempt >= c.max_attempts:
-                raise JudgeCallError(f"gave up after {attempt} attempts; last: {last}", attempt)
+                    return self._reply(response), calls
+            # failures and 429s have separate budgets: a busy endpoint may send many 429s
+            # (each honoured with its wait) without the judgment being lost
+            if failures >= c.max_attempts or limited >= c.max_rate_limited:
+                raise JudgeCallError(
+                    f"gave up after {calls} calls ({failures} failed, {limited} rate-limited); "
+                    f"last: {last}",
+                    calls,
+                )
             if wait_hint is not None and wait_hint > c.max_retry_after_s:
                 raise JudgeCallError(
                     f"{last}; the endpoint asks to wait {wait_hint:.0f}s, more than "
                     f"max_retry_after_s={c.max_retry_after_s:g}",
-                    attempt,
+                    calls,
                 )
             self.stats.retries += 1
             delay = retry_delay_s(
-                attempt - 1,
+                failures + limited - 1,
                 wait_hint,
                 base_s=c.backoff_base_s,
                 max_s=c.backoff_max_s,

@@ -39,7 +39,12 @@ class JudgeConfig(_Model):
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=512, ge=1, description="completion budget of one judgment")
     timeout_s: float = Field(default=60.0, gt=0)
-    max_attempts: int = Field(default=6, ge=1, le=50, description="tries per judgment")
+    max_attempts: int = Field(
+        default=6, ge=1, le=50, description="calls per judgment that may fail (5xx, timeout...)"
+    )
+    max_rate_limited: int = Field(
+        default=50, ge=1, le=1000, description="429 replies tolerated per judgment"
+    )
     backoff_base_s: float = Field(default=0.5, gt=0)
     backoff_max_s: float = Field(default=30.0, gt=0)
     max_retry_after_s: float = Field(
