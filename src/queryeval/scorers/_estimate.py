@@ -40,23 +40,28 @@ def estimate(
     counted as cached. Calls nothing."""
     from queryeval.judges import estimate_requests, judge_from_context
 
-    ctx = ctx or ScoringContext(suite, cache_dir)
-    judge = judge_from_context(ctx)
-    if judge is None:
-        return estimate_requests(None, [])
-    scorers = list(judged_scorers([build_scorer(c) for c in suite.scorers]))
-    names = [name for system in suite.systems for name, _ in system.configurations()]
-    requests: list[tuple[JudgeRequest, bool]] = []
-    for name in names:
-        produced = (outputs or {}).get(name, {})
-        for case in cases:
-            output = produced.get(case.id)
-            for scorer in scorers:
-                inputs = scorer.judge_inputs(case, output, ctx)
-                if isinstance(inputs, Score):
-                    continue
-                try:
-                    requests.append((judge.request(scorer.rubric, inputs), output is None))
-                except (KeyError, ValueError):  # unknown rubric / missing input: no call either
-                    continue
-    return estimate_requests(judge, requests)
+    own = ctx is None
+    context = ctx if ctx is not None else ScoringContext(suite, cache_dir)
+    try:
+        judge = judge_from_context(context)
+        if judge is None:
+            return estimate_requests(None, [])
+        scorers = list(judged_scorers([build_scorer(c) for c in suite.scorers]))
+        names = [name for system in suite.systems for name, _ in system.configurations()]
+        requests: list[tuple[JudgeRequest, bool]] = []
+        for name in names:
+            produced = (outputs or {}).get(name, {})
+            for case in cases:
+                output = produced.get(case.id)
+                for scorer in scorers:
+                    inputs = scorer.judge_inputs(case, output, context)
+                    if isinstance(inputs, Score):
+                        continue
+                    try:
+                        requests.append((judge.request(scorer.rubric, inputs), output is None))
+                    except (KeyError, ValueError):  # unknown rubric / missing input: no call
+                        continue
+        return estimate_requests(judge, requests)
+    finally:
+        if own:  # engines opened for schemas, the cache file
+            context.close()
