@@ -227,10 +227,9 @@ def _record(
 
 def _slim(record: dict[str, Any], scores: dict[str, Score] | None = None) -> dict[str, Any]:
     """What the summary needs of a record: everything but the output, scores as models."""
-    slim = {k: v for k, v in record.items() if k not in ("output", "scores")}
-    if scores is None:
-        scores = {k: Score.model_validate(v) for k, v in record["scores"].items()}
-    slim["scores"] = scores
+    slim = {k: v for k, v in record.items() if k != "output"}
+    if scores is not None:
+        slim["scores"] = scores
     return slim
 
 
@@ -347,8 +346,6 @@ class Runner:
         finally:
             self.ctx.close()
         self.plan.cases = stubs
-        for rec in slims:
-            rec["scores"] = {k: Score.model_validate(v) for k, v in rec["scores"].items()}
         self.slim.extend(slims)
         return len(slims), skipped
 

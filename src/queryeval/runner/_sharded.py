@@ -155,6 +155,9 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
                 store.append(record)
                 slim = {k: v for k, v in record.items() if k != "output"}
                 slim["scores"] = {k: _score_json(s) for k, s in scores.items()}
+                for label, stored in slim["scores"].items():
+                    if "details" in stored:
+                        stored["details"] = scorers[label].summary_view(stored["details"])
                 slims.append(
                     orjson.dumps(slim, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY)
                 )

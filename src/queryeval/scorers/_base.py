@@ -104,6 +104,11 @@ class Scorer:
         """Dataset-level figures beyond mean/CI of the values. Default: none."""
         return {}
 
+    def summary_view(self, details: dict[str, Any]) -> dict[str, Any]:
+        """The part of a score's details that `aggregate` and summaries read; sharded runs
+        send only this from their workers. Default: all of it."""
+        return details
+
     def report_columns(self, score: Score) -> dict[str, Any]:
         """Extra per-case columns for tabular reports (Excel overview). Default: none."""
         return {}

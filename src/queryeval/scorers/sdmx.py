@@ -27,6 +27,11 @@ class TermSelectionOptions(BaseModel):
     codelist_map: dict[str, str] = {}
 
 
+def _count(terms: Any) -> int:
+    """A term list's length, or the count a summary view keeps instead of the list."""
+    return terms if isinstance(terms, int) else len(terms)
+
+
 def details_text(details: dict[str, Any]) -> str:
     """Seed 001's details cell, rebuilt from a stored score's details."""
     per_dim = details.get("per_dimension")
@@ -149,6 +154,23 @@ class TermSelectionScorer(Scorer):
             "indicator selection details": details_text(score.details) or score.explanation,
         }
 
+    def summary_view(self, details: dict[str, Any]) -> dict[str, Any]:
+        """What `aggregate` reads: metrics, counts, and per dimension counts, not the terms."""
+        view = {k: v for k, v in details.items() if k != "per_dimension"}
+        view["per_dimension"] = {
+            key: {
+                "dimension": d["dimension"],
+                "counted": d["counted"],
+                "precision": d["precision"],
+                "recall": d["recall"],
+                "tp": _count(d["tp"]),
+                "fp": _count(d["fp"]),
+                "fn": _count(d["fn"]),
+            }
+            for key, d in details.get("per_dimension", {}).items()
+        }
+        return view
+
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """Seed 001's dataset metrics (mean macro P/R over cases), pooled micro P/R, and
         per-dimension figures across cases."""
@@ -170,9 +192,9 @@ class TermSelectionScorer(Scorer):
                     agg["precision"].append(d["precision"])
                 if d["recall"] is not None:
                     agg["recall"].append(d["recall"])
-                agg["tp"] += len(d["tp"])
-                agg["fp"] += len(d["fp"])
-                agg["fn"] += len(d["fn"])
+                agg["tp"] += _count(d["tp"])
+                agg["fp"] += _count(d["fp"])
+                agg["fn"] += _count(d["fn"])
         return {
             "data_query_metrics": {
                 "cases": len(ok),

@@ -7,7 +7,7 @@ run and an uninterrupted one give byte-identical summaries.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -56,9 +56,16 @@ def summarize_scorer(
     }
     metric_values: dict[str, list[float]] = {}
     for s in ok:
-        for name, v in (s.details.get("metrics") or {}).items():
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                metric_values.setdefault(name, []).append(float(v))
+        metrics = s.details.get("metrics")
+        if not metrics:
+            continue
+        for name, v in metrics.items():
+            kind = type(v)
+            if kind is float or kind is int:  # not bool, not None
+                bucket = metric_values.get(name)
+                if bucket is None:
+                    bucket = metric_values[name] = []
+                bucket.append(v)
     out["metrics"] = {
         name: {"mean": float(np.mean(vs)), "n": len(vs), "ci95": _ci(vs, seed)}
         for name, vs in sorted(metric_values.items())
@@ -78,8 +85,22 @@ def summarize_scorer(
     return out
 
 
+class ScoreView:
+    """A stored score read back for summaries: the attributes of a Score without
+    re-validating every record (a summary reads them; it never changes them)."""
+
+    __slots__ = ("details", "explanation", "passed", "status", "value")
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.value = data.get("value")
+        self.status = data.get("status", "ok")
+        self.passed = data.get("passed")
+        self.details = data.get("details") or {}
+        self.explanation = data.get("explanation", "")
+
+
 def _as_score(value: Score | Mapping[str, Any]) -> Score:
-    return value if isinstance(value, Score) else Score.model_validate(value)
+    return value if isinstance(value, Score) else cast(Score, ScoreView(value))
 
 
 def summarize(
