@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import hashlib
 import platform
+import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -321,6 +322,7 @@ class Runner:
         ]
         for scorer in self.plan.scorers.values():
             scorer.prepare(self.plan.cases, self.ctx)
+        self._print_estimate()
         store.open_for_append()
         try:
             with Progress(len(todo), f"{self.plan.suite.name}", self.progress) as bar:
@@ -335,6 +337,16 @@ class Runner:
             store.close()
             self.ctx.close()
         return len(todo), len(done)
+
+    def _print_estimate(self) -> None:
+        """Before spending: judge calls not in cache, tokens and cost (nothing is called)."""
+        from queryeval.scorers import estimate, judged_scorers
+
+        if not any(judged_scorers(list(self.plan.scorers.values()))):
+            return
+        outputs = {s.name: s.predictions.outputs for s in self.plan.systems if s.predictions}
+        line = estimate(self.plan.suite, self.plan.cases, outputs, ctx=self.ctx).line()
+        print(f"[queryeval] {line}", file=sys.stderr)
 
     def _run_sharded(self, skipped: int) -> tuple[int, int]:
         from queryeval.runner._sharded import run_sharded
@@ -364,7 +376,11 @@ class Runner:
         queue: asyncio.Queue[tuple[SystemRun, Case]] = asyncio.Queue()
         for item in todo:
             queue.put_nowait(item)
-        n_workers = max(1, min(len(todo), sum(s.concurrency for s in self.plan.systems), 256))
+        wanted = sum(s.concurrency for s in self.plan.systems)
+        judge = (self.plan.suite.judge or {}).get("concurrency")
+        if judge:  # judged scoring overlaps many judge calls even when outputs are saved
+            wanted = max(wanted, int(judge))
+        n_workers = max(1, min(len(todo), wanted, 256))
 
         async def worker() -> None:
             while True:
@@ -385,7 +401,10 @@ class Runner:
                 self._keep(_record(system.name, case, output, scores, scorers), scores)
                 bar.advance()
 
-        await asyncio.gather(*(worker() for _ in range(n_workers)))
+        try:
+            await asyncio.gather(*(worker() for _ in range(n_workers)))
+        finally:
+            await self.ctx.aclose()  # async clients close inside the loop they live in
 
     def _keep(self, record: dict[str, Any], scores: dict[str, Score]) -> None:
         self.store.append(record)
