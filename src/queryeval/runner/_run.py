@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from queryeval import __version__
+from queryeval._gc import bulk_allocation
 from queryeval.cases import Case, Output, Score, load_cases
 from queryeval.cases._load import expand
 from queryeval.config import ReportConfig, SuiteConfig
@@ -100,7 +101,8 @@ def _hash_files(paths: Sequence[Path]) -> str:
 def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
     """Load and check everything a run needs; InputError on any bad input. With `lazy`, cases
     and predictions are left for the sharded workers to load and check."""
-    cases = [] if lazy else load_cases(suite.cases, suite.base_dir)
+    with bulk_allocation():
+        cases = [] if lazy else load_cases(suite.cases, suite.base_dir)
     if not cases and not lazy:
         raise InputError("no cases matched", path=suite.source, where="cases")
     known = {c.id for c in cases}
@@ -113,7 +115,8 @@ def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
         if cfg.predictions:
             path = suite.resolve(cfg.predictions)
             files.append(path)
-            preds = None if lazy else PredictionsFile(path, known)
+            with bulk_allocation():
+                preds = None if lazy else PredictionsFile(path, known)
             systems.append(SystemRun(cfg.name, {}, predictions=preds))
         elif cfg.callable:
             try:
@@ -330,7 +333,8 @@ class Runner:
                     s.is_async or getattr(s, "blocking", False) for s in self.plan.scorers.values()
                 )
                 if fast:
-                    self._run_sync(todo, bar)
+                    with bulk_allocation():
+                        self._run_sync(todo, bar)
                 else:
                     asyncio.run(self._run_async(todo, bar))
         finally:
@@ -420,14 +424,15 @@ class Runner:
         from queryeval.stats import check_gates, summarize
 
         records = self.slim
-        summary = summarize(
-            self.plan.suite.name,
-            self.plan.cases,
-            records,
-            self.plan.scorers,
-            [s.name for s in self.plan.systems],
-            seed=self.plan.suite.seed,
-        )
+        with bulk_allocation():
+            summary = summarize(
+                self.plan.suite.name,
+                self.plan.cases,
+                records,
+                self.plan.scorers,
+                [s.name for s in self.plan.systems],
+                seed=self.plan.suite.seed,
+            )
         gates = check_gates(
             self.plan.suite.gates, summary, baseline.summary if baseline is not None else None
         )
