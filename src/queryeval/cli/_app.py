@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from queryeval.cli._compare import compare_command  # light: heavy imports are inside
+from queryeval.cli._estimate import estimate_command
 from queryeval.errors import InputError
 
 app = typer.Typer(
@@ -123,6 +124,7 @@ def report(
 
 
 app.command("compare")(compare_command)
+app.command("estimate")(estimate_command)
 
 
 @app.command()

@@ -5,7 +5,29 @@ A preset fills in what the suite leaves out (scorers, threshold); the suite's ow
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+
+def _kql_batch(results_scorer: str) -> dict[str, Any]:
+    """Seed 002: pass iff the query executes and 0.5 x judge + 0.5 x results >= 0.9."""
+    return {
+        "scorers": [
+            {
+                "name": "composite",
+                "id": "kql_batch",
+                "threshold": 0.9,
+                "options": {
+                    "components": [
+                        {"name": "executes", "weight": 0, "required": True},
+                        {"name": "llm_query_similarity", "weight": 0.5},
+                        {"name": results_scorer, "weight": 0.5},
+                    ]
+                },
+            }
+        ],
+    }
+
 
 PRESETS: dict[str, dict[str, Any]] = {
     # seed 001: per-dimension precision/recall of SDMX term selection
@@ -16,10 +38,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "rag_answers": {
         "scorers": [{"name": "answer", "options": {"evaluation_method": "semantic_fixed"}}],
     },
-    # seed 000: weighted AST comparison of Weaviate queries (collection 0.4, rest 0.15 each)
-    "weaviate_ast": {
-        "scorers": [{"name": "weaviate_ast"}],
-    },
+    # seed 002 exactly: results match = recall of expected rows (extra rows not penalised)
+    "kql_batch": _kql_batch("results_match_legacy"),
+    # seed 002 with the fix: results scored by row F1 on all rows, typed comparison
+    "kql_batch_strict": _kql_batch("results_f1"),
     # execution-based query scoring (SQL, KQL, Cypher): runs, EX (seed 003), row F1
     "query_execution": {
         "scorers": [
@@ -42,6 +64,10 @@ PRESETS: dict[str, dict[str, Any]] = {
             {"name": "jaccard", "weight": 0},
         ],
     },
+    # seed 000: weighted AST comparison of Weaviate queries (collection 0.4, rest 0.15 each)
+    "weaviate_ast": {
+        "scorers": [{"name": "weaviate_ast"}],
+    },
 }
 
 
@@ -51,6 +77,6 @@ def apply_preset(data: dict[str, Any]) -> dict[str, Any]:
     if not name:
         return data
     preset = PRESETS[name]
-    merged = dict(preset)
+    merged = copy.deepcopy(preset)  # a suite may change its copy; the preset must not change
     merged.update({k: v for k, v in data.items() if v is not None})
     return merged

@@ -13,6 +13,7 @@ from queryeval.metrics._agentic import (
     summarize_attempt,
     summarize_output,
 )
+from queryeval.metrics._agreement import Agreement, agreement
 from queryeval.metrics._bleu import bleu, bleu_many, corpus_bleu
 from queryeval.metrics._canonical import NAN, ValuePolicy, canonical
 from queryeval.metrics._compare import ComparisonResult, compare_results
@@ -94,6 +95,7 @@ __all__ = [
     "SEED_GRID",
     "AgenticReport",
     "Aggregation",
+    "Agreement",
     "AttemptSummary",
     "ComparisonResult",
     "ComponentResult",
@@ -119,6 +121,7 @@ __all__ = [
     "WeaviateQueryError",
     "WeaviateSchema",
     "agentic_report",
+    "agreement",
     "as_result_set",
     "bleu",
     "bleu_many",

@@ -151,6 +151,8 @@ def _dimensions(
     the first occurrence of a key wins, so repeated terms count once."""
     out: dict[tuple[str, str], dict[Any, TermRef]] = {}
     plain = match_on == "id" and not ignore_case
+    if plain and type(selection) is list and all(type(d) is dict for d in selection):
+        return _plain_dimensions(selection)
     for dataset in selection or ():
         ds = str(_get(dataset, "dataset_id"))
         for dim in _get(dataset, "dimensions") or ():
@@ -171,6 +173,28 @@ def _dimensions(
                     key = (key, label.casefold() if ignore_case else label)
                 if key not in terms:
                     terms[key] = TermRef(ident, name)
+    return out
+
+
+def _plain_dimensions(selection: list[dict[str, Any]]) -> dict[tuple[str, str], dict[Any, TermRef]]:
+    """`_dimensions` for the common case, written out for speed: plain dicts (as cases and
+    predictions hold them), matched on the ID as written."""
+    out: dict[tuple[str, str], dict[Any, TermRef]] = {}
+    for dataset in selection:
+        ds = dataset["dataset_id"]
+        ds = ds if type(ds) is str else str(ds)
+        for dim in dataset.get("dimensions") or ():
+            name = dim["dimension_name"]
+            key = (ds, name if type(name) is str else str(name))
+            terms = out.get(key)
+            if terms is None:
+                terms = out[key] = {}
+            for value in dim.get("values") or ():
+                ident = value["id"]
+                if type(ident) is not str:
+                    ident = str(ident)
+                if ident not in terms:
+                    terms[ident] = _new(TermRef, (ident, value.get("name")))
     return out
 
 

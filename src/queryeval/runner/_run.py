@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import hashlib
 import platform
+import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from queryeval import __version__
+from queryeval._gc import bulk_allocation
 from queryeval.cases import Case, Output, Score, load_cases
 from queryeval.cases._load import expand
 from queryeval.config import ReportConfig, SuiteConfig
@@ -99,7 +101,8 @@ def _hash_files(paths: Sequence[Path]) -> str:
 def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
     """Load and check everything a run needs; InputError on any bad input. With `lazy`, cases
     and predictions are left for the sharded workers to load and check."""
-    cases = [] if lazy else load_cases(suite.cases, suite.base_dir)
+    with bulk_allocation():
+        cases = [] if lazy else load_cases(suite.cases, suite.base_dir)
     if not cases and not lazy:
         raise InputError("no cases matched", path=suite.source, where="cases")
     known = {c.id for c in cases}
@@ -112,7 +115,8 @@ def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
         if cfg.predictions:
             path = suite.resolve(cfg.predictions)
             files.append(path)
-            preds = None if lazy else PredictionsFile(path, known)
+            with bulk_allocation():
+                preds = None if lazy else PredictionsFile(path, known)
             systems.append(SystemRun(cfg.name, {}, predictions=preds))
         elif cfg.callable:
             try:
@@ -321,6 +325,7 @@ class Runner:
         ]
         for scorer in self.plan.scorers.values():
             scorer.prepare(self.plan.cases, self.ctx)
+        self._print_estimate()
         store.open_for_append()
         try:
             with Progress(len(todo), f"{self.plan.suite.name}", self.progress) as bar:
@@ -328,13 +333,24 @@ class Runner:
                     s.is_async or getattr(s, "blocking", False) for s in self.plan.scorers.values()
                 )
                 if fast:
-                    self._run_sync(todo, bar)
+                    with bulk_allocation():
+                        self._run_sync(todo, bar)
                 else:
                     asyncio.run(self._run_async(todo, bar))
         finally:
             store.close()
             self.ctx.close()
         return len(todo), len(done)
+
+    def _print_estimate(self) -> None:
+        """Before spending: judge calls not in cache, tokens and cost (nothing is called)."""
+        from queryeval.scorers import estimate, judged_scorers
+
+        if not any(judged_scorers(list(self.plan.scorers.values()))):
+            return
+        outputs = {s.name: s.predictions.outputs for s in self.plan.systems if s.predictions}
+        line = estimate(self.plan.suite, self.plan.cases, outputs, ctx=self.ctx).line()
+        print(f"[queryeval] {line}", file=sys.stderr)
 
     def _run_sharded(self, skipped: int) -> tuple[int, int]:
         from queryeval.runner._sharded import run_sharded
@@ -364,7 +380,11 @@ class Runner:
         queue: asyncio.Queue[tuple[SystemRun, Case]] = asyncio.Queue()
         for item in todo:
             queue.put_nowait(item)
-        n_workers = max(1, min(len(todo), sum(s.concurrency for s in self.plan.systems), 256))
+        wanted = sum(s.concurrency for s in self.plan.systems)
+        judge = (self.plan.suite.judge or {}).get("concurrency")
+        if judge:  # judged scoring overlaps many judge calls even when outputs are saved
+            wanted = max(wanted, int(judge))
+        n_workers = max(1, min(len(todo), wanted, 256))
 
         async def worker() -> None:
             while True:
@@ -385,7 +405,10 @@ class Runner:
                 self._keep(_record(system.name, case, output, scores, scorers), scores)
                 bar.advance()
 
-        await asyncio.gather(*(worker() for _ in range(n_workers)))
+        try:
+            await asyncio.gather(*(worker() for _ in range(n_workers)))
+        finally:
+            await self.ctx.aclose()  # async clients close inside the loop they live in
 
     def _keep(self, record: dict[str, Any], scores: dict[str, Score]) -> None:
         self.store.append(record)
@@ -401,14 +424,15 @@ class Runner:
         from queryeval.stats import check_gates, summarize
 
         records = self.slim
-        summary = summarize(
-            self.plan.suite.name,
-            self.plan.cases,
-            records,
-            self.plan.scorers,
-            [s.name for s in self.plan.systems],
-            seed=self.plan.suite.seed,
-        )
+        with bulk_allocation():
+            summary = summarize(
+                self.plan.suite.name,
+                self.plan.cases,
+                records,
+                self.plan.scorers,
+                [s.name for s in self.plan.systems],
+                seed=self.plan.suite.seed,
+            )
         gates = check_gates(
             self.plan.suite.gates, summary, baseline.summary if baseline is not None else None
         )

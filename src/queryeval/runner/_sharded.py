@@ -8,8 +8,10 @@ unknown case ids across all workers included) before any worker writes a record.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
+from queryeval._gc import bulk_allocation
 from queryeval.cases import Case, Output
 from queryeval.cases._load import expand
 from queryeval.errors import InputError
@@ -33,6 +36,10 @@ if TYPE_CHECKING:
 
 MIN_CASES = 20_000  # below this, forking costs more than it saves
 _CHUNK = 2_000  # records a worker sends at a time
+# Workers write records in small batches (one system call per batch, not per record): their
+# work is pure local computation, so a kill loses at most ~50 ms of it, which resume redoes.
+_WRITE_BATCH = 256
+_WRITE_EVERY_S = 0.05
 _CASE_ID = re.compile(rb'"case_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))')
 
 Line = tuple[Path, int, bytes]
@@ -123,7 +130,9 @@ def _outputs(lines: list[Line]) -> Output:
 
 
 def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection) -> None:
-    """Runs in a forked child: validate the slice, wait for the go, score, write, report."""
+    """Runs in a forked child: validate the slice, wait for the go, score, write, report.
+    The cyclic GC stays off (see queryeval._gc): the child exits when its slice is done."""
+    gc.disable()
     from queryeval.runner._run import _record, _score_json, _score_sync
 
     try:
@@ -156,6 +165,8 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
     store = runner.store
     store.open_for_append()
     slims: list[bytes] = []
+    batch: list[bytes] = []
+    written = time.monotonic()
     try:
         for system in runner.plan.systems:
             for case in cases:
@@ -164,7 +175,10 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
                 output = outputs[system.name][case.id]
                 scores = {lb: _score_sync(s, case, output, ctx) for lb, s in scorers.items()}
                 record = _record(system.name, case, output, scores, scorers)
-                store.append(record)
+                batch.append(store.encode(record))
+                if len(batch) >= _WRITE_BATCH or time.monotonic() - written > _WRITE_EVERY_S:
+                    store.write_lines(b"".join(batch))
+                    batch, written = [], time.monotonic()
                 slim = {k: v for k, v in record.items() if k != "output"}
                 slim["scores"] = {k: _score_json(s) for k, s in scores.items()}
                 for label, stored in slim["scores"].items():
@@ -176,6 +190,7 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
                 if len(slims) == _CHUNK:  # the parent reads chunks while workers go on
                     conn.send(("chunk", len(slims), b"[" + b",".join(slims) + b"]"))
                     slims = []
+        store.write_lines(b"".join(batch))
     finally:
         store.close()
         ctx.close()
@@ -184,6 +199,11 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
 
 def run_sharded(runner: Runner, bar: Progress) -> tuple[list[Case], list[dict[str, Any]]]:
     """Run the plan on forked workers; returns (case stubs in order, slim records)."""
+    with bulk_allocation():
+        return _run_sharded(runner, bar)
+
+
+def _run_sharded(runner: Runner, bar: Progress) -> tuple[list[Case], list[dict[str, Any]]]:
     import multiprocessing as mp
 
     inputs = read_inputs(runner)

@@ -113,6 +113,15 @@ class RunStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._handle = self.results_path.open("ab", buffering=0)
 
+    @staticmethod
+    def encode(record: dict[str, Any]) -> bytes:
+        """One record as a JSON line."""
+        return orjson.dumps(record, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+
+    def write_lines(self, data: bytes) -> None:
+        """Append already encoded whole lines in one write."""
+        self._handle.write(data)
+
     def append(self, record: dict[str, Any]) -> None:
         """Write one record and hand it to the OS at once (unbuffered), so SIGKILL keeps it."""
         self._handle.write(

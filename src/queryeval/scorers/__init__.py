@@ -1,6 +1,7 @@
 """Scorers: thin adapters from a case and an output to a metric, returning a Score."""
 
 from queryeval.scorers._base import NoOptions, Scorer, ScoringContext
+from queryeval.scorers._estimate import estimate, judged_scorers
 from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer, scorer_class
 
 __all__ = [
@@ -8,6 +9,8 @@ __all__ = [
     "Scorer",
     "ScoringContext",
     "build_scorer",
+    "estimate",
+    "judged_scorers",
     "known_scorers",
     "register_scorer",
     "scorer_class",

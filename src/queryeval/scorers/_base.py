@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,17 +39,23 @@ class ScoringContext:
             self._resources[key] = factory()
         return self._resources[key]
 
+    async def aclose(self) -> None:
+        """Close the resources that need their event loop (`aclose`), inside it; the rest
+        are closed by `close`."""
+        for key, res in reversed(list(self._resources.items())):
+            aclose = getattr(res, "aclose", None)
+            if callable(aclose):
+                with contextlib.suppress(Exception):
+                    await aclose()
+                self._resources.pop(key, None)
+
     def close(self) -> None:
         """Close every resource that can be closed (engines, clients), newest first."""
         for res in reversed(list(self._resources.values())):
             close = getattr(res, "close", None)
             if callable(close):
-                try:
-                    result = close()
-                    if inspect.isawaitable(result):  # pragma: no cover - async close
-                        result.close()  # type: ignore[attr-defined]
-                except Exception:
-                    pass
+                with contextlib.suppress(Exception):  # closing is best effort
+                    close()
         self._resources.clear()
 
 

@@ -21,7 +21,9 @@ S = TypeVar("S", bound=type[Scorer])
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
     "answer": "queryeval.scorers.answer:AnswerScorer",
-    "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
+    "composite": "queryeval.scorers.composite:CompositeScorer",
+    "llm_query_similarity": "queryeval.scorers.judged:QuerySimilarityScorer",
+    "llm_answer_correctness": "queryeval.scorers.judged:AnswerCorrectnessScorer",
     "executes": "queryeval.scorers.execution:ExecutesScorer",
     "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
     "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
@@ -34,6 +36,7 @@ _BUILTIN: dict[str, str] = {
     "agentic": "queryeval.scorers.agentic:AgenticScorer",
     "llmetric_q": "queryeval.scorers.llmetric:LLMetricQScorer",
     "kg_valid": "queryeval.scorers.llmetric:KGValidScorer",
+    "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 

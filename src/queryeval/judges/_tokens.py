@@ -1,0 +1,23 @@
+"""Token counts without a tokenizer: about four characters per token.
+
+tiktoken is not a dependency (it downloads its encodings on first use, and queryeval runs
+offline), so estimates use the common chars/4 rule of thumb and say so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+TOKENIZER_NOTE = "chars/4 heuristic (tiktoken is not installed; it would download its encodings)"
+_PER_MESSAGE = 4  # role and separators, as in OpenAI's chat format accounting
+
+
+def estimate_tokens(text: str) -> int:
+    """About one token per four characters, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+def estimate_prompt_tokens(messages: Iterable[Mapping[str, str]]) -> int:
+    """Estimated prompt tokens of a chat request."""
+    return sum(estimate_tokens(m.get("content", "")) + _PER_MESSAGE for m in messages) + 3

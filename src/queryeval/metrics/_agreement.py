@@ -1,0 +1,87 @@
+"""Agreement between a judge and human labels: accuracy and Cohen's kappa after binarising."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Judge-vs-human agreement over the `n` pairs where both are present.
+
+    Positive = "correct" (value >= threshold). `kappa` is None when chance agreement is 1
+    (both raters gave one and the same class to every pair): kappa is undefined there.
+    `mean_abs_error` compares the raw values (meaningful when both are on a 0-1 scale).
+    """
+
+    n: int
+    skipped: int
+    threshold: float
+    accuracy: float | None
+    kappa: float | None
+    mean_abs_error: float | None
+    both_positive: int
+    judge_only_positive: int
+    human_only_positive: int
+    both_negative: int
+
+
+def _present(x: float | int | bool | None) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def agreement(
+    judge_scores: Sequence[float | None],
+    human_labels: Sequence[float | int | bool | None],
+    threshold: float = 0.5,
+    human_threshold: float | None = None,
+) -> Agreement:
+    """Binarise both sides (value >= threshold is positive; `human_threshold` defaults to
+    `threshold`; booleans and 0/1 labels binarise as themselves) and compare.
+
+    accuracy = (a + d) / n, where a = both positive, d = both negative;
+    kappa = (p_o - p_e) / (1 - p_e), p_o = accuracy,
+    p_e = ((a + b)(a + c) + (c + d)(b + d)) / n², b = judge only positive, c = human only positive.
+    """
+    if len(judge_scores) != len(human_labels):
+        raise ValueError("judge_scores and human_labels must have the same length")
+    h_thr = threshold if human_threshold is None else human_threshold
+    a = b = c = d = 0
+    abs_errors: list[float] = []
+    skipped = 0
+    for j, h in zip(judge_scores, human_labels, strict=True):
+        if not (_present(j) and _present(h)):
+            skipped += 1
+            continue
+        assert j is not None and h is not None
+        jp = float(j) >= threshold
+        hp = float(h) >= h_thr
+        abs_errors.append(abs(float(j) - float(h)))
+        if jp and hp:
+            a += 1
+        elif jp:
+            b += 1
+        elif hp:
+            c += 1
+        else:
+            d += 1
+    n = a + b + c + d
+    if n == 0:
+        return Agreement(0, skipped, threshold, None, None, None, 0, 0, 0, 0)
+    p_o = (a + d) / n
+    p_e = ((a + b) * (a + c) + (c + d) * (b + d)) / (n * n)
+    kappa = (p_o - p_e) / (1 - p_e) if p_e < 1 else None
+    return Agreement(
+        n=n,
+        skipped=skipped,
+        threshold=threshold,
+        accuracy=p_o,
+        kappa=kappa,
+        mean_abs_error=math.fsum(abs_errors) / n,
+        both_positive=a,
+        judge_only_positive=b,
+        human_only_positive=c,
+        both_negative=d,
+    )
