@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fakes.embeddings_server import FakeEmbeddings, bag_of_words
+from fakes.openai_server import EmbeddingRequest, FakeOpenAI, hashed_embedding
 from queryeval.config import SuiteConfig
 from queryeval.embeddings import (
     BUNDLED_MODEL_ID,
@@ -154,9 +154,14 @@ def test_missing_model_is_unavailable_not_an_error_of_the_answer(tmp_path: Path)
         backend.embed(["x"])
 
 
+def _scaled(request: EmbeddingRequest) -> list[list[float]]:
+    """The fake's hashed bag of words times 3: the client must normalise."""
+    return [[3.0 * x for x in hashed_embedding(t, 32)] for t in request.texts]
+
+
 def test_openai_backend_against_local_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_EMB_KEY", "test-key")
-    with FakeEmbeddings() as server:
+    with FakeOpenAI(embed=_scaled, api_key="test-key") as server:
         config = parse_embeddings_config(
             {
                 "backend": "openai",
@@ -169,18 +174,19 @@ def test_openai_backend_against_local_fake(tmp_path: Path, monkeypatch: pytest.M
         emb = build_embedder(config, cache_dir=tmp_path)
         texts = ["Harrowick is the capital", "the capital is Harrowick", "puffins", ""]
         vectors = emb.encode(texts)
-        assert len(server.requests) == 2  # batch_size 2 -> two requests
-        assert all(r["model"] == "fake-embed" for r in server.requests)
-        expected = np.array([bag_of_words(t) for t in texts[:3]], dtype=np.float32)
-        expected /= np.linalg.norm(expected, axis=1, keepdims=True)
-        np.testing.assert_allclose(vectors[:3], expected, atol=1e-6)  # in input order
+        assert len(server.embedding_requests) == 2  # batch_size 2 -> two requests
+        assert all(r.model == "fake-embed" for r in server.embedding_requests)
+        assert server.embedding_requests[1].texts == ["puffins", " "]  # empty text: a space
+        assert server.embedding_requests[0].body["encoding_format"] == "float"
+        expected = np.array([hashed_embedding(t, 32) for t in texts[:3]], dtype=np.float32)
+        np.testing.assert_allclose(vectors[:3], expected, atol=1e-6)  # unit length, in order
         assert emb.similarity(texts[0], texts[1]) == pytest.approx(1.0, abs=1e-6)
         assert emb.model_id == f"openai:fake-embed@{server.base_url}"
         emb.close()
         # cached across runs: a new embedder sends nothing
         again = build_embedder(config, cache_dir=tmp_path)
         again.encode(texts)
-        assert len(server.requests) == 2
+        assert len(server.embedding_requests) == 2
         again.close()
 
 
@@ -189,10 +195,9 @@ def test_openai_backend_failures_are_unavailable(monkeypatch: pytest.MonkeyPatch
     backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", api_key_env="NO_SUCH_KEY_VAR")
     with pytest.raises(EmbeddingsUnavailable, match="NO_SUCH_KEY_VAR"):
         backend.embed(["x"])
-    monkeypatch.setenv("FAKE_EMB_KEY", "test-key")
-    with FakeEmbeddings(fail_with=500) as server:
+    monkeypatch.setenv("FAKE_EMB_KEY", "wrong-key")
+    with FakeOpenAI(api_key="test-key") as server:  # answers 401 to a wrong key
         backend = OpenAIBackend("m", base_url=server.base_url, api_key_env="FAKE_EMB_KEY")
-        backend._get_client().max_retries = 0
         with pytest.raises(EmbeddingsUnavailable, match="endpoint failed"):
             backend.embed(["x"])
 

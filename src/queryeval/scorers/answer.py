@@ -25,10 +25,6 @@ Method = Literal[
     "keyword", "keyword_legacy", "semantic_fixed", "semantic_dynamic", "llm_judge", "hybrid"
 ]
 SEMANTIC: frozenset[str] = frozenset({"semantic_fixed", "semantic_dynamic", "hybrid"})
-NO_JUDGE = (
-    "no judge configured: add a `judge:` section to the suite (model, base_url, api_key_env) "
-    "to score with the LLM judge"
-)
 
 
 class AnswerOptions(BaseModel):
@@ -75,7 +71,7 @@ class AnswerScorer(Scorer):
     @property
     def judge_missing(self) -> str | None:
         """Why no judge is available (None when there is one); known after `prepare`."""
-        return None if self._judge is not None else (self._judge_missing or NO_JUDGE)
+        return None if self._judge is not None else (self._judge_missing or _how_to_configure())
 
     @property
     def method(self) -> str:
@@ -292,7 +288,7 @@ class AnswerScorer(Scorer):
 
     async def _llm_judge(self, case: Case, answer: str, base: dict[str, Any]) -> Score:
         if self._judge is None:
-            return Score.unscored(self._judge_missing or NO_JUDGE, **base)
+            return Score.unscored(self._judge_missing or _how_to_configure(), **base)
         verdict = await self._ask_judge(case, answer)
         details = {**base, "judge": _verdict_details(verdict), "judge_called": True}
         if verdict.status != "ok" or verdict.score is None:
@@ -385,18 +381,17 @@ def _keyword_sets(case: Case) -> list[list[str]]:
 
 
 def _judge_from(ctx: ScoringContext) -> tuple[Any, str | None]:
-    """(judge, None), or (None, why there is none)."""
-    import importlib
+    """(judge, None), or (None, how to configure one). The judges layer loads lazily."""
+    from queryeval.judges import judge_from_context
 
-    # Looked up by name: the judges layer is optional and may not provide the factory.
-    factory = getattr(importlib.import_module("queryeval.judges"), "judge_from_context", None)
-    if factory is None:
-        return None, "the LLM judge is not available in this installation (queryeval.judges)"
-    judge = factory(ctx)
-    if judge is not None:
-        return judge, None
-    how = getattr(importlib.import_module("queryeval.judges"), "HOW_TO_CONFIGURE", NO_JUDGE)
-    return None, str(how)
+    judge = judge_from_context(ctx)
+    return (judge, None) if judge is not None else (None, _how_to_configure())
+
+
+def _how_to_configure() -> str:
+    from queryeval.judges import HOW_TO_CONFIGURE
+
+    return HOW_TO_CONFIGURE
 
 
 def _verdict_details(verdict: Any) -> dict[str, Any]:
