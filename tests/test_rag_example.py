@@ -174,3 +174,19 @@ def test_paraphrase_stress_set_defeats_any_threshold(tmp_path: Path) -> None:
         for q in questions
     )
     assert wrong_higher > len(questions) / 2
+
+
+def test_commands_exit_2_on_bad_input(tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from queryeval.cli._grid import grid_command
+
+    app = typer.Typer()
+    app.command("calibrate")(calibrate_command)
+    app.command("grid")(grid_command)
+    runner = CliRunner()
+    result = runner.invoke(app, ["grid", str(tmp_path)])
+    assert result.exit_code == 2 and "not a run directory" in result.output
+    result = runner.invoke(app, ["calibrate", str(RAG / "validation.yaml"), "--metric", "auc"])
+    assert result.exit_code == 2 and "--metric must be accuracy or f1" in result.output

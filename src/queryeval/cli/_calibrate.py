@@ -33,11 +33,21 @@ def calibrate_command(
         bool, typer.Option(help="also try every midpoint between observed similarities")
     ] = True,
 ) -> None:
-    """Find and save the threshold; loudly flags the seed's proxy when cases carry no labels."""
+    """Find and save the threshold; loudly flags the seed's proxy when cases carry no labels.
+
+    Exit codes: 0 saved, 2 bad input (no predictions system, F1 without labels, ...).
+    """
     from rich.console import Console
 
+    from queryeval.cli._app import fail_input
+
     console = Console(stderr=False, highlight=False)
-    calibration, path, skipped = calibrate(suite, system=system, metric=metric, out=out, fine=fine)
+    try:
+        calibration, path, skipped = calibrate(
+            suite, system=system, metric=metric, out=out, fine=fine
+        )
+    except InputError as exc:
+        raise fail_input(exc) from None
     if calibration.proxy:
         console.print(
             "[bold red]WARNING: no case has labels['correct']; using the seed's PROXY labels "

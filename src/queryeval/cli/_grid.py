@@ -27,8 +27,16 @@ def grid_command(
     ] = None,
     judge: Annotated[bool, typer.Option(help="re-score the top N with the LLM judge")] = True,
 ) -> None:
-    """Print the leaderboard and method comparison, and write grid.json into the run."""
-    report = grid_report(run_dir, rank_by=rank_by, top_n=top_n, judge=judge)
+    """Print the leaderboard and method comparison, and write grid.json into the run.
+
+    Exit codes: 0 done, 2 bad input (not a run directory, unknown --rank-by, ...).
+    """
+    from queryeval.cli._app import fail_input
+
+    try:
+        report = grid_report(run_dir, rank_by=rank_by, top_n=top_n, judge=judge)
+    except InputError as exc:
+        raise fail_input(exc) from None
     for section in report["grids"].values():
         typer.echo(section["text"])
         typer.echo("")
