@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -27,12 +28,20 @@ def main() -> int:
             problems += 1
             continue
         files = {"results": result.out_dir / "results.jsonl", **result.reports}
+        if any(system.params for system in suite.systems):  # a grid: show the leaderboard
+            from queryeval.cli._grid import grid_command
+
+            grid_command(result.out_dir)
+            files["grid"] = result.out_dir / "grid.json"
         written.append((suite.name, files))
     print("\nReports written:")
     for name, files in written:
         print(f"  {name}:")
         for kind, file in files.items():
             print(f"    {kind:8} {file.relative_to(ROOT) if file.is_relative_to(ROOT) else file}")
+    # let frozen engine objects go before exit, so DuckDB's bindings have nothing to report
+    gc.unfreeze()
+    gc.collect()
     return 1 if problems else 0
 
 

@@ -8,8 +8,10 @@ from typing import Annotated
 
 import typer
 
+from queryeval.cli._calibrate import calibrate_command
 from queryeval.cli._compare import compare_command  # light: heavy imports are inside
 from queryeval.cli._estimate import estimate_command
+from queryeval.cli._grid import grid_command
 from queryeval.errors import InputError
 
 app = typer.Typer(
@@ -125,6 +127,8 @@ def report(
 
 app.command("compare")(compare_command)
 app.command("estimate")(estimate_command)
+app.command("calibrate")(calibrate_command)
+app.command("grid")(grid_command)
 
 
 @app.command()

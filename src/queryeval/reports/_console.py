@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -18,6 +19,26 @@ def _ci(ci: dict[str, Any] | None) -> str:
     return f"[{ci['low']:.3f}, {ci['high']:.3f}]"
 
 
+_COMPACT_ABOVE = 4  # more systems (a grid): one row each instead of one table each
+
+
+def _print_compact(summary: dict[str, Any], console: Console) -> None:
+    """One row per system configuration: cases, pass rate, each scorer's mean."""
+    systems = summary.get("systems", {})
+    labels = list(next(iter(systems.values())).get("scorers", {})) if systems else []
+    table = Table(
+        title=f"{escape(str(summary.get('suite')))}: {len(systems)} configurations",
+        title_justify="left",
+    )
+    table.add_column("system", no_wrap=True)
+    for col in ("cases", "pass rate", *labels):
+        table.add_column(escape(col), justify="right", no_wrap=True)
+    for name, entry in systems.items():
+        means = [_pct(entry.get("scorers", {}).get(label, {}).get("mean")) for label in labels]
+        table.add_row(escape(name), str(entry["cases"]), _pct(entry.get("pass_rate")), *means)
+    console.print(table)
+
+
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print one table per system, then the gates."""
     if console is None:
@@ -25,9 +46,13 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
 
         # a log file is not a terminal: give tables room instead of rich's 80 columns
         console = Console() if sys.stdout.isatty() else Console(width=120)
-    for name, entry in summary.get("systems", {}).items():
+    systems = summary.get("systems", {})
+    if len(systems) > _COMPACT_ABOVE:
+        _print_compact(summary, console)
+        systems = {}
+    for name, entry in systems.items():
         table = Table(
-            title=f"{summary.get('suite')} — {name}: {entry['cases']} cases, "
+            title=f"{escape(str(summary.get('suite')))} — {escape(name)}: {entry['cases']} cases, "
             f"pass rate {_pct(entry.get('pass_rate'))} {_ci(entry.get('pass_rate_ci95'))}",
             title_justify="left",
         )
@@ -55,7 +80,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
             )
         for label, s in entry.get("scorers", {}).items():
             for reason, count in (s.get("not_scored_reasons") or {}).items():
-                console.print(f"[dim]{label}: {count} not scored: {reason}[/dim]")
+                console.print(f"[dim]{escape(label)}: {count} not scored: {escape(reason)}[/dim]")
     for gate in summary.get("gates", []):
         mark = "[green]PASS[/green]" if gate["passed"] else "[red]FAIL[/red]"
         console.print(f"gate {mark} {gate['system']}: {gate['gate']} (value {_pct(gate['value'])})")
