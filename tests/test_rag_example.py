@@ -190,3 +190,34 @@ def test_commands_exit_2_on_bad_input(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "not a run directory" in result.output
     result = runner.invoke(app, ["calibrate", str(RAG / "validation.yaml"), "--metric", "auc"])
     assert result.exit_code == 2 and "--metric must be accuracy or f1" in result.output
+
+
+def test_grid_final_ranking_with_a_judge(
+    tmp_path: Path, rag_system, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
+
+    def verdict(request: ChatRequest) -> Reply:
+        # a stand-in judge: longer answers are worse (so it disagrees with nothing in particular)
+        text = request.content("user")
+        return Reply.verdict(1.0 if text.count(".") < 8 else 0.6)
+
+    monkeypatch.setenv("FAKE_JUDGE_KEY", "k")
+    with FakeOpenAI(verdict, api_key="k") as server:
+        suite = load_suite(RAG / "suite.yaml")
+        suite.systems[0].params = {"top_k": [1, 3], "chunk_size": [20], "answer_sentences": [1]}
+        suite.reports = [r for r in suite.reports if r.kind == "json"]
+        suite.scorers = suite.scorers[:1]
+        suite.judge = {
+            "model": "fake",
+            "base_url": server.base_url,
+            "api_key_env": "FAKE_JUDGE_KEY",
+        }
+        run_suite(suite, tmp_path / "run", progress=False)
+        report = grid_report(tmp_path / "run", top_n=1)
+        final = report["grids"]["rag"]["final_ranking"]
+        assert final["status"] == "ok" and len(final["candidates"]) == 1
+        assert final["judge_calls"] == 50 and len(server.chat_requests) == 50
+        row = final["leaderboard"]["rows"][0]
+        assert row["config"] == final["candidates"][0] and row["n"] == 50
+        assert 0.6 <= row["mean"] <= 1.0

@@ -114,16 +114,24 @@ def _judge_top(
     """The judge's ranking of the board's top N, from the outputs stored in the run."""
     import asyncio
 
+    from pydantic import ValidationError
+
     from queryeval.cases import Output, load_cases
-    from queryeval.config import load_suite
+    from queryeval.config import SuiteConfig
     from queryeval.runner._run import _cache_dir
     from queryeval.scorers import ScoringContext
     from queryeval.scorers.answer_ranking import judge_top_configurations
 
     suite_file = info.get("suite_file")
-    if not suite_file:
-        raise InputError("run.json names no suite file; cannot load the cases for the judge")
-    suite = load_suite(Path(suite_file))
+    if not suite_file or not isinstance(info.get("config"), dict):
+        raise InputError("run.json names no suite file or config; cannot judge its cases")
+    # the configuration the run used (its judge, embeddings, seed), not today's suite file
+    try:
+        suite = SuiteConfig.model_validate(info["config"])
+    except ValidationError as exc:
+        raise InputError(f"run.json: unusable config ({exc.error_count()} problem(s))") from None
+    suite.source = Path(suite_file)
+    suite.base_dir = suite.source.parent
     cases = load_cases(suite.cases, suite.base_dir)
     wanted = set(board.top(top_n))
     outputs: dict[str, dict[str, Output]] = {}
