@@ -63,7 +63,7 @@ class ChatClient:
 
     def __init__(self, config: JudgeConfig, rng: random.Random | None = None) -> None:
         self.config = config
-        self.limiter = AdaptiveLimiter(config.concurrency)
+        self.limiter = AdaptiveLimiter(config.concurrency, factor=config.backoff_factor)
         self.stats = CallStats()
         self._rng = rng or random.Random(config.seed)
         self._clients: weakref.WeakKeyDictionary[

@@ -33,6 +33,13 @@ class JudgeConfig(_Model):
         default="OPENAI_API_KEY", description="environment variable holding the key; None: no key"
     )
     concurrency: int = Field(default=8, ge=1, le=1024, description="most calls in flight")
+    backoff_factor: float = Field(
+        default=0.75,
+        gt=0,
+        lt=1,
+        description="the concurrency limit is multiplied by this on a 429 (at most once per "
+        "round trip); 0.75 keeps throughput under sporadic 429s, 0.5 backs off harder",
+    )
     max_cost_usd: float | None = Field(default=None, ge=0, description="hard cap on spend per run")
     prices: dict[str, Price] = Field(default_factory=dict)
     seed: int | None = 0
