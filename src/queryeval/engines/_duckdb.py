@@ -64,6 +64,18 @@ def classify_duckdb(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     return "runtime", message
 
 
+def duckdb_tables(cursor: Any) -> dict[str, dict[str, str]]:
+    """{table: {column: type}} of the database a DuckDB cursor is on (also serves KQL)."""
+    cursor.execute(
+        "SELECT table_name, column_name, data_type FROM information_schema.columns "
+        "WHERE table_catalog = current_database() ORDER BY table_name, ordinal_position"
+    )
+    tables: dict[str, dict[str, str]] = {}
+    for table, column, kind in cursor.fetchall():
+        tables.setdefault(table, {})[column] = kind
+    return tables
+
+
 class DuckDBEngine(Engine):
     """SQL on a DuckDB database file, opened read-only."""
 
@@ -126,14 +138,7 @@ class DuckDBEngine(Engine):
     def schema(self) -> dict[str, Any]:
         cursor = self._cursor()
         try:
-            cursor.execute(
-                "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                "WHERE table_catalog = current_database() ORDER BY table_name, ordinal_position"
-            )
-            tables: dict[str, dict[str, str]] = {}
-            for table, column, kind in cursor.fetchall():
-                tables.setdefault(table, {})[column] = kind
-            return {"tables": tables}
+            return {"tables": duckdb_tables(cursor)}
         finally:
             cursor.close()
 

@@ -18,7 +18,7 @@ from queryeval.engines._base import (
     collect_rows,
     fetch_batches,
 )
-from queryeval.engines._duckdb import classify_duckdb, duckdb_config
+from queryeval.engines._duckdb import classify_duckdb, duckdb_config, duckdb_tables
 from queryeval.engines._sandbox import describe_refusal, kql_refusal
 
 
@@ -138,14 +138,7 @@ class KqlEngine(Engine):
     def schema(self) -> dict[str, Any]:
         cursor = self._cursor()
         try:
-            cursor.execute(
-                "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                "WHERE table_catalog = current_database() ORDER BY table_name, ordinal_position"
-            )
-            tables: dict[str, dict[str, str]] = {}
-            for table, column, kind in cursor.fetchall():
-                tables.setdefault(table, {})[column] = kind
-            return {"tables": tables, "now": self.now.isoformat()}
+            return {"tables": duckdb_tables(cursor), "now": self.now.isoformat()}
         finally:
             cursor.close()
 
