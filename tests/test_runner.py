@@ -340,3 +340,42 @@ def test_case_verdict_required_and_informational_scorers() -> None:
     assert case_passed({"a": ok, "b": bad}, info) is True  # weight 0 only informs
     assert case_passed({"a": none, "b": ok}, info) is False  # required must pass
     assert case_passed({"a": ok, "b": none}, scorers(a={"weight": 0}, b={})) is None
+
+
+def test_console_prints_scorer_tables_and_escapes_names() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from queryeval.reports._console import print_summary
+    from queryeval.scorers import Scorer, register_scorer
+
+    @register_scorer("test_tables")
+    class Tables(Scorer):
+        @classmethod
+        def report_tables(cls, aggregate: dict) -> list:
+            return [("report", [["metric", "value"], ["Pass@1", aggregate["p"]]])]
+
+    summary = {
+        "suite": "s",
+        "systems": {
+            "rag[top_k=1]": {
+                "cases": 2,
+                "pass_rate": 0.5,
+                "scorers": {
+                    "t": {
+                        "mean": 0.5,
+                        "ok": 2,
+                        "metrics": {},
+                        "scorer": {"name": "test_tables"},
+                        "aggregate": {"p": 0.25},
+                    }
+                },
+            }
+        },
+    }
+    out = StringIO()
+    print_summary(summary, Console(file=out, width=120))
+    text = out.getvalue()
+    assert "rag[top_k=1]" in text  # not swallowed as rich markup
+    assert "t: report" in text and "Pass@1" in text and "0.250" in text

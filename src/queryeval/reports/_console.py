@@ -39,6 +39,35 @@ def _print_compact(summary: dict[str, Any], console: Console) -> None:
     console.print(table)
 
 
+def _print_scorer_tables(entry: dict[str, Any], console: Console) -> None:
+    """Tables a scorer builds from its dataset figures (e.g. the agentic report)."""
+    from queryeval.scorers import scorer_class
+
+    for label, s in entry.get("scorers", {}).items():
+        name = (s.get("scorer") or {}).get("name")
+        if not name or not s.get("aggregate"):
+            continue
+        try:
+            tables = scorer_class(name).report_tables(s["aggregate"])
+        except KeyError:
+            continue
+        for title, rows in tables:
+            if len(rows) < 2:
+                continue
+            table = Table(title=f"{escape(label)}: {escape(title)}", title_justify="left")
+            for i, col in enumerate(rows[0]):
+                table.add_column(escape(str(col)), justify="left" if i == 0 else "right")
+            for row in rows[1:]:
+                table.add_row(*(_cell(v) for v in row))
+            console.print(table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "—" if value is None else escape(str(value))
+
+
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print one table per system, then the gates."""
     if console is None:
@@ -78,6 +107,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
             console.print(
                 f"[yellow]{entry['system_errors']} case(s) where the system failed[/yellow]"
             )
+        _print_scorer_tables(entry, console)
         for label, s in entry.get("scorers", {}).items():
             for reason, count in (s.get("not_scored_reasons") or {}).items():
                 console.print(f"[dim]{escape(label)}: {count} not scored: {escape(reason)}[/dim]")

@@ -111,6 +111,12 @@ class Scorer:
         """Dataset-level figures beyond mean/CI of the values. Default: none."""
         return {}
 
+    @classmethod
+    def report_tables(cls, aggregate: dict[str, Any]) -> list[tuple[str, list[list[Any]]]]:
+        """Dataset-level tables for the console: (title, rows with a header row first), built
+        from this scorer's `aggregate` output. Default: none."""
+        return []
+
     def summary_view(self, details: dict[str, Any]) -> dict[str, Any]:
         """The part of a score's details that `aggregate` and summaries read; sharded runs
         send only this from their workers. Default: all of it."""

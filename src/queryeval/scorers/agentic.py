@@ -52,6 +52,14 @@ class AgenticScorer(Scorer):
     Options: ClassVar[type[BaseModel]] = AgenticOptions
     options: AgenticOptions
 
+    @classmethod
+    def report_tables(cls, aggregate: dict[str, Any]) -> list[tuple[str, list[list[Any]]]]:
+        """The agentic report (seed 003) and its breakdown by tag, for the console."""
+        if "agentic_report" not in aggregate:
+            return []
+        report = [["metric", "value"], *([label, value] for label, value in report_rows(aggregate))]
+        return [("agentic report", report), ("by group", breakdown_rows(aggregate))]
+
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
         if not output.attempts:
             if output.error:
