@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
-    """Run examples/*/suite.yaml into runs/<suite name>; a failing suite does not stop the rest."""
-    suites = sorted((ROOT / "examples").glob("*/suite.yaml"))
+    """Run examples/*/suite*.yaml into runs/<suite name>; a failing suite does not stop the rest."""
+    suites = sorted((ROOT / "examples").glob("*/suite*.yaml"))
     written: list[tuple[str, dict[str, Path]]] = []
     problems = 0
     for path in suites:

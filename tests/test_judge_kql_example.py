@@ -30,7 +30,7 @@ def similar_if_same_table(req: ChatRequest) -> Reply:
 
 
 def test_kql_example_with_a_judge(root: Path, tmp_path: Path) -> None:
-    suite = load_suite(root / "examples" / "kql" / "seed002.yaml")
+    suite = load_suite(root / "examples" / "kql" / "suite_seed002.yaml")
     assert suite.preset == "kql_batch" and suite.scorers[0].label == "kql_batch"
     with FakeOpenAI(similar_if_same_table) as server:
         suite.judge = {"model": "judge", "base_url": server.base_url, "api_key_env": None}
