@@ -4,6 +4,7 @@ locked, a cursor per query, and `interrupt()` from a deadline thread."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,24 @@ def classify_duckdb(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     return "runtime", message
 
 
+def run_on_cursor(cursor: Any, start: Callable[[], object], limits: Limits) -> RawResult:
+    """Start a query on a DuckDB cursor under the time limit (interrupting it when the
+    deadline fires) and collect its rows within the row and size caps."""
+    deadline = Deadline(limits.timeout_s, cursor.interrupt)
+    with deadline:
+        try:
+            start()
+            columns = [d[0] for d in cursor.description or []]
+            rows, truncated = collect_rows(fetch_batches(cursor.fetchmany, _BATCH), limits)
+        except Exception:
+            if deadline.fired:
+                raise QueryTimeout(
+                    f"interrupted after the {limits.timeout_s:g}s time limit"
+                ) from None
+            raise
+    return RawResult(columns, rows, truncated)
+
+
 def duckdb_tables(cursor: Any) -> dict[str, dict[str, str]]:
     """{table: {column: type}} of the database a DuckDB cursor is on (also serves KQL)."""
     cursor.execute(
@@ -105,21 +124,7 @@ class DuckDBEngine(Engine):
     def _run(self, query: str) -> RawResult:
         cursor = self._cursor()
         try:
-            deadline = Deadline(self.limits.timeout_s, cursor.interrupt)
-            with deadline:
-                try:
-                    cursor.execute(query)
-                    columns = [d[0] for d in cursor.description or []]
-                    rows, truncated = collect_rows(
-                        fetch_batches(cursor.fetchmany, _BATCH), self.limits
-                    )
-                except Exception:
-                    if deadline.fired:
-                        raise QueryTimeout(
-                            f"interrupted after the {self.limits.timeout_s:g}s time limit"
-                        ) from None
-                    raise
-            return RawResult(columns, rows, truncated)
+            return run_on_cursor(cursor, lambda: cursor.execute(query), self.limits)
         finally:
             cursor.close()
 

@@ -13,12 +13,14 @@ from queryeval.engines._base import (
     Deadline,
     Engine,
     Limits,
-    QueryTimeout,
     RawResult,
-    collect_rows,
-    fetch_batches,
 )
-from queryeval.engines._duckdb import classify_duckdb, duckdb_config, duckdb_tables
+from queryeval.engines._duckdb import (
+    classify_duckdb,
+    duckdb_config,
+    duckdb_tables,
+    run_on_cursor,
+)
 from queryeval.engines._sandbox import describe_refusal, kql_refusal
 
 
@@ -83,21 +85,11 @@ class KqlEngine(Engine):
 
         cursor = self._cursor()
         try:
-            deadline = Deadline(self.limits.timeout_s, cursor.interrupt)
-            with deadline:
-                try:
-                    duckdb_kql.execute(cursor, query, allow_write=False, query_now=self.now)
-                    columns = [d[0] for d in cursor.description or []]
-                    rows, truncated = collect_rows(
-                        fetch_batches(cursor.fetchmany, 1024), self.limits
-                    )
-                except Exception:
-                    if deadline.fired:
-                        raise QueryTimeout(
-                            f"interrupted after the {self.limits.timeout_s:g}s time limit"
-                        ) from None
-                    raise
-            return RawResult(columns, rows, truncated)
+            return run_on_cursor(
+                cursor,
+                lambda: duckdb_kql.execute(cursor, query, allow_write=False, query_now=self.now),
+                self.limits,
+            )
         finally:
             cursor.close()
 
