@@ -535,16 +535,7 @@ _RUN_KEYS = (
 def _run_info(summary: Mapping[str, Any], info: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     items: list[tuple[str, str]] = [("suite", str(summary.get("suite")))]
     if info:
-        for key in (
-            "suite_file",
-            "status",
-            "started_at",
-            "finished_at",
-            "config_hash",
-            "inputs_hash",
-            "seed",
-            "baseline",
-        ):
+        for key in _RUN_KEYS:
             if info.get(key) is not None:
                 items.append((key.replace("_", " "), str(info[key])))
         versions = info.get("versions") or {}

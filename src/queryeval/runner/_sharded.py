@@ -133,7 +133,7 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
     """Runs in a forked child: validate the slice, wait for the go, score, write, report.
     The cyclic GC stays off (see queryeval._gc): the child exits when its slice is done."""
     gc.disable()
-    from queryeval.runner._run import _record, _score_json, _score_sync
+    from queryeval.runner._run import _record, _score_sync
 
     try:
         cases = _load_shard(inputs.case_lines[lo:hi])
@@ -180,10 +180,13 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
                     store.write_lines(b"".join(batch))
                     batch, written = [], time.monotonic()
                 slim = {k: v for k, v in record.items() if k != "output"}
-                slim["scores"] = {k: _score_json(s) for k, s in scores.items()}
-                for label, stored in slim["scores"].items():
-                    if "details" in stored:
-                        stored["details"] = scorers[label].summary_view(stored["details"])
+                # the record's score JSON, details cut to what summaries read
+                slim["scores"] = {
+                    label: {**stored, "details": scorers[label].summary_view(stored["details"])}
+                    if "details" in stored
+                    else stored
+                    for label, stored in record["scores"].items()
+                }
                 slims.append(
                     orjson.dumps(slim, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY)
                 )
