@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+def duplicates(names: Iterable[str]) -> list[str]:
+    """The names that occur more than once, sorted."""
+    return sorted(name for name, n in Counter(names).items() if n > 1)
 
 
 class _Model(BaseModel):
@@ -147,8 +154,7 @@ class SuiteConfig(_Model):
     @field_validator("systems")
     @classmethod
     def _unique_systems(cls, v: list[SystemConfig]) -> list[SystemConfig]:
-        names = [s.name for s in v]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = duplicates(s.name for s in v)
         if dupes:
             raise ValueError(f"duplicate system name(s): {', '.join(dupes)}")
         return v
@@ -156,8 +162,7 @@ class SuiteConfig(_Model):
     @field_validator("scorers")
     @classmethod
     def _unique_scorers(cls, v: list[ScorerConfig]) -> list[ScorerConfig]:
-        labels = [s.label for s in v]
-        dupes = sorted({n for n in labels if labels.count(n) > 1})
+        dupes = duplicates(s.label for s in v)
         if dupes:
             raise ValueError(f"duplicate scorer label(s): {', '.join(dupes)}; give each an 'id'")
         return v

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from queryeval.cases import Case, Output, Score
 from queryeval.config import ScorerConfig
+from queryeval.config._model import duplicates
 from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer
@@ -43,8 +44,7 @@ class CompositeOptions(BaseModel):
     @field_validator("components")
     @classmethod
     def _valid_components(cls, v: list[ScorerConfig]) -> list[ScorerConfig]:
-        labels = [c.label for c in v]
-        dupes = sorted({x for x in labels if labels.count(x) > 1})
+        dupes = duplicates(c.label for c in v)
         if dupes:
             raise ValueError(f"duplicate component label(s): {', '.join(dupes)}; give each an 'id'")
         if not any(c.weight > 0 for c in v):
