@@ -353,12 +353,14 @@ class Runner:
         print(f"[queryeval] {line}", file=sys.stderr)
 
     def _run_sharded(self, skipped: int) -> tuple[int, int]:
-        from queryeval.runner._sharded import run_sharded
+        from queryeval.runner._sharded import read_inputs, run_sharded
 
-        total = sum(1 for _ in self.plan.suite.systems) * _count_lines(self.plan) - skipped
+        with bulk_allocation():
+            inputs = read_inputs(self)
+        total = len(self.plan.suite.systems) * len(inputs.case_lines) - skipped
         try:
             with Progress(total, f"{self.plan.suite.name}", self.progress) as bar:
-                stubs, slims = run_sharded(self, bar)
+                stubs, slims = run_sharded(self, inputs, bar)
         finally:
             self.ctx.close()
         self.plan.cases = stubs
@@ -444,15 +446,6 @@ class Runner:
             info["baseline"] = str(baseline.path)
         self.store.write_json(RUN, info)
         return summary, gates
-
-
-def _count_lines(plan: RunPlan) -> int:
-    return sum(
-        1
-        for p in expand(plan.suite.cases, plan.suite.base_dir)
-        for line in p.read_bytes().splitlines()
-        if line.strip()
-    )
 
 
 def _cache_dir(suite: SuiteConfig) -> Path:

@@ -200,16 +200,20 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
     conn.send(("done", len(slims), b"[" + b",".join(slims) + b"]"))
 
 
-def run_sharded(runner: Runner, bar: Progress) -> tuple[list[Case], list[dict[str, Any]]]:
-    """Run the plan on forked workers; returns (case stubs in order, slim records)."""
+def run_sharded(
+    runner: Runner, inputs: _Inputs, bar: Progress
+) -> tuple[list[Case], list[dict[str, Any]]]:
+    """Run the plan on forked workers over inputs from `read_inputs`; returns (case stubs in
+    order, slim records)."""
     with bulk_allocation():
-        return _run_sharded(runner, bar)
+        return _run_sharded(runner, inputs, bar)
 
 
-def _run_sharded(runner: Runner, bar: Progress) -> tuple[list[Case], list[dict[str, Any]]]:
+def _run_sharded(
+    runner: Runner, inputs: _Inputs, bar: Progress
+) -> tuple[list[Case], list[dict[str, Any]]]:
     import multiprocessing as mp
 
-    inputs = read_inputs(runner)
     suite = runner.plan.suite
     n = len(inputs.case_lines)
     workers = max(1, min(int(suite.settings.get("workers", os.cpu_count() or 1)), n))
