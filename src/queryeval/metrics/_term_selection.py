@@ -88,12 +88,12 @@ class TermSelectionResult(NamedTuple):
     @property
     def macro_f1(self) -> float | None:
         """Harmonic mean of macro precision and macro recall."""
-        return _f1(self.macro_precision, self.macro_recall)
+        return f1(self.macro_precision, self.macro_recall)
 
     @property
     def micro_f1(self) -> float | None:
         """Harmonic mean of micro precision and micro recall."""
-        return _f1(self.micro_precision, self.micro_recall)
+        return f1(self.micro_precision, self.micro_recall)
 
     def details_text(self) -> str:
         """The seed's "indicator selection details" cell: one block per dimension."""
@@ -113,7 +113,8 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def _f1(p: float | None, r: float | None) -> float | None:
+def f1(p: float | None, r: float | None) -> float | None:
+    """Harmonic mean of a precision and a recall (0 when both are 0; None if one is)."""
     if p is None or r is None:
         return None
     return 0.0 if p + r == 0 else 2 * p * r / (p + r)
@@ -149,10 +150,12 @@ def _dimensions(
 ) -> dict[tuple[str, str], dict[Any, TermRef]]:
     """{(dataset, dimension): {match key: term}} from the seed structure (models or dicts);
     the first occurrence of a key wins, so repeated terms count once."""
-    out: dict[tuple[str, str], dict[Any, TermRef]] = {}
     plain = match_on == "id" and not ignore_case
-    if plain and type(selection) is list and all(type(d) is dict for d in selection):
-        return _plain_dimensions(selection)
+    if plain and type(selection) is list:
+        fast = _plain_dimensions(selection)
+        if fast is not None:
+            return fast
+    out: dict[tuple[str, str], dict[Any, TermRef]] = {}
     for dataset in selection or ():
         ds = str(_get(dataset, "dataset_id"))
         for dim in _get(dataset, "dimensions") or ():
@@ -176,11 +179,13 @@ def _dimensions(
     return out
 
 
-def _plain_dimensions(selection: list[dict[str, Any]]) -> dict[tuple[str, str], dict[Any, TermRef]]:
+def _plain_dimensions(selection: list[Any]) -> dict[tuple[str, str], dict[Any, TermRef]] | None:
     """`_dimensions` for the common case, written out for speed: plain dicts (as cases and
-    predictions hold them), matched on the ID as written."""
+    predictions hold them), matched on the ID as written; None if the datasets are not dicts."""
     out: dict[tuple[str, str], dict[Any, TermRef]] = {}
     for dataset in selection:
+        if type(dataset) is not dict:
+            return None
         ds = dataset["dataset_id"]
         ds = ds if type(ds) is str else str(ds)
         for dim in dataset.get("dimensions") or ():
@@ -223,40 +228,53 @@ def term_selection(
         raise ValueError(f"unknown zero_division policy {zero_division!r}")
     gold = _dimensions(target, match_on, ignore_case)
     pred = _dimensions(selected, match_on, ignore_case)
-    multi = len({ds for ds, _ in (*gold, *pred)}) > 1
+    datasets = {ds for ds, _ in gold}
+    datasets.update(ds for ds, _ in pred)
+    multi = len(datasets) > 1
+    penalize = absent_dimension == "penalize"
     per_dimension: dict[str, DimensionResult] = {}
     not_in_target: list[str] = []
     tp_all = fp_all = fn_all = 0
     precisions: list[float] = []
     recalls: list[float] = []
-    for key in [*gold, *(k for k in pred if k not in gold)]:
+    keys = list(gold)
+    keys.extend(k for k in pred if k not in gold)
+    for key in keys:
         ds, name = key
         label = f"{ds}/{name}" if multi else name
-        in_target = key in gold
-        g = gold.get(key, {})
-        p = pred.get(key, {})
-        if not in_target:
+        g = gold.get(key)
+        in_target = g is not None
+        if g is None:
+            g = {}
             not_in_target.append(label)
-        counted = in_target or absent_dimension == "penalize"
-        tps = tuple(g[k] for k in g if k in p)
-        fns = tuple(g[k] for k in g if k not in p)
-        fps = tuple(p[k] for k in p if k not in g)
+        p = pred.get(key) or {}
+        counted = in_target or penalize
+        tps = tuple([g[k] for k in g if k in p])
+        fns = tuple([g[k] for k in g if k not in p])
+        fps = tuple([p[k] for k in p if k not in g])
+        n_tp, n_fp, n_fn = len(tps), len(fps), len(fns)
+        # _ratio written out for the common case: this loop runs per dimension per case
         both_empty = not g and not p
-        precision = _ratio(len(tps), len(tps) + len(fps), both_empty, zero_division)
-        recall = _ratio(len(tps), len(tps) + len(fns), both_empty, zero_division)
+        if n_tp + n_fp:
+            precision: float | None = n_tp / (n_tp + n_fp)
+        else:
+            precision = _ratio(0, 0, both_empty, zero_division)
+        if n_tp + n_fn:
+            recall: float | None = n_tp / (n_tp + n_fn)
+        else:
+            recall = _ratio(0, 0, both_empty, zero_division)
         per_dimension[label] = _new(
             DimensionResult, (ds, name, tps, fps, fns, precision, recall, in_target, counted)
         )
         if counted:
-            tp_all += len(tps)
-            fp_all += len(fps)
-            fn_all += len(fns)
+            tp_all += n_tp
+            fp_all += n_fp
+            fn_all += n_fn
             if precision is not None:
                 precisions.append(precision)
             if recall is not None:
                 recalls.append(recall)
-    nothing = not per_dimension or not any(d.counted for d in per_dimension.values())
-    if nothing:
+    if not precisions and not recalls and not any(d.counted for d in per_dimension.values()):
         empty = _ratio(0, 0, True, zero_division)
         macro_p = macro_r = micro_p = micro_r = empty
     else:
@@ -264,19 +282,23 @@ def term_selection(
         macro_r = sum(recalls) / len(recalls) if recalls else None
         micro_p = _ratio(tp_all, tp_all + fp_all, tp_all + fp_all + fn_all == 0, zero_division)
         micro_r = _ratio(tp_all, tp_all + fn_all, tp_all + fp_all + fn_all == 0, zero_division)
-    return TermSelectionResult(
-        per_dimension=per_dimension,
-        macro_precision=macro_p,
-        macro_recall=macro_r,
-        micro_precision=micro_p,
-        micro_recall=micro_r,
-        dimensions_not_in_target=tuple(not_in_target),
-        tp=tp_all,
-        fp=fp_all,
-        fn=fn_all,
-        policy={
-            "match_on": match_on,
-            "absent_dimension": absent_dimension,
-            "zero_division": zero_division,
-        },
+    policy = {
+        "match_on": match_on,
+        "absent_dimension": absent_dimension,
+        "zero_division": zero_division,
+    }
+    return _new(
+        TermSelectionResult,
+        (
+            per_dimension,
+            macro_p,
+            macro_r,
+            micro_p,
+            micro_r,
+            tuple(not_in_target),
+            tp_all,
+            fp_all,
+            fn_all,
+            policy,
+        ),
     )

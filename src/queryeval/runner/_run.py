@@ -26,6 +26,7 @@ from queryeval.errors import InputError
 from queryeval.runner._progress import Progress
 from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 from queryeval.scorers import Scorer, ScoringContext, build_scorer
+from queryeval.stats._columns import RunColumns
 from queryeval.systems import CallableSystem, PredictionsFile, import_callable
 
 if TYPE_CHECKING:
@@ -229,21 +230,13 @@ def _record(
     }
 
 
-def _slim(record: dict[str, Any], scores: dict[str, Score] | None = None) -> dict[str, Any]:
-    """What the summary needs of a record: everything but the output, scores as models."""
-    slim = {k: v for k, v in record.items() if k != "output"}
-    if scores is not None:
-        slim["scores"] = scores
-    return slim
-
-
 class Runner:
     """Executes a RunPlan into a run directory."""
 
     def __init__(self, plan: RunPlan, out_dir: Path, *, progress: bool = True) -> None:
         self.plan = plan
         # what the summary needs of every record, kept in memory so it is not read back
-        self.slim: list[dict[str, Any]] = []
+        self.columns = RunColumns([s.name for s in plan.systems])
         self.done: set[tuple[str, str]] = set()
         self.store = RunStore(out_dir)
         self.progress = progress
@@ -312,8 +305,11 @@ class Runner:
         if resume:
             self._check_resume(previous)
             store.repair_tail()
-        self.slim = [_slim(r) for r in store.records()] if resume else []
-        done = self.done = {(r["system"], r["case_id"]) for r in self.slim}
+        done = self.done = set()
+        if resume:
+            for record in store.records():
+                self.columns.add(record)
+                done.add((record["system"], record["case_id"]))
         store.write_json(RUN, self._run_json(previous, "running"))
         if self.plan.lazy:
             return self._run_sharded(len(done))
@@ -360,12 +356,12 @@ class Runner:
         total = len(self.plan.suite.systems) * len(inputs.case_lines) - skipped
         try:
             with Progress(total, f"{self.plan.suite.name}", self.progress) as bar:
-                stubs, slims = run_sharded(self, inputs, bar)
+                stubs, columns = run_sharded(self, inputs, bar)
         finally:
             self.ctx.close()
         self.plan.cases = stubs
-        self.slim.extend(slims)
-        return len(slims), skipped
+        self.columns.extend(columns)
+        return len(columns), skipped
 
     def _run_sync(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
         scorers = self.plan.scorers
@@ -414,7 +410,7 @@ class Runner:
 
     def _keep(self, record: dict[str, Any], scores: dict[str, Score]) -> None:
         self.store.append(record)
-        self.slim.append(_slim(record, scores))
+        self.columns.add(record, scores)
 
     # --- after the run ------------------------------------------------------------------
 
@@ -425,12 +421,11 @@ class Runner:
         relative to a baseline are checked against the `baseline` run's summary."""
         from queryeval.stats import check_gates, summarize
 
-        records = self.slim
         with bulk_allocation():
             summary = summarize(
                 self.plan.suite.name,
                 self.plan.cases,
-                records,
+                self.columns,
                 self.plan.scorers,
                 [s.name for s in self.plan.systems],
                 seed=self.plan.suite.seed,
@@ -497,7 +492,7 @@ def run_suite(
     summary, gates = runner.finish(base)
     comparison = None
     if base is not None:
-        comparison = compare_with_baseline(suite, base, runner.slim, out)
+        comparison = compare_with_baseline(suite, base, list(runner.store.records()), out)
         runner.store.write_json(COMPARISON, comparison)
     if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
         plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases

@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from queryeval._gc import bulk_allocation
-from queryeval.cases import Case, Output
+from queryeval.cases import Case, Output, Score
 from queryeval.cases._load import expand
 from queryeval.errors import InputError
-from queryeval.runner._store import json_default
-from queryeval.scorers import ScoringContext
-from queryeval.stats._summary import ScoreView
+from queryeval.scorers import Scorer, ScoringContext
+from queryeval.stats._columns import RunColumns, SystemColumns
 from queryeval.systems import parse_prediction_line
 
 if TYPE_CHECKING:
@@ -35,11 +34,12 @@ if TYPE_CHECKING:
     from queryeval.runner._run import Runner
 
 MIN_CASES = 20_000  # below this, forking costs more than it saves
-_CHUNK = 2_000  # records a worker sends at a time
+_CHUNK = 2_000  # records a worker aggregates (and reports as progress) at a time
 # Workers write records in small batches (one system call per batch, not per record): their
 # work is pure local computation, so a kill loses at most ~50 ms of it, which resume redoes.
 _WRITE_BATCH = 256
 _WRITE_EVERY_S = 0.05
+_CASE_ID_FIRST = b'{"case_id":"'
 _CASE_ID = re.compile(rb'"case_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))')
 
 Line = tuple[Path, int, bytes]
@@ -76,6 +76,10 @@ def _read_lines(path: Path) -> list[Line]:
 
 
 def _case_id_of(path: Path, lineno: int, raw: bytes) -> str:
+    if raw.startswith(_CASE_ID_FIRST):  # as most tools write it: no search needed
+        end = raw.find(b'"', len(_CASE_ID_FIRST))
+        if end > 0 and b"\\" not in raw[len(_CASE_ID_FIRST) : end]:
+            return raw[len(_CASE_ID_FIRST) : end].decode()
     m = _CASE_ID.search(raw)
     if m is not None and b"\\" not in (m.group(1) or b""):
         return (m.group(1) or m.group(2)).decode()
@@ -155,7 +159,9 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
         }
         for c in cases
     ]
-    conn.send(("ids", [(c.id, lo + i) for i, c in enumerate(cases)], orjson.dumps(meta)))
+    # the parent checks the ids before anything is written, and reads the cases' stubs
+    # (what summaries read of them) while the workers score
+    conn.send(("ids", [c.id for c in cases], orjson.dumps(meta)))
     if conn.recv() != "go":
         return
     ctx = ScoringContext(runner.plan.suite, cache_dir=runner.ctx.cache_dir)
@@ -164,11 +170,15 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
         scorer.prepare(cases, ctx)
     store = runner.store
     store.open_for_append()
-    slims: list[bytes] = []
+    columns = RunColumns()
     batch: list[bytes] = []
     written = time.monotonic()
     try:
         for system in runner.plan.systems:
+            table = columns.system(system.name)
+            # scorers aggregate their scores here, a chunk at a time (see Scorer.aggregate_partial)
+            chunk_cases: list[Case] = []
+            chunk_scores: dict[str, list[Score]] = {label: [] for label in scorers}
             for case in cases:
                 if (system.name, case.id) in runner.done:
                     continue
@@ -179,39 +189,44 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
                 if len(batch) >= _WRITE_BATCH or time.monotonic() - written > _WRITE_EVERY_S:
                     store.write_lines(b"".join(batch))
                     batch, written = [], time.monotonic()
-                slim = {k: v for k, v in record.items() if k != "output"}
-                # the record's score JSON, details cut to what summaries read
-                slim["scores"] = {
-                    label: {**stored, "details": scorers[label].summary_view(stored["details"])}
-                    if "details" in stored
-                    else stored
-                    for label, stored in record["scores"].items()
-                }
-                slims.append(
-                    orjson.dumps(slim, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY)
-                )
-                if len(slims) == _CHUNK:  # the parent reads chunks while workers go on
-                    conn.send(("chunk", len(slims), b"[" + b",".join(slims) + b"]"))
-                    slims = []
+                table.add(record, scores, keep_views=False)
+                chunk_cases.append(case)
+                for label, score in scores.items():
+                    chunk_scores[label].append(score)
+                if len(chunk_cases) == _CHUNK:
+                    _aggregate_chunk(table, scorers, chunk_cases, chunk_scores)
+                    conn.send(("progress", len(chunk_cases)))
+                    chunk_cases = []
+            _aggregate_chunk(table, scorers, chunk_cases, chunk_scores)
+            conn.send(("progress", len(chunk_cases)))
         store.write_lines(b"".join(batch))
     finally:
         store.close()
         ctx.close()
-    conn.send(("done", len(slims), b"[" + b",".join(slims) + b"]"))
+    conn.send(("done", columns))
 
 
-def run_sharded(
-    runner: Runner, inputs: _Inputs, bar: Progress
-) -> tuple[list[Case], list[dict[str, Any]]]:
+def _aggregate_chunk(
+    table: SystemColumns,
+    scorers: dict[str, Scorer],
+    cases: list[Case],
+    scores: dict[str, list[Score]],
+) -> None:
+    if not cases:
+        return
+    for label, scorer in scorers.items():
+        table.scorers[label].partials.append(scorer.aggregate_partial(cases, scores[label]))
+        scores[label].clear()
+
+
+def run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[Case], RunColumns]:
     """Run the plan on forked workers over inputs from `read_inputs`; returns (case stubs in
-    order, slim records)."""
+    order, the summary columns of the new records)."""
     with bulk_allocation():
         return _run_sharded(runner, inputs, bar)
 
 
-def _run_sharded(
-    runner: Runner, inputs: _Inputs, bar: Progress
-) -> tuple[list[Case], list[dict[str, Any]]]:
+def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[Case], RunColumns]:
     import multiprocessing as mp
 
     suite = runner.plan.suite
@@ -227,27 +242,22 @@ def _run_sharded(
         procs.append(proc)
         conns.append(parent)
     try:
-        where: dict[str, int] = {}
+        ids: list[str] = []
+        metas: list[bytes] = []
         problem: InputError | None = None
-        stubs: list[Case] = []
-        for conn in conns:  # in shard order, so the stubs are in case order
+        for conn, (lo, _) in zip(conns, bounds, strict=True):  # in shard (= case) order
             msg = conn.recv()
             if msg[0] == "error":
                 problem = problem or InputError(
                     msg[1][0], path=msg[1][1], line=msg[1][2], where=msg[1][3]
                 )
                 continue
-            stubs.extend(_stub(m) for m in orjson.loads(msg[2]))
-            for case_id, index in msg[1]:
-                if case_id in where and problem is None:
-                    path, lineno, _ = inputs.case_lines[index]
-                    first = inputs.case_lines[where[case_id]]
-                    problem = InputError(
-                        f"duplicate case id {case_id!r} (first defined in {first[0]}:{first[1]})",
-                        path=path,
-                        line=lineno,
-                    )
-                where.setdefault(case_id, index)
+            assert lo == len(ids) or problem is not None
+            ids.extend(msg[1])
+            metas.append(msg[2])
+        where = dict(zip(ids, range(len(ids)), strict=True))
+        if problem is None and len(where) < len(ids):
+            problem = _duplicate_case(inputs, ids)
         if problem is None:
             problem = _unknown_prediction(inputs, where)
         if problem is not None:
@@ -256,24 +266,44 @@ def _run_sharded(
             raise problem
         for conn in conns:
             conn.send("go")
-        slims: list[dict[str, Any]] = []
+        stubs = [_stub(m) for meta in metas for m in orjson.loads(meta)]
+        blocks: list[RunColumns | None] = [None] * len(conns)
         waiting = list(conns)
         while waiting:
             for ready in wait(waiting):
                 conn = cast(Connection, ready)
-                kind, count, payload = conn.recv()
-                bar.advance(count)
-                for rec in orjson.loads(payload):
-                    rec["scores"] = {k: ScoreView(v) for k, v in rec["scores"].items()}
-                    slims.append(rec)
-                if kind == "done":
+                message = conn.recv()
+                if message[0] == "progress":
+                    bar.advance(message[1])
+                else:  # "done": the worker's columns, joined in shard (= case) order below
+                    blocks[conns.index(conn)] = message[1]
                     waiting.remove(conn)
-        return stubs, slims
+        columns = RunColumns()
+        for block in blocks:
+            assert block is not None
+            columns.extend(block)
+        return stubs, columns
     finally:
         for proc in procs:
             proc.join(timeout=60)
             if proc.is_alive():  # pragma: no cover - a worker that never answered
                 proc.kill()
+
+
+def _duplicate_case(inputs: _Inputs, ids: list[str]) -> InputError:
+    first: dict[str, int] = {}
+    for index, case_id in enumerate(ids):
+        if case_id in first:
+            path, lineno, _ = inputs.case_lines[index]
+            where_first = inputs.case_lines[first[case_id]]
+            return InputError(
+                f"duplicate case id {case_id!r} (first defined in "
+                f"{where_first[0]}:{where_first[1]})",
+                path=path,
+                line=lineno,
+            )
+        first[case_id] = index
+    raise AssertionError("no duplicate")  # pragma: no cover - only called with one
 
 
 def _unknown_prediction(inputs: _Inputs, known: dict[str, int]) -> InputError | None:

@@ -24,10 +24,10 @@ COMPARISON = "comparison.json"
 def json_default(obj: Any) -> Any:
     """What orjson cannot write itself: named tuples (as arrays), decimals, sets, models;
     anything else as text."""
+    if isinstance(obj, tuple):  # first: named tuples are by far the most common here
+        return list(obj)
     from decimal import Decimal
 
-    if isinstance(obj, tuple):
-        return list(obj)
     if isinstance(obj, Decimal):
         return float(obj) if obj.is_finite() else str(obj)
     if isinstance(obj, set | frozenset):

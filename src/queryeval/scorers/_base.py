@@ -111,6 +111,19 @@ class Scorer:
         """Dataset-level figures beyond mean/CI of the values. Default: none."""
         return {}
 
+    def aggregate_partial(self, cases: Sequence[Case], scores: Sequence[Score]) -> Any:
+        """`aggregate`'s work on part of the scores, to be joined by `aggregate_merge` (the
+        forked workers of a large run aggregate their own slices). Default: keeps the scores;
+        shardable scorers override both so that merging parts in any order gives exactly
+        `aggregate` of the whole."""
+        return (list(cases), list(scores))
+
+    def aggregate_merge(self, partials: Sequence[Any]) -> dict[str, Any]:
+        """`aggregate` of the scores behind the `aggregate_partial` results."""
+        cases = [c for part in partials for c in part[0]]
+        scores = [s for part in partials for s in part[1]]
+        return self.aggregate(cases, scores)
+
     @classmethod
     def report_tables(cls, aggregate: dict[str, Any]) -> list[tuple[str, list[list[Any]]]]:
         """Dataset-level tables for the console: (title, rows with a header row first), built

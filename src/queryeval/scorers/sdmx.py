@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from queryeval.cases import Case, Output, Score
 from queryeval.metrics import DimensionResult, TermRef, TermSelectionResult, term_selection
+from queryeval.metrics._term_selection import f1 as _f1
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
@@ -102,33 +104,36 @@ class TermSelectionScorer(Scorer):
             zero_division=o.zero_division,
             ignore_case=o.ignore_case,
         )
+        per_dimension, macro_p, macro_r, micro_p, micro_r, not_in_target, tp, fp, fn, _ = result
         metrics = {
-            "macro_precision": result.macro_precision,
-            "macro_recall": result.macro_recall,
-            "macro_f1": result.macro_f1,
-            "micro_precision": result.micro_precision,
-            "micro_recall": result.micro_recall,
-            "micro_f1": result.micro_f1,
+            "macro_precision": macro_p,
+            "macro_recall": macro_r,
+            "macro_f1": _f1(macro_p, macro_r),
+            "micro_precision": micro_p,
+            "micro_recall": micro_r,
+            "micro_f1": _f1(micro_p, micro_r),
         }
         value = metrics[o.value]
         details: dict[str, Any] = {
             "metrics": metrics,
-            "counts": {"tp": result.tp, "fp": result.fp, "fn": result.fn},
+            "counts": {"tp": tp, "fp": fp, "fn": fn},
             "per_dimension": {
+                # a DimensionResult's fields by position; terms as plain (id, name) tuples,
+                # which orjson writes as arrays without a call back into Python
                 key: {
-                    "dataset_id": d.dataset_id,
-                    "dimension": d.dimension_name,
-                    "precision": d.precision,
-                    "recall": d.recall,
-                    "in_target": d.in_target,
-                    "counted": d.counted,
-                    "tp": list(d.true_positives),  # (id, name) pairs
-                    "fp": list(d.false_positives),
-                    "fn": list(d.false_negatives),
+                    "dataset_id": d[0],
+                    "dimension": d[1],
+                    "precision": d[5],
+                    "recall": d[6],
+                    "in_target": d[7],
+                    "counted": d[8],
+                    "tp": list(map(tuple, d[2])),
+                    "fp": list(map(tuple, d[3])),
+                    "fn": list(map(tuple, d[4])),
                 }
-                for key, d in result.per_dimension.items()
+                for key, d in per_dimension.items()
             },
-            "dimensions_not_in_target": list(result.dimensions_not_in_target),
+            "dimensions_not_in_target": not_in_target,
         }
         if unknown:
             details["unknown_codes"] = unknown
@@ -174,42 +179,52 @@ class TermSelectionScorer(Scorer):
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """Seed 001's dataset metrics (mean macro P/R over cases), pooled micro P/R, and
         per-dimension figures across cases."""
-        from queryeval.stats import mean_or_none
+        return self.aggregate_merge([self.aggregate_partial(cases, scores)])
 
-        ok = [s for s in scores if s.status == "ok" and "metrics" in s.details]
-        tp = fp = fn = 0
-        dims: dict[str, dict[str, Any]] = {}
-        for s in ok:
+    def aggregate_partial(self, cases: Sequence[Case], scores: Sequence[Score]) -> _Partial:
+        """Counts and the values to average, of part of the scores (see `aggregate_merge`)."""
+        part = _Partial()
+        dims = part.dims
+        for s in scores:
+            if s.status != "ok" or "metrics" not in s.details:
+                continue
+            part.cases += 1
+            metrics = s.details["metrics"]
+            part.macro_precision.append(metrics["macro_precision"])
+            part.macro_recall.append(metrics["macro_recall"])
             counts = s.details["counts"]
-            tp += counts["tp"]
-            fp += counts["fp"]
-            fn += counts["fn"]
+            part.tp += counts["tp"]
+            part.fp += counts["fp"]
+            part.fn += counts["fn"]
             for d in s.details["per_dimension"].values():
                 if not d["counted"]:
                     continue
                 agg = dims.get(d["dimension"])
                 if agg is None:
-                    agg = dims[d["dimension"]] = {
-                        "precision": [],
-                        "recall": [],
-                        "tp": 0,
-                        "fp": 0,
-                        "fn": 0,
-                    }
+                    agg = dims[d["dimension"]] = _DimensionPartial()
                 if d["precision"] is not None:
-                    agg["precision"].append(d["precision"])
+                    agg.precision.append(d["precision"])
                 if d["recall"] is not None:
-                    agg["recall"].append(d["recall"])
-                agg["tp"] += _count(d["tp"])
-                agg["fp"] += _count(d["fp"])
-                agg["fn"] += _count(d["fn"])
+                    agg.recall.append(d["recall"])
+                agg.tp += _count(d["tp"])
+                agg.fp += _count(d["fp"])
+                agg.fn += _count(d["fn"])
+        return part
+
+    def aggregate_merge(self, partials: Sequence[Any]) -> dict[str, Any]:
+        """Joins parts exactly, in any order: counts are integers and the means are taken
+        with `math.fsum` (correctly rounded) over all the parts' values."""
+        from queryeval.stats import mean_or_none
+
+        whole = _Partial()
+        for part in partials:
+            whole.add(part)
+        tp, fp, fn = whole.tp, whole.fp, whole.fn
         return {
             "data_query_metrics": {
-                "cases": len(ok),
-                "macro_precision": mean_or_none(
-                    s.details["metrics"]["macro_precision"] for s in ok
-                ),
-                "macro_recall": mean_or_none(s.details["metrics"]["macro_recall"] for s in ok),
+                "cases": whole.cases,
+                "macro_precision": mean_or_none(whole.macro_precision),
+                "macro_recall": mean_or_none(whole.macro_recall),
                 "micro_precision": tp / (tp + fp) if tp + fp else None,
                 "micro_recall": tp / (tp + fn) if tp + fn else None,
                 "tp": tp,
@@ -218,15 +233,54 @@ class TermSelectionScorer(Scorer):
             },
             "per_dimension": {
                 name: {
-                    "cases": max(len(a["precision"]), len(a["recall"])),
-                    "mean_precision": mean_or_none(a["precision"]),
-                    "mean_recall": mean_or_none(a["recall"]),
-                    "micro_precision": a["tp"] / (a["tp"] + a["fp"]) if a["tp"] + a["fp"] else None,
-                    "micro_recall": a["tp"] / (a["tp"] + a["fn"]) if a["tp"] + a["fn"] else None,
-                    "tp": a["tp"],
-                    "fp": a["fp"],
-                    "fn": a["fn"],
+                    "cases": max(len(a.precision), len(a.recall)),
+                    "mean_precision": mean_or_none(a.precision),
+                    "mean_recall": mean_or_none(a.recall),
+                    "micro_precision": a.tp / (a.tp + a.fp) if a.tp + a.fp else None,
+                    "micro_recall": a.tp / (a.tp + a.fn) if a.tp + a.fn else None,
+                    "tp": a.tp,
+                    "fp": a.fp,
+                    "fn": a.fn,
                 }
-                for name, a in sorted(dims.items())
+                for name, a in sorted(whole.dims.items())
             },
         }
+
+
+@dataclass
+class _DimensionPartial:
+    precision: list[float] = field(default_factory=list)
+    recall: list[float] = field(default_factory=list)
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    def add(self, other: _DimensionPartial) -> None:
+        self.precision.extend(other.precision)
+        self.recall.extend(other.recall)
+        self.tp += other.tp
+        self.fp += other.fp
+        self.fn += other.fn
+
+
+@dataclass
+class _Partial:
+    """`aggregate`'s state over part of the scores: what it sums, and what it averages."""
+
+    cases: int = 0
+    macro_precision: list[float | None] = field(default_factory=list)
+    macro_recall: list[float | None] = field(default_factory=list)
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    dims: dict[str, _DimensionPartial] = field(default_factory=dict)
+
+    def add(self, other: _Partial) -> None:
+        self.cases += other.cases
+        self.macro_precision.extend(other.macro_precision)
+        self.macro_recall.extend(other.macro_recall)
+        self.tp += other.tp
+        self.fp += other.fp
+        self.fn += other.fn
+        for name, dim in other.dims.items():
+            self.dims.setdefault(name, _DimensionPartial()).add(dim)

@@ -1,31 +1,43 @@
 """summary.json: per system, per scorer means with CIs, pass rates, sub-metrics, by tag.
 
-Computed only from the stored records, sorted by case order, so an interrupted-and-resumed
-run and an uninterrupted one give byte-identical summaries.
+Computed only from the stored records (as columns, see `_columns`), in case order, so an
+interrupted-and-resumed run, a sharded one and a plain one give byte-identical summaries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from queryeval.cases import Case, Score
 from queryeval.stats._bootstrap import mean_ci
+from queryeval.stats._columns import (
+    ABSENT,
+    ERROR,
+    UNSCORED,
+    RunColumns,
+    ScorerTable,
+    SystemTable,
+    aggregate_of,
+    finish,
+)
 
 if TYPE_CHECKING:
+    from queryeval.cases import Case
     from queryeval.scorers import Scorer
 
 
-def _ci(values: Sequence[float], seed: int) -> dict[str, Any] | None:
+def _ci(values: Sequence[float] | np.ndarray, seed: int) -> dict[str, Any] | None:
     interval = mean_ci(values, seed=seed)
     return interval.as_dict() if interval is not None else None
 
 
-def _pass_counts(verdicts: Sequence[bool | None]) -> dict[str, Any]:
-    passed = sum(1 for v in verdicts if v is True)
-    failed = sum(1 for v in verdicts if v is False)
+def _pass_counts(verdicts: np.ndarray) -> dict[str, Any]:
+    """Counts of verdict codes (1 pass, 0 fail, -1 none) and the pass rate."""
+    passed = int(np.count_nonzero(verdicts == 1))
+    failed = int(np.count_nonzero(verdicts == 0))
     judged = passed + failed
     return {
         "passed": passed,
@@ -35,147 +47,112 @@ def _pass_counts(verdicts: Sequence[bool | None]) -> dict[str, Any]:
     }
 
 
+def _mean(values: np.ndarray) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
 def summarize_scorer(
     scorer: Scorer | None,
     cases: Sequence[Case],
-    scores: Sequence[Score],
+    table: SystemTable,
     seed: int,
 ) -> dict[str, Any]:
     """Counts by status, mean value with CI, pass rate, sub-metric means, the scorer's own
     dataset-level figures. unscored/error never enter a mean."""
-    ok = [s for s in scores if s.status == "ok" and s.value is not None]
-    values = [float(s.value) for s in ok if s.value is not None]
+    label = scorer.label if scorer is not None else ""
+    column = table.scorers.get(label)
+    if column is None:
+        column = ScorerTable(_EMPTY_F, _EMPTY_I, _EMPTY_I, {}, [], [], [])
+    present = column.status != ABSENT
+    ok = column.ok
+    values = column.values[ok]
     out: dict[str, Any] = {
-        "n": len(scores),
-        "ok": len(ok),
-        "unscored": sum(1 for s in scores if s.status == "unscored"),
-        "error": sum(1 for s in scores if s.status == "error"),
-        "mean": float(np.mean(values)) if values else None,
+        "n": int(np.count_nonzero(present)),
+        "ok": int(np.count_nonzero(ok)),
+        "unscored": int(np.count_nonzero(column.status == UNSCORED)),
+        "error": int(np.count_nonzero(column.status == ERROR)),
+        "mean": _mean(values),
         "ci95": _ci(values, seed),
-        **_pass_counts([s.passed for s in scores]),
+        **_pass_counts(column.passed[present]),
     }
-    metric_values: dict[str, list[float]] = {}
-    for s in ok:
-        metrics = s.details.get("metrics")
-        if not metrics:
-            continue
-        for name, v in metrics.items():
-            kind = type(v)
-            if kind is float or kind is int:  # not bool, not None
-                bucket = metric_values.get(name)
-                if bucket is None:
-                    bucket = metric_values[name] = []
-                bucket.append(v)
-    out["metrics"] = {
-        name: {"mean": float(np.mean(vs)), "n": len(vs), "ci95": _ci(vs, seed)}
-        for name, vs in sorted(metric_values.items())
-    }
-    reasons: dict[str, int] = {}
-    for s in scores:
-        if s.status != "ok":
-            key = (s.explanation or s.status).split("\n")[0][:120]
-            reasons[key] = reasons.get(key, 0) + 1
-    if reasons:
+    metrics = {}
+    for name, metric in sorted(column.metrics.items()):
+        vs = metric[ok & ~np.isnan(metric)]
+        if len(vs):
+            metrics[name] = {"mean": float(np.mean(vs)), "n": len(vs), "ci95": _ci(vs, seed)}
+    out["metrics"] = metrics
+    if column.reasons:
+        reasons = Counter(column.reasons)  # first seen first among equal counts
         out["not_scored_reasons"] = dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:10])
     if scorer is not None:
         out["scorer"] = scorer.describe()
-        extra = scorer.aggregate(cases, scores)
+        extra = aggregate_of(scorer, table, cases)
         if extra:
             out["aggregate"] = extra
     return out
 
 
-class ScoreView:
-    """A stored score read back for summaries: the attributes of a Score without
-    re-validating every record (a summary reads them; it never changes them)."""
-
-    __slots__ = ("details", "explanation", "passed", "status", "value")
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self.value = data.get("value")
-        self.status = data.get("status", "ok")
-        self.passed = data.get("passed")
-        self.details = data.get("details") or {}
-        self.explanation = data.get("explanation", "")
-
-
-def _as_score(value: Score | ScoreView | Mapping[str, Any]) -> Score:
-    if isinstance(value, Score | ScoreView):
-        return cast(Score, value)
-    return cast(Score, ScoreView(value))
-
-
-def _with_views(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    scores = record["scores"]
-    if all(type(s) is ScoreView or isinstance(s, Score) for s in scores.values()):
-        return record
-    return {**record, "scores": {k: _as_score(s) for k, s in scores.items()}}
+_EMPTY_F = np.empty(0, dtype=np.float64)
+_EMPTY_I = np.empty(0, dtype=np.int8)
 
 
 def summarize(
     suite_name: str,
     cases: Sequence[Case],
-    records: Sequence[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any]] | RunColumns,
     scorers: Mapping[str, Scorer],
     system_names: Sequence[str],
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The whole summary from the stored records (any order; sorted here)."""
-    index = {c.id: i for i, c in enumerate(cases)}
-    by_system: dict[str, list[Mapping[str, Any]]] = {name: [] for name in system_names}
-    for rec in records:
-        by_system.setdefault(rec["system"], []).append(rec)
+    """The whole summary from the stored records (any order; put in case order here), or
+    from their columns as a run collected them."""
+    if isinstance(records, RunColumns):
+        columns = records
+    else:
+        columns = RunColumns(system_names)
+        for rec in records:
+            columns.add(rec)
     systems: dict[str, Any] = {}
-    for recs in by_system.values():  # stored scores become light views once, not per use
-        recs[:] = [_with_views(r) for r in recs]
-    for name, recs in by_system.items():
-        recs = sorted(recs, key=lambda r: index.get(r["case_id"], len(index)))
-        rec_cases = [cases[index[r["case_id"]]] for r in recs if r["case_id"] in index]
-        recs = [r for r in recs if r["case_id"] in index]
+    names = [*system_names, *(n for n in columns.systems if n not in system_names)]
+    for name in names:
+        table = finish(columns.system(name), cases)
         entry: dict[str, Any] = {
-            "cases": len(recs),
-            "system_errors": sum(1 for r in recs if r.get("error")),
-            **_pass_counts([r.get("passed") for r in recs]),
+            "cases": len(table.case_index),
+            "system_errors": int(np.count_nonzero(table.error)),
+            **_pass_counts(table.passed),
         }
-        entry["pass_rate_ci95"] = _ci(
-            [1.0 if r["passed"] else 0.0 for r in recs if r.get("passed") is not None], seed
-        )
-        latencies = [r["latency_s"] for r in recs if r.get("latency_s") is not None]
-        if latencies:
+        judged = table.passed[table.passed >= 0]
+        entry["pass_rate_ci95"] = _ci((judged == 1).astype(np.float64), seed)
+        latencies = table.latency[~np.isnan(table.latency)]
+        if len(latencies):
             entry["latency_s"] = {
                 "mean": float(np.mean(latencies)),
                 "p50": float(np.percentile(latencies, 50)),
                 "p95": float(np.percentile(latencies, 95)),
                 "max": float(np.max(latencies)),
             }
-        costs = [r["cost"] for r in recs if r.get("cost") is not None]
-        if costs:
+        costs = table.cost[~np.isnan(table.cost)]
+        if len(costs):
             entry["system_cost"] = float(np.sum(costs))
-        entry["scorers"] = {}
-        for label, scorer in scorers.items():
-            scores = [r["scores"][label] for r in recs if label in r["scores"]]
-            entry["scorers"][label] = summarize_scorer(scorer, rec_cases, scores, seed)
-        entry["by_tag"] = _by_tag(rec_cases, recs, list(scorers))
+        entry["scorers"] = {
+            label: summarize_scorer(scorer, cases, table, seed) for label, scorer in scorers.items()
+        }
+        entry["by_tag"] = _by_tag(cases, table, list(scorers))
         systems[name] = entry
     return {"suite": suite_name, "n_cases": len(cases), "systems": systems}
 
 
-def _by_tag(cases: Sequence[Case], recs: Sequence[Mapping[str, Any]], labels: list[str]) -> dict:
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for case, rec in zip(cases, recs, strict=True):
-        for tag in case.tags:
-            groups.setdefault(tag, []).append(rec)
+def _by_tag(cases: Sequence[Case], table: SystemTable, labels: list[str]) -> dict:
+    groups: dict[str, list[int]] = {}
+    for row, index in enumerate(table.case_index.tolist()):
+        for tag in cases[index].tags:
+            groups.setdefault(tag, []).append(row)
     out: dict[str, Any] = {}
-    for tag, rs in sorted(groups.items()):
+    for tag, rows in sorted(groups.items()):
+        at = np.asarray(rows, dtype=np.int64)
         means: dict[str, float | None] = {}
         for label in labels:
-            vs = [
-                s.value
-                for r in rs
-                if label in r["scores"]
-                and (s := r["scores"][label]).status == "ok"
-                and s.value is not None
-            ]
-            means[label] = float(np.mean(vs)) if vs else None
-        out[tag] = {"cases": len(rs), **_pass_counts([r.get("passed") for r in rs]), "means": means}
+            column = table.scorers.get(label)
+            means[label] = None if column is None else _mean(column.values[at][column.ok[at]])
+        out[tag] = {"cases": len(rows), **_pass_counts(table.passed[at]), "means": means}
     return out

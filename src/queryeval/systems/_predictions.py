@@ -13,6 +13,8 @@ from queryeval.cases import Attempt, Output
 from queryeval.errors import InputError
 
 _OUTPUT_KEYS = set(Output.model_fields)
+# keys that mark the long form of a record (`output`, `attempts`, `error`), not one attempt
+_OUTPUT_KEYS_SEEN = frozenset({"output", "attempts", "error"})
 
 
 def parse_output(data: Any) -> Output:
@@ -32,26 +34,22 @@ def parse_output(data: Any) -> Output:
     return Output(attempts=[Attempt.model_validate(fields)])
 
 
-_OUTPUT_MARKERS = (b'"output"', b'"attempts"', b'"error"')
-
-
 def _fast_attempt(raw: bytes) -> tuple[str, Output] | None:
     """The common shorthand record (one attempt's fields and a case_id) validated straight from
-    JSON bytes in pydantic's core; None when the record needs the general path."""
-    if any(marker in raw for marker in _OUTPUT_MARKERS):
-        return None
+    JSON bytes in pydantic's core, wrapped as the one attempt of an Output (one call builds
+    both); None when the record needs the general path."""
     try:
-        attempt = Attempt.model_validate_json(raw)
+        output = Output.model_validate_json(b'{"attempts":[' + raw + b"]}")
     except ValidationError:
         return None  # the general path reports the problem with its place
-    extra = attempt.__pydantic_extra__
-    if extra is None or "case_id" not in extra:
-        return None
+    extra = output.attempts[0].__pydantic_extra__
+    if extra is None or "case_id" not in extra or _OUTPUT_KEYS_SEEN.intersection(extra):
+        return None  # no case id, or a record in the long form
     case_id = extra.pop("case_id")
     extra.pop("system", None)
     if not isinstance(case_id, str | int) or isinstance(case_id, bool):
         return None
-    return str(case_id), Output(attempts=[attempt])
+    return str(case_id), output
 
 
 def parse_prediction_line(raw: bytes, path: Path, lineno: int) -> tuple[str, Output]:
