@@ -299,6 +299,40 @@ def test_sharded_run_equals_serial_run(tmp_path: Path) -> None:
     assert ra == rb
 
 
+def test_sharded_run_over_several_case_files_with_blank_lines(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    suite_path = _sdmx_bench_suite(folder, 60, workers=2)
+    lines = (folder / "cases.jsonl").read_text().splitlines()
+    (folder / "cases.jsonl").unlink()
+    (folder / "cases").mkdir()
+    (folder / "cases" / "a.jsonl").write_text("\n".join(lines[:25]) + "\n\n")
+    (folder / "cases" / "b.jsonl").write_text("\n" + "\n".join(lines[25:]) + "\n")
+    suite_path.write_text(suite_path.read_text().replace("cases.jsonl", "'cases/*.jsonl'"))
+    serial_path = folder / "serial.yaml"
+    serial_path.write_text(suite_path.read_text().replace("workers: 2", "workers: 1"))
+    sharded = run_suite(load_suite(suite_path), tmp_path / "r1", progress=False)
+    serial = run_suite(load_suite(serial_path), tmp_path / "r2", progress=False)
+    assert sharded.new_records == serial.new_records == 60
+    assert (tmp_path / "r1" / "summary.json").read_bytes() == (
+        tmp_path / "r2" / "summary.json"
+    ).read_bytes()
+    # a duplicate in the second file is reported at its own line there
+    (folder / "cases" / "b.jsonl").write_text("\n" + "\n".join([*lines[25:], lines[3]]) + "\n")
+    with pytest.raises(InputError, match="duplicate case id 'case-3'") as info:
+        run_suite(load_suite(suite_path), tmp_path / "r3", progress=False)
+    assert info.value.path is not None and info.value.path.endswith("b.jsonl")
+    assert info.value.line == 37  # a blank first line, then 35 cases
+    assert "a.jsonl:4" in info.value.message
+
+
+def test_sharded_run_reports_a_missing_predictions_file(tmp_path: Path) -> None:
+    suite_path = _sdmx_bench_suite(tmp_path / "s", 50, workers=2)
+    (tmp_path / "s" / "predictions.jsonl").unlink()
+    with pytest.raises(InputError, match="cannot read predictions") as info:
+        run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
+    assert info.value.path is not None and info.value.path.endswith("predictions.jsonl")
+
+
 def test_sharded_run_checks_inputs_before_writing(tmp_path: Path) -> None:
     suite_path = _sdmx_bench_suite(tmp_path / "s", 50, workers=2)
     cases = tmp_path / "s" / "cases.jsonl"

@@ -72,6 +72,7 @@ class RunPlan:
     inputs_hash: str
     input_files: list[str] = field(default_factory=list)
     lazy: bool = False  # cases and predictions are loaded by the sharded workers
+    contents: dict[Path, bytes] = field(default_factory=dict)  # input files read already
 
 
 @dataclass
@@ -91,17 +92,21 @@ class RunResult:
         return all(g["passed"] for g in self.gates)
 
 
-def _hash_files(paths: Sequence[Path]) -> str:
+def _hash_files(paths: Sequence[Path], contents: dict[Path, bytes]) -> str:
     h = hashlib.sha256()
     for p in paths:
         h.update(str(p.name).encode())
-        h.update(hashlib.sha256(p.read_bytes()).digest())
+        data = contents.get(p)
+        h.update(hashlib.sha256(p.read_bytes() if data is None else data).digest())
     return h.hexdigest()
 
 
-def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
+def plan_run(
+    suite: SuiteConfig, *, lazy: bool = False, contents: dict[Path, bytes] | None = None
+) -> RunPlan:
     """Load and check everything a run needs; InputError on any bad input. With `lazy`, cases
-    and predictions are left for the sharded workers to load and check."""
+    and predictions are left for the sharded workers to load and check; `contents` are the
+    input files' bytes when they were read already."""
     with bulk_allocation():
         cases = [] if lazy else load_cases(suite.cases, suite.base_dir)
     if not cases and not lazy:
@@ -116,6 +121,8 @@ def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
         if cfg.predictions:
             path = suite.resolve(cfg.predictions)
             files.append(path)
+            if lazy and not path.is_file():  # read later by the workers: checked here
+                raise InputError("cannot read predictions (no such file)", path=path)
             with bulk_allocation():
                 preds = None if lazy else PredictionsFile(path, known)
             systems.append(SystemRun(cfg.name, {}, predictions=preds))
@@ -149,9 +156,10 @@ def plan_run(suite: SuiteConfig, *, lazy: bool = False) -> RunPlan:
         scorers=scorers,
         systems=systems,
         config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
-        inputs_hash=_hash_files(files),
+        inputs_hash=_hash_files(files, contents or {}),
         input_files=[str(p) for p in files],
         lazy=lazy,
+        contents=contents or {},
     )
 
 
@@ -353,7 +361,7 @@ class Runner:
 
         with bulk_allocation():
             inputs = read_inputs(self)
-        total = len(self.plan.suite.systems) * len(inputs.case_lines) - skipped
+        total = len(self.plan.suite.systems) * inputs.cases.count() - skipped
         try:
             with Progress(total, f"{self.plan.suite.name}", self.progress) as bar:
                 stubs, columns = run_sharded(self, inputs, bar)
@@ -482,9 +490,10 @@ def run_suite(
     """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
     suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`)."""
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
-    from queryeval.runner._sharded import can_shard
+    from queryeval.runner._sharded import shard_contents
 
-    plan = plan_run(suite, lazy=can_shard(suite))
+    contents = shard_contents(suite)
+    plan = plan_run(suite, lazy=contents is not None, contents=contents)
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
     runner = Runner(plan, out, progress=progress)

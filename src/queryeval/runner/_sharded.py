@@ -12,13 +12,12 @@ import gc
 import os
 import re
 import time
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-
-import orjson
 
 from queryeval._gc import bulk_allocation
 from queryeval.cases import Case, Output, Score
@@ -42,44 +41,77 @@ _WRITE_EVERY_S = 0.05
 _CASE_ID_FIRST = b'{"case_id":"'
 _CASE_ID = re.compile(rb'"case_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))')
 
-Line = tuple[Path, int, bytes]
+
+@dataclass
+class _Lines:
+    """The lines of one or more files, blank ones included, so that an index gives the place
+    (bytes objects only: no tuple per line)."""
+
+    raw: list[bytes]
+    starts: list[int]  # index of each file's first line
+    paths: list[Path]
+
+    @classmethod
+    def read(cls, paths: Sequence[Path], contents: dict[Path, bytes]) -> _Lines:
+        """The files' lines, from `contents` (emptied as it is read) or from disk."""
+        lines = cls([], [], [])
+        for path in paths:
+            data = contents.pop(path, None)
+            lines.starts.append(len(lines.raw))
+            lines.paths.append(path)
+            lines.raw.extend((path.read_bytes() if data is None else data).splitlines())
+        return lines
+
+    def count(self) -> int:
+        """How many lines are not blank."""
+        return sum(1 for raw in self.raw if raw.strip())
+
+    def place(self, index: int) -> tuple[Path, int]:
+        """(file, line number) of a line."""
+        k = bisect_right(self.starts, index) - 1
+        return self.paths[k], index - self.starts[k] + 1
 
 
 @dataclass
 class _Inputs:
-    case_lines: list[Line]
-    predictions: dict[str, dict[str, list[Line]]]  # system -> case id -> its lines
+    cases: _Lines
+    # system -> (its prediction lines, case id -> indexes of its lines there)
+    predictions: dict[str, tuple[_Lines, dict[str, list[int]]]]
 
 
-def can_shard(suite: SuiteConfig) -> bool:
-    """Whether this run can go to forked workers."""
+def shard_contents(suite: SuiteConfig) -> dict[Path, bytes] | None:
+    """The bytes of the case and prediction files when this run can go to forked workers
+    (read once: they are hashed and split from memory), else None."""
     from queryeval.scorers import scorer_class
 
     workers = int(suite.settings.get("workers", os.cpu_count() or 1))
     if workers < 2 or not hasattr(os, "fork"):
-        return False
+        return None
     if not all(cfg.predictions for cfg in suite.systems):
-        return False
+        return None
     if not all(getattr(scorer_class(s.name), "shardable", False) for s in suite.scorers):
-        return False
+        return None
     files = expand(suite.cases, suite.base_dir)
     if not files or any(p.suffix.lower() not in (".jsonl", ".ndjson") for p in files):
-        return False
-    lines = sum(p.read_bytes().count(b"\n") for p in files)
-    return lines * len(suite.systems) >= int(suite.settings.get("shard_min_cases", MIN_CASES))
+        return None
+    contents = {p: p.read_bytes() for p in files}
+    lines = sum(data.count(b"\n") for data in contents.values())
+    if lines * len(suite.systems) < int(suite.settings.get("shard_min_cases", MIN_CASES)):
+        return None
+    for cfg in suite.systems:
+        assert cfg.predictions
+        path = suite.resolve(cfg.predictions)
+        if path.is_file():  # a missing file is reported where predictions are checked
+            contents.setdefault(path, path.read_bytes())
+    return contents
 
 
-def _read_lines(path: Path) -> list[Line]:
-    return [
-        (path, i, raw) for i, raw in enumerate(path.read_bytes().splitlines(), 1) if raw.strip()
-    ]
+def can_shard(suite: SuiteConfig) -> bool:
+    """Whether this run can go to forked workers."""
+    return shard_contents(suite) is not None
 
 
 def _case_id_of(path: Path, lineno: int, raw: bytes) -> str:
-    if raw.startswith(_CASE_ID_FIRST):  # as most tools write it: no search needed
-        end = raw.find(b'"', len(_CASE_ID_FIRST))
-        if end > 0 and b"\\" not in raw[len(_CASE_ID_FIRST) : end]:
-            return raw[len(_CASE_ID_FIRST) : end].decode()
     m = _CASE_ID.search(raw)
     if m is not None and b"\\" not in (m.group(1) or b""):
         return (m.group(1) or m.group(2)).decode()
@@ -88,43 +120,78 @@ def _case_id_of(path: Path, lineno: int, raw: bytes) -> str:
 
 def read_inputs(runner: Runner) -> _Inputs:
     """Raw lines of the case files, and prediction lines grouped by case id (cheap: the id is
-    found with a regular expression; workers validate the records)."""
+    read off the line; workers validate the records)."""
     suite = runner.plan.suite
-    case_lines = [line for p in expand(suite.cases, suite.base_dir) for line in _read_lines(p)]
-    predictions: dict[str, dict[str, list[Line]]] = {}
+    contents = runner.plan.contents  # emptied as it is read: the lines hold the bytes now
+    cases = _Lines.read(expand(suite.cases, suite.base_dir), contents)
+    predictions: dict[str, tuple[_Lines, dict[str, list[int]]]] = {}
     for cfg in suite.systems:
         assert cfg.predictions
-        by_id: dict[str, list[Line]] = {}
-        for path, lineno, raw in _read_lines(suite.resolve(cfg.predictions)):
-            by_id.setdefault(_case_id_of(path, lineno, raw), []).append((path, lineno, raw))
-        predictions[cfg.name] = by_id
-    return _Inputs(case_lines, predictions)
+        lines = _Lines.read([suite.resolve(cfg.predictions)], contents)
+        predictions[cfg.name] = (lines, _by_case_id(lines))
+    return _Inputs(cases, predictions)
+
+
+def _by_case_id(lines: _Lines) -> dict[str, list[int]]:
+    """case id -> indexes of its prediction lines (one file)."""
+    path = lines.paths[0]
+    by_id: dict[str, list[int]] = {}
+    start = len(_CASE_ID_FIRST)
+    for index, raw in enumerate(lines.raw):
+        if raw.startswith(_CASE_ID_FIRST):  # as most tools write it: no search needed
+            end = raw.find(b'"', start)
+            found = raw[start:end]
+            if end < 0 or b"\\" in found:
+                case_id = _case_id_of(path, index + 1, raw)
+            else:
+                case_id = found.decode()
+        elif raw.strip():
+            case_id = _case_id_of(path, index + 1, raw)
+        else:
+            continue
+        indexes = by_id.get(case_id)
+        if indexes is None:
+            by_id[case_id] = [index]
+        else:
+            indexes.append(index)
+    return by_id
 
 
 def _error_tuple(exc: InputError) -> tuple[str, str | None, int | None, str | None]:
     return (exc.message, exc.path, exc.line, exc.where)
 
 
-def _load_shard(lines: Sequence[Line]) -> list[Case]:
+def _load_shard(lines: _Lines, lo: int, hi: int) -> tuple[list[Case], list[int]]:
+    """The cases of lines lo..hi, and the index of each one's line."""
     from pydantic import ValidationError
 
     from queryeval._validation import input_error
 
     cases = []
-    for path, lineno, raw in lines:
+    indexes = []
+    raw_lines = lines.raw
+    for index in range(lo, hi):
+        raw = raw_lines[index]
+        if not raw.strip():
+            continue
         try:
             cases.append(Case.model_validate_json(raw))
         except ValidationError as exc:
+            path, lineno = lines.place(index)
             if any(e["type"] == "json_invalid" for e in exc.errors()):
                 raise InputError("invalid JSON", path=path, line=lineno) from None
             raise input_error(exc, path=path, line=lineno) from None
-    return cases
+        indexes.append(index)
+    return cases, indexes
 
 
-def _outputs(lines: list[Line]) -> Output:
+def _outputs(lines: _Lines, indexes: list[int]) -> Output:
+    path = lines.paths[0]  # one predictions file per system
+    if len(indexes) == 1:  # one record per case: the common case
+        return parse_prediction_line(lines.raw[indexes[0]], path, indexes[0] + 1)[1]
     output: Output | None = None
-    for path, lineno, raw in lines:
-        _, out = parse_prediction_line(raw, path, lineno)
+    for index in indexes:
+        _, out = parse_prediction_line(lines.raw[index], path, index + 1)
         if output is None:
             output = out
         else:
@@ -140,28 +207,30 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
     from queryeval.runner._run import _record, _score_sync
 
     try:
-        cases = _load_shard(inputs.case_lines[lo:hi])
+        cases, indexes = _load_shard(inputs.cases, lo, hi)
         outputs = {
-            system: {c.id: _outputs(by_id.get(c.id, [])) for c in cases}
-            for system, by_id in inputs.predictions.items()
+            system: {c.id: _outputs(lines, by_id.get(c.id, [])) for c in cases}
+            for system, (lines, by_id) in inputs.predictions.items()
         }
     except InputError as exc:
         conn.send(("error", _error_tuple(exc)))
         return
-    meta = [
-        {
-            "id": c.id,
-            "name": c.name,
-            "tags": c.tags,
-            "metadata": c.metadata,
-            "labels": c.labels,
-            "question": c.question,
-        }
-        for c in cases
-    ]
-    # the parent checks the ids before anything is written, and reads the cases' stubs
-    # (what summaries read of them) while the workers score
-    conn.send(("ids", [c.id for c in cases], orjson.dumps(meta)))
+    # the parent checks the ids before anything is written, and makes the cases' stubs (what
+    # summaries read of them) from these columns while the workers score
+    conn.send(
+        (
+            "ids",
+            [c.id for c in cases],
+            indexes,
+            (
+                [c.name for c in cases],
+                [c.tags for c in cases],
+                [c.metadata for c in cases],
+                [c.labels for c in cases],
+                [c.question for c in cases],
+            ),
+        )
+    )
     if conn.recv() != "go":
         return
     ctx = ScoringContext(runner.plan.suite, cache_dir=runner.ctx.cache_dir)
@@ -170,6 +239,7 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
         scorer.prepare(cases, ctx)
     store = runner.store
     store.open_for_append()
+    encode = store.encode
     columns = RunColumns()
     batch: list[bytes] = []
     written = time.monotonic()
@@ -179,13 +249,15 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
             # scorers aggregate their scores here, a chunk at a time (see Scorer.aggregate_partial)
             chunk_cases: list[Case] = []
             chunk_scores: dict[str, list[Score]] = {label: [] for label in scorers}
+            done = {case_id for name, case_id in runner.done if name == system.name}
+            system_outputs = outputs[system.name]
             for case in cases:
-                if (system.name, case.id) in runner.done:
+                if done and case.id in done:
                     continue
-                output = outputs[system.name][case.id]
+                output = system_outputs[case.id]
                 scores = {lb: _score_sync(s, case, output, ctx) for lb, s in scorers.items()}
                 record = _record(system.name, case, output, scores, scorers)
-                batch.append(store.encode(record))
+                batch.append(encode(record))
                 if len(batch) >= _WRITE_BATCH or time.monotonic() - written > _WRITE_EVERY_S:
                     store.write_lines(b"".join(batch))
                     batch, written = [], time.monotonic()
@@ -230,7 +302,7 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
     import multiprocessing as mp
 
     suite = runner.plan.suite
-    n = len(inputs.case_lines)
+    n = len(inputs.cases.raw)
     workers = max(1, min(int(suite.settings.get("workers", os.cpu_count() or 1)), n))
     bounds = [(n * k // workers, n * (k + 1) // workers) for k in range(workers)]
     ctx = mp.get_context("fork")
@@ -243,21 +315,22 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
         conns.append(parent)
     try:
         ids: list[str] = []
-        metas: list[bytes] = []
+        line_of: list[int] = []  # the index of each case's line
+        metas: list[tuple[list[Any], ...]] = []
         problem: InputError | None = None
-        for conn, (lo, _) in zip(conns, bounds, strict=True):  # in shard (= case) order
+        for conn in conns:  # in shard (= case) order
             msg = conn.recv()
             if msg[0] == "error":
                 problem = problem or InputError(
                     msg[1][0], path=msg[1][1], line=msg[1][2], where=msg[1][3]
                 )
                 continue
-            assert lo == len(ids) or problem is not None
             ids.extend(msg[1])
-            metas.append(msg[2])
+            line_of.extend(msg[2])
+            metas.append(msg[3])
         where = dict(zip(ids, range(len(ids)), strict=True))
         if problem is None and len(where) < len(ids):
-            problem = _duplicate_case(inputs, ids)
+            problem = _duplicate_case(inputs.cases, ids, line_of)
         if problem is None:
             problem = _unknown_prediction(inputs, where)
         if problem is not None:
@@ -266,7 +339,8 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
             raise problem
         for conn in conns:
             conn.send("go")
-        stubs = [_stub(m) for meta in metas for m in orjson.loads(meta)]
+        fields = [[value for meta in metas for value in meta[k]] for k in range(len(metas[0]))]
+        stubs = cast(list[Case], list(map(CaseStub, ids, *fields)))
         blocks: list[RunColumns | None] = [None] * len(conns)
         waiting = list(conns)
         while waiting:
@@ -290,15 +364,14 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
                 proc.kill()
 
 
-def _duplicate_case(inputs: _Inputs, ids: list[str]) -> InputError:
+def _duplicate_case(lines: _Lines, ids: list[str], line_of: list[int]) -> InputError:
     first: dict[str, int] = {}
     for index, case_id in enumerate(ids):
         if case_id in first:
-            path, lineno, _ = inputs.case_lines[index]
-            where_first = inputs.case_lines[first[case_id]]
+            path, lineno = lines.place(line_of[index])
+            first_path, first_lineno = lines.place(line_of[first[case_id]])
             return InputError(
-                f"duplicate case id {case_id!r} (first defined in "
-                f"{where_first[0]}:{where_first[1]})",
+                f"duplicate case id {case_id!r} (first defined in {first_path}:{first_lineno})",
                 path=path,
                 line=lineno,
             )
@@ -307,10 +380,10 @@ def _duplicate_case(inputs: _Inputs, ids: list[str]) -> InputError:
 
 
 def _unknown_prediction(inputs: _Inputs, known: dict[str, int]) -> InputError | None:
-    for by_id in inputs.predictions.values():
-        for case_id, lines in by_id.items():
+    for lines, by_id in inputs.predictions.values():
+        for case_id, indexes in by_id.items():
             if case_id not in known:
-                path, lineno, _ = lines[0]
+                path, lineno = lines.place(indexes[0])
                 return InputError(
                     f"prediction for unknown case id {case_id!r}",
                     path=path,
@@ -331,7 +404,3 @@ class CaseStub:
     metadata: dict[str, Any]
     labels: dict[str, Any]
     question: str
-
-
-def _stub(meta: dict[str, Any]) -> Case:
-    return cast(Case, CaseStub(**meta))
