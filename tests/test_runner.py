@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from queryeval.config import load_suite
 from queryeval.errors import InputError
@@ -413,3 +415,48 @@ def test_console_prints_scorer_tables_and_escapes_names() -> None:
     text = out.getvalue()
     assert "rag[top_k=1]" in text  # not swallowed as rich markup
     assert "t: report" in text and "Pass@1" in text and "0.250" in text
+
+
+_TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=8)
+_TERMS = st.lists(
+    st.fixed_dictionaries({"id": _TEXT}, optional={"name": st.none() | _TEXT}), max_size=3
+)
+_SELECTION = st.lists(
+    st.fixed_dictionaries(
+        {"dataset_id": _TEXT},
+        optional={
+            "dimensions": st.lists(
+                st.fixed_dictionaries({"dimension_name": _TEXT}, optional={"values": _TERMS}),
+                max_size=2,
+            )
+        },
+    ),
+    max_size=2,
+)
+_RECORD = st.fixed_dictionaries(
+    {},
+    optional={
+        "query": _TEXT,
+        "answer": _TEXT,
+        "indicator_selection": _SELECTION,
+        "cost": st.floats(0, 1),
+        "extra_field": _TEXT,
+    },
+)
+
+
+@given(record=_RECORD, error=st.none() | _TEXT)
+def test_stored_output_json_is_pydantics(record: dict, error: str | None) -> None:
+    """The orjson shortcut for one-field attempts writes exactly pydantic's JSON."""
+    import orjson
+
+    from queryeval.cases import Output
+    from queryeval.runner._run import output_json
+
+    raw = {"attempts": [record]} if error is None else {"attempts": [record], "error": error}
+    output = Output.model_validate_json(orjson.dumps(raw))
+    output.attempts[0].__pydantic_extra__.pop("extra_field", None)  # as case_id is
+    got = output_json(output)
+    assert (got if isinstance(got, bytes) else got.encode()) == output.model_dump_json(
+        exclude_defaults=True
+    ).encode()
