@@ -242,6 +242,21 @@ def test_callable_systems_sync_async_crash_timeout_and_concurrency(tmp_path: Pat
     assert result.summary["systems"]["sync[suffix=]"]["system_errors"] == 1
 
 
+def test_cli_limits_openblas_threads_before_numpy_loads() -> None:
+    """main() sets OPENBLAS_NUM_THREADS; that only works while numpy is not loaded yet."""
+    code = (
+        "import os, sys, queryeval.cli; loaded = 'numpy' in sys.modules;"
+        "sys.argv = ['queryeval', '--help'];"
+        "\ntry:\n    queryeval.cli.main()\nexcept SystemExit:\n    pass\n"
+        "print(loaded, os.environ['OPENBLAS_NUM_THREADS'], file=sys.stderr)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stderr.strip() == "False 1"
+
+
 def test_cli_exit_codes(tmp_path: Path) -> None:
     suite_path = make_answer_suite(tmp_path / "s", 8, extra="gates: ['pass_rate >= 0.9']\n")
     gate = _cli("run", str(suite_path), "--out", str(tmp_path / "r1"), cwd=tmp_path)

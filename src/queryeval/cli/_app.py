@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -149,6 +150,11 @@ def selftest(
 
 def main() -> None:
     """Entry point of the `queryeval` script."""
+    # numpy's OpenBLAS starts a thread per core that busy-waits after each call; the command
+    # only does small array work, so one thread: measured 0.15 s less wall time and 0.35 s
+    # less CPU on a sharded 100,000-case run, whose workers need those cores. Set before
+    # numpy is first imported (nothing the CLI imports up to here loads it).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         app()
     except InputError as exc:  # pragma: no cover - commands catch their own
