@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -190,8 +191,10 @@ class TermSelectionScorer(Scorer):
                 continue
             part.cases += 1
             metrics = s.details["metrics"]
-            part.macro_precision.append(metrics["macro_precision"])
-            part.macro_recall.append(metrics["macro_recall"])
+            if metrics["macro_precision"] is not None:
+                part.macro_precision.append(metrics["macro_precision"])
+            if metrics["macro_recall"] is not None:
+                part.macro_recall.append(metrics["macro_recall"])
             counts = s.details["counts"]
             part.tp += counts["tp"]
             part.fp += counts["fp"]
@@ -247,10 +250,14 @@ class TermSelectionScorer(Scorer):
         }
 
 
+def _floats() -> array[float]:
+    return array("d")  # pickled as one block of bytes when a worker sends its part
+
+
 @dataclass
 class _DimensionPartial:
-    precision: list[float] = field(default_factory=list)
-    recall: list[float] = field(default_factory=list)
+    precision: array[float] = field(default_factory=_floats)
+    recall: array[float] = field(default_factory=_floats)
     tp: int = 0
     fp: int = 0
     fn: int = 0
@@ -268,8 +275,8 @@ class _Partial:
     """`aggregate`'s state over part of the scores: what it sums, and what it averages."""
 
     cases: int = 0
-    macro_precision: list[float | None] = field(default_factory=list)
-    macro_recall: list[float | None] = field(default_factory=list)
+    macro_precision: array[float] = field(default_factory=_floats)  # the values present
+    macro_recall: array[float] = field(default_factory=_floats)
     tp: int = 0
     fp: int = 0
     fn: int = 0
