@@ -17,7 +17,7 @@ Policies the seed leaves open are explicit options:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 MatchOn = Literal["id", "id_and_name"]
 AbsentPolicy = Literal["penalize", "ignore"]
@@ -33,18 +33,27 @@ class TermRef(NamedTuple):
 
     def label(self) -> str:
         """`ID: name`, or just the ID."""
-        return f"{self.id}: {self.name}" if self.name else self.id
+        return term_label(self)
 
 
-class DimensionResult(NamedTuple):
+Pair = tuple[str, str | None]  # (id, name): a term as `compare_terms` gives it
+T = TypeVar("T", bound=Pair)  # TermRef, or a plain pair
+
+
+def term_label(term: Pair) -> str:
+    """`ID: name`, or just the ID."""
+    return f"{term[0]}: {term[1]}" if term[1] else term[0]
+
+
+class DimensionResult(NamedTuple, Generic[T]):
     """TP/FP/FN and precision/recall for one dimension of one dataset (a named tuple: one is
     built per dimension per case, and tuples are built several times faster)."""
 
     dataset_id: str
     dimension_name: str
-    true_positives: tuple[TermRef, ...]
-    false_positives: tuple[TermRef, ...]
-    false_negatives: tuple[TermRef, ...]
+    true_positives: tuple[T, ...]
+    false_positives: tuple[T, ...]
+    false_negatives: tuple[T, ...]
     precision: float | None
     recall: float | None
     in_target: bool
@@ -67,14 +76,14 @@ class DimensionResult(NamedTuple):
             ("False Positives", self.false_positives),
         ):
             lines.append(f"{title} [{len(terms)}]")
-            lines.extend(f"  * {t.label()}" for t in terms)
+            lines.extend(f"  * {term_label(t)}" for t in terms)
         return "\n".join(lines)
 
 
-class TermSelectionResult(NamedTuple):
+class TermSelectionResult(NamedTuple, Generic[T]):
     """The whole comparison of one case: per dimension, macro and micro averages."""
 
-    per_dimension: dict[str, DimensionResult]
+    per_dimension: dict[str, DimensionResult[T]]
     macro_precision: float | None
     macro_recall: float | None
     micro_precision: float | None
@@ -147,7 +156,7 @@ _new = tuple.__new__
 
 def _dimensions(
     selection: Iterable[Any] | None, match_on: MatchOn, ignore_case: bool
-) -> dict[tuple[str, str], dict[Any, TermRef]]:
+) -> dict[tuple[str, str], dict[Any, Pair]]:
     """{(dataset, dimension): {match key: term}} from the seed structure (models or dicts);
     the first occurrence of a key wins, so repeated terms count once."""
     plain = match_on == "id" and not ignore_case
@@ -155,7 +164,7 @@ def _dimensions(
         fast = _plain_dimensions(selection)
         if fast is not None:
             return fast
-    out: dict[tuple[str, str], dict[Any, TermRef]] = {}
+    out: dict[tuple[str, str], dict[Any, Pair]] = {}
     for dataset in selection or ():
         ds = str(_get(dataset, "dataset_id"))
         for dim in _get(dataset, "dimensions") or ():
@@ -168,21 +177,21 @@ def _dimensions(
                 ident = ident if type(ident) is str else str(ident)
                 if plain:  # the default, and the hot path: key on the ID as written
                     if ident not in terms:
-                        terms[ident] = _new(TermRef, (ident, name))
+                        terms[ident] = (ident, name)
                     continue
                 key: Any = ident.casefold() if ignore_case else ident
                 if match_on == "id_and_name":
                     label = name or ""
                     key = (key, label.casefold() if ignore_case else label)
                 if key not in terms:
-                    terms[key] = TermRef(ident, name)
+                    terms[key] = (ident, name)
     return out
 
 
-def _plain_dimensions(selection: list[Any]) -> dict[tuple[str, str], dict[Any, TermRef]] | None:
+def _plain_dimensions(selection: list[Any]) -> dict[tuple[str, str], dict[Any, Pair]] | None:
     """`_dimensions` for the common case, written out for speed: plain dicts (as cases and
     predictions hold them), matched on the ID as written; None if the datasets are not dicts."""
-    out: dict[tuple[str, str], dict[Any, TermRef]] = {}
+    out: dict[tuple[str, str], dict[Any, Pair]] = {}
     for dataset in selection:
         if type(dataset) is not dict:
             return None
@@ -199,7 +208,7 @@ def _plain_dimensions(selection: list[Any]) -> dict[tuple[str, str], dict[Any, T
                 if type(ident) is not str:
                     ident = str(ident)
                 if ident not in terms:
-                    terms[ident] = _new(TermRef, (ident, value.get("name")))
+                    terms[ident] = (ident, value.get("name"))
     return out
 
 
@@ -211,13 +220,45 @@ def term_selection(
     absent_dimension: AbsentPolicy = "penalize",
     zero_division: ZeroDivision = "agreement",
     ignore_case: bool = False,
-) -> TermSelectionResult:
+) -> TermSelectionResult[TermRef]:
     """Compare a selected SDMX indicator selection with the target (seed 001).
 
     Both sides are lists of ``{dataset_id, dimensions: [{dimension_name, values: [{id,
     name}]}]}`` (dicts or queryeval models). Precision = TP/(TP+FP), recall = TP/(TP+FN) per
     dimension; macro = mean over counted dimensions; micro = pooled over their terms.
     """
+    result = compare_terms(
+        target,
+        selected,
+        match_on=match_on,
+        absent_dimension=absent_dimension,
+        zero_division=zero_division,
+        ignore_case=ignore_case,
+    )
+    refs = TermRef._make
+    return result._replace(
+        per_dimension={
+            key: d._replace(
+                true_positives=tuple(map(refs, d.true_positives)),
+                false_positives=tuple(map(refs, d.false_positives)),
+                false_negatives=tuple(map(refs, d.false_negatives)),
+            )
+            for key, d in result.per_dimension.items()
+        }
+    )  # type: ignore[return-value]  # the same result with its pairs as TermRefs
+
+
+def compare_terms(
+    target: Sequence[Any] | None,
+    selected: Sequence[Any] | None,
+    *,
+    match_on: MatchOn = "id",
+    absent_dimension: AbsentPolicy = "penalize",
+    zero_division: ZeroDivision = "agreement",
+    ignore_case: bool = False,
+) -> TermSelectionResult[Pair]:
+    """`term_selection` with the terms as plain (id, name) tuples: what the scorer stores,
+    without building a TermRef per term."""
     if match_on not in ("id", "id_and_name"):
         raise ValueError(f"match_on must be 'id' or 'id_and_name', not {match_on!r}")
     if absent_dimension not in ("penalize", "ignore"):

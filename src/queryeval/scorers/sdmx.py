@@ -10,7 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from queryeval.cases import Case, Output, Score
-from queryeval.metrics import DimensionResult, TermRef, TermSelectionResult, term_selection
+from queryeval.metrics import DimensionResult, TermRef, TermSelectionResult
+from queryeval.metrics._term_selection import compare_terms
 from queryeval.metrics._term_selection import f1 as _f1
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
@@ -97,7 +98,7 @@ class TermSelectionScorer(Scorer):
             pred, unknown = check_and_name(pred, lists, self.options.codelist_map)
             gold, _ = check_and_name(gold, lists, self.options.codelist_map)
         o = self.options
-        result = term_selection(
+        result = compare_terms(
             gold,
             pred,
             match_on=o.match_on,
@@ -119,7 +120,7 @@ class TermSelectionScorer(Scorer):
             "metrics": metrics,
             "counts": {"tp": tp, "fp": fp, "fn": fn},
             "per_dimension": {
-                # a DimensionResult's fields by position; terms as plain (id, name) tuples,
+                # a DimensionResult's fields by position; terms are plain (id, name) tuples,
                 # which orjson writes as arrays without a call back into Python
                 key: {
                     "dataset_id": d[0],
@@ -128,9 +129,9 @@ class TermSelectionScorer(Scorer):
                     "recall": d[6],
                     "in_target": d[7],
                     "counted": d[8],
-                    "tp": list(map(tuple, d[2])),
-                    "fp": list(map(tuple, d[3])),
-                    "fn": list(map(tuple, d[4])),
+                    "tp": d[2],
+                    "fp": d[3],
+                    "fn": d[4],
                 }
                 for key, d in per_dimension.items()
             },
