@@ -342,6 +342,31 @@ def test_sharded_run_over_several_case_files_with_blank_lines(tmp_path: Path) ->
     assert "a.jsonl:4" in info.value.message
 
 
+@pytest.mark.parametrize("change", ["swap", "attempts"])
+def test_sharded_run_with_predictions_out_of_line(tmp_path: Path, change: str) -> None:
+    """Predictions in another order, or several per case, are grouped by case id (the
+    line-for-line reading is only a shortcut) and give the serial run's summary."""
+    folder = tmp_path / "s"
+    suite_path = _sdmx_bench_suite(folder, 60, workers=2)
+    preds = folder / "predictions.jsonl"
+    lines = preds.read_text().splitlines()
+    if change == "swap":
+        lines[10], lines[50] = lines[50], lines[10]
+    else:
+        lines.insert(40, lines[39])  # a second attempt for case-39
+    preds.write_text("\n".join(lines) + "\n")
+    serial_path = folder / "serial.yaml"
+    serial_path.write_text(suite_path.read_text().replace("workers: 2", "workers: 1"))
+    run_suite(load_suite(suite_path), tmp_path / "r1", progress=False)
+    run_suite(load_suite(serial_path), tmp_path / "r2", progress=False)
+    assert (tmp_path / "r1" / "summary.json").read_bytes() == (
+        tmp_path / "r2" / "summary.json"
+    ).read_bytes()
+    by_case = {r["case_id"]: r for r in read_records(tmp_path / "r1")}
+    attempts = by_case["case-39"]["output"]["attempts"]
+    assert len(attempts) == (2 if change == "attempts" else 1)
+
+
 def test_sharded_run_reports_a_missing_predictions_file(tmp_path: Path) -> None:
     suite_path = _sdmx_bench_suite(tmp_path / "s", 50, workers=2)
     (tmp_path / "s" / "predictions.jsonl").unlink()

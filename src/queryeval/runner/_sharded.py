@@ -75,8 +75,7 @@ class _Lines:
 @dataclass
 class _Inputs:
     cases: _Lines
-    # system -> (its prediction lines, case id -> indexes of its lines there)
-    predictions: dict[str, tuple[_Lines, dict[str, list[int]]]]
+    predictions: dict[str, _Lines]  # system -> its prediction lines
 
 
 def shard_contents(suite: SuiteConfig) -> dict[Path, bytes] | None:
@@ -124,11 +123,10 @@ def read_inputs(runner: Runner) -> _Inputs:
     suite = runner.plan.suite
     contents = runner.plan.contents  # emptied as it is read: the lines hold the bytes now
     cases = _Lines.read(expand(suite.cases, suite.base_dir), contents)
-    predictions: dict[str, tuple[_Lines, dict[str, list[int]]]] = {}
+    predictions: dict[str, _Lines] = {}
     for cfg in suite.systems:
         assert cfg.predictions
-        lines = _Lines.read([suite.resolve(cfg.predictions)], contents)
-        predictions[cfg.name] = (lines, _by_case_id(lines))
+        predictions[cfg.name] = _Lines.read([suite.resolve(cfg.predictions)], contents)
     return _Inputs(cases, predictions)
 
 
@@ -200,6 +198,49 @@ def _outputs(lines: _Lines, indexes: list[int]) -> Output:
     return output if output is not None else Output(error="no prediction for this case")
 
 
+def _slice_outputs(
+    case_lines: _Lines, lines: _Lines, cases: list[Case], lo: int, hi: int
+) -> tuple[dict[str, Output], int]:
+    """The outputs of a slice's cases, and how many prediction lines they took. When the
+    predictions file follows the cases file line by line (as a system run over the cases
+    writes it), line i holds case i's prediction and no grouping is needed; otherwise every
+    prediction line is grouped by case id."""
+    aligned = _aligned_outputs(case_lines, lines, cases, lo, hi)
+    if aligned is not None:
+        return aligned, len(aligned)
+    by_id = _by_case_id(lines)
+    outputs = {c.id: _outputs(lines, by_id.get(c.id, [])) for c in cases}
+    return outputs, sum(len(by_id.get(c.id, ())) for c in cases)
+
+
+def _aligned_outputs(
+    case_lines: _Lines, lines: _Lines, cases: list[Case], lo: int, hi: int
+) -> dict[str, Output] | None:
+    """The outputs read line for line beside the cases, or None where the files differ."""
+    if len(lines.raw) != len(case_lines.raw):
+        return None
+    path = lines.paths[0]
+    outputs: dict[str, Output] = {}
+    at = 0
+    for index in range(lo, hi):
+        raw = lines.raw[index]
+        if not case_lines.raw[index].strip():
+            if raw.strip():
+                return None  # a prediction beside a blank line
+            continue
+        case = cases[at]
+        at += 1
+        if not raw.startswith(_CASE_ID_FIRST) or not raw.startswith(
+            case.id.encode(), len(_CASE_ID_FIRST)
+        ):
+            return None  # cheap check first; the parsed id decides
+        case_id, output = parse_prediction_line(raw, path, index + 1)
+        if case_id != case.id:
+            return None
+        outputs[case_id] = output
+    return outputs
+
+
 def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection) -> None:
     """Runs in a forked child: validate the slice, wait for the go, score, write, report.
     The cyclic GC stays off (see queryeval._gc): the child exits when its slice is done."""
@@ -208,10 +249,10 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
 
     try:
         cases, indexes = _load_shard(inputs.cases, lo, hi)
-        outputs = {
-            system: {c.id: _outputs(lines, by_id.get(c.id, [])) for c in cases}
-            for system, (lines, by_id) in inputs.predictions.items()
-        }
+        outputs: dict[str, dict[str, Output]] = {}
+        claimed: dict[str, int] = {}  # prediction lines of this slice's cases, per system
+        for name, lines in inputs.predictions.items():
+            outputs[name], claimed[name] = _slice_outputs(inputs.cases, lines, cases, lo, hi)
     except InputError as exc:
         conn.send(("error", _error_tuple(exc)))
         return
@@ -222,6 +263,7 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
             "ids",
             [c.id for c in cases],
             indexes,
+            claimed,
             (
                 [c.name for c in cases],
                 [c.tags for c in cases],
@@ -317,6 +359,7 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
         ids: list[str] = []
         line_of: list[int] = []  # the index of each case's line
         metas: list[tuple[list[Any], ...]] = []
+        claimed = dict.fromkeys(inputs.predictions, 0)
         problem: InputError | None = None
         for conn in conns:  # in shard (= case) order
             msg = conn.recv()
@@ -327,11 +370,15 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
                 continue
             ids.extend(msg[1])
             line_of.extend(msg[2])
-            metas.append(msg[3])
+            for system, count in msg[3].items():
+                claimed[system] += count
+            metas.append(msg[4])
         where = dict(zip(ids, range(len(ids)), strict=True))
         if problem is None and len(where) < len(ids):
             problem = _duplicate_case(inputs.cases, ids, line_of)
-        if problem is None:
+        if problem is None and any(
+            claimed[system] != lines.count() for system, lines in inputs.predictions.items()
+        ):  # some prediction line belongs to no case: find the first
             problem = _unknown_prediction(inputs, where)
         if problem is not None:
             for conn in conns:
@@ -380,8 +427,8 @@ def _duplicate_case(lines: _Lines, ids: list[str], line_of: list[int]) -> InputE
 
 
 def _unknown_prediction(inputs: _Inputs, known: dict[str, int]) -> InputError | None:
-    for lines, by_id in inputs.predictions.values():
-        for case_id, indexes in by_id.items():
+    for lines in inputs.predictions.values():
+        for case_id, indexes in _by_case_id(lines).items():
             if case_id not in known:
                 path, lineno = lines.place(indexes[0])
                 return InputError(
