@@ -210,3 +210,27 @@ def test_invariants(t1: list[str], t2: list[str], s1: list[str], s2: list[str]) 
     assert perfect.macro_precision == 1.0 and perfect.macro_recall == 1.0
     swapped = term_selection(chosen, target)
     assert swapped.micro_precision == r.micro_recall or (r.tp + r.fn == 0 or r.tp + r.fp == 0)
+
+
+@given(
+    codes,
+    codes,
+    codes,
+    codes,
+    st.sampled_from(["id", "id_and_name"]),
+    st.sampled_from([DS, "OTHER"]),
+)
+def test_compare_terms_is_term_selection_with_plain_pairs(
+    t1: list[str], t2: list[str], s1: list[str], s2: list[str], match_on: str, ds: str
+) -> None:
+    from queryeval.metrics import TermRef, compare_terms
+
+    target = sel({"INDICATOR": [(c, f"name {c}") for c in t1], "COUNTRY": t2})
+    chosen = sel({"INDICATOR": s1, "COUNTRY": [(c, c.lower()) for c in s2]}, ds=ds)
+    refs = term_selection(target, chosen, match_on=match_on)  # type: ignore[arg-type]
+    pairs = compare_terms(target, chosen, match_on=match_on)  # type: ignore[arg-type]
+    assert pairs == refs  # equal as tuples, field by field
+    for dim in refs.per_dimension.values():
+        assert all(type(t) is TermRef for t in dim.true_positives + dim.false_negatives)
+    for dim in pairs.per_dimension.values():
+        assert all(type(t) is tuple for t in dim.false_positives + dim.false_negatives)

@@ -55,6 +55,7 @@ from queryeval.metrics._term_selection import (
     DimensionResult,
     TermRef,
     TermSelectionResult,
+    compare_terms,
     term_selection,
 )
 from queryeval.metrics._threshold import (
@@ -128,6 +129,7 @@ __all__ = [
     "canonical",
     "check_weaviate_ast_options",
     "compare_results",
+    "compare_terms",
     "confusion_at",
     "corpus_bleu",
     "exact_match",

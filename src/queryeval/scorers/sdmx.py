@@ -10,8 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from queryeval.cases import Case, Output, Score
-from queryeval.metrics import DimensionResult, TermRef, TermSelectionResult
-from queryeval.metrics._term_selection import compare_terms
+from queryeval.metrics import DimensionResult, TermRef, TermSelectionResult, compare_terms
 from queryeval.metrics._term_selection import f1 as _f1
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
