@@ -367,6 +367,24 @@ def test_sharded_run_with_predictions_out_of_line(tmp_path: Path, change: str) -
     assert len(attempts) == (2 if change == "attempts" else 1)
 
 
+def test_sharded_run_cut_short_and_resumed_gives_the_same_summary(tmp_path: Path) -> None:
+    """Records read back from disk and records from the workers make one summary: the
+    stored rows' scores are aggregated in the parent and merged with the workers' parts."""
+    suite = load_suite(_sdmx_bench_suite(tmp_path / "s", 400, workers=2))
+    run_suite(suite, tmp_path / "full", progress=False)
+    run_suite(suite, tmp_path / "cut", progress=False)
+    results = tmp_path / "cut" / "results.jsonl"
+    lines = results.read_bytes().splitlines(keepends=True)
+    results.write_bytes(b"".join(lines[:150]) + lines[150][:40])  # as SIGKILL leaves it
+    again = run_suite(suite, tmp_path / "cut", resume=True, progress=False)
+    assert (again.new_records, again.skipped) == (250, 150)
+    assert (tmp_path / "cut" / "summary.json").read_bytes() == (
+        tmp_path / "full" / "summary.json"
+    ).read_bytes()
+    ids = [r["case_id"] for r in read_records(tmp_path / "cut")]
+    assert len(ids) == len(set(ids)) == 400
+
+
 def test_sharded_run_reports_a_missing_predictions_file(tmp_path: Path) -> None:
     suite_path = _sdmx_bench_suite(tmp_path / "s", 50, workers=2)
     (tmp_path / "s" / "predictions.jsonl").unlink()
