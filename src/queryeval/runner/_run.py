@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import platform
 import sys
@@ -288,7 +289,7 @@ class Runner:
                 "scorers": {k: s.describe() for k, s in self.plan.scorers.items()},
                 "systems": [{"name": s.name, "params": s.params} for s in self.plan.systems],
                 "seed": self.plan.suite.seed,
-                "versions": _versions(),
+                "versions": dict(_versions()),
                 "status": status,
                 "updated_at": now,
             }
@@ -479,6 +480,7 @@ def _cache_dir(suite: SuiteConfig) -> Path:
     return Path.cwd() / ".queryeval-cache"
 
 
+@functools.cache
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "queryeval": __version__}
     for name in _VERSIONED:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Sequence
 
 
-def mean_or_none(values: Iterable[float | None]) -> float | None:
-    """Mean of the values that are present (not None, not NaN); None when there are none."""
-    kept = [v for v in values if v is not None and v == v]  # v == v is False only for NaN
+def mean_or_none(values: Iterable[float | None] | array[float]) -> float | None:
+    """Mean of the values that are present (not None, not NaN); None when there are none.
+    `math.fsum` is exact, so the mean does not depend on the values' order."""
+    if isinstance(values, array):  # floats only: just the NaNs to drop
+        nan = any(map(math.isnan, values))
+        kept: Sequence[float] = [v for v in values if v == v] if nan else values
+    else:
+        kept = [v for v in values if v is not None and v == v]  # v == v is False only for NaN
     return math.fsum(kept) / len(kept) if kept else None

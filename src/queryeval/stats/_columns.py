@@ -250,8 +250,10 @@ def _take(column: array[Any], dtype: type, rows: np.ndarray, n: int, pad: float)
     return data[rows]
 
 
-def _reorder(sparse: dict[int, T], new_row: dict[int, int]) -> list[tuple[int, T]]:
-    """(new row, item) of the kept rows, in the new row order."""
+def _reorder(sparse: dict[int, T], new_row: dict[int, int] | None) -> list[tuple[int, T]]:
+    """(new row, item) of the kept rows, in the new row order (None: rows stay as they are)."""
+    if new_row is None:
+        return sorted(sparse.items(), key=lambda pair: pair[0])
     kept = [(new_row[r], item) for r, item in sparse.items() if r in new_row]
     kept.sort(key=lambda pair: pair[0])
     return kept
@@ -259,12 +261,17 @@ def _reorder(sparse: dict[int, T], new_row: dict[int, int]) -> list[tuple[int, T
 
 def finish(columns: SystemColumns, cases: Sequence[Case]) -> SystemTable:
     """The rows whose case is known, in case order."""
-    index = {c.id: i for i, c in enumerate(cases)}
     n = len(columns)
-    position = np.fromiter((index.get(cid, -1) for cid in columns.case_ids), np.int64, n)
-    known = np.flatnonzero(position >= 0)
-    rows = known[np.argsort(position[known], kind="stable")]
-    new_row = {int(old): new for new, old in enumerate(rows.tolist())}
+    case_ids = [c.id for c in cases]
+    new_row: dict[int, int] | None = None
+    if columns.case_ids == case_ids:  # one row per case, in case order (a sharded run's)
+        rows = position = np.arange(n, dtype=np.int64)
+    else:
+        index = {case_id: i for i, case_id in enumerate(case_ids)}
+        position = np.array([index.get(cid, -1) for cid in columns.case_ids], dtype=np.int64)
+        known = np.flatnonzero(position >= 0)
+        rows = known[np.argsort(position[known], kind="stable")]
+        new_row = {old: new for new, old in enumerate(rows.tolist())}
     scorers = {}
     for label, col in columns.scorers.items():
         scorers[label] = ScorerTable(

@@ -144,9 +144,13 @@ def summarize(
 
 def _by_tag(cases: Sequence[Case], table: SystemTable, labels: list[str]) -> dict:
     groups: dict[str, list[int]] = {}
-    for row, index in enumerate(table.case_index.tolist()):
-        for tag in cases[index].tags:
-            groups.setdefault(tag, []).append(row)
+    for row, case_tags in enumerate([cases[i].tags for i in table.case_index.tolist()]):
+        for tag in case_tags:
+            rows = groups.get(tag)
+            if rows is None:
+                groups[tag] = [row]
+            else:
+                rows.append(row)
     out: dict[str, Any] = {}
     for tag, rows in sorted(groups.items()):
         at = np.asarray(rows, dtype=np.int64)
