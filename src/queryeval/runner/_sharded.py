@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
     from queryeval.runner._progress import Progress
     from queryeval.runner._run import Runner
+    from queryeval.runner._store import RunStore
 
 MIN_CASES = 20_000  # below this, forking costs more than it saves
 _CHUNK = 2_000  # records a worker aggregates (and reports as progress) at a time
@@ -38,6 +39,7 @@ _CHUNK = 2_000  # records a worker aggregates (and reports as progress) at a tim
 # work is pure local computation, so a kill loses at most ~50 ms of it, which resume redoes.
 _WRITE_BATCH = 256
 _WRITE_EVERY_S = 0.05
+_GO_POLL_S = 0.005  # how often a worker that scores before the parent's go looks for it
 _CASE_ID_FIRST = b'{"case_id":"'
 _CASE_ID = re.compile(rb'"case_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))')
 
@@ -245,8 +247,6 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
     """Runs in a forked child: validate the slice, wait for the go, score, write, report.
     The cyclic GC stays off (see queryeval._gc): the child exits when its slice is done."""
     gc.disable()
-    from queryeval.runner._run import _record, _score_sync
-
     try:
         cases, indexes = _load_shard(inputs.cases, lo, hi)
         outputs: dict[str, dict[str, Output]] = {}
@@ -273,18 +273,77 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
             ),
         )
     )
-    if conn.recv() != "go":
+    try:
+        columns = _score_slice(runner, cases, outputs, _GatedWriter(runner.store, conn), conn)
+    except _Stopped:
         return
+    conn.send(("done", columns))
+
+
+class _Stopped(Exception):
+    """The parent found bad input elsewhere: nothing is written."""
+
+
+class _GatedWriter:
+    """A worker's encoded records, written in batches (one system call each) once the parent
+    has checked every worker's inputs; until its go they are held, so scoring starts at once."""
+
+    def __init__(self, store: RunStore, conn: Connection) -> None:
+        self.store = store
+        self.conn = conn
+        self.batch: list[bytes] = []
+        self.open = False
+        self.last = time.monotonic()
+
+    def add(self, line: bytes) -> None:
+        """One record's line."""
+        self.batch.append(line)
+        now = time.monotonic()
+        if self.open:
+            if len(self.batch) >= _WRITE_BATCH or now - self.last > _WRITE_EVERY_S:
+                self._flush()
+        elif now - self.last > _GO_POLL_S:  # has the go come?
+            self.last = now
+            if self.conn.poll():
+                self._answer(self.conn.recv())
+
+    def close(self) -> None:
+        """Write what is left (waiting for the go if it has not come yet), close the file."""
+        if not self.open:
+            self._answer(self.conn.recv())
+        self._flush()
+        self.store.close()
+
+    def _answer(self, message: str) -> bool:
+        if message != "go":
+            raise _Stopped
+        self.store.open_for_append()
+        self.open = True
+        return True
+
+    def _flush(self) -> None:
+        self.store.write_lines(b"".join(self.batch))
+        self.batch = []
+        self.last = time.monotonic()
+
+
+def _score_slice(
+    runner: Runner,
+    cases: list[Case],
+    outputs: dict[str, dict[str, Output]],
+    writer: _GatedWriter,
+    conn: Connection,
+) -> RunColumns:
+    """Score a worker's cases for every system; returns the summary columns (with the
+    scorers' partial aggregates)."""
+    from queryeval.runner._run import _record, _score_sync
+
     ctx = ScoringContext(runner.plan.suite, cache_dir=runner.ctx.cache_dir)
     scorers = runner.plan.scorers
     for scorer in scorers.values():
         scorer.prepare(cases, ctx)
-    store = runner.store
-    store.open_for_append()
-    encode = store.encode
+    encode = runner.store.encode
     columns = RunColumns()
-    batch: list[bytes] = []
-    written = time.monotonic()
     try:
         for system in runner.plan.systems:
             table = columns.system(system.name)
@@ -299,10 +358,7 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
                 output = system_outputs[case.id]
                 scores = {lb: _score_sync(s, case, output, ctx) for lb, s in scorers.items()}
                 record = _record(system.name, case, output, scores, scorers)
-                batch.append(encode(record))
-                if len(batch) >= _WRITE_BATCH or time.monotonic() - written > _WRITE_EVERY_S:
-                    store.write_lines(b"".join(batch))
-                    batch, written = [], time.monotonic()
+                writer.add(encode(record))
                 table.add(record, scores, keep_views=False)
                 chunk_cases.append(case)
                 for label, score in scores.items():
@@ -313,11 +369,11 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
                     chunk_cases = []
             _aggregate_chunk(table, scorers, chunk_cases, chunk_scores)
             conn.send(("progress", len(chunk_cases)))
-        store.write_lines(b"".join(batch))
+        writer.close()
     finally:
-        store.close()
+        runner.store.close()
         ctx.close()
-    conn.send(("done", columns))
+    return columns
 
 
 def _aggregate_chunk(

@@ -124,9 +124,7 @@ class RunStore:
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record and hand it to the OS at once (unbuffered), so SIGKILL keeps it."""
-        self._handle.write(
-            orjson.dumps(record, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-        )
+        self._handle.write(self.encode(record))
 
     def close(self) -> None:
         """Close the results file."""
