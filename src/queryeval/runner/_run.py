@@ -193,18 +193,18 @@ def case_passed(scores: dict[str, Score], scorers: dict[str, Scorer]) -> bool | 
     """A case fails if a required scorer did not pass or any verdict is a fail; passes if at
     least one verdict is a pass; else has no verdict (all unscored). Scorers with weight 0
     are informational: reported, but they do not decide the case (unless required)."""
-    verdicts: list[bool] = []
+    verdict: bool | None = None
     for label, scorer in scorers.items():
         s = scores.get(label)
-        required = scorer.config is not None and scorer.config.required
-        if required and (s is None or s.passed is not True):
+        passed = None if s is None else s.passed
+        if scorer.required and passed is not True:
             return False
-        informational = scorer.config is not None and scorer.config.weight == 0
-        if s is not None and s.passed is not None and not informational:
-            verdicts.append(s.passed)
-    if any(v is False for v in verdicts):
-        return False
-    return True if verdicts else None
+        if passed is not None and not scorer.informational:
+            if not passed:
+                verdict = False
+            elif verdict is None:
+                verdict = True
+    return verdict
 
 
 def _score_json(score: Score) -> dict[str, Any]:

@@ -80,6 +80,9 @@ class Scorer:
         self.config = config
         threshold = config.threshold if config is not None else None
         self.threshold = threshold if threshold is not None else self.default_threshold
+        # how the scorer's verdict counts in the case's (see runner.case_passed)
+        self.required = config is not None and config.required
+        self.informational = config is not None and config.weight == 0
 
     @property
     def label(self) -> str:
