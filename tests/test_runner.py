@@ -518,3 +518,22 @@ def test_stored_output_json_is_pydantics(record: dict, error: str | None) -> Non
     assert (got if isinstance(got, bytes) else got.encode()) == output.model_dump_json(
         exclude_defaults=True
     ).encode()
+
+
+def test_sharded_case_stubs_keep_every_field() -> None:
+    from queryeval.cases import Case
+    from queryeval.runner._sharded import _stub_fields, _stubs
+
+    def case(i: int, **extra: dict) -> Case:
+        turn = {"role": "user", "content": f"q{i}"}
+        return Case.model_validate(
+            {"id": f"c{i}", "name": f"n{i}", "tags": [f"t{i}"], "conversation": [turn], **extra}
+        )
+
+    first = [case(0), case(1, metadata={"m": 1})]
+    second = [case(2, labels={"correct": 1}), case(3)]
+    ids = [c.id for c in first + second]
+    stubs = _stubs(ids, [_stub_fields(first), _stub_fields(second)])
+    got = [(s.id, s.name, s.tags, s.metadata, s.labels, s.question) for s in stubs]
+    assert got == [(c.id, c.name, c.tags, c.metadata, c.labels, c.question) for c in first + second]
+    assert stubs[0].metadata == {} and stubs[0].metadata is not stubs[3].metadata

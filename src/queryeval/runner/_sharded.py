@@ -264,13 +264,7 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
             [c.id for c in cases],
             indexes,
             claimed,
-            (
-                [c.name for c in cases],
-                [c.tags for c in cases],
-                [c.metadata for c in cases],
-                [c.labels for c in cases],
-                [c.question for c in cases],
-            ),
+            _stub_fields(cases),
         )
     )
     try:
@@ -414,7 +408,7 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
     try:
         ids: list[str] = []
         line_of: list[int] = []  # the index of each case's line
-        metas: list[tuple[list[Any], ...]] = []
+        metas: list[_StubFields] = []
         claimed = dict.fromkeys(inputs.predictions, 0)
         problem: InputError | None = None
         for conn in conns:  # in shard (= case) order
@@ -442,8 +436,7 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
             raise problem
         for conn in conns:
             conn.send("go")
-        fields = [[value for meta in metas for value in meta[k]] for k in range(len(metas[0]))]
-        stubs = cast(list[Case], list(map(CaseStub, ids, *fields)))
+        stubs = _stubs(ids, metas)
         blocks: list[RunColumns | None] = [None] * len(conns)
         waiting = list(conns)
         while waiting:
@@ -494,6 +487,33 @@ def _unknown_prediction(inputs: _Inputs, known: dict[str, int]) -> InputError | 
                     where="case_id",
                 )
     return None
+
+
+# what a worker sends of its cases for their stubs: (name, tags, question) per case, and
+# metadata and labels only where a case has them ({position: (metadata, labels)})
+_Extra = tuple[dict[str, Any], dict[str, Any]]
+_StubFields = tuple[list[tuple[str, list[str], str]], dict[int, _Extra]]
+
+
+def _stub_fields(cases: list[Case]) -> _StubFields:
+    rows = [(c.name, c.tags, c.question) for c in cases]
+    extra = {i: (c.metadata, c.labels) for i, c in enumerate(cases) if c.metadata or c.labels}
+    return rows, extra
+
+
+def _stubs(ids: list[str], parts: list[_StubFields]) -> list[Case]:
+    """The case stubs, in case order, from the workers' stub fields (in shard order)."""
+    stubs: list[CaseStub] = []
+    for rows, extra in parts:
+        start = len(stubs)
+        stubs.extend(
+            CaseStub(case_id, name, tags, {}, {}, question)
+            for case_id, (name, tags, question) in zip(ids[start:], rows, strict=False)
+        )
+        for i, (metadata, labels) in extra.items():
+            stubs[start + i].metadata = metadata
+            stubs[start + i].labels = labels
+    return cast(list[Case], stubs)
 
 
 @dataclass(slots=True)
