@@ -149,8 +149,12 @@ class Scorer:
             if score.value is None:
                 return Score.failed(f"scorer {self.name!r} returned status ok without a value")
             if score.passed is None and self.threshold is not None:
-                score.passed = score.value >= self.threshold - 1e-12
+                score.passed = self.passes(score.value)
         return score
+
+    def passes(self, value: float) -> bool | None:
+        """A value's verdict under the pass threshold (None without a threshold)."""
+        return None if self.threshold is None else value >= self.threshold - 1e-12
 
     def system_failed(self, output: Output) -> Score:
         """The score of an output whose system crashed or gave nothing: 0, failed."""

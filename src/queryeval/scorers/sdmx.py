@@ -149,7 +149,8 @@ class TermSelectionScorer(Scorer):
                 details=details,
                 explanation=f"system error: {output.error}",
             )
-        return Score(value=value, details=details)
+        # the verdict given here, not by `finish`: a model attribute set later costs more
+        return Score(value=value, passed=self.passes(value), details=details)
 
     def report_columns(self, score: Score) -> dict[str, Any]:
         """Seed 001's overview columns."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import sys
@@ -67,6 +66,8 @@ class CallableSystem:
 
     async def generate(self, case: Case) -> Output:
         """Run the system on one case."""
+        import asyncio  # here, not at import: runs on saved predictions never need it
+
         start = time.perf_counter()
         try:
             if self.is_async:
