@@ -93,7 +93,7 @@ class ScorerColumns:
                     column.extend([_NAN] * (row - len(column)))
                 column.append(v)
 
-    def extend(self, other: ScorerColumns, offset: int, rows: int) -> None:
+    def extend(self, other: ScorerColumns, offset: int) -> None:
         """Append another block's rows (it starts at row `offset` here)."""
         for name, column in other.metrics.items():
             mine = self.metrics.get(name)
@@ -177,7 +177,7 @@ class SystemColumns:
                 for r in range(len(other)):
                     column.add(None, offset + r, False)
             else:
-                column.extend(theirs, offset, len(other))
+                column.extend(theirs, offset)
 
 
 class RunColumns:
