@@ -406,9 +406,9 @@ class Runner:
             bar.advance()
 
     async def _run_async(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
-        scorers = self.plan.scorers
         import asyncio
 
+        scorers = self.plan.scorers
         limits = {s.group or s.name: asyncio.Semaphore(s.concurrency) for s in self.plan.systems}
         queue: asyncio.Queue[tuple[SystemRun, Case]] = asyncio.Queue()
         for item in todo:

@@ -302,18 +302,16 @@ class _GatedWriter:
                 self._answer(self.conn.recv())
 
     def close(self) -> None:
-        """Write what is left (waiting for the go if it has not come yet), close the file."""
+        """Write what is left (waiting for the go if it has not come yet)."""
         if not self.open:
             self._answer(self.conn.recv())
         self._flush()
-        self.store.close()
 
-    def _answer(self, message: str) -> bool:
+    def _answer(self, message: str) -> None:
         if message != "go":
             raise _Stopped
         self.store.open_for_append()
         self.open = True
-        return True
 
     def _flush(self) -> None:
         self.store.write_lines(b"".join(self.batch))
@@ -423,13 +421,13 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
             for system, count in msg[3].items():
                 claimed[system] += count
             metas.append(msg[4])
-        where = dict(zip(ids, range(len(ids)), strict=True))
-        if problem is None and len(where) < len(ids):
+        known = set(ids)
+        if problem is None and len(known) < len(ids):
             problem = _duplicate_case(inputs.cases, ids, line_of)
         if problem is None and any(
             claimed[system] != lines.count() for system, lines in inputs.predictions.items()
         ):  # some prediction line belongs to no case: find the first
-            problem = _unknown_prediction(inputs, where)
+            problem = _unknown_prediction(inputs, known)
         if problem is not None:
             for conn in conns:
                 conn.send("stop")
@@ -475,7 +473,7 @@ def _duplicate_case(lines: _Lines, ids: list[str], line_of: list[int]) -> InputE
     raise AssertionError("no duplicate")  # pragma: no cover - only called with one
 
 
-def _unknown_prediction(inputs: _Inputs, known: dict[str, int]) -> InputError | None:
+def _unknown_prediction(inputs: _Inputs, known: set[str]) -> InputError | None:
     for lines in inputs.predictions.values():
         for case_id, indexes in _by_case_id(lines).items():
             if case_id not in known:

@@ -9,7 +9,7 @@ record instead of a dict of dicts), blocks are joined by plain concatenation, an
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -25,7 +25,7 @@ _NAN = float("nan")
 T = TypeVar("T")
 
 
-def reason_key(status: str, explanation: str | None) -> str:
+def _reason_key(status: str, explanation: str | None) -> str:
     """The line a not-scored reason is counted under."""
     return (explanation or status).split("\n")[0][:120]
 
@@ -77,7 +77,7 @@ class ScorerColumns:
             self.views[row] = score
         if not ok:
             if status != OK:
-                self.reasons[row] = reason_key(score.status, score.explanation)
+                self.reasons[row] = _reason_key(score.status, score.explanation)
             return
         metrics = score.details.get("metrics") if score.details else None
         if not metrics:
@@ -235,10 +235,9 @@ class SystemTable:
     cost: np.ndarray
     scorers: dict[str, ScorerTable]
 
-    def cases(self, all_cases: Sequence[Case], rows: Iterable[int] | None = None) -> list[Case]:
-        """The cases of the rows (all rows by default)."""
-        index = self.case_index if rows is None else self.case_index[list(rows)]
-        return [all_cases[i] for i in index.tolist()]
+    def cases(self, all_cases: Sequence[Case], rows: list[int]) -> list[Case]:
+        """The cases of the rows."""
+        return [all_cases[i] for i in self.case_index[rows].tolist()]
 
 
 def _take(column: array[Any], dtype: type, rows: np.ndarray, n: int, pad: float) -> np.ndarray:
