@@ -49,14 +49,15 @@ def test_reordered_columns_and_decimal_vs_double(duck: duckdb.DuckDBPyConnection
     assert compare_results(pred, gold).exact
 
 
-def test_float_rounding_needs_tolerance(duck: duckdb.DuckDBPyConnection) -> None:
+def test_float_rounding_is_forgiven_by_default(duck: duckdb.DuckDBPyConnection) -> None:
     gold = run(duck, "SELECT region, SUM(amount) AS total FROM sales GROUP BY region")
     pred = run(
         duck, "SELECT region, SUM(CAST(amount AS DOUBLE)) AS total FROM sales GROUP BY region"
     )
-    # east: 0.1 + 0.2 in doubles is not 0.3
-    assert not compare_results(pred, gold).exact
-    assert compare_results(pred, gold, abs_tol=1e-9).exact
+    # east: 0.1 + 0.2 in doubles is not 0.3; the default rel_tol=1e-9 forgives it
+    assert compare_results(pred, gold).exact
+    assert not compare_results(pred, gold, rel_tol=0).exact
+    assert compare_results(pred, gold, rel_tol=0, abs_tol=1e-9).exact
 
 
 def test_wrong_filter_and_missing_group_by(duck: duckdb.DuckDBPyConnection) -> None:

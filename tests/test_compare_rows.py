@@ -71,14 +71,15 @@ def test_null_is_not_a_value() -> None:
     assert not compare_results((A, [(None,)]), (A, [(float("nan"),)])).exact
 
 
-def test_point_one_plus_point_two_needs_a_tolerance() -> None:
+def test_point_one_plus_point_two_is_forgiven_by_default() -> None:
     pred = (A, [(0.1 + 0.2,)])
     gold = (A, [(0.3,)])
     assert 0.1 + 0.2 != 0.3
-    assert not compare_results(pred, gold).exact
-    assert compare_results(pred, gold, abs_tol=1e-9).exact
-    assert compare_results(pred, gold, rel_tol=1e-9).exact
-    assert not compare_results((A, [(0.31,)]), gold, abs_tol=1e-9).exact
+    assert compare_results(pred, gold).exact  # the default rel_tol=1e-9
+    assert not compare_results(pred, gold, rel_tol=0).exact  # exact floats on request
+    assert compare_results(pred, gold, rel_tol=0, abs_tol=1e-9).exact
+    assert not compare_results((A, [(0.31,)]), gold).exact
+    assert not compare_results((A, [(0.3 * (1 + 2e-9),)]), gold).exact  # beyond 1e-9
 
 
 def test_tolerance_applies_after_alignment_on_float_columns_only() -> None:

@@ -13,6 +13,7 @@ from queryeval.cli._calibrate import calibrate_command
 from queryeval.cli._compare import compare_command  # light: heavy imports are inside
 from queryeval.cli._estimate import estimate_command
 from queryeval.cli._grid import grid_command
+from queryeval.cli._import import import_command
 from queryeval.errors import InputError
 
 app = typer.Typer(
@@ -130,6 +131,7 @@ app.command("compare")(compare_command)
 app.command("estimate")(estimate_command)
 app.command("calibrate")(calibrate_command)
 app.command("grid")(grid_command)
+app.command("import")(import_command)
 
 
 @app.command()

@@ -29,7 +29,33 @@ def _kql_batch(results_scorer: str) -> dict[str, Any]:
     }
 
 
+def _benchmark(rule: str, comparison: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """Execution accuracy as a benchmark scores it (docs/benchmarks.md): the verdict's rule,
+    the comparison that also gives row F1, and the prediction's own execution."""
+    match: dict[str, Any] = {"name": "execution_match", "required": True}
+    if rule != "queryeval" or options:
+        match["options"] = {"rule": rule, **options}
+    return {
+        "comparison": comparison,
+        "scorers": [
+            {"name": "executes", "weight": 0},
+            match,
+            {"name": "results_f1", "weight": 0},
+        ],
+    }
+
+
+# Spider: a bag of rows, columns matched by any permutation, ordered only when the gold has
+# a top-level ORDER BY (found by parsing), DISTINCT kept. BIRD: a set of rows, columns by
+# position. The *_legacy presets give the published scripts' verdicts, quirks included.
+_SPIDER = {"rows": "auto", "columns": "permutation"}
+_BIRD = {"rows": "set", "columns": "by_position"}
+
 PRESETS: dict[str, dict[str, Any]] = {
+    "spider": _benchmark("queryeval", _SPIDER),
+    "spider_legacy": _benchmark("spider_legacy", _SPIDER),
+    "bird": _benchmark("queryeval", _BIRD),
+    "bird_legacy": _benchmark("bird_legacy", _BIRD),
     # seed 001: per-dimension precision/recall of SDMX term selection
     "sdmx_selection": {
         "scorers": [{"name": "term_selection"}],

@@ -43,6 +43,12 @@ from queryeval.metrics._rouge import (
     rouge_l_scores,
     rouge_tokens,
 )
+from queryeval.metrics._sql_legacy import (
+    bird_legacy_equal,
+    spider_legacy_equal,
+    spider_legacy_order_matters,
+    spider_legacy_queries,
+)
 from queryeval.metrics._strings import (
     exact_match,
     jaccard,
@@ -124,6 +130,7 @@ __all__ = [
     "agentic_report",
     "agreement",
     "as_result_set",
+    "bird_legacy_equal",
     "bleu",
     "bleu_many",
     "canonical",
@@ -164,6 +171,9 @@ __all__ = [
     "rouge_l_score",
     "rouge_l_scores",
     "rouge_tokens",
+    "spider_legacy_equal",
+    "spider_legacy_order_matters",
+    "spider_legacy_queries",
     "success_at_k",
     "summarize_attempt",
     "summarize_output",

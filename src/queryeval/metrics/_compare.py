@@ -54,6 +54,10 @@ ColumnPolicy = Literal["by_name", "by_position", "permutation", "gold_subset"]
 _ROW_POLICIES = ("auto", "ordered", "multiset", "set")
 _COLUMN_POLICIES = ("by_name", "by_position", "permutation", "gold_subset")
 DEFAULT_MAX_PERMUTATIONS = 10_000
+# Equivalent aggregations differ in the last bits (0.1 + 0.2 vs 0.3, SUM in another order):
+# a relative tolerance of 1e-9 forgives that and nothing a person would call a different
+# number. ``rel_tol=0`` compares floats exactly.
+DEFAULT_REL_TOL = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +96,9 @@ def compare_results(
     gold: ResultLike,
     *,
     rows: RowPolicy = "auto",
-    columns: ColumnPolicy = "by_name",
+    columns: ColumnPolicy = "permutation",
     abs_tol: float = 0.0,
-    rel_tol: float = 0.0,
+    rel_tol: float = DEFAULT_REL_TOL,
     null_equals_null: bool = True,
     gold_query: str | None = None,
     language: str | None = None,
@@ -105,6 +109,10 @@ def compare_results(
     legacy_row_limit: int = LEGACY_ROW_LIMIT,
 ) -> ComparisonResult:
     """Compare a predicted query result with the gold one (see the module docstring).
+
+    By default column names are ignored (``columns="permutation"``: any one-to-one mapping
+    of columns that makes the rows equal, as the field's execution accuracy does) and
+    floats compare within ``rel_tol=1e-9``.
 
     ``rows="auto"`` is ``ordered`` when ``order_keys`` are given or ``gold_query`` (in
     ``language``, default SQL) has a top-level ordering, else ``multiset``. ``abs_tol`` and
@@ -361,6 +369,9 @@ def _permutation(
         notes.append(f"column permutation search stopped after {max_permutations} steps")
     if search.mapping is not None:
         return Alignment(search.mapping, (), ())
+    if not by_name.missing and not by_name.extra:  # the names say which column is which
+        notes.append("no column permutation makes the rows equal; scored with the names")
+        return Alignment(by_name.pairs, (), ())
     notes.append(
         "no column permutation makes the rows equal; scored with the mapping that "
         "keeps the most values in common"

@@ -359,7 +359,9 @@ def encode_numeric(data: Any) -> tuple[np.ndarray, np.ndarray]:
             if chunk.null_count:
                 valid[pos : pos + n] = chunk.is_valid().to_numpy(zero_copy_only=False)
             if not pa.types.is_null(chunk.type):
-                floats[pos : pos + n] = chunk.cast(pa.float64()).fill_null(0.0).to_numpy()
+                floats[pos : pos + n] = (
+                    chunk.cast(pa.float64(), safe=False).fill_null(0.0).to_numpy()
+                )
             pos += n
     else:
         valid = np.fromiter((v is not None for v in data), dtype=bool, count=len(data))

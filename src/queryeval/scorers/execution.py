@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +36,15 @@ class ExecutionOptions(BaseModel):
     attempt: Literal["final", "first"] = "final"
     comparison: dict[str, Any] = Field(
         default_factory=dict, description="compare_results policy; overrides suite.comparison"
+    )
+    rule: Literal["queryeval", "spider_legacy", "bird_legacy"] = Field(
+        default="queryeval",
+        description="the verdict's rule: queryeval's comparison, or a published benchmark "
+        "script reproduced with its quirks (docs/benchmarks.md)",
+    )
+    keep_distinct: bool = Field(
+        default=False,
+        description="spider_legacy: keep DISTINCT (the official --keep_distinct flag)",
     )
 
 
@@ -100,10 +109,22 @@ class _ExecutionScorer(Scorer):
         if ctx.suite is not None:
             check_comparison(ctx.suite.comparison, "comparison")
         check_comparison(self.options.comparison, f"scorers.{self.label}.options.comparison")
+        known = set(ctx.suite.databases) if ctx.suite is not None else None
         for case in cases:
             policy = case.metadata.get("comparison")
             if isinstance(policy, dict):
                 check_comparison(policy, f"case {case.id}: metadata.comparison")
+            variants = case.metadata.get("variants")
+            if variants is None:
+                continue
+            if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
+                raise InputError("expected a list of database names",
+                                 where=f"case {case.id}: metadata.variants")  # fmt: skip
+            unknown = sorted(set(variants) - known) if known is not None else []
+            if unknown:
+                raise InputError(f"unknown database(s) {', '.join(unknown)}; the suite has "
+                                 f"{', '.join(sorted(known or ())) or 'none'}",
+                                 where=f"case {case.id}: metadata.variants")  # fmt: skip
 
     # -- locating things -----------------------------------------------------------------
 
@@ -132,8 +153,21 @@ class _ExecutionScorer(Scorer):
         if database is None:
             return Score.unscored("no database for this case: set the scorer's 'database', "
                                   "the gold query's 'database' or metadata.database")  # fmt: skip
-        query = str(attempt.query)
+        query = self._executed(str(attempt.query), role="pred")
         return Prediction(database, query, execute_query(ctx, database, query))
+
+    def _executed(self, query: str, *, role: Literal["pred", "gold"]) -> str:
+        """The text that runs: the query itself, or the legacy rule's rewrite of it."""
+        if self.options.rule != "spider_legacy":
+            return query
+        from queryeval.metrics import spider_legacy_queries
+
+        pred, gold = spider_legacy_queries(
+            query if role == "pred" else "",
+            query if role == "gold" else "",
+            keep_distinct=self.options.keep_distinct,
+        )
+        return pred if role == "pred" else gold
 
     def _golds(self, case: Case, ctx: ScoringContext, database: str) -> list[Gold]:
         from queryeval.engines import gold_execution
@@ -143,13 +177,14 @@ class _ExecutionScorer(Scorer):
         for i, target in enumerate(case.targets):
             query = target_query(target)
             if query is not None:
-                execution = gold_execution(ctx, query.database or database, query.text)
+                text = self._executed(query.text, role="gold")
+                execution = gold_execution(ctx, query.database or database, text)
                 if execution.ok:
-                    golds.append(Gold(i, "query", execution.result, query.text))
+                    golds.append(Gold(i, "query", execution.result, text))
                 else:
                     o = execution.outcome
                     problem = f"gold failed: {o.kind}: {o.message}"
-                    golds.append(Gold(i, "query", query=query.text, problem=problem))
+                    golds.append(Gold(i, "query", query=text, problem=problem))
             elif target.result is not None:
                 rows = ResultSet(target.result.columns, target.result.rows)
                 golds.append(Gold(i, "result", rows))
@@ -205,7 +240,9 @@ class _ExecutionScorer(Scorer):
                          explanation=f"the prediction did not execute ({kind}): "
                          f"{pred.execution.outcome.message}")  # fmt: skip
         dialect = engine_from_context(ctx, pred.database).dialect
-        return self.from_comparisons(pred, usable, self._policy(case, ctx), dialect, details)
+        return self.from_comparisons(
+            pred, usable, self._policy(case, ctx), dialect, details, case, ctx
+        )
 
     def from_execution(self, pred: Prediction, details: dict[str, Any]) -> Score:
         raise NotImplementedError
@@ -213,18 +250,26 @@ class _ExecutionScorer(Scorer):
     def zero_metrics(self) -> dict[str, float]:
         return dict.fromkeys(self.metric_names, 0.0)
 
-    def from_comparisons(self, pred: Prediction, golds: list[Gold], policy: dict[str, Any],
-                         dialect: str, details: dict[str, Any]) -> Score:  # fmt: skip
-        from queryeval.metrics import compare_results
-
-        comparisons = []
-        for gold in golds:
-            extra: dict[str, Any] = (
-                {"gold_query": gold.query, "language": dialect} if gold.query else {}
-            )
-            result = compare_results(pred.execution.result, gold.result, **policy, **extra)
-            comparisons.append((gold, result))
+    def from_comparisons(
+        self,
+        pred: Prediction,
+        golds: list[Gold],
+        policy: dict[str, Any],
+        dialect: str,
+        details: dict[str, Any],
+        case: Case | None = None,
+        ctx: ScoringContext | None = None,
+    ) -> Score:
+        comparisons = [(gold, self._compare(pred.execution, gold, policy, dialect))
+                       for gold in golds]  # fmt: skip
         best_gold, best = max(comparisons, key=lambda c: self.rank(c[1]))
+        variants = self._variants(case) if case is not None else []
+        if variants and ctx is not None:
+            outcome = self._on_variants(pred, comparisons, variants, policy, dialect, ctx)
+            if isinstance(outcome, Score):
+                outcome.details = {**details, **outcome.details}
+                return outcome
+            best_gold, best, details["variants"] = outcome
         every = {
             "exact": 1.0 if best.exact else 0.0,
             "precision": best.precision,
@@ -242,9 +287,97 @@ class _ExecutionScorer(Scorer):
              "gold_rows": r.gold_rows, "pred_rows": r.pred_rows}
             for g, r in comparisons
         ]  # fmt: skip
+        if self.options.rule != "queryeval":
+            details["rule"] = self.options.rule
         value = self.value_of(best)
         explanation = "" if best.exact else (best.reason or "results differ")
         return Score(value=value, details=details, explanation=explanation)
+
+    def _compare(self, execution: Any, gold: Gold, policy: dict[str, Any], dialect: str) -> Any:
+        """compare_results under the policy; a legacy rule then decides ``exact``."""
+        from queryeval.metrics import compare_results
+
+        extra: dict[str, Any] = (
+            {"gold_query": gold.query, "language": dialect} if gold.query else {}
+        )
+        result = compare_results(execution.result, gold.result, **policy, **extra)
+        if self.options.rule == "queryeval":
+            return result
+        from queryeval.metrics import (
+            bird_legacy_equal,
+            spider_legacy_equal,
+            spider_legacy_order_matters,
+        )
+
+        pred_rows = list(execution.result.rows)
+        gold_rows = list(gold.result.rows)
+        if self.options.rule == "bird_legacy":
+            exact = bird_legacy_equal(pred_rows, gold_rows)
+        else:
+            ordered = gold.query is not None and spider_legacy_order_matters(
+                gold.query,
+                keep_distinct=True,  # the executed gold is already rewritten
+            )
+            exact = spider_legacy_equal(pred_rows, gold_rows, order_matters=ordered)
+        reason = None if exact else (result.reason or f"results differ under {self.options.rule}")
+        return replace(result, exact=exact, reason=reason,
+                       notes=(*result.notes, f"verdict by {self.options.rule}"))  # fmt: skip
+
+    # -- test-suite accuracy: the same verdict on every database variant -------------------
+
+    @staticmethod
+    def _variants(case: Case) -> list[str]:
+        variants = case.metadata.get("variants") or []
+        return [str(v) for v in variants] if isinstance(variants, list) else []
+
+    def _on_variants(
+        self,
+        pred: Prediction,
+        comparisons: list[tuple[Gold, Any]],
+        variants: list[str],
+        policy: dict[str, Any],
+        dialect: str,
+        ctx: ScoringContext,
+    ) -> tuple[Gold, Any, dict[str, Any]] | Score:
+        """The best gold that the prediction matches on the main database and on every
+        variant (test-suite accuracy); otherwise the best comparison with ``exact`` False
+        and the variant where it failed. A gold failing on a variant is the suite's
+        problem: an ``error`` score."""
+        from queryeval.engines import execute_query, gold_execution
+
+        ranked = sorted(comparisons, key=lambda c: self.rank(c[1]), reverse=True)
+        first_failure: tuple[str, str] | None = None
+        for gold, result in ranked:
+            if not result.exact:
+                continue
+            if gold.query is None:  # expected rows: nothing to run on a variant
+                return gold, result, {"checked": 0, "note": "expected rows: variants skipped"}
+            for name in variants:
+                run = execute_query(ctx, name, pred.query)
+                if not run.ok:
+                    o = run.outcome
+                    first_failure = first_failure or (
+                        name,
+                        f"did not execute ({o.kind}): {o.message}",
+                    )
+                    break
+                gold_run = gold_execution(ctx, name, gold.query)
+                if not gold_run.ok:
+                    o = gold_run.outcome
+                    return Score.failed(f"gold failed on variant {name}: {o.kind}: {o.message}")
+                other = self._compare(run, Gold(gold.index, "query", gold_run.result, gold.query),
+                                      policy, dialect)  # fmt: skip
+                if not other.exact:
+                    first_failure = first_failure or (name, other.reason or "results differ")
+                    break
+            else:
+                return gold, result, {"checked": len(variants)}
+        best_gold, best = ranked[0]
+        if first_failure is None:
+            return best_gold, best, {"checked": 0}
+        name, why = first_failure
+        failed = replace(best, exact=False, reason=f"on database variant {name}: {why}")
+        return best_gold, failed, {"checked": len(variants), "failed_on": name, "reason": why}
 
     def rank(self, result: Any) -> tuple[float, ...]:
         """Which gold counts when several are accepted: the best by this scorer's value."""

@@ -1,0 +1,114 @@
+"""What an importer returns (`ImportedSuite`) and how it is written as a suite directory."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import InputError
+
+SUITE_FILE = "suite.yaml"
+CASES_FILE = "cases.jsonl"
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """What the user gave `queryeval import`: sources, predictions, options, output folder."""
+
+    sources: Sequence[Path]
+    out: Path
+    predictions: Sequence[tuple[str, Path]] = ()
+    options: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        """A `--set key=value` option."""
+        return self.options.get(key, default)
+
+
+@dataclass
+class ImportedSuite:
+    """A suite to write: case records, databases, predictions per system, suite keys."""
+
+    name: str
+    cases: list[dict[str, Any]]
+    databases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    predictions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    preset: str | None = None
+    suite: dict[str, Any] = field(default_factory=dict)  # further suite keys (comparison, ...)
+    notes: list[str] = field(default_factory=list)  # printed after the import
+
+
+def check_out(out: Path, *, overwrite: bool) -> None:
+    """Refuse to write over an existing suite unless asked to."""
+    if (out / SUITE_FILE).exists() and not overwrite:
+        raise InputError(
+            f"{out / SUITE_FILE} exists; pass --overwrite to replace it", path=out / SUITE_FILE
+        )
+
+
+def write_suite(suite: ImportedSuite, out: Path, *, overwrite: bool = False) -> Path:
+    """Write ``suite`` under ``out``: suite.yaml, cases.jsonl, predictions/<system>.jsonl.
+
+    Each file is written to a temporary name and renamed, so a failure leaves no half file.
+    Returns the suite file's path.
+    """
+    import yaml
+
+    check_out(out, overwrite=overwrite)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_jsonl(out / CASES_FILE, suite.cases)
+    systems = []
+    for system, records in suite.predictions.items():
+        path = out / "predictions" / f"{_file_name(system)}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        _write_jsonl(path, records)
+        systems.append({"name": system, "predictions": str(path.relative_to(out))})
+    if not systems:  # a suite needs a system: the gold itself (the self-test)
+        systems.append({"name": "gold", "predictions": "predictions/gold.jsonl"})
+        gold = [_gold_record(case) for case in suite.cases]
+        (out / "predictions").mkdir(exist_ok=True)
+        _write_jsonl(out / "predictions" / "gold.jsonl", [g for g in gold if g is not None])
+    data: dict[str, Any] = {"name": suite.name}
+    if suite.preset:
+        data["preset"] = suite.preset
+    data["cases"] = CASES_FILE
+    data["databases"] = suite.databases
+    data["systems"] = systems
+    data.update(suite.suite)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    _atomic_write(out / SUITE_FILE, text.encode())
+    return out / SUITE_FILE
+
+
+def _gold_record(case: dict[str, Any]) -> dict[str, Any] | None:
+    for turn in reversed(case.get("conversation", [])):
+        target = turn.get("target")
+        if isinstance(target, list):
+            target = target[0] if target else None
+        if isinstance(target, dict) and target.get("query") is not None:
+            query = target["query"]
+            text = query["text"] if isinstance(query, dict) else query
+            return {"case_id": case["id"], "query": text}
+    return None
+
+
+def _file_name(system: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in system)
+    return safe.strip(".") or "system"
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    import orjson
+
+    body = b"".join(orjson.dumps(r) + b"\n" for r in records)
+    _atomic_write(path, body)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
