@@ -24,9 +24,9 @@ def _predictions(values: list[str]) -> list[tuple[str, Path]]:
     """`--predictions FILE` (system named after the file) or `--predictions NAME=FILE`."""
     found: list[tuple[str, Path]] = []
     for value in values:
-        name, sep, path = value.partition("=")
+        name, sep, rest = value.partition("=")
         if sep and name and not Path(value).exists():
-            found.append((name.strip(), Path(path)))
+            found.append((name.strip(), Path(rest)))
         else:
             found.append((Path(value).stem, Path(value)))
     names = [n for n, _ in found]

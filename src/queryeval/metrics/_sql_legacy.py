@@ -164,8 +164,9 @@ def _bijection_exists(pred: Rows, gold: Rows, order_matters: bool) -> bool:
         if len(keys) < 2:
             return True
         g = Counter(tuple(gold_cols[gi][r] for gi in keys) for r in range(len(gold)))
-        p = Counter(tuple(pred_cols[members[chosen[gi]][0]][r] for gi in keys)
-                    for r in range(len(pred)))  # fmt: skip
+        p = Counter(
+            tuple(pred_cols[members[chosen[gi]][0]][r] for gi in keys) for r in range(len(pred))
+        )
         return g == p
 
     def place(depth: int) -> bool:

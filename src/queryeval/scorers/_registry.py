@@ -37,6 +37,8 @@ _BUILTIN: dict[str, str] = {
     "llmetric_q": "queryeval.scorers.llmetric:LLMetricQScorer",
     "kg_valid": "queryeval.scorers.llmetric:KGValidScorer",
     "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
+    "spider_exact_match": "queryeval.scorers.benchmarks:SpiderExactMatchScorer",
+    "bird_ves": "queryeval.scorers.benchmarks:BirdVesScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 
