@@ -34,8 +34,8 @@ def _predictions(values: list[str]) -> list[tuple[str, Path]]:
         if names.count(name) > 1:
             raise InputError(f"--predictions: two systems named {name!r}; use NAME=FILE")
     for _, path in found:
-        if not path.is_file():
-            raise InputError("predictions file not found", path=path)
+        if not path.exists():
+            raise InputError("predictions not found", path=path)
     return found
 
 

@@ -174,14 +174,23 @@ def _examples(found: Sources) -> list[Example]:
         return gold
     if gold is None:
         return examples
-    if [(e.interaction, e.turn) for e in gold] != [(e.interaction, e.turn) for e in examples]:
+    interactive = any(e.turn > 1 for e in examples)
+    shape = [(e.interaction, e.turn) for e in gold] if interactive else [1] * len(gold)
+    expected = [(e.interaction, e.turn) for e in examples] if interactive else [1] * len(examples)
+    if shape != expected:
         raise InputError(
             f"{len(gold)} gold queries in {_count(gold)} interaction(s), but the examples "
             f"({found.examples}) have {len(examples)} in {_count(examples)}",
             path=found.gold,
         )
-    for g, e in zip(gold, examples, strict=True):
+    for i, (g, e) in enumerate(zip(gold, examples, strict=True)):
+        if g.db != e.db:
+            raise InputError(
+                f"gold query {i + 1} is on {g.db!r}, but example {i} on {e.db!r}",
+                path=found.gold,
+            )
         g.question, g.history = e.question, e.history
+        g.interaction, g.turn = e.interaction, e.turn
     return gold
 
 
@@ -258,7 +267,11 @@ def spider_databases(
             raise InputError(
                 f"database {name!r} not found: expected {folder / name}.sqlite", path=root
             )
-        databases[name] = {"engine": "sqlite", "path": str(files[0].resolve()), "options": options}
+        databases[name] = {
+            "engine": "sqlite",
+            "path": str(files[0].resolve()),
+            "options": dict(options),
+        }
         variants[name] = []
         if test_suite:
             for extra in files[1:]:
@@ -266,7 +279,7 @@ def spider_databases(
                 databases[key] = {
                     "engine": "sqlite",
                     "path": str(extra.resolve()),
-                    "options": options,
+                    "options": dict(options),
                 }
                 variants[name].append(key)
     return databases, variants

@@ -54,6 +54,8 @@ from queryeval.metrics._spider_sql import (
 )
 from queryeval.metrics._sql_legacy import (
     bird_legacy_equal,
+    spider2_column_value,
+    spider2_legacy_equal,
     spider_legacy_equal,
     spider_legacy_order_matters,
     spider_legacy_queries,
@@ -184,6 +186,8 @@ __all__ = [
     "rouge_l_score",
     "rouge_l_scores",
     "rouge_tokens",
+    "spider2_column_value",
+    "spider2_legacy_equal",
     "spider_exact_match",
     "spider_hardness",
     "spider_legacy_equal",

@@ -25,6 +25,7 @@ default. Written from reading the originals (not copied):
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Hashable, Sequence
@@ -205,3 +206,81 @@ def _perfect_matching(candidates: list[list[int]], capacity: list[int]) -> bool:
         return False
 
     return all(augment(gi, set()) for gi in range(len(candidates)))
+
+
+# -- Spider 2.0-lite ---------------------------------------------------------------------------
+
+
+def spider2_column_value(values: Sequence[Any]) -> list[Any]:
+    """A result column as Spider 2.0's evaluation sees it after a CSV round trip through
+    pandas: all-integer text becomes ints, all-number text floats, empty cells NaN (here
+    ``None``), anything else stays text.
+
+    >>> spider2_column_value(["1", "2", None]), spider2_column_value(["1", "x"])
+    ([1, 2, None], ['1', 'x'])
+    """
+    cells = ["" if v is None else (v if isinstance(v, str) else _csv_text(v)) for v in values]
+    present = [c for c in cells if c != ""]
+    for convert in (int, float):
+        try:
+            converted = [convert(c) for c in present]
+        except ValueError:
+            continue
+        it = iter(converted)
+        return [None if c == "" else next(it) for c in cells]
+    return [None if c == "" else c for c in cells]
+
+
+def _csv_text(value: Any) -> str:
+    if isinstance(value, float) and value == int(value) and abs(value) < 2**53:
+        return repr(value)  # "3.0" stays a float column, as pandas reads it
+    return str(value)
+
+
+def spider2_legacy_equal(
+    pred_columns: Sequence[Sequence[Any]],
+    gold_columns: Sequence[Sequence[Any]],
+    *,
+    condition_cols: Sequence[int] = (),
+    ignore_order: bool = False,
+    abs_tol: float = 1e-2,
+) -> bool:
+    """Spider 2.0-lite's ``compare_pandas_table``: every gold column (only those in
+    ``condition_cols`` when given) must equal some predicted column as a vector (sorted
+    first when ``ignore_order``); numbers within ``abs_tol`` (0.01), missing equals missing;
+    names and extra predicted columns are ignored. Columns are as ``spider2_column_value``
+    gives them.
+
+    >>> spider2_legacy_equal([[1.001, 2.0], ["a", "b"], [9, 9]], [["a", "b"], [1, 2]])
+    True
+    >>> spider2_legacy_equal([[2, 1]], [[1, 2]])
+    False
+    >>> spider2_legacy_equal([[2, 1]], [[1, 2]], ignore_order=True)
+    True
+    """
+    chosen = [gold_columns[i] for i in condition_cols] if condition_cols else list(gold_columns)
+    return all(
+        any(_vectors_match(g, p, abs_tol, ignore_order) for p in pred_columns) for g in chosen
+    )
+
+
+def _order_key(value: Any) -> tuple[bool, str, bool]:
+    shown = "nan" if value is None else str(value)  # pandas holds a missing cell as NaN
+    return (False, shown, isinstance(value, int | float) or value is None)
+
+
+def _vectors_match(a: Sequence[Any], b: Sequence[Any], tol: float, ignore_order: bool) -> bool:
+    if ignore_order:
+        a, b = sorted(a, key=_order_key), sorted(b, key=_order_key)
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x is None and y is None:
+            continue
+        numbers = (int, float)
+        if isinstance(x, numbers) and isinstance(y, numbers) and not isinstance(x, bool):
+            if not math.isclose(float(x), float(y), abs_tol=tol):
+                return False
+        elif x != y:
+            return False
+    return True

@@ -37,7 +37,7 @@ class ExecutionOptions(BaseModel):
     comparison: dict[str, Any] = Field(
         default_factory=dict, description="compare_results policy; overrides suite.comparison"
     )
-    rule: Literal["queryeval", "spider_legacy", "bird_legacy"] = Field(
+    rule: Literal["queryeval", "spider_legacy", "bird_legacy", "spider2_legacy"] = Field(
         default="queryeval",
         description="the verdict's rule: queryeval's comparison, or a published benchmark "
         "script reproduced with its quirks (docs/benchmarks.md)",
@@ -103,6 +103,7 @@ class _ExecutionScorer(Scorer):
     default_threshold = 1.0
     needs_gold: ClassVar[bool] = True
     metric_names: ClassVar[tuple[str, ...]] = ()  # the sub-metrics this scorer reports
+    uses_variants: ClassVar[bool] = False  # test-suite accuracy: exact on every variant
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Check comparison policies (suite, scorer, cases) before anything runs."""
@@ -260,12 +261,12 @@ class _ExecutionScorer(Scorer):
         case: Case | None = None,
         ctx: ScoringContext | None = None,
     ) -> Score:
-        comparisons = [(gold, self._compare(pred.execution, gold, policy, dialect))
+        comparisons = [(gold, self._compare(pred.execution, gold, policy, dialect, case))
                        for gold in golds]  # fmt: skip
         best_gold, best = max(comparisons, key=lambda c: self.rank(c[1]))
-        variants = self._variants(case) if case is not None else []
+        variants = self._variants(case) if case is not None and self.uses_variants else []
         if variants and ctx is not None:
-            outcome = self._on_variants(pred, comparisons, variants, policy, dialect, ctx)
+            outcome = self._on_variants(pred, comparisons, variants, policy, dialect, ctx, case)
             if isinstance(outcome, Score):
                 outcome.details = {**details, **outcome.details}
                 return outcome
@@ -293,7 +294,8 @@ class _ExecutionScorer(Scorer):
         explanation = "" if best.exact else (best.reason or "results differ")
         return Score(value=value, details=details, explanation=explanation)
 
-    def _compare(self, execution: Any, gold: Gold, policy: dict[str, Any], dialect: str) -> Any:
+    def _compare(self, execution: Any, gold: Gold, policy: dict[str, Any], dialect: str,
+                 case: Case | None = None) -> Any:  # fmt: skip
         """compare_results under the policy; a legacy rule then decides ``exact``."""
         from queryeval.metrics import compare_results
 
@@ -313,6 +315,8 @@ class _ExecutionScorer(Scorer):
         gold_rows = list(gold.result.rows)
         if self.options.rule == "bird_legacy":
             exact = bird_legacy_equal(pred_rows, gold_rows)
+        elif self.options.rule == "spider2_legacy":
+            exact = _spider2_verdict(execution.result, gold.result, case)
         else:
             ordered = gold.query is not None and spider_legacy_order_matters(
                 gold.query,
@@ -338,6 +342,7 @@ class _ExecutionScorer(Scorer):
         policy: dict[str, Any],
         dialect: str,
         ctx: ScoringContext,
+        case: Case | None = None,
     ) -> tuple[Gold, Any, dict[str, Any]] | Score:
         """The best gold that the prediction matches on the main database and on every
         variant (test-suite accuracy); otherwise the best comparison with ``exact`` False
@@ -366,7 +371,7 @@ class _ExecutionScorer(Scorer):
                     o = gold_run.outcome
                     return Score.failed(f"gold failed on variant {name}: {o.kind}: {o.message}")
                 other = self._compare(run, Gold(gold.index, "query", gold_run.result, gold.query),
-                                      policy, dialect)  # fmt: skip
+                                      policy, dialect, case)  # fmt: skip
                 if not other.exact:
                     first_failure = first_failure or (name, other.reason or "results differ")
                     break
@@ -422,6 +427,7 @@ class ExecutionMatchScorer(_ExecutionScorer):
     under the comparison policy, else 0."""
 
     metric_names = ("exact",)
+    uses_variants = True
 
     def value_of(self, result: Any) -> float:
         return 1.0 if result.exact else 0.0
@@ -449,3 +455,27 @@ class ResultsMatchLegacyScorer(_ExecutionScorer):
 
     def value_of(self, result: Any) -> float:
         return float(result.legacy_recall)
+
+
+def _spider2_verdict(pred: Any, gold: Any, case: Case | None) -> bool:
+    """Spider 2.0-lite's column-vector rule, with the case's ``metadata.spider2``
+    (``condition_cols``, ``ignore_order``)."""
+    from queryeval.metrics import spider2_column_value, spider2_legacy_equal
+
+    settings = case.metadata.get("spider2", {}) if case is not None else {}
+    settings = settings if isinstance(settings, dict) else {}
+
+    def columns(result: Any) -> list[list[Any]]:
+        out = []
+        for i in range(result.num_columns):
+            data = result.column_data(i)
+            values = data.to_pylist() if hasattr(data, "to_pylist") else list(data)
+            out.append(spider2_column_value(values))
+        return out
+
+    return spider2_legacy_equal(
+        columns(pred),
+        columns(gold),
+        condition_cols=[int(i) for i in settings.get("condition_cols") or []],
+        ignore_order=bool(settings.get("ignore_order", False)),
+    )
