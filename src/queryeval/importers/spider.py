@@ -79,7 +79,11 @@ def build(request: ImportRequest) -> ImportedSuite:
         timeout_s=float(request.option("timeout_s", "60") or 60),
     )
     hardness = _hardness(examples, databases)
-    cases = [_case(i, e, variants.get(e.db, []), hardness[i]) for i, e in enumerate(examples)]
+    interactive = any(e.turn > 1 for e in examples)
+    cases = [
+        _case(i, e, variants.get(e.db, []), hardness[i], interactive)
+        for i, e in enumerate(examples)
+    ]
     predictions = {name: _predictions(path, examples, cases) for name, path in request.predictions}
     scorers_extra: list[dict[str, Any]] = [
         {
@@ -301,7 +305,9 @@ def _hardness(examples: list[Example], databases: dict[str, dict[str, Any]]) -> 
     return buckets
 
 
-def _case(index: int, e: Example, variants: list[str], hardness: str) -> dict[str, Any]:
+def _case(
+    index: int, e: Example, variants: list[str], hardness: str, interactive: bool
+) -> dict[str, Any]:
     conversation: list[dict[str, Any]] = []
     for utterance, query in e.history:
         conversation.append(
@@ -320,25 +326,18 @@ def _case(index: int, e: Example, variants: list[str], hardness: str) -> dict[st
     )
     tags = [f"hardness:{hardness}", f"db:{e.db}"]
     metadata: dict[str, Any] = {"database": e.db, "index": index}
-    if e.history or e.turn > 1:
+    if interactive:
         tags.append(f"turn:{e.turn if e.turn <= 4 else '>4'}")
         metadata["interaction"] = e.interaction
         metadata["turn"] = e.turn
     if variants:
         metadata["variants"] = variants
     return {
-        "id": case_id(index, e),
+        "id": f"i{e.interaction:04d}-t{e.turn}" if interactive else f"{index:04d}",
         "tags": tags,
         "metadata": metadata,
         "conversation": conversation,
     }
-
-
-def case_id(index: int, e: Example) -> str:
-    """``0042`` for Spider, ``i0007-t2`` for an interaction's second turn."""
-    if e.turn > 1 or e.history:
-        return f"i{e.interaction:04d}-t{e.turn}"
-    return f"{index:04d}"
 
 
 def _predictions(
