@@ -1,0 +1,120 @@
+"""Run the published Spider and BIRD scorers on the corner-case table of the tests and
+compare their verdicts with queryeval's `*_legacy` rules (and Spider's exact-set-match and
+hardness with `spider_exact_match` on the worked examples).
+
+The originals are not vendored: point this at checkouts of them.
+
+    python scripts/crosscheck_legacy.py \\
+        --test-suite-eval PATH/test-suite-sql-eval --bird-mini-dev PATH/mini_dev
+
+Needs sqlparse and nltk (the originals import them); func_timeout, psycopg2 and pymysql are
+stubbed (only SQLite is used; the stub runs the function without a time limit). nltk's
+word_tokenize is called with ``preserve_line=True`` (no sentence splitter model to download;
+a SQL query is one line). Prints one line per disagreement and a count; exits 1 on any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _stub_modules() -> None:
+    timeout = types.ModuleType("func_timeout")
+
+    class FunctionTimedOut(Exception):  # noqa: N818 - the original's name
+        pass
+
+    def func_timeout(_seconds: float, func: Any, args: tuple[Any, ...] = ()) -> Any:
+        return func(*args)
+
+    timeout.FunctionTimedOut = FunctionTimedOut  # type: ignore[attr-defined]
+    timeout.func_timeout = func_timeout  # type: ignore[attr-defined]
+    sys.modules["func_timeout"] = timeout
+    for name in ("psycopg2", "pymysql"):
+        sys.modules.setdefault(name, types.ModuleType(name))
+
+
+def _load(folder: Path, *names: str) -> list[Any]:
+    sys.path.insert(0, str(folder))
+    try:
+        return [importlib.import_module(n) for n in names]
+    finally:
+        sys.path.remove(str(folder))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--test-suite-eval", type=Path, required=True)
+    parser.add_argument("--bird-mini-dev", type=Path, required=True)
+    args = parser.parse_args()
+    _stub_modules()
+
+    from benchmark_files import make_db
+    from test_spider_exact_match import WORKED, SCHEMA_DB
+    from test_sql_legacy_rules import PAIRS
+
+    exec_eval, evaluation, process_sql = _load(
+        args.test_suite_eval, "exec_eval", "evaluation", "process_sql"
+    )
+    (bird,) = _load(args.bird_mini_dev / "evaluation", "evaluation_ex")
+    from nltk.tokenize import word_tokenize
+
+    process_sql.word_tokenize = lambda text: word_tokenize(text, preserve_line=True)
+
+    disagreements = checked = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        db = make_db(Path(tmp) / "concert" / "concert.sqlite")
+        for pair in PAIRS:
+            for keep, expected in ((False, pair.spider_legacy), (True, pair.spider_keep_distinct)):
+                got = exec_eval.eval_exec_match(
+                    str(db), pair.pred.replace("value", "1"), pair.gold, False, keep, False
+                )
+                checked += 1
+                if bool(got) != expected:
+                    disagreements += 1
+                    print(f"spider keep_distinct={keep} {pair.name}: original {bool(got)}, "
+                          f"table {expected}")  # fmt: skip
+            got = bird.execute_model(pair.pred, pair.gold, str(db), 0, 30.0, "SQLite")["res"]
+            checked += 1
+            if bool(got) != pair.bird_legacy:
+                disagreements += 1
+                print(f"bird {pair.name}: original {bool(got)}, table {pair.bird_legacy}")
+
+        schema_db = SCHEMA_DB(Path(tmp))
+        schema = process_sql.Schema(process_sql.get_schema(str(schema_db)))
+        kmaps = evaluation.build_foreign_key_map_from_json(str(schema_db.parent / "tables.json"))
+        for example in WORKED:
+            g_sql = process_sql.get_sql(schema, example.gold)
+            hardness = evaluation.Evaluator().eval_hardness(g_sql)
+            try:
+                p_sql = process_sql.get_sql(schema, example.pred)
+            except Exception:  # the original's fallback: the empty query
+                p_sql = {"except": None, "from": {"conds": [], "table_units": []}, "groupBy": [],
+                         "having": [], "intersect": None, "limit": None, "orderBy": [],
+                         "select": [False, []], "union": None, "where": []}  # fmt: skip
+            kmap = kmaps["school"]
+            g_valid = evaluation.build_valid_col_units(g_sql["from"]["table_units"], schema)
+            g_sql = evaluation.rebuild_sql_col(g_valid, evaluation.rebuild_sql_val(g_sql), kmap)
+            p_valid = evaluation.build_valid_col_units(p_sql["from"]["table_units"], schema)
+            p_sql = evaluation.rebuild_sql_col(p_valid, evaluation.rebuild_sql_val(p_sql), kmap)
+            exact = bool(evaluation.Evaluator().eval_exact_match(p_sql, g_sql))
+            checked += 2
+            if exact != example.exact or hardness != example.hardness:
+                disagreements += 1
+                print(f"exact-set-match {example.name}: original ({exact}, {hardness}), "
+                      f"table ({example.exact}, {example.hardness})")  # fmt: skip
+    print(f"{checked} verdicts checked, {disagreements} disagreement(s)")
+    return 1 if disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
