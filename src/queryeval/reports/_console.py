@@ -62,6 +62,19 @@ def _print_scorer_tables(entry: dict[str, Any], console: Console) -> None:
             console.print(table)
 
 
+def _print_breakdowns(entry: dict[str, Any], console: Console) -> None:
+    """Per hardness / difficulty / turn, when the cases carry those tags."""
+    from queryeval.reports._breakdown import breakdowns
+
+    for title, rows in breakdowns(entry):
+        table = Table(title=escape(title), title_justify="left")
+        for i, col in enumerate(rows[0]):
+            table.add_column(escape(str(col)), justify="left" if i == 0 else "right")
+        for row in rows[1:]:
+            table.add_row(*(_cell(v) for v in row))
+        console.print(table)
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
@@ -108,6 +121,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
                 f"[yellow]{entry['system_errors']} case(s) where the system failed[/yellow]"
             )
         _print_scorer_tables(entry, console)
+        _print_breakdowns(entry, console)
         for label, s in entry.get("scorers", {}).items():
             for reason, count in (s.get("not_scored_reasons") or {}).items():
                 console.print(f"[dim]{escape(label)}: {count} not scored: {escape(reason)}[/dim]")

@@ -178,6 +178,20 @@ def _statistics_rows(summary: Mapping[str, Any]) -> list[tuple[list[Any], str]]:
                             "",
                         )
                     )
+        rows.extend(_breakdown_rows(entry))
+    return rows
+
+
+def _breakdown_rows(entry: Mapping[str, Any]) -> list[tuple[list[Any], str]]:
+    """Spider hardness / BIRD difficulty / turn tables, when the cases carry those tags."""
+    from queryeval.reports._breakdown import breakdowns
+
+    rows: list[tuple[list[Any], str]] = []
+    for title, table in breakdowns(entry):
+        rows.append(([], ""))
+        rows.append(([title], "first-bold"))
+        rows.append((table[0], "bold"))
+        rows.extend((row, "") for row in table[1:])
     return rows
 
 
