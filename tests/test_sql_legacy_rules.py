@@ -175,3 +175,17 @@ def test_bird_rule() -> None:
     assert bird_legacy_equal([(1, "a"), (1, "a")], [(1.0, "a")])
     assert not bird_legacy_equal([(1, "a")], [("a", 1)])
     assert bird_legacy_equal([], [])
+
+
+def test_bad_rule_and_unknown_variants_are_input_errors(ctx: ScoringContext) -> None:
+    from queryeval.errors import InputError
+
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="rule"):  # `validate` reports it with its place
+        build_scorer(ScorerConfig(name="execution_match", options={"rule": "spider_old"}))
+    scorer = build_scorer(ScorerConfig(name="execution_match"))
+    case = Case.model_validate({"id": "v", "metadata": {"variants": ["concert", "nope"]},
+                                "conversation": [{"content": "q", "target": {"query": "SELECT 1"}}]})  # fmt: skip
+    with pytest.raises(InputError, match="nope"):
+        scorer.prepare([case], ctx)
