@@ -15,10 +15,13 @@ def make_db(path: Path, singers: list[tuple[Any, ...]] = SINGERS) -> Path:
     """A SQLite database with a singer and a concert table."""
     path.parent.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(path)
-    con.execute("CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, age INTEGER, "
-                "country TEXT)")  # fmt: skip
-    con.execute("CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, singer_id INTEGER "
-                "REFERENCES singer(singer_id), year INTEGER)")  # fmt: skip
+    con.execute(
+        "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, age INTEGER, country TEXT)"
+    )
+    con.execute(
+        "CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, singer_id INTEGER "
+        "REFERENCES singer(singer_id), year INTEGER)"
+    )
     con.executemany("INSERT INTO singer VALUES (?, ?, ?, ?)", singers)
     con.executemany("INSERT INTO concert VALUES (?, ?, ?)", CONCERTS)
     con.commit()
@@ -31,28 +34,54 @@ TABLES = [
         "db_id": "concert",
         "table_names_original": ["singer", "concert"],
         "table_names": ["singer", "concert"],
-        "column_names_original": [[-1, "*"], [0, "singer_id"], [0, "name"], [0, "age"],
-                                  [0, "country"], [1, "concert_id"], [1, "singer_id"],
-                                  [1, "year"]],
-        "column_names": [[-1, "*"], [0, "singer id"], [0, "name"], [0, "age"], [0, "country"],
-                         [1, "concert id"], [1, "singer id"], [1, "year"]],
-        "column_types": ["text", "number", "text", "number", "text", "number", "number",
-                         "number"],
+        "column_names_original": [
+            [-1, "*"],
+            [0, "singer_id"],
+            [0, "name"],
+            [0, "age"],
+            [0, "country"],
+            [1, "concert_id"],
+            [1, "singer_id"],
+            [1, "year"],
+        ],
+        "column_names": [
+            [-1, "*"],
+            [0, "singer id"],
+            [0, "name"],
+            [0, "age"],
+            [0, "country"],
+            [1, "concert id"],
+            [1, "singer id"],
+            [1, "year"],
+        ],
+        "column_types": ["text", "number", "text", "number", "text", "number", "number", "number"],
         "primary_keys": [1, 5],
         "foreign_keys": [[6, 1]],
     }
-]  # fmt: skip
+]
 
 DEV = [
-    {"db_id": "concert", "question": "How many singers are there?",
-     "query": "SELECT count(*) FROM singer"},
-    {"db_id": "concert", "question": "Names of singers older than 30.",
-     "query": "SELECT name FROM singer WHERE age > 30"},
-    {"db_id": "concert", "question": "Name and age of every singer, oldest first.",
-     "query": "SELECT name, age FROM singer ORDER BY age DESC"},
-    {"db_id": "concert", "question": "How many concerts per year?",
-     "query": "SELECT year, count(*) FROM concert GROUP BY year"},
-]  # fmt: skip
+    {
+        "db_id": "concert",
+        "question": "How many singers are there?",
+        "query": "SELECT count(*) FROM singer",
+    },
+    {
+        "db_id": "concert",
+        "question": "Names of singers older than 30.",
+        "query": "SELECT name FROM singer WHERE age > 30",
+    },
+    {
+        "db_id": "concert",
+        "question": "Name and age of every singer, oldest first.",
+        "query": "SELECT name, age FROM singer ORDER BY age DESC",
+    },
+    {
+        "db_id": "concert",
+        "question": "How many concerts per year?",
+        "query": "SELECT year, count(*) FROM concert GROUP BY year",
+    },
+]
 
 PREDICTIONS = [
     "SELECT count(singer_id) AS n FROM singer",  # another alias: right
@@ -79,3 +108,20 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
+
+
+def concert_context(root: Path) -> Any:
+    """A ScoringContext over a suite with one SQLite database, ``concert``."""
+    from queryeval.config import SuiteConfig
+    from queryeval.scorers import ScoringContext
+
+    db = make_db(root / "concert" / "concert.sqlite")
+    suite = SuiteConfig.model_validate(
+        {
+            "name": "t",
+            "cases": "x",
+            "systems": [{"name": "s", "predictions": "p"}],
+            "databases": {"concert": {"engine": "sqlite", "path": str(db)}},
+        }
+    )
+    return ScoringContext(suite, cache_dir=root / "cache")

@@ -5,47 +5,50 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmark_files import make_db
+from benchmark_files import concert_context
 from queryeval.cases import Attempt, Case, Output
-from queryeval.config import ScorerConfig, SuiteConfig
+from queryeval.config import ScorerConfig
 from queryeval.scorers import ScoringContext, build_scorer
 from queryeval.scorers.benchmarks import clean_ratios, reward
 
-SLOW_GOLD = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) "
-             "SELECT count(*) FROM c")  # fmt: skip
+SLOW_GOLD = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) "
+    "SELECT count(*) FROM c"
+)
 
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
-    root = tmp_path_factory.mktemp("ves")
-    db = make_db(root / "concert" / "concert.sqlite")
-    suite = SuiteConfig.model_validate(
-        {"name": "t", "cases": "x", "systems": [{"name": "s", "predictions": "p"}],
-         "databases": {"concert": {"engine": "sqlite", "path": str(db)}}}
-    )  # fmt: skip
-    context = ScoringContext(suite, cache_dir=root / "cache")
+    context = concert_context(tmp_path_factory.mktemp("ves"))
     yield context
     context.close()
 
 
 def ves(ctx: ScoringContext, gold: str, pred: str, **options: Any) -> Any:
     scorer = build_scorer(ScorerConfig(name="bird_ves", options={"repeats": 3, **options}))
-    case = Case.model_validate({"id": "c", "conversation": [{"content": "q",
-                                                             "target": {"query": gold}}]})  # fmt: skip
+    case = Case.model_validate(
+        {"id": "c", "conversation": [{"content": "q", "target": {"query": gold}}]}
+    )
     return scorer.score(case, Output(attempts=[Attempt(query=pred)]), ctx)
 
 
 @pytest.mark.parametrize(
     ("ratio", "r_ves", "ves_value"),
-    [(0.0, 0.0, 0.0), (0.1, 0.5, math.sqrt(0.1)), (0.25, math.sqrt(0.5), 0.5),
-     (0.6, math.sqrt(0.75), math.sqrt(0.6)), (1.0, 1.0, 1.0), (1.9, 1.0, math.sqrt(1.9)),
-     (2.0, math.sqrt(1.25), math.sqrt(2.0)), (9.0, math.sqrt(1.25), 3.0)],
-)  # fmt: skip
+    [
+        (0.0, 0.0, 0.0),
+        (0.1, 0.5, math.sqrt(0.1)),
+        (0.25, math.sqrt(0.5), 0.5),
+        (0.6, math.sqrt(0.75), math.sqrt(0.6)),
+        (1.0, 1.0, 1.0),
+        (1.9, 1.0, math.sqrt(1.9)),
+        (2.0, math.sqrt(1.25), math.sqrt(2.0)),
+        (9.0, math.sqrt(1.25), 3.0),
+    ],
+)
 def test_reward_rules(ratio: float, r_ves: float, ves_value: float) -> None:
     assert reward(ratio, "r_ves") == pytest.approx(r_ves)
     assert reward(ratio, "ves") == pytest.approx(ves_value)

@@ -33,17 +33,39 @@ def scores(run_dir: Path, scorer: str = "execution_match") -> dict[str, float | 
 
 
 BIRD_DEV = [
-    {"question_id": 0, "db_id": "concert", "question": "French singers?",
-     "evidence": "French refers to country = 'FR'",
-     "SQL": "SELECT name FROM singer WHERE country = 'FR'", "difficulty": "simple"},
-    {"question_id": 1, "db_id": "concert", "question": "Countries of singers?",
-     "evidence": "", "SQL": "SELECT country FROM singer", "difficulty": "moderate"},
-    {"question_id": 2, "db_id": "concert", "question": "Singer ids and names?",
-     "evidence": "", "SQL": "SELECT singer_id, name FROM singer", "difficulty": "challenging"},
-    {"question_id": 3, "db_id": "concert", "question": "Singers from Mars?",
-     "evidence": "", "SQL": "SELECT name FROM singer WHERE country = 'MARS'",
-     "difficulty": "simple"},
-]  # fmt: skip
+    {
+        "question_id": 0,
+        "db_id": "concert",
+        "question": "French singers?",
+        "evidence": "French refers to country = 'FR'",
+        "SQL": "SELECT name FROM singer WHERE country = 'FR'",
+        "difficulty": "simple",
+    },
+    {
+        "question_id": 1,
+        "db_id": "concert",
+        "question": "Countries of singers?",
+        "evidence": "",
+        "SQL": "SELECT country FROM singer",
+        "difficulty": "moderate",
+    },
+    {
+        "question_id": 2,
+        "db_id": "concert",
+        "question": "Singer ids and names?",
+        "evidence": "",
+        "SQL": "SELECT singer_id, name FROM singer",
+        "difficulty": "challenging",
+    },
+    {
+        "question_id": 3,
+        "db_id": "concert",
+        "question": "Singers from Mars?",
+        "evidence": "",
+        "SQL": "SELECT name FROM singer WHERE country = 'MARS'",
+        "difficulty": "simple",
+    },
+]
 
 
 def bird_folder(root: Path) -> Path:
@@ -76,8 +98,17 @@ def test_bird_import_run_with_difficulty_and_evidence(tmp_path: Path) -> None:
     assert "difficulty:simple" in tags and "difficulty:challenging" in tags
 
     legacy = tmp_path / "legacy"
-    result = cli("import", "bird", folder, "--out", legacy, "-p", f"gpt={pred_file}",
-                 "--set", "preset=bird_legacy")  # fmt: skip
+    result = cli(
+        "import",
+        "bird",
+        folder,
+        "--out",
+        legacy,
+        "-p",
+        f"gpt={pred_file}",
+        "--set",
+        "preset=bird_legacy",
+    )
     assert result.exit_code == 0, result.output
     run = run_suite(load_suite(legacy / "suite.yaml"), tmp_path / "run2", progress=False)
     assert scores(run.out_dir) == {"0": 1.0, "1": 1.0, "2": 0.0, "3": 0.0}
@@ -87,11 +118,16 @@ def test_bird_mini_dev_jsonl_and_gold_file(tmp_path: Path) -> None:
     folder = tmp_path / "mini"
     make_db(folder / "dev_databases" / "concert" / "concert.sqlite")
     write(folder / "mini_dev_sqlite.jsonl", "\n".join(json.dumps(d) for d in BIRD_DEV[:2]))
-    gold = "SELECT name FROM singer WHERE country = 'US'\tconcert\nSELECT country FROM singer\tconcert\n"
+    gold = (
+        "SELECT name FROM singer WHERE country = 'US'\tconcert\n"
+        "SELECT country FROM singer\tconcert\n"
+    )
     write(folder / "mini_dev_sqlite_gold.sql", gold)
     # mini-dev: a value without the separator is the SQL itself
-    preds = write(tmp_path / "p.json", json.dumps({"0": "SELECT name FROM singer WHERE "
-                                                     "country = 'US'", "1": "x"}))  # fmt: skip
+    preds = write(
+        tmp_path / "p.json",
+        json.dumps({"0": "SELECT name FROM singer WHERE country = 'US'", "1": "x"}),
+    )
     result = cli("import", "bird", folder, "--out", tmp_path / "suite", "-p", preds)
     assert result.exit_code == 0, result.output
     run = run_suite(load_suite(tmp_path / "suite" / "suite.yaml"), tmp_path / "r", progress=False)
@@ -122,10 +158,16 @@ def spider2_folder(root: Path) -> Path:
     ]
     write(base / "spider2-lite.jsonl", "\n".join(json.dumps(e) for e in examples))
     gold = base / "evaluation_suite" / "gold"
-    write(gold / "spider2lite_eval.jsonl", "\n".join(json.dumps(e) for e in [
-        {"instance_id": "local001", "condition_cols": [0], "ignore_order": True},
-        {"instance_id": "local002", "condition_cols": [], "ignore_order": False},
-    ]))  # fmt: skip
+    write(
+        gold / "spider2lite_eval.jsonl",
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {"instance_id": "local001", "condition_cols": [0], "ignore_order": True},
+                {"instance_id": "local002", "condition_cols": [], "ignore_order": False},
+            ]
+        ),
+    )
     write(gold / "exec_result" / "local001.csv", "name,age\nAnn,31\nBob,25\nCid,40\n")
     write(gold / "exec_result" / "local002_a.csv", "year,n\n2019,1\n2020,2\n")
     write(gold / "exec_result" / "local002_b.csv", "year,n\n2019,1.0\n2020,2.0\n")

@@ -40,8 +40,9 @@ def test_spider_import_run_selftest(tmp_path: Path) -> None:
     data = yaml.safe_load(suite_file.read_text())
     assert data["preset"] == "spider"
     assert set(data["databases"]) == {"concert", "concert@concert_1.sqlite"}
-    cases = [json.loads(x) for x in (tmp_path / "suite" / "cases.jsonl").read_text().split("\n")
-             if x]  # fmt: skip
+    cases = [
+        json.loads(x) for x in (tmp_path / "suite" / "cases.jsonl").read_text().split("\n") if x
+    ]
     assert [c["id"] for c in cases] == ["0000", "0001", "0002", "0003"]
     assert [c["conversation"][-1]["content"] for c in cases] == [d["question"] for d in DEV]
     assert cases[0]["tags"][0] == "hardness:easy"
@@ -72,8 +73,19 @@ def test_spider_legacy_preset_and_no_variants(tmp_path: Path) -> None:
     folder = spider_folder(tmp_path)
     preds = write(tmp_path / "model.txt", "\n".join(PREDICTIONS) + "\n")
     out = tmp_path / "suite"
-    result = cli("import", "spider", folder, "--out", out, "-p", preds,
-                 "--set", "preset=spider_legacy", "--set", "test_suite=false")  # fmt: skip
+    result = cli(
+        "import",
+        "spider",
+        folder,
+        "--out",
+        out,
+        "-p",
+        preds,
+        "--set",
+        "preset=spider_legacy",
+        "--set",
+        "test_suite=false",
+    )
     assert result.exit_code == 0, result.output
     data = yaml.safe_load((out / "suite.yaml").read_text())
     assert list(data["databases"]) == ["concert"]
@@ -99,23 +111,33 @@ def sparc_folder(root: Path) -> Path:
     folder = root / "sparc"
     make_db(folder / "database" / "concert" / "concert.sqlite")
     interactions = [
-        {"database_id": "concert", "interaction": [
-            {"utterance": "List the singers.", "query": "SELECT name FROM singer"},
-            {"utterance": "Only the French ones.",
-             "query": "SELECT name FROM singer WHERE country = 'FR'"},
-        ]},
-        {"database_id": "concert", "interaction": [
-            {"utterance": "How many concerts?", "query": "SELECT count(*) FROM concert"},
-        ]},
-    ]  # fmt: skip
+        {
+            "database_id": "concert",
+            "interaction": [
+                {"utterance": "List the singers.", "query": "SELECT name FROM singer"},
+                {
+                    "utterance": "Only the French ones.",
+                    "query": "SELECT name FROM singer WHERE country = 'FR'",
+                },
+            ],
+        },
+        {
+            "database_id": "concert",
+            "interaction": [
+                {"utterance": "How many concerts?", "query": "SELECT count(*) FROM concert"},
+            ],
+        },
+    ]
     write(folder / "dev.json", json.dumps(interactions))
     return folder
 
 
 def test_sparc_interactions_become_conversations(tmp_path: Path) -> None:
     folder = sparc_folder(tmp_path)
-    preds = write(tmp_path / "p.txt", "SELECT name FROM singer\nSELECT name FROM singer\n\n"
-                  "SELECT count(*) FROM concert\n")  # fmt: skip
+    preds = write(
+        tmp_path / "p.txt",
+        "SELECT name FROM singer\nSELECT name FROM singer\n\nSELECT count(*) FROM concert\n",
+    )
     out = tmp_path / "suite"
     result = cli("import", "sparc", folder, "--out", out, "-p", preds)
     assert result.exit_code == 0, result.output
@@ -123,7 +145,9 @@ def test_sparc_interactions_become_conversations(tmp_path: Path) -> None:
     assert [c["id"] for c in cases] == ["i0000-t1", "i0000-t2", "i0001-t1"]
     second = cases[1]
     assert [t["content"] for t in second["conversation"]] == [
-        "List the singers.", "Only the French ones."]  # fmt: skip
+        "List the singers.",
+        "Only the French ones.",
+    ]
     assert "turn:2" in second["tags"]
     run = run_suite(load_suite(out / "suite.yaml"), tmp_path / "run", progress=False)
     ex = {cid: s["execution_match"]["value"] for cid, s in records(run.out_dir).items()}

@@ -26,14 +26,24 @@ from queryeval.metrics import (
 TABLES = {
     "db_id": "school",
     "table_names_original": ["student", "dept", "enroll"],
-    "column_names_original": [[-1, "*"], [0, "stu_id"], [0, "name"], [0, "age"], [0, "dept_id"],
-                              [1, "dept_id"], [1, "dname"], [1, "budget"], [2, "stu_id"],
-                              [2, "course"], [2, "grade"]],
+    "column_names_original": [
+        [-1, "*"],
+        [0, "stu_id"],
+        [0, "name"],
+        [0, "age"],
+        [0, "dept_id"],
+        [1, "dept_id"],
+        [1, "dname"],
+        [1, "budget"],
+        [2, "stu_id"],
+        [2, "course"],
+        [2, "grade"],
+    ],
     "foreign_keys": [[4, 5], [8, 1]],
-}  # fmt: skip
+}
 
 
-def SCHEMA_DB(root: Path) -> Path:  # noqa: N802 - also used by scripts/crosscheck_legacy.py
+def SCHEMA_DB(root: Path) -> Path:
     """The school database (empty tables) and its tables.json under ``root``."""
     root.mkdir(parents=True, exist_ok=True)
     path = root / "school.sqlite"
@@ -56,6 +66,7 @@ class Worked(NamedTuple):
     hardness: str  # of the gold
 
 
+# fmt: off
 WORKED = [
     # values are ignored: 30 vs 20. Hardness: one component (WHERE), nothing else: easy
     Worked("values_ignored", "SELECT name FROM student WHERE age > 30",
@@ -103,7 +114,8 @@ WORKED = [
            "SELECT dept_id FROM student GROUP BY dept_id HAVING count(*) > 1 AND avg(age) > 20",
            "SELECT dept_id FROM student GROUP BY dept_id HAVING count(*) > 1 AND avg(age) > 20",
            True, "easy"),
-]  # fmt: skip
+]
+# fmt: on
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +137,9 @@ def test_clause_scores(schema: dict[str, list[str]]) -> None:
     assert order.partial["keywords"].f1 == 0  # "desc" is a keyword, "asc" the default
     and_or = spider_exact_match(WORKED[9].pred, WORKED[9].gold, schema)
     assert and_or.partial["and/or"].f1 == 0 and and_or.partial["where"].f1 == 1
-    assert not spider_exact_match("SELECT x FROM nope", "SELECT name FROM student",
-                                  schema).pred_parsed  # fmt: skip
+    assert not spider_exact_match(
+        "SELECT x FROM nope", "SELECT name FROM student", schema
+    ).pred_parsed
 
 
 def test_without_foreign_keys_the_columns_differ(schema: dict[str, list[str]]) -> None:

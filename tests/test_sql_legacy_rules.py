@@ -9,14 +9,13 @@ pairs. Queries run for real on a SQLite database through the execution scorer.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
-from benchmark_files import make_db
+from benchmark_files import concert_context
 from queryeval.cases import Attempt, Case, Output
-from queryeval.config import PRESETS, ScorerConfig, SuiteConfig
+from queryeval.config import PRESETS, ScorerConfig
 from queryeval.metrics import (
     bird_legacy_equal,
     spider_legacy_equal,
@@ -41,6 +40,7 @@ class Pair(NamedTuple):
 
 # singer: (1, Ann, 31, FR), (2, Bob, 25, US), (3, Cid, 40, FR);
 # concert: (10, 1, 2019), (11, 1, 2020), (12, 3, 2020)
+# fmt: off
 PAIRS = [
     # DISTINCT: the official default deletes it from both queries
     Pair("distinct", "SELECT DISTINCT country FROM singer", "SELECT country FROM singer",
@@ -62,7 +62,8 @@ PAIRS = [
          "SELECT name FROM singer ORDER BY age DESC", False, False, True, False, True),
     # "order by" anywhere in the gold text orders the rows for the official script
     Pair("order_by_in_subquery",
-         "SELECT name FROM singer WHERE singer_id IN (SELECT singer_id FROM concert ORDER BY year)",
+         "SELECT name FROM singer WHERE singer_id IN "
+         "(SELECT singer_id FROM concert ORDER BY year)",
          "SELECT name FROM singer WHERE singer_id IN (SELECT singer_id FROM concert) "
          "ORDER BY name DESC", False, False, True, True, True),
     # NULL: one NULL row is not an empty result
@@ -79,11 +80,12 @@ PAIRS = [
     # (1.5, 1) but (1.0, 1.5) stays, so Spider rejects a pair that is equal value by value
     Pair("quick_rejection", "SELECT 1, 1.5", "SELECT 1.0, 1.5", False, False, True, True, True),
     # the prediction's "value" becomes "1", "> =" becomes ">=" (Spider's rewrites)
-    Pair("value_placeholder", "SELECT name FROM singer", "SELECT name FROM singer WHERE age > value",
-         True, True, False, False, False),
+    Pair("value_placeholder", "SELECT name FROM singer",
+         "SELECT name FROM singer WHERE age > value", True, True, False, False, False),
     Pair("spaced_operator", "SELECT name FROM singer WHERE age > 30",
          "SELECT name FROM singer WHERE age > = 31", True, True, False, False, False),
-]  # fmt: skip
+]
+# fmt: on
 
 CONFIGS = {
     "spider_legacy": ("spider_legacy", {}),
@@ -96,13 +98,7 @@ CONFIGS = {
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
-    root = tmp_path_factory.mktemp("legacy")
-    db = make_db(root / "concert" / "concert.sqlite")
-    suite = SuiteConfig.model_validate(
-        {"name": "t", "cases": "x", "systems": [{"name": "s", "predictions": "p"}],
-         "databases": {"concert": {"engine": "sqlite", "path": str(db)}}}
-    )  # fmt: skip
-    context = ScoringContext(suite, cache_dir=root / "cache")
+    context = concert_context(tmp_path_factory.mktemp("legacy"))
     yield context
     context.close()
 
@@ -110,8 +106,7 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
 def verdict(ctx: ScoringContext, config: str, pair: Pair) -> bool:
     preset, extra = CONFIGS[config]
     spec = next(s for s in PRESETS[preset]["scorers"] if s["name"] == "execution_match")
-    options = {**spec.get("options", {}), **extra,
-               "comparison": PRESETS[preset]["comparison"]}  # fmt: skip
+    options = {**spec.get("options", {}), **extra, "comparison": PRESETS[preset]["comparison"]}
     scorer = build_scorer(ScorerConfig(name="execution_match", options=options))
     case = Case.model_validate(
         {"id": pair.name, "conversation": [{"content": "q", "target": {"query": pair.gold}}]}
@@ -131,8 +126,16 @@ def test_each_rule_gives_the_published_verdict(
 
 def test_multiple_statements_keep_the_first_under_spider_legacy(ctx: ScoringContext) -> None:
     # sqlparse's first statement is all the official DISTINCT removal keeps
-    pair = Pair("two_statements", "SELECT name FROM singer",
-                "SELECT DISTINCT name FROM singer; SELECT 1", True, False, False, False, False)  # fmt: skip
+    pair = Pair(
+        "two_statements",
+        "SELECT name FROM singer",
+        "SELECT DISTINCT name FROM singer; SELECT 1",
+        True,
+        False,
+        False,
+        False,
+        False,
+    )
     for config in CONFIGS:
         assert verdict(ctx, config, pair) is getattr(pair, config), config
 
@@ -163,8 +166,9 @@ def test_many_identical_columns_stay_fast() -> None:
 
 
 def test_spider_rewrites_and_order_detection() -> None:
-    p, g = spider_legacy_queries("SELECT value FROM t WHERE YEAR(CURDATE()) > = 1",
-                                 "select DISTINCT a from t")  # fmt: skip
+    p, g = spider_legacy_queries(
+        "SELECT value FROM t WHERE YEAR(CURDATE()) > = 1", "select DISTINCT a from t"
+    )
     assert p == "SELECT 1 FROM t WHERE 2020>= 1" and g == "select  a from t"
     assert spider_legacy_order_matters("SELECT a FROM t ORDER BY a")
     assert spider_legacy_order_matters("SELECT 'order by' FROM t")  # a substring test
@@ -178,14 +182,19 @@ def test_bird_rule() -> None:
 
 
 def test_bad_rule_and_unknown_variants_are_input_errors(ctx: ScoringContext) -> None:
-    from queryeval.errors import InputError
-
     from pydantic import ValidationError
+
+    from queryeval.errors import InputError
 
     with pytest.raises(ValidationError, match="rule"):  # `validate` reports it with its place
         build_scorer(ScorerConfig(name="execution_match", options={"rule": "spider_old"}))
     scorer = build_scorer(ScorerConfig(name="execution_match"))
-    case = Case.model_validate({"id": "v", "metadata": {"variants": ["concert", "nope"]},
-                                "conversation": [{"content": "q", "target": {"query": "SELECT 1"}}]})  # fmt: skip
+    case = Case.model_validate(
+        {
+            "id": "v",
+            "metadata": {"variants": ["concert", "nope"]},
+            "conversation": [{"content": "q", "target": {"query": "SELECT 1"}}],
+        }
+    )
     with pytest.raises(InputError, match="nope"):
         scorer.prepare([case], ctx)

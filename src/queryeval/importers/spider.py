@@ -62,8 +62,9 @@ class Sources:
     gold: Path | None = None
 
 
-def build(request: ImportRequest) -> ImportedSuite:
-    """The suite of a Spider-family benchmark (see the module docstring)."""
+def build(request: ImportRequest, benchmark: str = "spider") -> ImportedSuite:
+    """The suite of a Spider-family benchmark (see the module docstring); ``benchmark``
+    names the suite (``sparc``, ``cosql``) when ``--name`` does not."""
     split = request.option("split", "dev") or "dev"
     preset = request.option("preset", "spider") or "spider"
     if preset not in PRESETS:
@@ -93,7 +94,7 @@ def build(request: ImportRequest) -> ImportedSuite:
         },
     ]
     suite = ImportedSuite(
-        name=request.name or f"spider-{split}",
+        name=request.name or f"{benchmark}-{split}",
         cases=cases,
         databases=databases,
         predictions=predictions,

@@ -17,7 +17,7 @@ from queryeval.cases import Case, Output, Score
 from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
-from queryeval.scorers.execution import ExecutionMatchScorer, target_query
+from queryeval.scorers.execution import ExecutionMatchScorer, case_database, target_query
 
 
 class SpiderExactMatchOptions(BaseModel):
@@ -30,19 +30,6 @@ class SpiderExactMatchOptions(BaseModel):
     )
     database: str | None = Field(default=None, description="database when the case names none")
     attempt: Literal["final", "first"] = "final"
-
-
-def _database(case: Case, fallback: str | None, ctx: ScoringContext) -> str | None:
-    for target in case.targets:
-        query = target_query(target)
-        if query is not None and query.database:
-            return query.database
-    if case.metadata.get("database"):
-        return str(case.metadata["database"])
-    if fallback:
-        return fallback
-    names = list(ctx.suite.databases) if ctx.suite is not None else []
-    return names[0] if len(names) == 1 else None
 
 
 def _schema(ctx: ScoringContext, database: str) -> dict[str, list[str]]:
@@ -96,7 +83,7 @@ class SpiderExactMatchScorer(Scorer):
         gold = next((q for q in map(target_query, case.targets) if q is not None), None)
         if gold is None:
             return Score.unscored("the case has no gold query")
-        database = _database(case, self.options.database, ctx)
+        database = case_database(case, self.options.database, ctx)
         if database is None:
             return Score.unscored("no database for this case (the schema resolves columns)")
         attempt = output.final if self.options.attempt == "final" else output.first

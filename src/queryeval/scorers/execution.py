@@ -75,6 +75,21 @@ def check_comparison(policy: dict[str, Any], where: str) -> None:
         )
 
 
+def case_database(case: Case, fallback: str | None, ctx: ScoringContext) -> str | None:
+    """The database of a case: the gold query's, else ``metadata.database``, else
+    ``fallback`` (a scorer's option), else the suite's only database."""
+    for target in case.targets:
+        query = target_query(target)
+        if query is not None and query.database:
+            return query.database
+    if case.metadata.get("database"):
+        return str(case.metadata["database"])
+    if fallback:
+        return fallback
+    names = list(ctx.suite.databases) if ctx.suite is not None else []
+    return names[0] if len(names) == 1 else None
+
+
 @dataclass
 class Gold:
     """One accepted answer: its rows (when it ran) or why it could not be used."""
@@ -130,16 +145,7 @@ class _ExecutionScorer(Scorer):
     # -- locating things -----------------------------------------------------------------
 
     def _database(self, case: Case, ctx: ScoringContext) -> str | None:
-        for target in case.targets:
-            query = target_query(target)
-            if query is not None and query.database:
-                return query.database
-        if case.metadata.get("database"):
-            return str(case.metadata["database"])
-        if self.options.database:
-            return self.options.database
-        names = list(ctx.suite.databases) if ctx.suite is not None else []
-        return names[0] if len(names) == 1 else None
+        return case_database(case, self.options.database, ctx)
 
     def _predict(self, case: Case, output: Output, ctx: ScoringContext) -> Prediction | Score:
         from queryeval.engines import execute_query
