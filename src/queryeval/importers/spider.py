@@ -139,9 +139,11 @@ def find_sources(sources: list[Path] | tuple[Path, ...] | Any, split: str) -> So
         if source.is_dir():
             if database_root(source):
                 found.databases = source
-            for sub in ("database", f"{split}_database", "test_database", "databases"):
-                if split != "test" and sub == "test_database":
-                    continue
+            subs = [f"{split}_database", "database", "databases"]  # test: test_database
+            if split != "test":
+                subs.remove(f"{split}_database")
+                subs.append(f"{split}_database")
+            for sub in subs:
                 if database_root(source / sub):
                     found.databases = source / sub
                     break
