@@ -208,3 +208,27 @@ def test_formats_are_listed_without_a_central_table() -> None:
     assert result.exit_code == 0
     for name in ("spider", "sparc", "cosql", "bird", "spider2"):
         assert name in result.output
+
+
+def test_text_that_is_not_utf8_is_read_as_spider_reads_it(tmp_path: Path) -> None:
+    import sqlite3
+
+    from queryeval.engines._factory import build_engine
+
+    db = tmp_path / "latin.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (name TEXT)")
+    con.execute("INSERT INTO t VALUES (CAST(X'4AE9726F6D65' AS TEXT))")  # "Jérome" in Latin-1
+    con.commit()
+    con.close()
+    suite = load_suite(write(tmp_path / "s.yaml", yaml.safe_dump({
+        "name": "t", "cases": "c.jsonl", "systems": [{"name": "s", "predictions": "p"}],
+        "databases": {"strict": {"engine": "sqlite", "path": str(db)},
+                      "spider": {"engine": "sqlite", "path": str(db),
+                                 "options": {"text_errors": "ignore"}}}})))  # fmt: skip
+    strict = build_engine("strict", suite.databases["strict"], tmp_path, tmp_path / "cache")
+    spider = build_engine("spider", suite.databases["spider"], tmp_path, tmp_path / "cache")
+    assert strict.execute("SELECT name FROM t").outcome.kind != "ok"
+    run = spider.execute("SELECT name FROM t")
+    assert run.ok and run.result is not None and list(run.result.rows) == [("Jrome",)]
+    assert strict.identity != spider.identity

@@ -105,7 +105,13 @@ def build_engine(name: str, config: DatabaseConfig, base_dir: Path, cache_dir: P
         if kind == "sqlite":
             from queryeval.engines._sqlite import SQLiteEngine
 
-            return SQLiteEngine(name, path, limits, identity)
+            text_errors = options.get("text_errors", "strict")
+            if text_errors not in ("strict", "ignore", "replace"):
+                raise InputError(f"text_errors={text_errors!r}: expected strict, ignore or "
+                                 "replace", where=f"{where}.options")  # fmt: skip
+            if text_errors != "strict":  # the rows differ, so must the gold cache's key
+                identity = f"{identity}:text_errors={text_errors}"
+            return SQLiteEngine(name, path, limits, identity, text_errors=text_errors)
         from queryeval.engines._kql import KqlEngine
 
         now = _now(options)

@@ -58,11 +58,15 @@ class SQLiteEngine(Engine):
 
     language = "sql"
 
-    def __init__(self, name: str, path: Path, limits: Limits, identity: str) -> None:
+    def __init__(
+        self, name: str, path: Path, limits: Limits, identity: str, *, text_errors: str = "strict"
+    ) -> None:
         super().__init__(name, limits, identity)
         self.path = path
         uri = f"{path.resolve().as_uri()}?mode=ro"
         self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        if text_errors != "strict":  # text that is not UTF-8: Spider's evaluation drops it
+            self._con.text_factory = lambda b: b.decode(errors=text_errors)
         self._con.execute("PRAGMA query_only = ON")
         self._lock = threading.Lock()  # one connection, one statement at a time
 

@@ -264,7 +264,8 @@ def spider_databases(
     root: Path, names: list[str], *, test_suite: bool, timeout_s: float
 ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
     """Suite database entries for ``names`` under ``root`` and each one's variants."""
-    options = {"timeout_s": timeout_s, "max_rows": 1_000_000}
+    # text that is not UTF-8 is decoded dropping the bad bytes, as the official script does
+    options = {"timeout_s": timeout_s, "max_rows": 1_000_000, "text_errors": "ignore"}
     databases: dict[str, dict[str, Any]] = {}
     variants: dict[str, list[str]] = {}
     for name in names:
