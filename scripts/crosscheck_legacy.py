@@ -112,8 +112,94 @@ def main() -> int:
                 disagreements += 1
                 print(f"exact-set-match {example.name}: original ({exact}, {hardness}), "
                       f"table ({example.exact}, {example.hardness})")  # fmt: skip
+        real_checked, real_diff = _real_examples(args.test_suite_eval, evaluation, process_sql,
+                                                 Path(tmp))  # fmt: skip
+        checked += real_checked
+        disagreements += real_diff
     print(f"{checked} verdicts checked, {disagreements} disagreement(s)")
     return 1 if disagreements else 0
+
+
+def _empty_databases(tables_json: Path, root: Path) -> dict[str, Path]:
+    """An empty SQLite database per schema of tables.json (the parser needs names only)."""
+    import json
+    import sqlite3
+
+    paths = {}
+    for entry in json.loads(tables_json.read_text()):
+        path = root / "dbs" / f"{entry['db_id']}.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(path)
+        for t, table in enumerate(entry["table_names_original"]):
+            if table.lower().startswith("sqlite_"):
+                continue
+            cols = [c for i, c in entry["column_names_original"] if i == t]
+            con.execute(f'CREATE TABLE "{table}" ({", ".join(f"[{c}]" for c in cols)})')
+        con.close()
+        paths[entry["db_id"]] = path
+    return paths
+
+
+def _real_examples(repo: Path, evaluation: Any, process_sql: Any, root: Path) -> tuple[int, int]:
+    """Exact-set-match and hardness of evaluation_examples/predict.txt against gold.txt
+    (453 real predictions shipped with test-suite-sql-eval), original against queryeval."""
+    from queryeval.metrics import (
+        SpiderParseError,
+        foreign_key_map,
+        spider_exact_match,
+        sqlite_schema,
+    )
+
+    tables_json = repo / "tables.json"
+    import json
+
+    entries = {e["db_id"]: e for e in json.loads(tables_json.read_text())}
+    dbs = _empty_databases(tables_json, root)
+    kmaps = evaluation.build_foreign_key_map_from_json(str(tables_json))
+    gold_lines = (repo / "evaluation_examples" / "gold.txt").read_text().splitlines()
+    pred_lines = (repo / "evaluation_examples" / "predict.txt").read_text().splitlines()
+    checked = differ = skipped = 0
+    for gold_line, pred_line in zip(gold_lines, pred_lines, strict=True):
+        if not gold_line.strip():
+            continue
+        g_str, db = gold_line.strip().split("\t")
+        p_str = pred_line.strip().split("\t")[0].replace("value", "1")
+        schema = process_sql.Schema(process_sql.get_schema(str(dbs[db])))
+        try:
+            g_sql = process_sql.get_sql(schema, g_str)
+        except Exception:
+            skipped += 1
+            continue
+        hardness = evaluation.Evaluator().eval_hardness(g_sql)
+        try:
+            p_sql = process_sql.get_sql(schema, p_str)
+        except Exception:
+            p_sql = None
+        if p_sql is None:
+            p_sql = {"except": None, "from": {"conds": [], "table_units": []}, "groupBy": [],
+                     "having": [], "intersect": None, "limit": None, "orderBy": [],
+                     "select": [False, []], "union": None, "where": []}  # fmt: skip
+        kmap = kmaps[db]
+        g_valid = evaluation.build_valid_col_units(g_sql["from"]["table_units"], schema)
+        g_sql = evaluation.rebuild_sql_col(g_valid, evaluation.rebuild_sql_val(g_sql), kmap)
+        p_valid = evaluation.build_valid_col_units(p_sql["from"]["table_units"], schema)
+        p_sql = evaluation.rebuild_sql_col(p_valid, evaluation.rebuild_sql_val(p_sql), kmap)
+        exact = bool(evaluation.Evaluator().eval_exact_match(p_sql, g_sql))
+        checked += 2
+        try:
+            mine = spider_exact_match(p_str, g_str, sqlite_schema(dbs[db]),
+                                      foreign_key_map(entries[db]))  # fmt: skip
+        except SpiderParseError as error:
+            differ += 1
+            print(f"real {db}: queryeval cannot read the gold ({error}): {g_str}")
+            continue
+        if (mine.exact, mine.hardness) != (exact, hardness):
+            differ += 1
+            print(f"real {db}: original ({exact}, {hardness}), queryeval ({mine.exact}, "
+                  f"{mine.hardness})\n  gold: {g_str}\n  pred: {p_str}")  # fmt: skip
+    print(f"real examples: {checked // 2} pairs, {differ} differ, {skipped} golds the original "
+          "cannot parse")  # fmt: skip
+    return checked, differ
 
 
 if __name__ == "__main__":

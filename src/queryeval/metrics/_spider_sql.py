@@ -31,6 +31,7 @@ the structure is the one the query means; see docs/benchmarks.md.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -128,6 +129,8 @@ def spider_sql(query: str, schema: Schema) -> SQL:
     import sqlglot
     from sqlglot import exp
 
+    # the original's tokenizer joins "! =", "> =", "< =" into one operator
+    query = re.sub(r"([!<>])\s+=", r"\1=", query)
     try:
         tree = sqlglot.parse_one(query, read="sqlite")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as error:
@@ -335,18 +338,35 @@ class _Builder:
         return direction, units
 
     def condition(self, node: Any, scope: _Scope) -> list[Any]:
+        """The condition as the official flat list ``[unit, "and"/"or", unit, ...]``.
+
+        The original reads a right-hand side that is neither a literal nor a nested query
+        (a column, ``T2.b``) up to the next ``and``, ``,``, ``)`` or clause keyword, so the
+        ``or`` branches after it vanish from its structure; they vanish here too.
+        """
+        flat = self._flatten(node)
+        out: list[Any] = []
+        i = 0
+        while i < len(flat):
+            unit_node = flat[i]
+            if i:
+                out.append(flat[i - 1])
+            out.append(self.cond_unit(unit_node, scope))
+            i += 2
+            if _swallows(unit_node):
+                while i < len(flat) and flat[i - 1] == "or":
+                    i += 2
+        return out
+
+    def _flatten(self, node: Any) -> list[Any]:
         from sqlglot import exp
 
         while isinstance(node, exp.Paren):
             node = node.this
         if isinstance(node, exp.And | exp.Or):
             word = "and" if isinstance(node, exp.And) else "or"
-            return [
-                *self.condition(node.this, scope),
-                word,
-                *self.condition(node.expression, scope),
-            ]
-        return [self.cond_unit(node, scope)]
+            return [*self._flatten(node.this), word, *self._flatten(node.expression)]
+        return [node]
 
     def cond_unit(self, node: Any, scope: _Scope) -> tuple[Any, ...]:
         from sqlglot import exp
@@ -381,6 +401,22 @@ class _Builder:
         if isinstance(node, exp.Subquery | exp.Query):
             return self.query(node.this if isinstance(node, exp.Subquery) else node)
         return None
+
+
+def _swallows(node: Any) -> bool:
+    """Whether the original's value reader runs on past this condition (see condition)."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Not):
+        node = node.this
+    if isinstance(node, exp.Between | exp.In | exp.Exists) or not isinstance(node, exp.Binary):
+        return False
+    value = node.expression
+    while isinstance(value, exp.Paren):
+        value = value.this
+    return not isinstance(
+        value, exp.Literal | exp.Null | exp.Subquery | exp.Query | exp.Neg
+    ) and not (isinstance(value, exp.Column) and value.this.quoted and not value.table)
 
 
 def _explicit_asc(item: Any) -> bool:
