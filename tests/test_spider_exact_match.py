@@ -108,6 +108,16 @@ WORKED = [
     Worked("and_or", "SELECT name FROM student WHERE age > 20 AND dept_id = 1 AND name LIKE 'A%'",
            "SELECT name FROM student WHERE age > 20 AND dept_id = 1 OR name LIKE 'A%'",
            False, "hard"),
+    # the parser's quirk: after "= T2.dept_id" (a column) the original reads on to the next
+    # AND, so the OR branch is not in its structure: the same WHERE, and hardness WHERE +
+    # one join = medium (not hard)
+    Worked("or_after_a_column",
+           "SELECT T1.name FROM student AS T1 JOIN dept AS T2 ON T1.stu_id = T2.budget "
+           "WHERE T1.dept_id = T2.dept_id",
+           "SELECT T1.name FROM student AS T1 JOIN dept AS T2 ON T1.stu_id = T2.budget "
+           "WHERE T1.dept_id = T2.dept_id OR T1.age > 20", True, "medium"),
+    Worked("spaced_not_equal", "SELECT name FROM student WHERE age != 1",
+           "SELECT name FROM student WHERE age ! = 2", True, "easy"),
     # the quirk: in HAVING the "and" counts as an aggregation, count(*) and avg(age) do not;
     # one aggregation is not "more than one", so GROUP BY alone makes it easy
     Worked("having_counting_quirk",
