@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 def _stub_modules() -> None:
     timeout = types.ModuleType("func_timeout")
 
-    class FunctionTimedOut(Exception):  # noqa: N818 - the original's name
+    class FunctionTimedOut(Exception):
         pass
 
     def func_timeout(_seconds: float, func: Any, args: tuple[Any, ...] = ()) -> Any:
@@ -59,7 +59,7 @@ def main() -> int:
     _stub_modules()
 
     from benchmark_files import make_db
-    from test_spider_exact_match import WORKED, SCHEMA_DB
+    from test_spider_exact_match import SCHEMA_DB, WORKED
     from test_sql_legacy_rules import PAIRS
 
     exec_eval, evaluation, process_sql = _load(
