@@ -232,3 +232,17 @@ def test_text_that_is_not_utf8_is_read_as_spider_reads_it(tmp_path: Path) -> Non
     run = spider.execute("SELECT name FROM t")
     assert run.ok and run.result is not None and list(run.result.rows) == [("Jrome",)]
     assert strict.identity != spider.identity
+
+
+def test_cosql_folder_layout(tmp_path: Path) -> None:
+    folder = sparc_folder(tmp_path)
+    root = tmp_path / "cosql_dataset"
+    (root / "sql_state_tracking").mkdir(parents=True)
+    (folder / "dev.json").rename(root / "sql_state_tracking" / "cosql_dev.json")
+    (folder / "database").rename(root / "database")
+    result = cli("import", "cosql", root, "--out", tmp_path / "suite")
+    assert result.exit_code == 0, result.output
+    data = yaml.safe_load((tmp_path / "suite" / "suite.yaml").read_text())
+    assert data["name"] == "cosql-dev"
+    cases = [json.loads(x) for x in (tmp_path / "suite" / "cases.jsonl").read_text().splitlines()]
+    assert [c["id"] for c in cases] == ["i0000-t1", "i0000-t2", "i0001-t1"]

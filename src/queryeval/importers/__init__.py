@@ -16,6 +16,8 @@ Adding a format (no central table to edit): create ``queryeval/importers/<format
   line=..., where=...)`` for malformed input: the command prints it and exits 2, having
   written nothing.
 
+Keep a format module's top-level imports light (``queryeval import --list`` imports every
+module to read its ``SUMMARY``); import heavy libraries inside ``build``.
 ``queryeval.importers._suite.write_suite`` writes what ``build`` returned. Helpers shared by
 formats (JSON/JSONL reading with places, SQLite database discovery) live in ``_read.py``.
 
