@@ -246,3 +246,13 @@ def test_cosql_folder_layout(tmp_path: Path) -> None:
     assert data["name"] == "cosql-dev"
     cases = [json.loads(x) for x in (tmp_path / "suite" / "cases.jsonl").read_text().splitlines()]
     assert [c["id"] for c in cases] == ["i0000-t1", "i0000-t2", "i0001-t1"]
+
+
+def test_an_unknown_option_cannot_be_honoured(tmp_path: Path) -> None:
+    folder = spider_folder(tmp_path, variant=False)
+    result = cli("import", "spider", folder, "--out", tmp_path / "s", "--set", "presett=spider")
+    assert result.exit_code == 2 and "presett" in result.output and "preset" in result.output
+    result = cli("import", "spider", folder, "--out", tmp_path / "s", "--set", "preset=bird")
+    assert result.exit_code == 2 and "spider_legacy" in result.output
+    result = cli("import", "spider", folder, "--out", tmp_path / "s", "--set", "timeout_s=soon")
+    assert result.exit_code == 2 and "timeout_s=soon" in result.output

@@ -28,6 +28,26 @@ class ImportRequest:
         """A `--set key=value` option."""
         return self.options.get(key, default)
 
+    def number_option(self, key: str, default: float) -> float:
+        """A positive number given as `--set key=value`."""
+        text = self.options.get(key)
+        if text is None:
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not value > 0 or value == float("inf"):
+            raise InputError(f"{key}={text}: expected a positive number", where="--set")
+        return value
+
+    def expect_options(self, *known: str) -> None:
+        """Refuse a `--set` option the format does not have (it could not be honoured)."""
+        unknown = sorted(set(self.options) - set(known))
+        if unknown:
+            raise InputError(f"unknown option(s) {', '.join(unknown)}; this format takes "
+                             f"{', '.join(known) or 'none'}", where="--set")  # fmt: skip
+
 
 @dataclass
 class ImportedSuite:
@@ -80,6 +100,9 @@ def write_suite(suite: ImportedSuite, out: Path, *, overwrite: bool = False) -> 
     data["systems"] = systems
     data.update(suite.suite)
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    header = getattr(suite, "header", "")  # an importer may explain the suite in a comment
+    if header:
+        text = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines()) + text
     _atomic_write(out / SUITE_FILE, text.encode())
     return out / SUITE_FILE
 

@@ -40,6 +40,7 @@ _DATABASES = ("dev_databases", "databases", "dev_databases/dev_databases")
 
 def build(request: ImportRequest) -> ImportedSuite:
     """The suite of BIRD (see the module docstring)."""
+    request.expect_options("preset", "timeout_s")
     preset = request.option("preset", "bird") or "bird"
     if preset not in PRESETS:
         raise InputError(f"--set preset={preset}: expected one of {', '.join(PRESETS)}")
@@ -47,7 +48,7 @@ def build(request: ImportRequest) -> ImportedSuite:
     examples = _examples(examples_path)
     if gold_path is not None:
         _check_gold(gold_path, examples)
-    timeout_s = float(request.option("timeout_s", "30") or 30)
+    timeout_s = request.number_option("timeout_s", 30.0)
     databases: dict[str, dict[str, Any]] = {}
     for e in examples:
         db = e["db_id"]

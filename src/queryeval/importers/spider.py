@@ -65,6 +65,7 @@ class Sources:
 def build(request: ImportRequest, benchmark: str = "spider") -> ImportedSuite:
     """The suite of a Spider-family benchmark (see the module docstring); ``benchmark``
     names the suite (``sparc``, ``cosql``) when ``--name`` does not."""
+    request.expect_options("preset", "split", "test_suite", "timeout_s")
     split = request.option("split", "dev") or "dev"
     preset = request.option("preset", "spider") or "spider"
     if preset not in PRESETS:
@@ -77,7 +78,7 @@ def build(request: ImportRequest, benchmark: str = "spider") -> ImportedSuite:
         found.databases,
         sorted({e.db for e in examples}),
         test_suite=_flag(request.option("test_suite", "true"), "test_suite"),
-        timeout_s=float(request.option("timeout_s", "60") or 60),
+        timeout_s=request.number_option("timeout_s", 60.0),
     )
     hardness = _hardness(examples, databases)
     interactive = any(e.turn > 1 for e in examples)

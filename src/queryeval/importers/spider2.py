@@ -33,11 +33,12 @@ SUMMARY = "Spider 2.0-lite local cases: spider2-lite.jsonl, gold CSVs (_a/_b), l
 
 def build(request: ImportRequest) -> ImportedSuite:
     """The suite of Spider 2.0-lite's local cases (see the module docstring)."""
+    request.expect_options("timeout_s")
     examples_path, eval_path, results_dir, db_dir = _find(request.sources)
     standards = {
         str(r.get("instance_id")): (n, r) for n, r in read_jsonl(eval_path) if isinstance(r, dict)
     }
-    timeout_s = float(request.option("timeout_s", "60") or 60)
+    timeout_s = request.number_option("timeout_s", 60.0)
     cases: list[dict[str, Any]] = []
     databases: dict[str, dict[str, Any]] = {}
     skipped = 0
