@@ -152,6 +152,9 @@ def test_sparc_interactions_become_conversations(tmp_path: Path) -> None:
     run = run_suite(load_suite(out / "suite.yaml"), tmp_path / "run", progress=False)
     ex = {cid: s["execution_match"]["value"] for cid, s in records(run.out_dir).items()}
     assert ex == {"i0000-t1": 1.0, "i0000-t2": 0.0, "i0001-t1": 1.0}
+    summary = json.loads((run.out_dir / "summary.json").read_text())
+    agg = summary["systems"]["p"]["scorers"]["execution_match"]["aggregate"]
+    assert agg["interactions"] == {"count": 2, "all_turns_exact": 0.5, "left_out": 0}
 
 
 @pytest.mark.parametrize(

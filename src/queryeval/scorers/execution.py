@@ -435,6 +435,23 @@ class ExecutionMatchScorer(_ExecutionScorer):
     metric_names = ("exact",)
     uses_variants = True
 
+    def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
+        """The shared counts, plus for interactions (SParC/CoSQL: ``metadata.interaction``)
+        the share whose every turn matched (the official ``joint_all``); an interaction
+        with an unscored turn is left out."""
+        out = super().aggregate(cases, scores)
+        turns: dict[str, list[Score]] = {}
+        for case, score in zip(cases, scores, strict=True):
+            key = case.metadata.get("interaction")
+            if key is not None:
+                turns.setdefault(str(key), []).append(score)
+        judged = [t for t in turns.values() if all(s.status == "ok" for s in t)]
+        if judged:
+            right = sum(all(s.value == 1.0 for s in t) for t in judged)
+            out["interactions"] = {"count": len(judged), "all_turns_exact": right / len(judged),
+                                   "left_out": len(turns) - len(judged)}  # fmt: skip
+        return out
+
     def value_of(self, result: Any) -> float:
         return 1.0 if result.exact else 0.0
 
