@@ -91,14 +91,21 @@ def search_permutation(
     is_exact: Callable[[Mapping], bool],
     max_steps: int,
     first_try: Mapping | None = None,
+    want_best: bool = True,
 ) -> Search:
-    """Find a column bijection under which ``is_exact(mapping)`` holds (see module doc)."""
+    """Find a column bijection under which ``is_exact(mapping)`` holds (see module doc).
+    Without one, ``best`` is the mapping keeping the most values in common, computed only
+    when ``want_best`` (it costs a sort per column pair)."""
+
+    def best() -> Mapping | None:
+        return _best_mapping(gold, pred) if want_best else None
+
     k = len(gold)
     if first_try is not None and is_exact(first_try):
         return Search(first_try, first_try, 1, False)
     same_rows = len(gold[0].codes) == len(pred[0].codes) if k else True
     if k == 0 or not (same_rows or as_set):
-        return Search(None, _best_mapping(gold, pred), 0, False)
+        return Search(None, best(), 0, False)
 
     signature = _set_signature if as_set else _multiset_signature
     gold_sig = [signature(c.codes) for c in gold]
@@ -116,7 +123,7 @@ def search_permutation(
                 ok.append(ci)
         candidates.append(ok)
     if any(not c for c in candidates):
-        return Search(None, _best_mapping(gold, pred), 0, False)
+        return Search(None, best(), 0, False)
 
     order = sorted(range(k), key=lambda gi: len(candidates[gi]))
     free = [len(m) for m in classes]
@@ -165,7 +172,7 @@ def search_permutation(
         return None
 
     found = place(0)
-    return Search(found, found or _best_mapping(gold, pred), steps, capped)
+    return Search(found, found or best(), steps, capped)
 
 
 def _multiset_signature(codes: np.ndarray) -> np.ndarray:

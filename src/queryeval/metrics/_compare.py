@@ -133,8 +133,11 @@ def compare_results(
     tie_columns = _resolve_keys(keys, g.columns, notes) if row_policy == "ordered" else ()
     legacy = legacy_recall(p, g, row_limit=legacy_row_limit)
 
+    known: dict[Mapping, RowOutcome] = {}  # row outcomes the permutation search computed
     if columns == "permutation":
-        alignment = _permutation(p, g, row_policy, tie_columns, options, max_permutations, notes)
+        alignment = _permutation(
+            p, g, row_policy, tie_columns, options, max_permutations, notes, known
+        )
     elif columns == "by_position":
         alignment = align_by_position(g.num_columns, p.num_columns)
     else:
@@ -179,6 +182,8 @@ def compare_results(
     if column_problem is not None:
         n_pred, n_gold = row_counts(p, g, row_policy, options)
         return result(RowOutcome(0, n_pred, n_gold, None), column_problem)
+    if alignment.pairs in known:  # the search compared the rows under this mapping already
+        return result(known[alignment.pairs], None)
 
     encoded = encode_rows(
         alignment.pairs,
@@ -323,6 +328,7 @@ def _permutation(
     options: Options,
     max_permutations: int,
     notes: list[str],
+    known: dict[Mapping, RowOutcome],
 ) -> Alignment:
     by_name = align_by_name(g.columns, p.columns)
     if p.num_columns != g.num_columns:
@@ -349,12 +355,14 @@ def _permutation(
         encoded = encode_rows(
             mapping, pair, p.num_rows, g.num_rows, _tie_positions(tie_columns, mapping), options
         )
-        return compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options)
+        known[mapping] = compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options)
+        return known[mapping]
 
     def is_exact(mapping: Mapping) -> bool:
         return rows_equal(rows_for(mapping), row_policy)
 
     first = by_name.pairs if not by_name.missing else None
+    names_pair_up = not by_name.missing and not by_name.extra
     search = search_permutation(
         gold_views,
         pred_views,
@@ -364,12 +372,13 @@ def _permutation(
         is_exact=is_exact,
         max_steps=max_permutations,
         first_try=first,
+        want_best=not names_pair_up,  # without an exact mapping the names are used
     )
     if search.capped:
         notes.append(f"column permutation search stopped after {max_permutations} steps")
     if search.mapping is not None:
         return Alignment(search.mapping, (), ())
-    if not by_name.missing and not by_name.extra:  # the names say which column is which
+    if names_pair_up:  # the names say which column is which
         notes.append("no column permutation makes the rows equal; scored with the names")
         return Alignment(by_name.pairs, (), ())
     notes.append(
