@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from queryeval.judges._limiter import AdaptiveLimiter, Ticket
+from queryeval.llm import AdaptiveLimiter, Ticket
 
 
 def test_halves_on_overload_and_grows_by_one() -> None:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from queryeval.judges._retry import backoff_s, retry_after_s, retry_delay_s
+from queryeval.llm import backoff_s, retry_after_s, retry_delay_s
 
 
 def test_retry_after_seconds() -> None:

@@ -1,7 +1,9 @@
 """A small OpenAI-compatible HTTP server for tests and benchmarks, on 127.0.0.1.
 
 It serves `/v1/chat/completions` and `/v1/embeddings` with scripted behaviour, so the real
-`openai` client can be exercised against rate limits, server errors, slow and garbled replies:
+`openai` client can be exercised against rate limits, server errors, slow and garbled replies,
+tool calls (`Reply.tool_call`) and models scripted per question (a `chat` function of the
+request, which sees the whole conversation, feedback included):
 
     with FakeOpenAI(chat=lambda req: Reply.verdict(0.8)) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="test")
@@ -50,11 +52,18 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = "stop"
+    tool_calls: list[tuple[str, str]] | None = None  # (function name, arguments as JSON text)
 
     @classmethod
     def text(cls, content: str, **kw: Any) -> Reply:
         """A chat completion whose message is `content`."""
         return cls(content=content, **kw)
+
+    @classmethod
+    def tool_call(cls, name: str, arguments: dict[str, Any] | str, **kw: Any) -> Reply:
+        """A chat completion whose message calls the function `name` (no text content)."""
+        args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        return cls(content=None, tool_calls=[(name, args)], finish_reason="tool_calls", **kw)
 
     @classmethod
     def verdict(cls, score: float, reasoning: str = "scripted", **kw: Any) -> Reply:
@@ -229,6 +238,12 @@ class FakeOpenAI:
             if reply.completion_tokens is not None
             else len(content) // 4 + 1
         )
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                for i, (n, a) in enumerate(reply.tool_calls)
+            ]
         return {
             "id": f"chatcmpl-fake-{len(self.chat_requests)}",
             "object": "chat.completion",
@@ -237,7 +252,7 @@ class FakeOpenAI:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
+                    "message": message,
                     "finish_reason": reply.finish_reason,
                     "logprobs": None,
                 }

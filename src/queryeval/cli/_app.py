@@ -47,6 +47,13 @@ def run(
     junit: Annotated[
         Path | None, typer.Option(help="also write JUnit XML here (cases and gates as tests)")
     ] = None,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache/--no-cache",
+            help="answer model systems' requests from the output cache (--no-cache: ask again)",
+        ),
+    ] = True,
 ) -> None:
     """Run a suite: generate, score, store results.jsonl, summary.json, run.json and reports.
 
@@ -66,6 +73,7 @@ def run(
             progress=progress,
             baseline=baseline,
             extra_reports=extra,
+            use_cache=cache,
         )
     except InputError as exc:
         raise fail_input(exc) from None

@@ -1,5 +1,6 @@
 """Suite configuration: the model and its YAML loader."""
 
+from queryeval.config._llm import ChatEndpoint, Price
 from queryeval.config._load import load_suite
 from queryeval.config._model import (
     BaselineConfig,
@@ -14,7 +15,9 @@ from queryeval.config._presets import PRESETS
 __all__ = [
     "PRESETS",
     "BaselineConfig",
+    "ChatEndpoint",
     "DatabaseConfig",
+    "Price",
     "ReportConfig",
     "ScorerConfig",
     "SuiteConfig",

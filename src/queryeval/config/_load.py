@@ -36,6 +36,7 @@ def load_suite(path: str | Path) -> SuiteConfig:
     suite.source = path.resolve()
     _import_plugins(suite, path, doc)
     _check_scorers(suite, path, doc)
+    _check_systems(suite, path, doc)
     return suite
 
 
@@ -83,3 +84,17 @@ def _check_scorers(suite: SuiteConfig, path: Path, doc: Located) -> None:
             raise InputError(
                 str(exc), path=path, line=line_of(("scorers", i)), where=f"scorers[{i}]"
             ) from None
+
+
+def _check_systems(suite: SuiteConfig, path: Path, doc: Located) -> None:
+    """Model and endpoint systems: the files they name, their templates, their databases."""
+    from queryeval.systems import SystemProblem, check_system
+
+    for i, system in enumerate(suite.systems):
+        try:
+            check_system(suite, system)
+        except SystemProblem as exc:
+            loc = ("systems", i, *exc.key)
+            line = doc.line_of(loc) or doc.line_of(("systems", i))
+            where = f"systems[{i}]." + ".".join(str(k) for k in exc.key)
+            raise InputError(exc.message, path=path, line=line, where=where) from None

@@ -10,6 +10,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from queryeval.config._systems import (
+    MODEL_ONLY,
+    QUERY_TASKS,
+    EndpointSpec,
+    ExamplesSpec,
+    ModelSpec,
+    RefineSpec,
+    ReplySpec,
+    Task,
+)
+
 
 def duplicates(names: Iterable[str]) -> list[str]:
     """The names that occur more than once, sorted."""
@@ -33,27 +44,85 @@ class DatabaseConfig(_Model):
 
 
 class SystemConfig(_Model):
-    """A system under test: saved predictions, a Python callable, or an HTTP endpoint."""
+    """A system under test: saved predictions, a Python callable, a model behind an
+    OpenAI-compatible chat endpoint (`model:`), or a deployed HTTP service (`endpoint:`)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     name: str
     predictions: str | None = None
     callable: str | None = None
-    endpoint: str | None = None
+    endpoint: EndpointSpec | None = None
+    model: ModelSpec | None = None
     params: dict[str, Any] | list[dict[str, Any]] | None = None
     concurrency: int = Field(default=4, ge=1, le=1024)
     timeout_s: float | None = Field(default=None, gt=0)
+    # model systems (see queryeval.config._systems and docs/systems.md)
+    prompt: str | None = Field(default=None, description="Jinja template file of the prompt")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    samples: int = Field(default=1, ge=1, le=1000, description="independent attempts per case")
+    refine: RefineSpec | None = None
+    examples: ExamplesSpec | None = None
+    tools: list[dict[str, Any]] | str | None = Field(
+        default=None, description="OpenAI tool definitions, or a JSON/YAML file of them"
+    )
+    tool_choice: Any = None
+    schema_source: str | None = Field(
+        default=None, alias="schema", description="schema text or file for the prompt"
+    )
+    # model and endpoint systems
+    task: Task | None = Field(default=None, description="default: from the case's gold")
+    database: str | None = Field(default=None, description="default: the case's database")
+    reply: ReplySpec = Field(default_factory=ReplySpec)
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> SystemConfig:
-        given = [k for k in ("predictions", "callable", "endpoint") if getattr(self, k)]
+        kinds = ("predictions", "callable", "endpoint", "model")
+        given = [k for k in kinds if getattr(self, k)]
         if len(given) != 1:
             raise ValueError(
-                "a system needs exactly one of 'predictions', 'callable' or 'endpoint'"
+                "a system needs exactly one of 'predictions', 'callable', 'endpoint' or 'model'"
                 + (f" (got {', '.join(given)})" if given else "")
             )
         if self.params is not None and not self.callable:
             raise ValueError("'params' applies only to a 'callable' system")
+        if self.model is None:
+            misplaced = [k for k in MODEL_ONLY if k in self.model_fields_set]
+            if misplaced:
+                raise ValueError(f"'{misplaced[0].replace('_source', '')}' applies only to a "
+                                 "'model' system")  # fmt: skip
+            if self.endpoint is None:
+                extra = [k for k in ("task", "database", "reply") if k in self.model_fields_set]
+                if extra:
+                    raise ValueError(f"'{extra[0]}' applies only to 'model' and 'endpoint' systems")
+        else:
+            self._check_model()
         return self
+
+    def _check_model(self) -> None:
+        if self.samples > 1:
+            if self.effective_temperature == 0:
+                raise ValueError(
+                    f"samples: {self.samples} at temperature 0 gives {self.samples} copies of "
+                    "one answer, not independent samples; set temperature above 0"
+                )
+            if self.refine is not None:
+                raise ValueError(
+                    "'samples' and 'refine' cannot be combined: the attempts of a case are "
+                    "either independent samples (pass@k) or the iterations of one loop"
+                )
+        if self.refine is not None and self.task is not None and self.task not in QUERY_TASKS:
+            raise ValueError(
+                f"'refine' needs a query task (sql, kql or cypher) to validate and execute; "
+                f"task is {self.task}"
+            )
+
+    @property
+    def effective_temperature(self) -> float:
+        """The sampling temperature of a model system: the system's, else the model's."""
+        if self.temperature is not None:
+            return self.temperature
+        return self.model.temperature if self.model is not None else 0.0
 
     def configurations(self) -> list[tuple[str, dict[str, Any]]]:
         """(name, params) for each grid point: the cartesian product of a mapping of lists,

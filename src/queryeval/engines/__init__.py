@@ -5,6 +5,7 @@ Importing this package imports no engine library; each is loaded when a database
 """
 
 from queryeval.engines._base import Engine, Execution, Limits
+from queryeval.engines._describe import describe_schema
 from queryeval.engines._factory import ENGINES, build_engine, engine_from_context
 from queryeval.engines._results import ExecutionMemo, execute_query, gold_execution
 from queryeval.metrics import ResultSet
@@ -17,6 +18,7 @@ __all__ = [
     "Limits",
     "ResultSet",
     "build_engine",
+    "describe_schema",
     "engine_from_context",
     "execute_query",
     "gold_execution",

@@ -11,6 +11,7 @@ from queryeval._validation import input_error
 from queryeval.errors import InputError
 from queryeval.judges._config import JudgeConfig
 from queryeval.judges._judge import Judge
+from queryeval.llm import cache_bound
 
 if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
@@ -48,7 +49,8 @@ def build_judge(suite: SuiteConfig, cache_dir: Path | None) -> Judge | None:
             raise InputError(
                 f"rubric file for {name!r} not found", path=path, where=f"judge.rubrics.{name}"
             )
-    return Judge(config, cache_dir=cache_dir, rubric_files=files)
+    return Judge(config, cache_dir=cache_dir, rubric_files=files,
+                 cache_max_bytes=cache_bound(suite.settings))  # fmt: skip
 
 
 def judge_from_context(ctx: ScoringContext) -> Judge | None:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from queryeval.judges._judge import Judge, JudgeRequest
-from queryeval.judges._tokens import TOKENIZER_NOTE
+from queryeval.llm import TOKENIZER_NOTE
 
 
 @dataclass(frozen=True)

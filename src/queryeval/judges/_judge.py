@@ -4,25 +4,28 @@ every failure becomes an `error` or `unscored` verdict with its reason."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import random
-import weakref
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from queryeval.judges._budget import SpendCap
-from queryeval.judges._cache import JudgmentCache, request_key
-from queryeval.judges._client import ChatClient, JudgeCallError, Reply
 from queryeval.judges._config import JudgeConfig
 from queryeval.judges._parse import parse_reply
 from queryeval.judges._rubric import Rubric, builtin_rubric, builtin_rubric_names, load_rubric
-from queryeval.judges._tokens import estimate_prompt_tokens
 from queryeval.judges._verdict import Verdict
-
-_RESERVE_MARGIN = 1.25  # chars/4 can undercount; reserve a bit more so the cap holds
+from queryeval.llm import (
+    DEFAULT_MAX_BYTES,
+    Answer,
+    CallError,
+    ChatService,
+    Reply,
+    ReplyCache,
+    SpendCapReached,
+    estimate_prompt_tokens,
+    request_key,
+)
 
 
 class JudgeRequest:
@@ -74,19 +77,24 @@ class Judge:
         cache_dir: Path | None = None,
         rubric_files: dict[str, Path] | None = None,
         rng: random.Random | None = None,
+        *,
+        cache_max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.config = config
-        self.cache = JudgmentCache(cache_dir / "judge") if config.cache and cache_dir else None
-        self.client = ChatClient(config, rng)
-        self.spend = SpendCap(config.max_cost_usd)
+        cache = (
+            ReplyCache(cache_dir / "judge" / "judgments.sqlite", cache_max_bytes)
+            if config.cache and cache_dir
+            else None
+        )
+        self.service = ChatService(
+            config, cache, section="judge", structured_output=config.structured_output, rng=rng
+        )
+        self.cache = cache
+        self.client = self.service.client
+        self.spend = self.service.spend
         self.stats = JudgeStats()
         self._rubric_files = dict(rubric_files or {})
         self._rubrics: dict[str, Rubric] = {}
-        self._inflight: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[str, asyncio.Future[Verdict]]
-        ] = weakref.WeakKeyDictionary()
-        self._consecutive_failures = 0
-        self._down_reason: str | None = None
 
     # --- rubrics and requests (no calls) ----------------------------------------------------
 
@@ -112,21 +120,19 @@ class Judge:
         a required input is missing."""
         rub = self.rubric(rubric)
         normalised = rub.normalise(inputs)
-        key = request_key(self.config.model, rub.hash, normalised, self.params)
+        key = request_key(
+            model=self.config.model, rubric=rub.hash, inputs=normalised, params=self.params
+        )
         return JudgeRequest(rub, normalised, key)
 
     def is_cached(self, request: JudgeRequest) -> bool:
         """Whether a re-run would answer `request` from the cache."""
-        return self.cache is not None and request.key in self.cache
+        return self.service.cached(request.key)
 
     def worst_case_cost(self, request: JudgeRequest) -> float:
         """Most a call could cost: the prompt estimate with a margin plus the full completion
         budget."""
-        price = self.config.price
-        if price is None:
-            return 0.0
-        prompt = int(request.prompt_tokens * _RESERVE_MARGIN)
-        return price.cost(prompt, self.config.max_tokens)
+        return self.service.worst_case_cost(request.prompt_tokens)
 
     # --- judging -------------------------------------------------------------------------
 
@@ -144,64 +150,36 @@ class Judge:
             self.stats.errors += 1
             return Verdict.error(str(exc), **base)
         base["rubric_hash"] = req.rubric.hash
-        if self.cache is not None:
-            hit = self.cache.get(req.key)
-            if hit is not None:
-                self.stats.cache_hits += 1
-                return self._tally(self._verdict(req, hit, cached=True, attempts=0, base=base))
-        inflight = self._inflight.setdefault(asyncio.get_running_loop(), {})
-        leader = inflight.get(req.key)
-        if leader is not None:  # the same judgment is being asked right now: share its answer
-            self.stats.deduplicated += 1
-            shared = await asyncio.shield(leader)
-            return dataclasses.replace(
-                shared, cached=True, usage={}, cost=0.0 if shared.cost is not None else None
-            )
-        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
-        inflight[req.key] = future
+        service = self.service
+        refusals = service.stats.spend_cap_refusals
         try:
-            verdict = self._tally(await self._judge_uncached(req, base))
-        except BaseException:
-            future.set_result(Verdict.error("judgment cancelled", **base))
-            raise
-        else:
-            future.set_result(verdict)
-            return verdict
-        finally:
-            inflight.pop(req.key, None)
+            answer = await service.ask(
+                req.key,
+                lambda: req.messages,
+                source=req.rubric.name,
+                response_format=_response_format(req.rubric),
+            )
+        except SpendCapReached as exc:
+            self.stats.spend_cap_refusals += service.stats.spend_cap_refusals - refusals
+            return self._tally(Verdict.unscored(str(exc), **base))
+        except CallError as exc:
+            return self._tally(Verdict.error(str(exc), attempts=exc.attempts, **base))
+        self._count(answer)
+        verdict = self._verdict(
+            req, answer.reply, cached=answer.cached, attempts=answer.attempts, base=base
+        )
+        return self._tally(verdict)
 
-    async def _judge_uncached(self, req: JudgeRequest, base: dict[str, Any]) -> Verdict:
-        if self._down_reason is not None:
-            return Verdict.error(self._down_reason, **base)
-        worst = self.worst_case_cost(req)
-        if not self.spend.reserve(worst):
-            self.stats.spend_cap_refusals += 1
-            cap = self.config.max_cost_usd
-            return Verdict.unscored(
-                f"spend cap reached (max_cost_usd={cap}, spent ${self.spend.spent_usd:.4f})", **base
-            )
-        try:
-            reply, attempts = await self.client.complete(req.messages, _response_format(req.rubric))
-        except JudgeCallError as exc:
-            self.spend.settle(worst, 0.0)
-            self._consecutive_failures += 1
-            if self._consecutive_failures >= self.config.outage_after:
-                self._down_reason = (
-                    f"judge endpoint {self.config.endpoint} marked down after "
-                    f"{self._consecutive_failures} failed judgments in a row; last error: {exc}"
-                )
-            return Verdict.error(str(exc), attempts=exc.attempts, **base)
-        except Exception as exc:  # a judge problem must not stop the run
-            self.spend.settle(worst, 0.0)
-            return Verdict.error(f"unexpected judge error: {type(exc).__name__}: {exc}", **base)
-        self._consecutive_failures = 0
-        self.spend.settle(worst, reply.cost or 0.0)
-        self.stats.prompt_tokens += reply.usage.get("prompt_tokens", 0)
-        self.stats.completion_tokens += reply.usage.get("completion_tokens", 0)
-        self.stats.cost_usd += reply.cost or 0.0
-        if self.cache is not None:
-            self.cache.put(req.key, self.config.model, req.rubric.name, reply)
-        return self._verdict(req, reply, cached=False, attempts=attempts, base=base)
+    def _count(self, answer: Answer) -> None:
+        """The judge's own accounting (the service keeps the endpoint-level one)."""
+        if answer.shared:
+            self.stats.deduplicated += 1
+        elif answer.cached:
+            self.stats.cache_hits += 1
+        else:
+            self.stats.prompt_tokens += answer.reply.usage.get("prompt_tokens", 0)
+            self.stats.completion_tokens += answer.reply.usage.get("completion_tokens", 0)
+            self.stats.cost_usd += answer.reply.cost or 0.0
 
     def _tally(self, verdict: Verdict) -> Verdict:
         if verdict.status == "error":
@@ -252,13 +230,11 @@ class Judge:
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running loop."""
-        await self.client.aclose()
+        await self.service.aclose()
 
     def close(self) -> None:
         """Close the cache and the HTTP clients of loops that are not running."""
-        self.client.close()
-        if self.cache is not None:
-            self.cache.close()
+        self.service.close()
 
 
 def _response_format(rubric: Rubric) -> dict[str, Any]:

@@ -27,7 +27,14 @@ from queryeval.runner._progress import Progress
 from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 from queryeval.scorers import Scorer, ScoringContext, build_scorer
 from queryeval.stats._columns import RunColumns
-from queryeval.systems import CallableSystem, PredictionsFile, import_callable
+from queryeval.systems import (
+    CallableSystem,
+    LiveSystem,
+    PredictionsFile,
+    attach_systems,
+    build_system,
+    import_callable,
+)
 
 if TYPE_CHECKING:
     from queryeval.stats import RunData
@@ -50,12 +57,13 @@ _VERSIONED = (
 
 @dataclass
 class SystemRun:
-    """One system configuration to run: saved predictions or a callable with params."""
+    """One system configuration to run: saved predictions, or a live system (a callable with
+    params, a model, an endpoint) whose `generate(case)` gives each output."""
 
     name: str
     params: dict[str, Any]
     predictions: PredictionsFile | None = None
-    callable: CallableSystem | None = None
+    callable: LiveSystem | None = None
     concurrency: int = 4
     group: str = ""  # the configured system a grid point belongs to (shares its concurrency)
 
@@ -143,12 +151,10 @@ def plan_run(
                         group=cfg.name,
                     )
                 )
-        else:
-            raise InputError(
-                "HTTP endpoint systems are not supported yet; save predictions or use a callable",
-                path=suite.source,
-                where=f"systems[{i}]",
-            )
+        else:  # a model or an endpoint: queryeval calls it
+            live = build_system(suite, i, cfg, cases)
+            concurrency = getattr(live, "concurrency", cfg.concurrency)
+            systems.append(SystemRun(cfg.name, {}, callable=live, concurrency=concurrency))
     config_json = suite.model_dump_json(exclude={"base_dir", "source"})
     return RunPlan(
         suite=suite,
@@ -264,8 +270,11 @@ def _record(
 class Runner:
     """Executes a RunPlan into a run directory."""
 
-    def __init__(self, plan: RunPlan, out_dir: Path, *, progress: bool = True) -> None:
+    def __init__(
+        self, plan: RunPlan, out_dir: Path, *, progress: bool = True, use_cache: bool = True
+    ) -> None:
         self.plan = plan
+        self.use_cache = use_cache
         # what the summary needs of every record, kept in memory so it is not read back
         self.columns = RunColumns([s.name for s in plan.systems])
         self.done: set[tuple[str, str]] = set()
@@ -288,13 +297,20 @@ class Runner:
                 "input_files": self.plan.input_files,
                 "config": self.plan.suite.model_dump(mode="json", exclude={"base_dir", "source"}),
                 "scorers": {k: s.describe() for k, s in self.plan.scorers.items()},
-                "systems": [{"name": s.name, "params": s.params} for s in self.plan.systems],
+                "systems": [_describe(s) for s in self.plan.systems],
                 "seed": self.plan.suite.seed,
                 "versions": dict(_versions()),
                 "status": status,
                 "updated_at": now,
             }
         )
+        calls = {
+            s.name: getattr(s.callable, "run_stats")()  # noqa: B009 - model/endpoint only
+            for s in self.plan.systems
+            if hasattr(s.callable, "run_stats")
+        }
+        if calls:  # model and endpoint systems: calls, cache hits, tokens, cost of this run
+            info["system_calls"] = calls
         if status == "complete":
             info["finished_at"] = now
         return info
@@ -350,6 +366,8 @@ class Runner:
             for case in self.plan.cases
             if (system.name, case.id) not in done
         ]
+        live = [s.callable for s in self.plan.systems if s.callable is not None]
+        attach_systems(live, self.ctx, use_cache=self.use_cache)
         for scorer in self.plan.scorers.values():
             scorer.prepare(self.plan.cases, self.ctx)
         self._print_estimate()
@@ -478,6 +496,15 @@ class Runner:
         return summary, gates
 
 
+def _describe(system: SystemRun) -> dict[str, Any]:
+    """A system configuration as run.json records it."""
+    out: dict[str, Any] = {"name": system.name, "params": system.params}
+    describe = getattr(system.callable, "describe", None)
+    if callable(describe):
+        out.update(describe())
+    return out
+
+
 def _cache_dir(suite: SuiteConfig) -> Path:
     configured = suite.settings.get("cache_dir")
     if configured:
@@ -514,9 +541,11 @@ def run_suite(
     write_reports: bool = True,
     baseline: Path | None = None,
     extra_reports: Sequence[ReportConfig] = (),
+    use_cache: bool = True,
 ) -> RunResult:
     """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
-    suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`)."""
+    suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`);
+    `use_cache=False` asks model systems again instead of reading their cached replies."""
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
     from queryeval.runner._sharded import shard_contents
 
@@ -524,7 +553,7 @@ def run_suite(
     plan = plan_run(suite, lazy=contents is not None, contents=contents)
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
-    runner = Runner(plan, out, progress=progress)
+    runner = Runner(plan, out, progress=progress, use_cache=use_cache)
     new, skipped = runner.run(resume=resume, overwrite=overwrite)
     summary, gates = runner.finish(base)
     comparison = None

@@ -1,6 +1,7 @@
 """Scorers: thin adapters from a case and an output to a metric, returning a Score."""
 
 from queryeval.scorers._base import NoOptions, Scorer, ScoringContext
+from queryeval.scorers._codelists import load_codelists
 from queryeval.scorers._estimate import estimate, judged_scorers
 from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer, scorer_class
 
@@ -12,6 +13,7 @@ __all__ = [
     "estimate",
     "judged_scorers",
     "known_scorers",
+    "load_codelists",
     "register_scorer",
     "scorer_class",
 ]

@@ -24,7 +24,8 @@ class AgenticOptions(GradingOptions):
     samples: bool = Field(
         default=False,
         description="attempts are n independent samples (adds the unbiased pass@k; the case "
-        "value is c/n) rather than the iterations of one refinement loop",
+        "value is c/n) rather than the iterations of one refinement loop; outputs of a model "
+        "system with `samples: n` say so themselves",
     )
     breakdown: list[str] = Field(
         default=["complexity", "level"],
@@ -95,7 +96,8 @@ class AgenticScorer(Scorer):
             "iterations_to_success": first_success(correct),
             "database": grader.database,
         }
-        if self.options.samples:
+        if self.options.samples or output.metadata.get("attempts_are") == "samples":
+            details["samples"] = True
             known = [c for c in correct if c is not None]
             if not known:
                 return Score.unscored("no sample's correctness is known", **details)
@@ -111,9 +113,12 @@ class AgenticScorer(Scorer):
         """The agentic report over the scored cases, and per breakdown key."""
         loops: list[list[AttemptSummary]] = []
         groups: dict[str, dict[str, list[list[AttemptSummary]]]] = {}
+        sampled: list[bool] = []
         for case, score in zip(cases, scores, strict=False):
             if score.status == "error":
                 continue
+            if "attempts" in score.details:
+                sampled.append(bool(score.details.get("samples")))
             if "attempts" in score.details:
                 loop = [
                     AttemptSummary(a.get("correct"), a.get("kg_valid"), a.get("error_type"))
@@ -128,9 +133,12 @@ class AgenticScorer(Scorer):
                 for value in _groups_of(case, key):
                     groups.setdefault(key, {}).setdefault(value, []).append(loop)
         ks = self.options.ks
-        report = agentic_report(loops, ks, samples=self.options.samples).as_dict()
+        # samples: by option, or when every output said its attempts are samples (a model
+        # system with `samples: n`; aggregates are per system)
+        samples = self.options.samples or (bool(sampled) and all(sampled))
+        report = agentic_report(loops, ks, samples=samples).as_dict()
         breakdown = {
-            key: {value: _brief(agentic_report(ls, ks, samples=self.options.samples).as_dict())
+            key: {value: _brief(agentic_report(ls, ks, samples=samples).as_dict())
                   for value, ls in sorted(by_value.items())}
             for key, by_value in groups.items()
         }  # fmt: skip

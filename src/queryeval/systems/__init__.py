@@ -1,17 +1,54 @@
-"""Systems under test: saved predictions or a Python callable."""
+"""Systems under test: saved predictions, a Python callable, a model behind an
+OpenAI-compatible chat endpoint (`model:`), or a deployed HTTP service (`endpoint:`).
 
+Live systems (callable, model, endpoint) share one small interface, `LiveSystem`:
+`await system.generate(case) -> Output`, each owning its concurrency and timeouts.
+"""
+
+from queryeval.systems._build import (
+    LiveSystem,
+    SystemProblem,
+    attach_systems,
+    build_system,
+    check_system,
+)
 from queryeval.systems._callable import CallableSystem, coerce_output, import_callable
+from queryeval.systems._endpoint import EndpointSystem, read_path, render_body
+from queryeval.systems._estimate import SystemEstimate, estimate_systems
+from queryeval.systems._model import ModelSystem
 from queryeval.systems._predictions import (
     PredictionsFile,
     parse_output,
     parse_prediction_line,
 )
+from queryeval.systems._prompt import PromptTemplate, builtin_prompt, load_prompt
+from queryeval.systems._reply import ReadOutput, read_output
+from queryeval.systems._task import CaseTask, case_database, case_task
 
 __all__ = [
     "CallableSystem",
+    "CaseTask",
+    "EndpointSystem",
+    "LiveSystem",
+    "ModelSystem",
     "PredictionsFile",
+    "PromptTemplate",
+    "ReadOutput",
+    "SystemEstimate",
+    "SystemProblem",
+    "attach_systems",
+    "build_system",
+    "builtin_prompt",
+    "case_database",
+    "case_task",
+    "check_system",
     "coerce_output",
+    "estimate_systems",
     "import_callable",
+    "load_prompt",
     "parse_output",
     "parse_prediction_line",
+    "read_output",
+    "read_path",
+    "render_body",
 ]

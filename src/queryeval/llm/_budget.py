@@ -1,9 +1,10 @@
-"""The hard cap on judge spend per run.
+"""The hard cap on spend per run.
 
 Each call reserves its worst-case cost (estimated prompt tokens with a margin, plus the
 full completion budget) before it is sent, and settles to the real cost after, so calls in
 flight together cannot overshoot the cap. Once a reservation would pass the cap no call is
-issued: the judgment is `unscored` with reason "spend cap reached".
+issued (a judgment is then `unscored` with reason "spend cap reached"; a system under test
+stops the run, its finished cases kept for `--resume`).
 """
 
 from __future__ import annotations

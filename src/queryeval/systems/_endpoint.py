@@ -1,0 +1,233 @@
+"""A deployed service under test (`systems[].endpoint`): the case is sent as a JSON body built
+from a template, and the output is read from the reply at a configured path.
+
+Retries, Retry-After, backoff and the adaptive concurrency limit are those of the model
+systems (`queryeval.llm`). A service is not cached: it is what is being measured, and it may
+change between runs. Its failures (5xx after the retries, a timeout, a reply without the
+output) are the system's; a refused key (401/403) or a wrong URL (404/405) stops the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from queryeval.cases import Attempt, Case, Output
+from queryeval.errors import InputError
+from queryeval.llm import CallError, JsonClient, RetryPolicy
+from queryeval.systems._predictions import parse_output
+from queryeval.systems._reply import read_output
+from queryeval.systems._task import CaseTask, case_task
+
+if TYPE_CHECKING:
+    from queryeval.config import SuiteConfig, SystemConfig
+    from queryeval.config._systems import EndpointSpec
+    from queryeval.scorers import ScoringContext
+
+_WHOLE = re.compile(r"^\s*\{\{\s*([A-Za-z_]\w*)\s*\}\}\s*$")
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_SETUP_STATUS = {
+    401: "the service refused the credentials",
+    403: "the service refused access",
+    404: "no such URL on the service",
+    405: "the URL does not take this method",
+}
+_ATTEMPT_KEYS = frozenset(
+    {"query", "answer", "weaviate_query", "indicator_selection", "attempts", "output", "error"}
+)
+
+
+def render_body(template: Any, variables: dict[str, Any]) -> Any:
+    """The JSON body: every string of `template` rendered with Jinja (sandboxed); a string
+    that is only `{{ name }}` gives the variable's value itself (a list stays a list).
+
+    >>> render_body({"q": "{{ question }}", "n": 3, "h": ["{{ turns }}"]},
+    ...             {"question": "Why?", "turns": [1, 2]})
+    {'q': 'Why?', 'n': 3, 'h': [[1, 2]]}
+    """
+    if isinstance(template, str):
+        whole = _WHOLE.match(template)
+        if whole and whole.group(1) in variables:
+            return variables[whole.group(1)]
+        from queryeval.systems._prompt import _environment
+
+        return _environment().from_string(template).render(variables)
+    if isinstance(template, dict):
+        return {key: render_body(value, variables) for key, value in template.items()}
+    if isinstance(template, list):
+        return [render_body(value, variables) for value in template]
+    return template
+
+
+def read_path(data: Any, path: str) -> Any:
+    """The value at `path` (`a.b[0].c`; a leading `$.` is allowed; empty: all of it).
+    KeyError when the reply has nothing there.
+
+    >>> read_path({"choices": [{"text": "SELECT 1"}]}, "choices[0].text")
+    'SELECT 1'
+    """
+    path = path.strip()
+    if path.startswith("$"):
+        path = path[1:].lstrip(".")
+    value = data
+    for name, index in _PATH_PART.findall(path):
+        if name:
+            if not isinstance(value, dict) or name not in value:
+                raise KeyError(name)
+            value = value[name]
+        else:
+            if not isinstance(value, list) or int(index) >= len(value):
+                raise KeyError(f"[{index}]")
+            value = value[int(index)]
+    return value
+
+
+class EndpointSystem:
+    """An `endpoint:` system: `await generate(case)` posts the case and reads the output."""
+
+    kind = "endpoint"
+
+    def __init__(self, config: SystemConfig, suite: SuiteConfig, *, where: str) -> None:
+        assert config.endpoint is not None
+        self.config = config
+        self.suite = suite
+        self.where = where
+        self.spec: EndpointSpec = config.endpoint
+        spec = self.spec
+        self.concurrency = spec.concurrency or config.concurrency
+        headers = dict(spec.headers)
+        if spec.api_key_env and os.environ.get(spec.api_key_env):
+            headers["Authorization"] = f"Bearer {os.environ[spec.api_key_env]}"
+        self.client = JsonClient(
+            spec.url,
+            method=spec.method,
+            headers=headers,
+            timeout_s=spec.timeout_s,
+            concurrency=self.concurrency,
+            policy=RetryPolicy(
+                max_attempts=spec.max_attempts,
+                max_rate_limited=spec.max_rate_limited,
+                backoff_base_s=spec.backoff_base_s,
+                backoff_max_s=spec.backoff_max_s,
+                max_retry_after_s=spec.max_retry_after_s,
+            ),
+        )
+        self.ctx: ScoringContext | None = None
+
+    def attach(self, ctx: ScoringContext, *, use_cache: bool = True) -> None:
+        """The context closes this system with its other resources."""
+        self.ctx = ctx
+        ctx.resource(f"system:{self.config.name}", lambda: self)
+
+    def setup_problem(self) -> str | None:
+        """Why the service cannot be called at all (its key variable unset), else None."""
+        env = self.spec.api_key_env
+        if env and not os.environ.get(env):
+            return f"environment variable {env} ({self.where}.endpoint.api_key_env) is not set"
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """The service and how it is asked, for run.json."""
+        return {
+            "kind": self.kind,
+            "url": self.spec.url,
+            "method": self.spec.method,
+            "output": self.spec.output,
+            "cache": False,
+        }
+
+    def run_stats(self) -> dict[str, Any]:
+        """HTTP calls, retries and 429s of this run."""
+        s = self.client.stats
+        return {"calls": s.calls, "retries": s.retries, "rate_limited": s.rate_limited}
+
+    def variables(self, case: Case, task: CaseTask) -> dict[str, Any]:
+        """What a body template may use."""
+        turns = [{"role": t.role, "content": t.content} for t in case.conversation]
+        return {
+            "question": case.question,
+            "conversation": turns,
+            "case_id": case.id,
+            "tags": list(case.tags),
+            "metadata": dict(case.metadata),
+            "task": task.task,
+            "database": task.database or "",
+        }
+
+    async def generate(self, case: Case) -> Output:
+        """The service's output for `case`; its failures are in the Output."""
+        start = time.perf_counter()
+        task = case_task(case, self.suite, self.config)
+        body = render_body(self.spec.body, self.variables(case, task))
+        try:
+            reply, _ = await self.client.send(body)
+        except CallError as exc:
+            if exc.status in _SETUP_STATUS:
+                raise InputError(
+                    f"{_SETUP_STATUS[exc.status or 0]}: {exc}",
+                    path=self.suite.source,
+                    where=f"{self.where}.endpoint",
+                ) from None
+            output = Output(error=f"service call failed: {exc}")
+        else:
+            output = self._read(reply.text, task)
+        output.latency_s = time.perf_counter() - start
+        output.metadata.setdefault("system", "endpoint")
+        return output
+
+    def _read(self, text: str, task: CaseTask) -> Output:
+        try:
+            data: Any = json.loads(text)
+        except ValueError:
+            if self.spec.output:
+                return Output(error=f"the reply is not JSON: {text[:200]!r}")
+            data = text
+        try:
+            value = read_path(data, self.spec.output) if self.spec.output else data
+        except KeyError as exc:
+            return Output(error=f"the reply has no {self.spec.output!r} (missing {exc})")
+        if (
+            isinstance(value, dict)
+            and task.task not in ("weaviate",)
+            and _ATTEMPT_KEYS.intersection(value)
+        ):
+            try:
+                return parse_output(value)
+            except (ValidationError, ValueError) as exc:
+                return Output(error=f"unusable output: {exc}".splitlines()[0])
+        if isinstance(value, str):
+            read = read_output(value, [], task.task, self.config.reply)
+            value = read.value
+            if value is None:
+                return Output(
+                    attempts=[_attempt({"reply": text[:2000], "read_problem": read.problem})]
+                )
+        elif task.task in ("sql", "kql", "cypher", "answer"):
+            return Output(
+                error=f"expected text at {self.spec.output or 'the reply'}, got "
+                f"{type(value).__name__}"
+            )
+        fields: dict[str, Any] = {task.field: value}
+        if task.is_query:
+            fields["language"] = task.task
+        try:
+            return Output(attempts=[_attempt(fields)])
+        except ValidationError as exc:
+            return Output(error=f"unusable output: {exc}".splitlines()[0])
+
+    async def aclose(self) -> None:
+        """Close the connection pool of the running loop."""
+        await self.client.aclose()
+
+    def close(self) -> None:
+        """Forget idle pools."""
+        self.client.close()
+
+
+def _attempt(fields: dict[str, Any]) -> Attempt:
+    return Attempt.model_validate(fields)
