@@ -1,4 +1,5 @@
-"""`queryeval estimate SUITE.yaml`: judge calls not in cache, tokens and cost; calls nothing."""
+"""`queryeval estimate SUITE.yaml`: judge calls and model-system calls not in cache, tokens and
+cost; calls nothing."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ def estimate_command(
         typer.Option("--cache-dir", help="cache folder (default: the suite's settings.cache_dir)"),
     ] = None,
 ) -> None:
-    """Print how many judge calls a run would make (those not in cache), their estimated
-    tokens and cost, without calling the judge or any system. Exit code 2 on bad input."""
+    """Print how many judge calls and model-system calls a run would make (those not in
+    cache), their estimated tokens and cost, without calling the judge or any system. Exit
+    code 2 on bad input."""
     try:
         lines = estimate_lines(suite, cache_dir)
     except InputError as exc:
@@ -29,12 +31,13 @@ def estimate_command(
 
 
 def estimate_lines(suite: Path, cache_dir: Path | None = None) -> list[str]:
-    """The lines `estimate` prints: the estimate, then what to do or the split by rubric."""
+    """The lines `estimate` prints: one per model or endpoint system, the judge's estimate,
+    then what to do or the split by rubric."""
     from queryeval.cases import load_cases
     from queryeval.config import load_suite
     from queryeval.judges import HOW_TO_CONFIGURE
-    from queryeval.scorers import estimate
-    from queryeval.systems import PredictionsFile
+    from queryeval.scorers import ScoringContext, estimate
+    from queryeval.systems import PredictionsFile, estimate_systems
 
     config = load_suite(suite)
     cases = load_cases(config.cases, config.base_dir)
@@ -45,8 +48,13 @@ def estimate_lines(suite: Path, cache_dir: Path | None = None) -> list[str]:
     }
     if cache_dir is None and config.settings.get("cache_dir"):
         cache_dir = config.resolve(str(config.settings["cache_dir"]))
-    result = estimate(config, cases, outputs, cache_dir=cache_dir)
-    lines = [result.line()]
+    ctx = ScoringContext(config, cache_dir or Path.cwd() / ".queryeval-cache")
+    try:
+        lines = [system.line() for system in estimate_systems(config, cases, ctx)]
+        result = estimate(config, cases, outputs, ctx=ctx)
+    finally:
+        ctx.close()
+    lines.append(result.line())
     if result.model is None:
         lines.append(HOW_TO_CONFIGURE)
     elif result.by_rubric:
