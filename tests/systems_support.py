@@ -43,7 +43,9 @@ def write_suite(
     records = [
         {
             "id": IDS.get(q, f"x{i}"),
-            "conversation": [{"content": q, "target": {"query": {"text": sql, "database": "sales"}}}],
+            "conversation": [
+                {"content": q, "target": {"query": {"text": sql, "database": "sales"}}}
+            ],
         }
         for i, (q, sql) in enumerate(chosen.items())
     ]

@@ -156,7 +156,9 @@ def test_the_refinement_loop_recovers_after_the_schema_error_is_fed_back(tmp_pat
     with FakeOpenAI(handler) as server:
         system = model_system(server.base_url, refine={"max_iterations": 3})
         scorers = [{"name": "agentic", "options": {"ks": [1, 2, 3], "breakdown": []}}]
-        path = write_suite(tmp_path, system, scorers=scorers, extra={"reports": ["json", "console"]})
+        path = write_suite(
+            tmp_path, system, scorers=scorers, extra={"reports": ["json", "console"]}
+        )
         summary = run(path, tmp_path / "run")
         requests = list(server.chat_requests)
     by_id = records(tmp_path / "run")
