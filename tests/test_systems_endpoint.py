@@ -135,8 +135,9 @@ def test_a_reply_in_text_or_as_an_output_record(tmp_path: Path) -> None:
 
 def test_body_templates_and_paths() -> None:
     variables = {"question": "Q", "conversation": [{"role": "user", "content": "Q"}], "n": 2}
-    assert render_body({"a": "{{question}}", "b": " {{ conversation }} ", "c": "x{{ n }}"},
-                       variables) == {"a": "Q", "b": variables["conversation"], "c": "x2"}  # fmt: skip
+    template = {"a": "{{question}}", "b": " {{ conversation }} ", "c": "x{{ n }}"}
+    expected = {"a": "Q", "b": variables["conversation"], "c": "x2"}
+    assert render_body(template, variables) == expected
     data = {"choices": [{"message": {"content": "SELECT 1"}}], "a.b": 1}
     assert read_path(data, "$.choices[0].message.content") == "SELECT 1"
     assert read_path(data, "") == data

@@ -194,10 +194,12 @@ def test_the_agentic_report_shows_the_recovery(
         return fenced(CASES[Q_DELIVERED] if fixed else WRONG_COLUMN)
 
     with FakeOpenAI(answering({Q_DELIVERED: delivered})) as server:
-        system = model_system(server.base_url, refine={"max_iterations": 2, "feedback": ["schema"]})
+        refine = {"max_iterations": 2, "feedback": ["schema"]}
+        system = model_system(server.base_url, refine=refine)
         scorers = [{"name": "agentic", "options": {"ks": [1, 2], "breakdown": []}}]
-        path = write_suite(tmp_path, system, scorers=scorers, cases={Q_DELIVERED: CASES[Q_DELIVERED]},
-                           extra={"reports": ["console"]})  # fmt: skip
+        one = {Q_DELIVERED: CASES[Q_DELIVERED]}
+        extra = {"reports": ["console"]}
+        path = write_suite(tmp_path, system, scorers=scorers, cases=one, extra=extra)
         run(path, tmp_path / "run")
     out = capsys.readouterr().out
     assert "agentic report" in out
@@ -282,8 +284,8 @@ def test_the_spend_cap_stops_the_run_and_resume_finishes_it(tmp_path: Path) -> N
     handler = answering({q: fenced(sql) for q, sql in CASES.items()})
     price = {"fake-sql": {"input_per_1k": 1.0, "output_per_1k": 1.0}}
     with FakeOpenAI(handler) as server:
-        system = model_system(server.base_url, model={"concurrency": 1, "prices": price,
-                                                      "max_cost_usd": 1.2, "max_tokens": 200})  # fmt: skip
+        limits = {"concurrency": 1, "prices": price, "max_cost_usd": 1.2, "max_tokens": 200}
+        system = model_system(server.base_url, model=limits)
         path = write_suite(tmp_path, system)
         with pytest.raises(InputError, match="spend cap reached") as err:
             run(path, tmp_path / "run")

@@ -83,10 +83,12 @@ def test_shipped_templates_render_every_task() -> None:
         messages = builtin_prompt(task).render({**VARIABLES, "task": task})
         assert [m["role"] for m in messages] == ["system", "user"]
         assert messages[1]["content"].endswith("Question: How many?")
-    sql = builtin_prompt("sql").render(
-        {**VARIABLES, "examples": [{"question": "Q1?", "output": "SELECT 1"}],
-         "conversation": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
-    )[1]["content"]  # fmt: skip
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    examples = [{"question": "Q1?", "output": "SELECT 1"}]
+    rendered = builtin_prompt("sql").render(
+        {**VARIABLES, "examples": examples, "conversation": turns}
+    )
+    sql = rendered[1]["content"]
     assert (
         sql.index("CREATE TABLE t")
         < sql.index("Q1?")
@@ -119,11 +121,11 @@ def test_template_errors_name_the_file_and_line(tmp_path: Path) -> None:
     assert err.value.path == str(bad) and err.value.line == 3
     unknown = tmp_path / "unknown.j2"
     unknown.write_text("{{ questoin }}")
-    with pytest.raises(InputError, match="unknown variable.*questoin"):
+    with pytest.raises(InputError, match=r"unknown variable.*questoin"):
         load_prompt(unknown)
     sandboxed = tmp_path / "sandboxed.j2"
     sandboxed.write_text("{{ question.__class__.__mro__ }}")
-    with pytest.raises(Exception, match="unsafe|__class__"):
+    with pytest.raises(Exception, match=r"unsafe|__class__"):
         load_prompt(sandboxed).render(VARIABLES)
 
 
