@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
-from queryeval.config import load_suite
+from queryeval.config import SuiteConfig, load_suite
 from queryeval.errors import InputError
 from queryeval.runner import run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _toy_model(suite: SuiteConfig) -> Any:
+    """For a suite beside `toy_model.py` (examples/model): start the toy model on a free port
+    of 127.0.0.1 and point the suite's model systems at it. None for other suites."""
+    script = suite.base_dir / "toy_model.py"
+    if not script.is_file() or not any(s.model is not None for s in suite.systems):
+        return None
+    spec = importlib.util.spec_from_file_location("toy_model", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    server = module.start(0)
+    for system in suite.systems:
+        if system.model is not None:
+            system.model.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    return server
 
 
 def main() -> int:
@@ -22,7 +41,14 @@ def main() -> int:
         print(f"\n=== {path.relative_to(ROOT)}", flush=True)
         try:
             suite = load_suite(path)
-            result = run_suite(suite, ROOT / "runs" / suite.name, overwrite=True, progress=False)
+            toy = _toy_model(suite)  # model systems run offline against a local toy model
+            try:
+                result = run_suite(
+                    suite, ROOT / "runs" / suite.name, overwrite=True, progress=False
+                )
+            finally:
+                if toy is not None:
+                    toy.shutdown()
         except InputError as exc:
             print(f"error: {exc.render()}", file=sys.stderr)
             problems += 1
