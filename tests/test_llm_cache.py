@@ -69,10 +69,14 @@ def test_several_processes_share_one_cache(tmp_path: Path) -> None:
 def test_a_judge_cache_of_the_earlier_layout_is_adopted(tmp_path: Path) -> None:
     path = tmp_path / "judgments.sqlite"
     db = sqlite3.connect(path)
-    db.execute("CREATE TABLE judgments (key TEXT PRIMARY KEY, model TEXT, rubric TEXT, "
-               "reply TEXT NOT NULL, created REAL)")  # fmt: skip
-    db.execute("INSERT INTO judgments VALUES ('k', 'm', 'r', ?, 1.0)",
-               ('{"text": "{\\"score\\": 1}", "usage": {}, "cost": null}',))  # fmt: skip
+    db.execute(
+        "CREATE TABLE judgments (key TEXT PRIMARY KEY, model TEXT, rubric TEXT, "
+        "reply TEXT NOT NULL, created REAL)"
+    )
+    db.execute(
+        "INSERT INTO judgments VALUES ('k', 'm', 'r', ?, 1.0)",
+        ('{"text": "{\\"score\\": 1}", "usage": {}, "cost": null}',),
+    )
     db.commit()
     db.close()
     cache = ReplyCache(path)

@@ -112,8 +112,10 @@ def test_validate_accepts_a_model_suite_without_its_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("QE_ABSENT_KEY", raising=False)
-    path = suite_with(tmp_path, {"model": {"model": "m", "api_key_env": "QE_ABSENT_KEY"},
-                                 "samples": 4, "temperature": 0.9})  # fmt: skip
+    path = suite_with(
+        tmp_path,
+        {"model": {"model": "m", "api_key_env": "QE_ABSENT_KEY"}, "samples": 4, "temperature": 0.9},
+    )
     result = CliRunner().invoke(app, ["validate", str(path)])
     assert result.exit_code == 0, result.output
     assert "ok: 4 cases, 1 system configuration(s)" in result.output
@@ -125,8 +127,12 @@ def test_estimate_counts_calls_not_cached_and_a_rerun_needs_none(tmp_path: Path)
     handler = answering({q: fenced(sql) for q, sql in CASES.items()})
     with FakeOpenAI(handler) as server:
         price = {"fake-sql": {"input_per_1k": 0.5, "output_per_1k": 1.5}}
-        system = model_system(server.base_url, samples=2, temperature=0.5,
-                              model={"prices": price, "estimate_output_tokens": 100})  # fmt: skip
+        system = model_system(
+            server.base_url,
+            samples=2,
+            temperature=0.5,
+            model={"prices": price, "estimate_output_tokens": 100},
+        )
         path = write_suite(tmp_path, system)
         before = CliRunner().invoke(app, ["estimate", str(path)])
         assert server.chat_calls == 0

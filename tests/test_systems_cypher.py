@@ -36,12 +36,17 @@ def suite_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     suite = {
         "name": "cypher-model",
         "cases": "cases.yaml",
-        "databases": {"movies": {"engine": "arcadedb", "fixture": str(FIXTURE),
-                                 "options": {"timeout_s": 5.0}}},  # fmt: skip
+        "databases": {
+            "movies": {"engine": "arcadedb", "fixture": str(FIXTURE), "options": {"timeout_s": 5.0}}
+        },
         "comparison": {"columns": "permutation"},
-        "systems": [{"name": "gpt", "model": {"model": "m", "api_key_env": None,
-                                              "base_url": "http://127.0.0.1:9/v1"},
-                     "refine": {"max_iterations": 3}}],  # fmt: skip
+        "systems": [
+            {
+                "name": "gpt",
+                "model": {"model": "m", "api_key_env": None, "base_url": "http://127.0.0.1:9/v1"},
+                "refine": {"max_iterations": 3},
+            }
+        ],
         "scorers": [{"name": "agentic", "options": {"ks": [1, 3], "breakdown": []}}],
         "reports": ["json"],
         "settings": {"cache_dir": str(folder / "cache")},

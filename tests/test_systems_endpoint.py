@@ -37,11 +37,14 @@ def test_a_service_is_asked_with_the_body_template_and_read_at_the_path(tmp_path
         sql = CASES[question] if question != Q_COUNTRY else "SELECT 1"
         return 200, {"result": {"sql": sql, "trace": [1, 2]}}
 
-    body = {"input": {"text": "{{ question }}", "history": "{{ conversation }}"},
-            "meta": {"case": "case {{ case_id }}", "k": 5}}  # fmt: skip
+    body = {
+        "input": {"text": "{{ question }}", "history": "{{ conversation }}"},
+        "meta": {"case": "case {{ case_id }}", "k": 5},
+    }
     with JsonService(answer) as svc:
-        system = endpoint(f"{svc.url}/ask", body=body, output="result.sql",
-                          headers={"X-Team": "eval"})  # fmt: skip
+        system = endpoint(
+            f"{svc.url}/ask", body=body, output="result.sql", headers={"X-Team": "eval"}
+        )
         path = write_suite(tmp_path, system)
         summary = run(path, tmp_path / "run")
         sent = list(svc.requests)
@@ -119,8 +122,7 @@ def test_a_reply_in_text_or_as_an_output_record(tmp_path: Path) -> None:
         if question == Q_ORDERS:  # a chat-like text reply: the fence is read
             return 200, {"text": f"```sql\n{CASES[question]}\n```"}
         if question == Q_DELIVERED:  # an output record with the loop's attempts
-            return 200, {"text": {"attempts": [{"query": "SELECT 0"},
-                                               {"query": CASES[question]}]}}  # fmt: skip
+            return 200, {"text": {"attempts": [{"query": "SELECT 0"}, {"query": CASES[question]}]}}
         return 200, {"text": "no idea"}
 
     with JsonService(service) as svc:

@@ -243,8 +243,15 @@ def test_tool_calls_and_json_replies_are_read(tmp_path: Path) -> None:
             Q_COUNTRY: Reply.text("```python\nprint('no')\n```"),  # a fence in another language
         }
     )
-    tools = [{"type": "function", "function": {"name": "run_sql", "parameters": {
-        "type": "object", "properties": {"query": {"type": "string"}}}}}]  # fmt: skip
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "run_sql",
+                "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+            },
+        }
+    ]
     with FakeOpenAI(handler) as server:
         path = write_suite(tmp_path, model_system(server.base_url, tools=tools))
         summary = run(path, tmp_path / "run")

@@ -17,9 +17,19 @@ from queryeval.scorers import ScoringContext
 from queryeval.systems import ModelSystem, builtin_prompt, case_task, load_prompt
 from systems_support import ROOT, write_suite
 
-VARIABLES = {"question": "How many?", "conversation": [], "schema": "CREATE TABLE t (a INT);",
-             "task": "sql", "language": "sql", "dialect": "duckdb", "database": "db",
-             "examples": [], "case_id": "c1", "tags": [], "metadata": {}}  # fmt: skip
+VARIABLES = {
+    "question": "How many?",
+    "conversation": [],
+    "schema": "CREATE TABLE t (a INT);",
+    "task": "sql",
+    "language": "sql",
+    "dialect": "duckdb",
+    "database": "db",
+    "examples": [],
+    "case_id": "c1",
+    "tags": [],
+    "metadata": {},
+}
 
 
 def context(suite_path: Path, tmp_path: Path) -> ScoringContext:
@@ -52,9 +62,14 @@ def test_sqlalchemy_schemas_keep_keys(tmp_path: Path) -> None:
         "CREATE TABLE b (id INTEGER PRIMARY KEY, a_id INTEGER REFERENCES a(id));"
     )
     con.close()
-    suite = SuiteConfig.model_validate({"name": "s", "cases": "x", "systems": [
-        {"name": "p", "predictions": "p.jsonl"}],
-        "databases": {"shop": {"engine": "sqlalchemy", "url": f"sqlite:///{db}"}}})  # fmt: skip
+    suite = SuiteConfig.model_validate(
+        {
+            "name": "s",
+            "cases": "x",
+            "systems": [{"name": "p", "predictions": "p.jsonl"}],
+            "databases": {"shop": {"engine": "sqlalchemy", "url": f"sqlite:///{db}"}},
+        }
+    )
     ctx = ScoringContext(suite, tmp_path / "cache")
     try:
         ddl = describe_schema(engine_from_context(ctx, "shop"))
@@ -105,8 +120,10 @@ def test_user_templates_with_and_without_blocks(tmp_path: Path) -> None:
         {"role": "user", "content": "Schema: CREATE TABLE t (a INT);\nQ: How many?"}
     ]
     blocks = tmp_path / "blocks.j2"
-    blocks.write_text("{% block system %}Be {{ dialect }}.{% endblock %}"
-                      "{% block user %}{{ question }}{% endblock %}")  # fmt: skip
+    blocks.write_text(
+        "{% block system %}Be {{ dialect }}.{% endblock %}"
+        "{% block user %}{{ question }}{% endblock %}"
+    )
     assert load_prompt(blocks).render(VARIABLES) == [
         {"role": "system", "content": "Be duckdb."},
         {"role": "user", "content": "How many?"},
@@ -131,17 +148,28 @@ def test_template_errors_name_the_file_and_line(tmp_path: Path) -> None:
 
 def cases_of(questions: list[str]) -> list[Case]:
     return [
-        Case.model_validate({"id": f"c{i}", "conversation": [
-            {"content": q, "target": {"query": {"text": f"SELECT {i}", "database": "sales"}}}]})
+        Case.model_validate(
+            {
+                "id": f"c{i}",
+                "conversation": [
+                    {
+                        "content": q,
+                        "target": {"query": {"text": f"SELECT {i}", "database": "sales"}},
+                    }
+                ],
+            }
+        )
         for i, q in enumerate(questions)
-    ]  # fmt: skip
+    ]
 
 
 def test_few_shot_examples_never_show_the_case_itself(tmp_path: Path) -> None:
     questions = ["A?", "B?", "C?", "D?", "A?"]  # c4 asks what c0 asks
     cases = cases_of(questions)
-    path = write_suite(tmp_path, {"name": "gpt", "model": {"model": "m", "api_key_env": None},
-                                  "examples": {"count": 3}})  # fmt: skip
+    path = write_suite(
+        tmp_path,
+        {"name": "gpt", "model": {"model": "m", "api_key_env": None}, "examples": {"count": 3}},
+    )
     suite = load_suite(path)
     system = ModelSystem(suite.systems[0], suite, where="systems[0]", cases=cases)
     assert system.examples is not None
@@ -159,12 +187,20 @@ def test_few_shot_examples_never_show_the_case_itself(tmp_path: Path) -> None:
 
 def test_the_task_comes_from_the_gold_or_the_database(tmp_path: Path) -> None:
     suite = load_suite(ROOT / "examples" / "kql" / "suite.yaml")
-    case = Case.model_validate({"id": "k", "conversation": [
-        {"content": "n?", "target": {"query": "Logs | count"}}]})  # fmt: skip
+    case = Case.model_validate(
+        {"id": "k", "conversation": [{"content": "n?", "target": {"query": "Logs | count"}}]}
+    )
     assert case_task(case, suite, None).task == "kql"  # the only database is a KQL one
-    answer = Case.model_validate({"id": "a", "conversation": [
-        {"content": "n?", "target": {"answer": "Paris"}}]})  # fmt: skip
+    answer = Case.model_validate(
+        {"id": "a", "conversation": [{"content": "n?", "target": {"answer": "Paris"}}]}
+    )
     assert case_task(answer, None, None).task == "answer"
-    weaviate = Case.model_validate({"id": "w", "conversation": [
-        {"content": "n?", "target": {"weaviate_query": {"target_collection": "A"}}}]})  # fmt: skip
+    weaviate = Case.model_validate(
+        {
+            "id": "w",
+            "conversation": [
+                {"content": "n?", "target": {"weaviate_query": {"target_collection": "A"}}}
+            ],
+        }
+    )
     assert case_task(weaviate, None, None).task == "weaviate"

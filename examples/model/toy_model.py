@@ -47,13 +47,26 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         text = reply_to(body.get("messages", []))
         prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4
-        data = json.dumps({
-            "id": "toy", "object": "chat.completion", "created": 0, "model": body.get("model"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": len(text) // 4,
-                      "total_tokens": prompt + len(text) // 4},
-        }).encode()  # fmt: skip
+        data = json.dumps(
+            {
+                "id": "toy",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": len(text) // 4,
+                    "total_tokens": prompt + len(text) // 4,
+                },
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

@@ -49,8 +49,9 @@ def build_judge(suite: SuiteConfig, cache_dir: Path | None) -> Judge | None:
             raise InputError(
                 f"rubric file for {name!r} not found", path=path, where=f"judge.rubrics.{name}"
             )
-    return Judge(config, cache_dir=cache_dir, rubric_files=files,
-                 cache_max_bytes=cache_bound(suite.settings))  # fmt: skip
+    return Judge(
+        config, cache_dir=cache_dir, rubric_files=files, cache_max_bytes=cache_bound(suite.settings)
+    )
 
 
 def judge_from_context(ctx: ScoringContext) -> Judge | None:

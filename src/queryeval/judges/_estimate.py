@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from queryeval.judges._judge import Judge, JudgeRequest
-from queryeval.llm import TOKENIZER_NOTE
+from queryeval.llm import TOKENIZER_NOTE, spend_parts
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,14 @@ class Estimate:
             f"judge {self.model}: {self.to_call} call(s) to make "
             f"({self.cached} of {self.judgments} judgment(s) cached)",
         ]
-        if self.to_call:
-            parts.append(
-                f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} completion tokens "
-                f"({self.tokenizer})"
-            )
-            if self.cost_usd is None:
-                parts.append("cost unknown (no price for this model in judge.prices)")
-            else:
-                parts.append(f"est. ${self.cost_usd:.4f} (at most ${self.worst_case_usd:.4f})")
+        parts += spend_parts(
+            self.to_call,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.cost_usd,
+            self.worst_case_usd,
+            "judge.prices",
+        )
         if self.max_cost_usd is not None:
             parts.append(f"spend cap ${self.max_cost_usd:g}")
         if self.approximate:

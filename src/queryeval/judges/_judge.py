@@ -4,7 +4,6 @@ every failure becomes an `error` or `unscored` verdict with its reason."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,11 +16,11 @@ from queryeval.judges._rubric import Rubric, builtin_rubric, builtin_rubric_name
 from queryeval.judges._verdict import Verdict
 from queryeval.llm import (
     DEFAULT_MAX_BYTES,
-    Answer,
     CallError,
     ChatService,
     Reply,
     ReplyCache,
+    ServiceStats,
     SpendCapReached,
     estimate_prompt_tokens,
     request_key,
@@ -49,23 +48,14 @@ class JudgeRequest:
 
 
 @dataclass
-class JudgeStats:
-    """Counters over a run: judgments asked, cache hits, failures, tokens and spend (HTTP
-    calls, retries and 429s are in `Judge.client.stats`)."""
+class JudgeStats(ServiceStats):
+    """Counters over a run: judgments asked and their errors and unscored verdicts, beside
+    the endpoint's (requests, cache hits, shared requests, spend-cap refusals, tokens, cost;
+    HTTP calls, retries and 429s are in `Judge.client.stats`)."""
 
     judgments: int = 0
-    cache_hits: int = 0
-    deduplicated: int = 0
     errors: int = 0
     unscored: int = 0
-    spend_cap_refusals: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-able copy."""
-        return dataclasses.asdict(self)
 
 
 class Judge:
@@ -86,13 +76,18 @@ class Judge:
             if config.cache and cache_dir
             else None
         )
+        self.stats = JudgeStats()
         self.service = ChatService(
-            config, cache, section="judge", structured_output=config.structured_output, rng=rng
+            config,
+            cache,
+            section="judge",
+            rng=rng,
+            stats=self.stats,
+            structured_output=config.structured_output,
         )
         self.cache = cache
         self.client = self.service.client
         self.spend = self.service.spend
-        self.stats = JudgeStats()
         self._rubric_files = dict(rubric_files or {})
         self._rubrics: dict[str, Rubric] = {}
 
@@ -150,36 +145,21 @@ class Judge:
             self.stats.errors += 1
             return Verdict.error(str(exc), **base)
         base["rubric_hash"] = req.rubric.hash
-        service = self.service
-        refusals = service.stats.spend_cap_refusals
         try:
-            answer = await service.ask(
+            answer = await self.service.ask(
                 req.key,
                 lambda: req.messages,
                 source=req.rubric.name,
                 response_format=_response_format(req.rubric),
             )
         except SpendCapReached as exc:
-            self.stats.spend_cap_refusals += service.stats.spend_cap_refusals - refusals
             return self._tally(Verdict.unscored(str(exc), **base))
         except CallError as exc:
             return self._tally(Verdict.error(str(exc), attempts=exc.attempts, **base))
-        self._count(answer)
         verdict = self._verdict(
             req, answer.reply, cached=answer.cached, attempts=answer.attempts, base=base
         )
         return self._tally(verdict)
-
-    def _count(self, answer: Answer) -> None:
-        """The judge's own accounting (the service keeps the endpoint-level one)."""
-        if answer.shared:
-            self.stats.deduplicated += 1
-        elif answer.cached:
-            self.stats.cache_hits += 1
-        else:
-            self.stats.prompt_tokens += answer.reply.usage.get("prompt_tokens", 0)
-            self.stats.completion_tokens += answer.reply.usage.get("completion_tokens", 0)
-            self.stats.cost_usd += answer.reply.cost or 0.0
 
     def _tally(self, verdict: Verdict) -> Verdict:
         if verdict.status == "error":

@@ -15,7 +15,12 @@ from queryeval.llm._http import HttpReply, JsonClient
 from queryeval.llm._limiter import AdaptiveLimiter, Ticket
 from queryeval.llm._retry import backoff_s, retry_after_s, retry_delay_s
 from queryeval.llm._service import Answer, ChatService, ServiceStats, SpendCapReached
-from queryeval.llm._tokens import TOKENIZER_NOTE, estimate_prompt_tokens, estimate_tokens
+from queryeval.llm._tokens import (
+    TOKENIZER_NOTE,
+    estimate_prompt_tokens,
+    estimate_tokens,
+    spend_parts,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -46,4 +51,5 @@ __all__ = [
     "request_key",
     "retry_after_s",
     "retry_delay_s",
+    "spend_parts",
 ]

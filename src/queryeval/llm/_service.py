@@ -70,13 +70,14 @@ class ChatService:
         section: str = "judge",
         structured_output: StructuredOutput = "auto",
         rng: random.Random | None = None,
+        stats: ServiceStats | None = None,
     ) -> None:
         self.config = config
         self.section = section
         self.cache = cache
         self.client = ChatClient(config, rng, structured_output=structured_output, section=section)
         self.spend = SpendCap(config.max_cost_usd)
-        self.stats = ServiceStats()
+        self.stats = stats if stats is not None else ServiceStats()
         self._inflight: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, asyncio.Future[Answer]]
         ] = weakref.WeakKeyDictionary()

@@ -21,3 +21,28 @@ def estimate_tokens(text: str) -> int:
 def estimate_prompt_tokens(messages: Iterable[Mapping[str, str]]) -> int:
     """Estimated prompt tokens of a chat request."""
     return sum(estimate_tokens(m.get("content", "")) + _PER_MESSAGE for m in messages) + 3
+
+
+def spend_parts(
+    to_call: int,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cost_usd: float | None,
+    worst_case_usd: float | None,
+    prices_key: str,
+) -> list[str]:
+    """The tokens-and-cost parts of an estimate line (none when nothing is to be called).
+
+    >>> spend_parts(2, 100, 50, None, None, "judge.prices")[1]
+    'cost unknown (no price for this model in judge.prices)'
+    """
+    if not to_call:
+        return []
+    parts = [
+        f"~{prompt_tokens:,} prompt + ~{completion_tokens:,} completion tokens ({TOKENIZER_NOTE})"
+    ]
+    if cost_usd is None or worst_case_usd is None:
+        parts.append(f"cost unknown (no price for this model in {prices_key})")
+    else:
+        parts.append(f"est. ${cost_usd:.4f} (at most ${worst_case_usd:.4f})")
+    return parts

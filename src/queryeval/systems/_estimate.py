@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from queryeval.cases import Case
-from queryeval.llm import TOKENIZER_NOTE
+from queryeval.llm import spend_parts
 
 if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
@@ -44,15 +44,14 @@ class SystemEstimate:
             f"system {self.system} ({self.model}): {self.to_call} call(s) to make "
             f"({self.cached} of {self.requests} request(s) cached)"
         ]
-        if self.to_call:
-            parts.append(
-                f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} "
-                f"completion tokens ({TOKENIZER_NOTE})"
-            )
-            if self.cost_usd is None:
-                parts.append("cost unknown (no price for this model in model.prices)")
-            else:
-                parts.append(f"est. ${self.cost_usd:.4f} (at most ${self.worst_case_usd:.4f})")
+        parts += spend_parts(
+            self.to_call,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.cost_usd,
+            self.worst_case_usd,
+            "model.prices",
+        )
         if self.refine_extra:
             parts.append(f"refinement may add up to {self.refine_extra} call(s)")
         if self.max_cost_usd is not None:
