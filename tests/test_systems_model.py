@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
-from queryeval.config import load_suite
+from queryeval.config import SuiteConfig, load_suite
 from queryeval.errors import InputError
 from queryeval.runner import run_suite
 from systems_support import (
@@ -76,6 +76,8 @@ def test_a_sql_suite_runs_end_to_end_through_a_model(tmp_path: Path) -> None:
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert info["system_calls"]["gpt"]["calls"] == 4
     assert info["systems"][0]["kind"] == "model" and info["systems"][0]["model"] == "fake-sql"
+    # the stored configuration reads back (reports and `grid` re-create the suite from it)
+    assert SuiteConfig.model_validate(info["config"]).systems[0].model is not None
 
 
 def test_a_rerun_makes_no_calls_and_no_cache_asks_again(tmp_path: Path) -> None:

@@ -87,17 +87,24 @@ class SystemConfig(_Model):
         if self.params is not None and not self.callable:
             raise ValueError("'params' applies only to a 'callable' system")
         if self.model is None:
-            misplaced = [k for k in MODEL_ONLY if k in self.model_fields_set]
+            # values other than the defaults (a dumped config repeats every default)
+            misplaced = [k for k in MODEL_ONLY if self._given(k)]
             if misplaced:
-                raise ValueError(f"'{misplaced[0].replace('_source', '')}' applies only to a "
-                                 "'model' system")  # fmt: skip
+                raise ValueError(
+                    f"'{misplaced[0].replace('_source', '')}' applies only to a 'model' system"
+                )
             if self.endpoint is None:
-                extra = [k for k in ("task", "database", "reply") if k in self.model_fields_set]
+                extra = [k for k in ("task", "database", "reply") if self._given(k)]
                 if extra:
                     raise ValueError(f"'{extra[0]}' applies only to 'model' and 'endpoint' systems")
         else:
             self._check_model()
         return self
+
+    def _given(self, key: str) -> bool:
+        """Whether `key` holds something other than its default."""
+        field = type(self).model_fields[key]
+        return bool(getattr(self, key) != field.get_default(call_default_factory=True))
 
     def _check_model(self) -> None:
         if self.samples > 1:
