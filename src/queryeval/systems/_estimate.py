@@ -53,7 +53,10 @@ class SystemEstimate:
             "model.prices",
         )
         if self.refine_extra:
-            parts.append(f"refinement may add up to {self.refine_extra} call(s)")
+            parts.append(
+                f"refinement may add up to {self.refine_extra} call(s) (those not cached: "
+                "which are asked depends on what the checks find)"
+            )
         if self.max_cost_usd is not None:
             parts.append(f"spend cap ${self.max_cost_usd:g}")
         return "; ".join(parts)
@@ -92,24 +95,21 @@ def _estimate_model(system: object, cases: Sequence[Case]) -> SystemEstimate:
     seen: set[str] = set()
     requests = cached = prompt = 0
     worst = 0.0
-    uncached_loops = 0
     for case in cases:
-        first_uncached = False
         for key, messages in system.first_requests(case):
             requests += 1
             if key in seen or system.service.cached(key):
                 cached += 1
                 continue
             seen.add(key)
-            first_uncached = True
             tokens = system.prompt_tokens(messages)
             prompt += tokens
             worst += system.service.worst_case_cost(tokens)
-        uncached_loops += int(first_uncached)
     to_call = requests - cached
     completion = to_call * spec.estimate_output_tokens
     refine = system.config.refine
-    extra = uncached_loops * (refine.max_iterations - 1) if refine is not None else 0
+    # later iterations depend on the checks' findings: the bound counts them all
+    extra = len(cases) * (refine.max_iterations - 1) if refine is not None else 0
     price = spec.price
     return SystemEstimate(
         system=system.config.name,
