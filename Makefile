@@ -34,8 +34,8 @@ demo: $(STAMP) bytecode
 	$(BIN)/python examples/demo.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src tests bench examples scripts
+	$(BIN)/ruff format --check src tests bench examples scripts
 	$(BIN)/mypy
 
 # headless Chromium for the HTML report's browser test (skipped when already installed)

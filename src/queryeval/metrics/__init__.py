@@ -85,6 +85,7 @@ from queryeval.metrics._threshold import (
 )
 from queryeval.metrics._tokenize_13a import tokenize_13a, tokenize_13a_many
 from queryeval.metrics._weaviate_ast import check_weaviate_ast_options, weaviate_ast
+from queryeval.metrics._weaviate_legacy_read import RefusedByOriginalError, legacy_queries
 from queryeval.metrics._weaviate_model import (
     Aggregation,
     Condition,
@@ -127,6 +128,7 @@ __all__ = [
     "OrderInfo",
     "QueryComparison",
     "QueryMatch",
+    "RefusedByOriginalError",
     "ResultSet",
     "RougeLScore",
     "SlotResult",
@@ -169,6 +171,7 @@ __all__ = [
     "keyword_score",
     "keyword_score_legacy",
     "kg_valid",
+    "legacy_queries",
     "legacy_recall",
     "llmetric_q",
     "mean_pass_at_k",

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from queryeval.metrics._weaviate_default import compare_default
 from queryeval.metrics._weaviate_legacy import compare_legacy
+from queryeval.metrics._weaviate_legacy_read import legacy_queries
 from queryeval.metrics._weaviate_match import (
     assign,
 )
@@ -77,7 +78,7 @@ def weaviate_ast(
     mode: Mode = "default",
     weights: Mapping[str, float] | None = None,
     schema: Any = None,
-    search: SearchPolicy = "exact",
+    search: SearchPolicy | None = None,
     order_independent: bool = True,
     partial_credit: bool = False,
     numeric_equivalence: bool = False,
@@ -93,20 +94,30 @@ def weaviate_ast(
     JSON structure, tool call(s), JSON or Python text, or a list of those (cross-collection).
     A prediction of None or [] scores 0.
 
-    Options (default mode): `search` "exact" (case/space-insensitive equality), "presence"
-    (both present or both absent) or "semantic" (`similarity(pred, gold) >= semantic_threshold`;
-    no `similarity` -> the search component is unscored, never 0); `order_independent`
-    (items of a slot matched by optimal assignment, else by position); `partial_credit`
-    (property / operator / value, resp. property / metrics Jaccard / limit, scored apart);
-    `numeric_equivalence` (`> 4` == `>= 5` on integer properties: int in `schema`, or both
-    values integers when the schema does not say); `fuzzy_properties` (names matched ignoring
-    case and spacing, then within `max_edit_distance` edits, against the schema's properties
-    of the gold collection or the gold's own names; reported in item notes);
+    Options (default mode): `search` "exact" (case/space-insensitive equality; the default),
+    "presence" (both present or both absent) or "semantic" (`similarity(pred, gold) >=
+    semantic_threshold`; no `similarity` -> the search component is unscored, never 0);
+    `order_independent` (items of a slot matched by optimal assignment, else by position);
+    `partial_credit` (property / operator / value, resp. property / metrics Jaccard / limit,
+    scored apart); `numeric_equivalence` (`> 4` == `>= 5` on integer properties: int in
+    `schema`, or both values integers when the schema does not say); `fuzzy_properties` (names
+    matched ignoring case and spacing, then within `max_edit_distance` edits, against the
+    schema's properties of the gold collection or the gold's own names; reported in item notes);
     `semantic_values` (text filter values compared with `similarity` too); `both_absent`
-    ("match": a slot empty on both sides counts as matched, as in the seed; "skip": it is
-    left out of the mean); `collection_gate` (a wrong collection scores 0).
-    In legacy mode only `weights`, `search` ("exact" or "presence") and `collection_gate`
-    apply (weights 0.2 x 5 with collection_gate=False is the scorer's earliest version).
+    ("match": a slot empty on both sides counts as matched, as in the seed; "skip": it is left
+    out of the mean); `collection_gate` (a wrong collection scores 0).
+
+    In legacy mode only `weights`, `search` and `collection_gate` apply: `search` "presence"
+    (the default: weaviate-gorilla's final scorer, two non-empty texts match whatever they
+    say) or "exact" (its 2024-11-20 version: equal after `.lower()`); weights 0.2 x 5 with
+    collection_gate=False is its earliest version. Both sides are read as the original read
+    them (`legacy_queries`): a prediction it refused raises `RefusedByOriginalError` (the
+    original scored it 0).
+
+    >>> gold = {"target_collection": "Menus", "search_query": "pizza"}
+    >>> pred = {"collection_name": "Menus", "search_query": ""}
+    >>> round(weaviate_ast(pred, gold, mode="legacy").score, 3)
+    0.85
     """
     policy = _policy(
         mode,
@@ -127,8 +138,12 @@ def weaviate_ast(
     if schema is not None:
         parsed_schema = parse_schema(schema)
         policy = policy._replace(schema=parsed_schema)
-    preds = _as_queries(predicted, parsed_schema)
-    golds = _as_queries(gold, parsed_schema)
+    if mode == "legacy":
+        preds = _legacy_queries(predicted, True, parsed_schema)
+        golds = _legacy_queries(gold, False, parsed_schema)
+    else:
+        preds = _as_queries(predicted, parsed_schema)
+        golds = _as_queries(gold, parsed_schema)
     if not golds:
         raise ValueError("the gold holds no query")
     compare = compare_legacy if mode == "legacy" else compare_default
@@ -152,7 +167,7 @@ def check_weaviate_ast_options(**options: Any) -> None:
 def _policy(
     mode: str,
     weights: tuple[tuple[str, float], ...] | None,
-    search: str,
+    search: str | None,
     order_independent: bool,
     partial_credit: bool,
     numeric_equivalence: bool,
@@ -167,6 +182,8 @@ def _policy(
     """Checked options, built once per distinct combination."""
     if mode not in ("default", "legacy"):
         raise ValueError(f"mode must be 'default' or 'legacy', not {mode!r}")
+    if search is None:
+        search = "presence" if mode == "legacy" else "exact"
     if search not in ("exact", "presence", "semantic"):
         raise ValueError(f"search must be 'exact', 'presence' or 'semantic', not {search!r}")
     if both_absent is None:
@@ -220,6 +237,16 @@ def _as_queries(obj: Any, schema: WeaviateSchema | None) -> tuple[WeaviateQuery,
     if isinstance(obj, tuple) and all(isinstance(q, WeaviateQuery) for q in obj):
         return obj
     return parse_queries(obj, schema=schema)
+
+
+def _legacy_queries(
+    obj: Any, prediction: bool, schema: WeaviateSchema | None
+) -> tuple[WeaviateQuery, ...]:
+    if obj is None or (isinstance(obj, list | tuple) and not obj):
+        return ()
+    if isinstance(obj, tuple) and all(isinstance(q, WeaviateQuery) for q in obj):
+        return obj
+    return legacy_queries(obj, prediction=prediction, schema=schema)
 
 
 def _cross_collection(

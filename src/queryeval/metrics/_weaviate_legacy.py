@@ -74,16 +74,17 @@ def compare_legacy(p: WeaviateQuery, g: WeaviateQuery, policy: Policy) -> QueryC
         "aggregations": aggs,
         "groupby": groupby,
     }
-    return QueryComparison(min(1.0, max(0.0, score)), components, p, g)
+    # not clamped: the original returns its sum as it is
+    return QueryComparison(score, components, p, g)
 
 
 def _search_legacy(
     pred: str | None, gold: str | None, weight: float, policy: str
 ) -> ComponentResult:
-    if policy == "presence":
-        ok = bool(pred) == bool(gold)
-    elif pred and gold:
-        ok = pred.lower() == gold.lower()
+    # Both versions of the original: two non-empty texts match (on presence, or when equal
+    # after .lower()); two None match; anything else ("" on either side included) does not.
+    if pred and gold:
+        ok = policy == "presence" or pred.lower() == gold.lower()
     else:
         ok = pred is None and gold is None
     status = one_sided(pred, gold) if not ok else "absent" if not pred and not gold else "matched"
@@ -91,7 +92,12 @@ def _search_legacy(
 
 
 def _eq_filters(a: tuple[Condition, ...], b: tuple[Condition, ...]) -> bool:
-    return a == b
+    # field by field with ==, as the original (a tuple comparison would call two references
+    # to the same NaN equal)
+    return len(a) == len(b) and all(
+        x.property == y.property and x.operator == y.operator and x.value == y.value
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def _eq_aggs(a: tuple[Aggregation, ...], b: tuple[Aggregation, ...]) -> bool:

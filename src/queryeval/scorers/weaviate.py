@@ -24,6 +24,7 @@ from queryeval.metrics import (
     WeaviateQueryError,
     WeaviateSchema,
     check_weaviate_ast_options,
+    legacy_queries,
     parse_queries,
     parse_schema,
     weaviate_ast,
@@ -41,7 +42,9 @@ class WeaviateAstOptions(BaseModel):
 
     mode: Literal["default", "legacy"] = "default"
     weights: dict[str, float] | None = None
-    search: Literal["exact", "presence", "semantic"] = "exact"
+    search: Literal["exact", "presence", "semantic"] | None = Field(
+        default=None, description="default mode: exact; legacy: presence (the original's final)"
+    )
     order_independent: bool = True
     partial_credit: bool = False
     numeric_equivalence: bool = False
@@ -55,10 +58,16 @@ class WeaviateAstOptions(BaseModel):
     schema_name: str | None = Field(
         default=None, alias="schema", description="schema for cases whose metadata names none"
     )
+    schema_blocks: int | None = Field(
+        default=None,
+        ge=1,
+        description="add the Gorilla experiment's own figures (`as_published`): its average "
+        "and per-schema scores, schemas switched every N cases in suite order (64 there)",
+    )
     invalid_prediction: Literal["error", "zero"] = Field(
         default="error",
         description="a prediction that is not a Weaviate query: status error (not averaged) "
-        "or a score of 0",
+        "or a score of 0; legacy mode always gives 0, as the original did",
     )
 
     @model_validator(mode="after")
@@ -177,6 +186,13 @@ class WeaviateAstScorer(Scorer):
 
         return ctx.resource("weaviate_ast:similarity", build)
 
+    def _read(
+        self, raw: Any, schema: WeaviateSchema | None, prediction: bool
+    ) -> tuple[WeaviateQuery, ...]:
+        if self.options.mode == "legacy":
+            return legacy_queries(raw, prediction=prediction, schema=schema)
+        return parse_queries(raw, schema=schema)
+
     def _golds(self, case: Case, schema: WeaviateSchema | None) -> list[tuple[WeaviateQuery, ...]]:
         golds: list[tuple[WeaviateQuery, ...]] = []
         for i, target in enumerate(case.targets):
@@ -184,7 +200,7 @@ class WeaviateAstScorer(Scorer):
                 continue
             where = "target.weaviate_query" if i == 0 else f"alternatives[{i - 1}].weaviate_query"
             try:
-                golds.append(parse_queries(target.weaviate_query, schema=schema))
+                golds.append(self._read(target.weaviate_query, schema, prediction=False))
             except WeaviateQueryError as exc:
                 raise InputError(f"gold query: {exc}", where=f"case {case.id}: {where}") from None
         return golds
@@ -215,7 +231,7 @@ class WeaviateAstScorer(Scorer):
         if raw is None or (isinstance(raw, str) and not raw.strip()):
             return Score(value=0.0, passed=False, explanation="no Weaviate query produced")
         try:
-            predicted = parse_queries(raw, schema=schema)
+            predicted = self._read(raw, schema, prediction=True)
         except WeaviateQueryError as exc:
             return self._invalid(exc)
         o = self.options
@@ -237,7 +253,7 @@ class WeaviateAstScorer(Scorer):
     def _invalid(self, exc: WeaviateQueryError) -> Score:
         details = {"parse_error": str(exc), "error_kind": type(exc).__name__}
         why = f"invalid prediction: {exc}"
-        if self.options.invalid_prediction == "zero":
+        if self.options.invalid_prediction == "zero" or self.options.mode == "legacy":
             return Score(value=0.0, passed=False, details=details, explanation=why)
         # status error keeps junk out of the mean (counted apart), but the case still fails:
         # a system must not raise its pass rate by producing something unreadable
@@ -342,7 +358,7 @@ class WeaviateAstScorer(Scorer):
             for tag in case.tags:
                 by_tag.setdefault(tag, []).append(s.value)
         invalid = sum(1 for s in scores if "parse_error" in s.details)
-        return {
+        out: dict[str, Any] = {
             "per_component": per_component,
             "per_family": per_family,
             "exact_match_rate": mean_or_none(1.0 if s.details.get("exact") else 0.0 for s in ok),
@@ -350,6 +366,54 @@ class WeaviateAstScorer(Scorer):
             "per_schema": {k: _group(v) for k, v in sorted(by_schema.items())},
             "per_tag": {k: _group(v) for k, v in sorted(by_tag.items())},
         }
+        if self.options.schema_blocks:
+            out["as_published"] = as_published(scores, self.options.schema_blocks)
+        return out
+
+    @classmethod
+    def report_tables(cls, aggregate: dict[str, Any]) -> list[tuple[str, list[list[Any]]]]:
+        """Gorilla's per-component and per-schema tables (with the experiment's own figures
+        when `schema_blocks` is set), for the console."""
+        tables: list[tuple[str, list[list[Any]]]] = []
+        components = aggregate.get("per_component") or {}
+        if components:
+            rows = [[name, c.get("mean"), c.get("cases")] for name, c in components.items()]
+            tables.append(("per component", [["component", "mean", "cases"], *rows]))
+        schemas = aggregate.get("per_schema") or {}
+        if schemas:
+            rows = [[name, g["mean"], g["cases"]] for name, g in schemas.items()]
+            tables.append(("per schema", [["schema", "mean", "cases"], *rows]))
+        published = aggregate.get("as_published")
+        if published:
+            rows = [["average", published["average_ast_score"], published["cases"]]]
+            rows += [[f"schema {k}", v, None] for k, v in published["per_schema_scores"].items()]
+            tables.append(("as weaviate-gorilla reports it", [["figure", "value", "cases"], *rows]))
+        return tables
+
+
+def as_published(scores: Sequence[Score], block: int) -> dict[str, Any]:
+    """weaviate-gorilla's experiment figures, computed as it did, over the cases in suite order
+    (a case without a value counts 0, as the experiment's failed predictions did):
+    `average_ast_score` = sum / n; `per_schema_scores[k]` = the sum of the last `block`
+    results at the end of block k (cases k*block ... k*block+block-1), divided by `block`.
+    The last block of the published data is short (59 of 64), so its figure takes in the
+    previous block's last cases, as the experiment's `detailed_results[-64:]` did.
+
+    >>> from queryeval.cases import Score
+    >>> as_published([Score(value=v) for v in (1.0, 0.5, 0.0)], 2)["per_schema_scores"]
+    {'0': 0.75, '1': 0.25}
+    """
+    values = [s.value if s.status == "ok" and s.value is not None else 0.0 for s in scores]
+    n = len(values)
+    per_schema = {}
+    for k in range(0, (n + block - 1) // block):
+        end = min((k + 1) * block, n)
+        per_schema[str(k)] = sum(values[max(0, end - block) : end]) / block
+    return {
+        "cases": n,
+        "average_ast_score": sum(values) / n if n else None,
+        "per_schema_scores": per_schema,
+    }
 
 
 def _group(values: list[float]) -> dict[str, Any]:
