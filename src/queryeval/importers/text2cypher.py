@@ -1,0 +1,175 @@
+"""Neo4j Text2Cypher (the Hugging Face dataset ``neo4j/text2cypher-2024v1`` and files in its
+row format) as a suite of Cypher cases.
+
+Sources: ``.parquet`` (the dataset's ``data/train-*.parquet`` / ``data/test-*.parquet``),
+``.jsonl``, ``.json`` or ``.csv`` files of rows with ``question``, ``schema`` (the graph
+schema as text, given to the system under test), ``cypher`` (the gold query), and where
+present ``data_source``, ``instance_id`` and ``database_reference_alias`` (the demo database
+the query runs on, e.g. ``neo4jlabs_demo_db_stackoverflow``). A row may carry a model's answer
+(``prediction``, ``predicted_cypher``, ``generated_cypher``): those make a system per file.
+
+Written: ``suite.yaml``, ``cases.jsonl`` (``metadata.schema`` holds the schema text, tags
+the data source and the database alias) and ``predictions/*.jsonl``. Scored by text metrics
+against the gold query (BLEU; exact match, ROUGE-L, Jaro-Winkler and Jaccard shown beside
+it). With `neo4j_url`, each database alias becomes a Neo4j database of the
+suite (on that server, user and password the alias' database name, as on Neo4j's demo
+server) and `execution_match` is added for the rows that name one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import InputError
+from queryeval.importers._write import (
+    ImportReport,
+    SuiteWriter,
+    read_rows,
+    slug,
+    text_field,
+    unique,
+)
+
+PREDICTION_FIELDS = ("prediction", "predicted_cypher", "generated_cypher", "pred")
+DEMO_PREFIX = "neo4jlabs_demo_db_"
+
+
+def import_text2cypher(
+    sources: Sequence[str | Path],
+    out: str | Path,
+    *,
+    neo4j_url: str | None = None,
+    overwrite: bool = False,
+) -> ImportReport:
+    """Write a suite directory at `out` from Text2Cypher rows (see the module text).
+
+    >>> import_text2cypher(["data/test-00000-of-00001.parquet"], "t2c")  # doctest: +SKIP
+    ImportReport(suite=PosixPath('t2c/suite.yaml'), cases=4833, systems=['gold'], notes=[...])
+    """
+    paths = [Path(s) for s in sources]
+    if not paths:
+        raise InputError("no Text2Cypher rows file among the sources")
+    cases: list[dict[str, Any]] = []
+    predictions: dict[str, list[dict[str, Any]]] = {}
+    aliases: dict[str, None] = {}
+    ids: set[str] = set()
+    for path in paths:
+        if not path.is_file():
+            raise InputError("no such file", path=path)
+        for line, row in read_rows(path):
+            case, predicted, alias = _case(row, path, line, ids, neo4j_url is not None)
+            cases.append(case)
+            if alias:
+                aliases[alias] = None
+            if predicted is not None:
+                predictions.setdefault(slug(path.stem), []).append(
+                    {"case_id": case["id"], "query": predicted, "language": "cypher"}
+                )
+    if not cases:
+        raise InputError("no rows in the sources", path=paths[0])
+    notes: list[str] = []
+    systems = [{"name": n, "predictions": f"predictions/{n}.jsonl"} for n in predictions]
+    if not systems:
+        predictions["gold"] = [
+            {
+                "case_id": c["id"],
+                "query": c["conversation"][0]["target"]["query"]["text"],
+                "language": "cypher",
+            }
+            for c in cases
+        ]
+        systems.append({"name": "gold", "predictions": "predictions/gold.jsonl"})
+        notes.append("no predictions in the rows: the system 'gold' answers with the gold queries")
+    if aliases and neo4j_url is None:
+        notes.append(
+            f"{len(aliases)} database alias(es) kept as tags; give neo4j_url to run "
+            "the queries (execution_match)"
+        )
+    out = Path(out)
+    with SuiteWriter(out, overwrite) as w:
+        w.jsonl("cases.jsonl", cases)
+        for name, records in predictions.items():
+            w.jsonl(f"predictions/{name}.jsonl", records)
+        w.yaml("suite.yaml", _suite(systems, list(aliases), neo4j_url), header=_HEADER)
+    return ImportReport(out / "suite.yaml", len(cases), [s["name"] for s in systems], notes)
+
+
+_HEADER = """Neo4j Text2Cypher, imported by `queryeval import text2cypher`.
+Text metrics against the gold Cypher; with a Neo4j server, execution match as well."""
+
+
+def _case(
+    row: Any, path: Path, line: int, ids: set[str], with_database: bool
+) -> tuple[dict[str, Any], str | None, str | None]:
+    if not isinstance(row, Mapping):
+        raise InputError("expected a row object", path=path, line=line)
+    question = text_field(row, ("question",), path, line)
+    cypher = text_field(row, ("cypher",), path, line)
+    if question is None or cypher is None:
+        missing = "question" if question is None else "cypher"
+        raise InputError(
+            f"no {missing} (a Text2Cypher row has question, schema, cypher)",
+            path=path,
+            line=line,
+            where=missing,
+        )
+    schema = text_field(row, ("schema",), path, line)
+    source = text_field(row, ("data_source",), path, line)
+    alias = text_field(row, ("database_reference_alias",), path, line)
+    raw_id = row.get("instance_id")
+    case_id = unique(str(raw_id) if raw_id not in (None, "") else f"{path.stem}-{line}", ids)
+    query: dict[str, Any] = {"language": "cypher", "text": cypher}
+    if alias and with_database:
+        query["database"] = alias
+    metadata: dict[str, Any] = {"source": f"{path.name}:{line}"}
+    if schema is not None:
+        metadata["schema"] = schema
+    if source is not None:
+        metadata["data_source"] = source
+    if alias is not None:
+        metadata["database_reference_alias"] = alias
+    tags = [t for t in (source, alias) if t]
+    case = {
+        "id": case_id,
+        "tags": tags,
+        "metadata": metadata,
+        "conversation": [{"role": "user", "content": question, "target": {"query": query}}],
+    }
+    return case, text_field(row, PREDICTION_FIELDS, path, line), alias
+
+
+def _suite(systems: list[dict], aliases: list[str], neo4j_url: str | None) -> dict[str, Any]:
+    scorers: list[dict[str, Any]] = [
+        {"name": "exact_match", "weight": 0},
+        {"name": "bleu"},
+        {"name": "rouge_l", "weight": 0},
+        {"name": "jaro_winkler", "weight": 0},
+        {"name": "jaccard", "weight": 0},
+    ]
+    suite: dict[str, Any] = {
+        "name": "text2cypher",
+        "description": "Neo4j Text2Cypher: questions to Cypher, scored against the gold query.",
+        "cases": "cases.jsonl",
+    }
+    if neo4j_url is not None and aliases:
+        suite["databases"] = {
+            alias: {
+                "engine": "neo4j",
+                "url": neo4j_url,
+                "options": {
+                    "database": alias.removeprefix(DEMO_PREFIX),
+                    "user": alias.removeprefix(DEMO_PREFIX),
+                    "password": alias.removeprefix(DEMO_PREFIX),
+                    "timeout_s": 10.0,
+                },
+            }
+            for alias in aliases
+        }
+        suite["comparison"] = {"columns": "permutation"}
+        scorers.insert(0, {"name": "execution_match", "required": True})
+    suite["systems"] = systems
+    suite["scorers"] = scorers
+    suite["reports"] = ["console", "json"]
+    return suite

@@ -1,0 +1,150 @@
+"""`import_text2cypher`: rows in the `neo4j/text2cypher-2024v1` format (question, schema,
+cypher, data_source, instance_id, database_reference_alias), written here as Parquet, JSONL
+and CSV, become a suite of Cypher cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from queryeval.config import load_suite
+from queryeval.errors import InputError
+from queryeval.importers.text2cypher import import_text2cypher
+from queryeval.runner import run_suite
+
+ROWS: list[dict[str, Any]] = [
+    {
+        "question": "How many movies are there?",
+        "schema": "Node properties:\n- **Movie**\n  - `title`: STRING",
+        "cypher": "MATCH (m:Movie) RETURN count(m)",
+        "data_source": "neo4jLabs_synthetic_gpt4o",
+        "instance_id": "instance_id_1",
+        "database_reference_alias": "neo4jlabs_demo_db_movies",
+    },
+    {
+        "question": "Which users asked the most questions?",
+        "schema": "Node properties:\n- **User**\n  - `name`: STRING",
+        "cypher": "MATCH (u:User)-[:ASKED]->(q) RETURN u.name, count(q) AS n ORDER BY n DESC",
+        "data_source": "hf_dataset",
+        "instance_id": "instance_id_2",
+        "database_reference_alias": None,
+    },
+]
+
+
+def write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def cases_of(suite_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (suite_dir / "cases.jsonl").read_text().splitlines()]
+
+
+def test_parquet_rows_become_cypher_cases(tmp_path: Path) -> None:
+    src = write_parquet(tmp_path / "test-00000-of-00001.parquet", ROWS)
+    report = import_text2cypher([src], tmp_path / "suite")
+    assert (report.cases, report.systems) == (2, ["gold"])
+    cases = cases_of(tmp_path / "suite")
+    first = cases[0]
+    assert first["id"] == "instance_id_1"
+    assert first["conversation"][0]["content"] == ROWS[0]["question"]
+    assert first["conversation"][0]["target"]["query"] == {
+        "language": "cypher",
+        "text": ROWS[0]["cypher"],
+    }
+    assert first["metadata"]["schema"] == ROWS[0]["schema"]
+    assert first["metadata"]["database_reference_alias"] == "neo4jlabs_demo_db_movies"
+    assert first["tags"] == ["neo4jLabs_synthetic_gpt4o", "neo4jlabs_demo_db_movies"]
+    assert cases[1]["tags"] == ["hf_dataset"]
+    assert any("neo4j_url" in note for note in report.notes)
+    suite = load_suite(tmp_path / "suite" / "suite.yaml")
+    suite.settings["cache_dir"] = str(tmp_path / "cache")
+    result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
+    assert result.summary["systems"]["gold"]["scorers"]["bleu"]["mean"] == pytest.approx(1.0)
+
+
+def test_predictions_in_the_rows_make_a_system(tmp_path: Path) -> None:
+    rows = [
+        {**ROWS[0], "prediction": "MATCH (m:Movie) RETURN count(*)"},
+        {**ROWS[1], "prediction": ROWS[1]["cypher"]},
+    ]
+    src = tmp_path / "model-x.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = import_text2cypher([src], tmp_path / "suite")
+    assert report.systems == ["model-x"]
+    suite = load_suite(tmp_path / "suite" / "suite.yaml")
+    suite.settings["cache_dir"] = str(tmp_path / "cache")
+    result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
+    scorers = result.summary["systems"]["model-x"]["scorers"]
+    assert scorers["exact_match"]["mean"] == 0.5
+    assert 0.5 < scorers["bleu"]["mean"] < 1.0
+
+
+def test_with_a_server_the_aliases_become_databases(tmp_path: Path) -> None:
+    src = write_parquet(tmp_path / "rows.parquet", ROWS)
+    import_text2cypher([src], tmp_path / "suite", neo4j_url="neo4j+s://demo.neo4jlabs.com:7687")
+    suite = yaml.safe_load((tmp_path / "suite" / "suite.yaml").read_text())
+    db = suite["databases"]["neo4jlabs_demo_db_movies"]
+    assert db["engine"] == "neo4j" and db["url"] == "neo4j+s://demo.neo4jlabs.com:7687"
+    assert db["options"]["database"] == db["options"]["user"] == "movies"
+    assert suite["scorers"][0] == {"name": "execution_match", "required": True}
+    cases = cases_of(tmp_path / "suite")
+    assert cases[0]["conversation"][0]["target"]["query"]["database"] == "neo4jlabs_demo_db_movies"
+    assert "database" not in cases[1]["conversation"][0]["target"]["query"]
+    load_suite(tmp_path / "suite" / "suite.yaml")  # a valid suite (nothing is contacted)
+
+
+def test_csv_rows_and_duplicate_ids(tmp_path: Path) -> None:
+    src = tmp_path / "rows.csv"
+    src.write_text(
+        "question,schema,cypher,instance_id\n"
+        "Count nodes,,MATCH (n) RETURN count(n),a\n"
+        '"Names, sorted",,"MATCH (n) RETURN n.name ORDER BY n.name",a\n'
+    )
+    import_text2cypher([src], tmp_path / "suite")
+    cases = cases_of(tmp_path / "suite")
+    assert [c["id"] for c in cases] == ["a", "a-2"]
+    assert cases[1]["conversation"][0]["content"] == "Names, sorted"
+    assert "schema" not in cases[0]["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("rows", "match", "line"),
+    [
+        ([ROWS[0], {**ROWS[1], "cypher": ""}], "no cypher", 2),
+        ([{**ROWS[0], "question": None}], "no question", 1),
+        ([ROWS[0], {**ROWS[1], "question": 42}], "question must be text", 2),
+        ([ROWS[0], ["not", "a", "row"]], "expected a row object", 2),
+    ],
+)
+def test_bad_rows_name_the_file_and_the_line(
+    tmp_path: Path, rows: list[Any], match: str, line: int
+) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match=match) as err:
+        import_text2cypher([src], tmp_path / "out")
+    assert (err.value.path, err.value.line) == (str(src), line)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreadable_sources_are_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "rows.parquet"
+    bad.write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="Parquet") as err:
+        import_text2cypher([bad], tmp_path / "out")
+    assert err.value.path == str(bad)
+    with pytest.raises(InputError, match="no such file"):
+        import_text2cypher([tmp_path / "missing.parquet"], tmp_path / "out")
+    other = tmp_path / "rows.txt"
+    other.write_text("x")
+    with pytest.raises(InputError, match=r"expected a \.jsonl"):
+        import_text2cypher([other], tmp_path / "out")
