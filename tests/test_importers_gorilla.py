@@ -20,7 +20,7 @@ from queryeval.config import load_suite
 from queryeval.errors import InputError
 from queryeval.importers.gorilla import import_gorilla
 from queryeval.runner import run_suite
-from queryeval.scorers.weaviate import as_published
+from queryeval.scorers.weaviate import WeaviateAstScorer, as_published
 
 
 def schema(*collections: str) -> dict[str, Any]:
@@ -196,6 +196,23 @@ def test_import_then_run_reproduces_every_stored_score(tmp_path: Path) -> None:
         # the default counts the invented filter and the other search text against the query
         default = result.summary["systems"][name]["scorers"]["weaviate_ast"]
         assert default["mean"] < result.summary["systems"][name]["scorers"][label]["mean"]
+        # the console's tables: per component, per schema, the experiment's own figures
+        aggregate = result.summary["systems"][name]["scorers"][label]["aggregate"]
+        tables = dict(WeaviateAstScorer.report_tables(aggregate))
+        assert tables["per schema"][1:] == [
+            ["0", aggregate["per_schema"]["0"]["mean"], 3],
+            ["1", aggregate["per_schema"]["1"]["mean"], 2],
+        ]
+        published_rows = tables["as weaviate-gorilla reports it"]
+        assert published_rows[1] == ["average", stored["average_ast_score"], 5]
+        assert published_rows[2] == ["schema 0", stored["per_schema_scores"]["0"], None]
+        assert [row[0] for row in tables["per component"][1:]] == [
+            "collection",
+            "search",
+            "filters",
+            "aggregations",
+            "groupby",
+        ]
 
 
 def test_results_alone_give_the_cases_and_a_query_file_alone_a_gold_system(

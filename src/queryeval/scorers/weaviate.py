@@ -361,7 +361,10 @@ class WeaviateAstScorer(Scorer):
         out: dict[str, Any] = {
             "per_component": per_component,
             "per_family": per_family,
-            "exact_match_rate": mean_or_none(1.0 if s.details.get("exact") else 0.0 for s in ok),
+            # every scored case: a failed or refused prediction (0) is not an exact match
+            "exact_match_rate": mean_or_none(
+                1.0 if s.details.get("exact") else 0.0 for s in scores if s.status == "ok"
+            ),
             "invalid_predictions": invalid,
             "per_schema": {k: _group(v) for k, v in sorted(by_schema.items())},
             "per_tag": {k: _group(v) for k, v in sorted(by_tag.items())},
