@@ -167,9 +167,8 @@ def gorilla_score(p: WeaviateQuery, g: WeaviateQuery) -> float:
     if p.target_collection != g.target_collection:
         return 0.0
     score = 0.0 + 0.4
-    if p.search_query and g.search_query:
-        score += 0.15
-    elif p.search_query is None and g.search_query is None:
+    both = bool(p.search_query and g.search_query)
+    if both or (p.search_query is None and g.search_query is None):
         score += 0.15
     hits, count = 0.0, 0
     for key in _FILTERS:

@@ -127,6 +127,7 @@ def checkout(path: Path) -> tuple[Path, Path | None]:
     out = Path(tempfile.mkdtemp(prefix="gorilla-original-"))
     archive = subprocess.run(
         ["git", "--git-dir", str(git_dir), "archive", "HEAD", "src", "experimental-results"],
+        # src/ holds the code and the ablations' results (src/test-gorilla/*.json)
         check=True,
         capture_output=True,
     ).stdout
@@ -152,7 +153,13 @@ def checkout(path: Path) -> tuple[Path, Path | None]:
 
 
 def published(root: Path) -> bool:
-    files = sorted((root / "experimental-results").glob("*.json"))
+    main = published_files(sorted((root / "experimental-results").glob("*.json")))
+    print("  (ablations of src/test-gorilla, same scorer, gpt-4o:)")
+    ablations = published_files(sorted((root / "src" / "test-gorilla").glob("*.json")))
+    return main and ablations
+
+
+def published_files(files: list[Path]) -> bool:
     total = agree = 0
     ok = True
     for path in files:
@@ -182,7 +189,7 @@ def published(root: Path) -> bool:
         total += n
         agree += same
         ok = ok and same == n and mean_ok and schema_ok
-    print(f"published results: {agree}/{total} predictions agree over {len(files)} models")
+    print(f"published results: {agree}/{total} predictions agree over {len(files)} files")
     return ok
 
 
