@@ -20,6 +20,22 @@ from queryeval.errors import InputError
 
 
 @dataclass
+class Built:
+    """A suite an importer made, before it is written: the cases, databases, predictions per
+    system, further suite keys (description, scorers, comparison, reports), further files
+    (relative path -> text) and notes for the user."""
+
+    name: str
+    cases: list[dict[str, Any]]
+    databases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    predictions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    suite: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    header: str = ""
+
+
+@dataclass
 class ImportReport:
     """What an import wrote: the suite file, how many cases, the systems, and notes (what was
     assumed or left out)."""
@@ -122,6 +138,27 @@ def text_field(record: Any, names: Sequence[str], path: Path, line: int) -> str 
             )
         return value
     return None
+
+
+def write_built(built: Built, out: Path, overwrite: bool = False) -> ImportReport:
+    """Write `built` as a suite directory at `out` (all at once at the end)."""
+    with SuiteWriter(out, overwrite) as w:
+        for relative, text in built.files.items():
+            w.text(relative, text)
+        w.jsonl("cases.jsonl", built.cases)
+        systems = []
+        for name, records in built.predictions.items():
+            w.jsonl(f"predictions/{name}.jsonl", records)
+            systems.append({"name": name, "predictions": f"predictions/{name}.jsonl"})
+        data: dict[str, Any] = {"name": built.name, "cases": "cases.jsonl"}
+        if "description" in built.suite:
+            data["description"] = built.suite["description"]
+        if built.databases:
+            data["databases"] = built.databases
+        data["systems"] = systems
+        data.update((k, v) for k, v in built.suite.items() if k != "description")
+        w.yaml("suite.yaml", data, header=built.header)
+    return ImportReport(out / "suite.yaml", len(built.cases), list(built.predictions), built.notes)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

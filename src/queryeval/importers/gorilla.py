@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
-from queryeval.importers._write import ImportReport, SuiteWriter, read_json, slug, unique
+from queryeval.importers._write import (
+    Built,
+    ImportReport,
+    read_json,
+    slug,
+    unique,
+    write_built,
+)
 from queryeval.metrics import WeaviateQueryError, legacy_queries, parse_queries
 
 # weaviate-gorilla commit b993769 ("fix AST score", 2024-11-21 10:57 -05:00) made the search
@@ -44,9 +51,14 @@ def import_gorilla(
 
     >>> import_gorilla(["synthetic-weaviate-queries-with-schemas.json",
     ...                 "experimental-results/"], "gorilla")  # doctest: +SKIP
-    ImportReport(suite=PosixPath('gorilla/suite.yaml'), cases=315, systems=[...], notes=[...])
+    ImportReport(suite=PosixPath('gorilla/suite.yaml'), cases=315, systems=[...], notes=[])
     """
-    query_files, result_files = _classify([Path(s) for s in sources])
+    return write_built(collect([Path(s) for s in sources]), Path(out), overwrite)
+
+
+def collect(paths: Sequence[Path]) -> Built:
+    """The suite made of Gorilla's files (see the module text), not yet written."""
+    query_files, result_files = _classify(list(paths))
     if not query_files and not result_files:
         raise InputError("no Gorilla query file or results file among the sources")
     if len(query_files) > 1:
@@ -58,7 +70,6 @@ def import_gorilla(
         path, data = result_files[0]
         cases, schemas = _cases_from_results(path, data)
     _check_golds(cases, path)
-    systems: list[dict[str, Any]] = []
     predictions: dict[str, list[dict[str, Any]]] = {}
     published: dict[str, Any] = {}
     taken: set[str] = set()
@@ -78,25 +89,29 @@ def import_gorilla(
             "failed_predictions": rdata.get("failed_predictions"),
             "reproduced_by": "gorilla_legacy_exact_search" if early else "gorilla_legacy",
         }
-        systems.append({"name": name, "predictions": f"predictions/{name}.jsonl"})
     notes = []
-    if not systems:
+    if not predictions:
         predictions["gold"] = [
             {"case_id": c["id"], "weaviate_query": c["conversation"][0]["target"]["weaviate_query"]}
             for c in cases
         ]
-        systems.append({"name": "gold", "predictions": "predictions/gold.jsonl"})
         notes.append("no results file: the system 'gold' answers with the gold queries")
-    out = Path(out)
-    with SuiteWriter(out, overwrite) as w:
-        w.jsonl("cases.jsonl", cases)
-        w.json("schemas.json", {"schemas": schemas})
-        for name, records in predictions.items():
-            w.jsonl(f"predictions/{name}.jsonl", records)
-        if published:
-            w.json("published.json", published)
-        w.yaml("suite.yaml", _suite(systems, exact_needed), header=_HEADER)
-    return ImportReport(out / "suite.yaml", len(cases), [s["name"] for s in systems], notes)
+    files = {"schemas.json": _json({"schemas": schemas})}
+    if published:
+        files["published.json"] = _json(published)
+    return Built(
+        name="weaviate-gorilla",
+        cases=cases,
+        predictions=predictions,
+        suite=_suite(exact_needed),
+        files=files,
+        notes=notes,
+        header=_HEADER,
+    )
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 _HEADER = """Weaviate Gorilla, imported by `queryeval import gorilla`.
@@ -105,7 +120,7 @@ gorilla_legacy: weaviate-gorilla's own scorer, quirks included, with its experim
 and per-schema figures under aggregate.as_published (compare with published.json)."""
 
 
-def _suite(systems: list[dict[str, Any]], exact_needed: bool) -> dict[str, Any]:
+def _suite(exact_needed: bool) -> dict[str, Any]:
     legacy = {"mode": "legacy", "schemas": "schemas.json", "schema_blocks": BLOCK}
     scorers: list[dict[str, Any]] = [
         {"name": "weaviate_ast", "options": {"schemas": "schemas.json"}},
@@ -121,11 +136,8 @@ def _suite(systems: list[dict[str, Any]], exact_needed: bool) -> dict[str, Any]:
             }
         )
     return {
-        "name": "weaviate-gorilla",
         "description": "Weaviate Gorilla: natural-language questions to Weaviate queries "
         "(collection, search, filters, aggregations, group-by), scored on the query's structure.",
-        "cases": "cases.jsonl",
-        "systems": systems,
         "scorers": scorers,
         "reports": ["console", "json"],
     }

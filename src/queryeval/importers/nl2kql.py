@@ -32,13 +32,14 @@ from typing import Any
 
 from queryeval.errors import InputError
 from queryeval.importers._write import (
+    Built,
     ImportReport,
-    SuiteWriter,
     read_json,
     read_rows,
     slug,
     text_field,
     unique,
+    write_built,
 )
 
 QUESTION_FIELDS = ("nlq", "question", "nl_query", "natural_language", "prompt", "context")
@@ -98,7 +99,12 @@ def import_nl2kql(
     >>> import_nl2kql(["defender_eval.jsonl", "defender_schema.json"], "nl2kql")  # doctest: +SKIP
     ImportReport(suite=PosixPath('nl2kql/suite.yaml'), cases=..., systems=['gold'], notes=[...])
     """
-    case_files, schema_files = _classify([Path(s) for s in sources])
+    return write_built(collect([Path(s) for s in sources], now=now), Path(out), overwrite)
+
+
+def collect(paths: Sequence[Path], *, now: str = DEFAULT_NOW) -> Built:
+    """The suite made of NL2KQL's files (see the module text), not yet written."""
+    case_files, schema_files = _classify(list(paths))
     if not schema_files:
         raise InputError(
             "no schema file among the sources (a .json schema is needed to build the tables)"
@@ -111,10 +117,17 @@ def import_nl2kql(
         for name, tables in _schemas(path, data, notes).items():
             if name in databases:
                 raise InputError(f"database {name!r} is described twice", path=path)
+            for table in tables:
+                if not _SAFE_TABLE.match(table):
+                    raise InputError(
+                        f"table name {table!r} cannot name a fixture file (letters, digits, "
+                        "_ . - and spaces)",
+                        path=path,
+                        where=table,
+                    )
             databases[name] = tables
     cases, predictions = _cases(case_files, databases)
-    systems = [{"name": n, "predictions": f"predictions/{n}.jsonl"} for n in predictions]
-    if not systems:
+    if not predictions:
         predictions["gold"] = [
             {
                 "case_id": c["id"],
@@ -123,34 +136,17 @@ def import_nl2kql(
             }
             for c in cases
         ]
-        systems.append({"name": "gold", "predictions": "predictions/gold.jsonl"})
         notes.append(
             "no predictions in the cases: the system 'gold' answers with the gold "
             "queries (a check that every gold runs on the tables)"
         )
-    out = Path(out)
-    with SuiteWriter(out, overwrite) as w:
-        for name, tables in databases.items():
-            _fixture(w, f"databases/{slug(name)}", tables)
-        w.jsonl("cases.jsonl", cases)
-        for name, records in predictions.items():
-            w.jsonl(f"predictions/{name}.jsonl", records)
-        w.yaml("suite.yaml", _suite(databases, systems, now), header=_HEADER)
-    return ImportReport(out / "suite.yaml", len(cases), [s["name"] for s in systems], notes)
-
-
-_HEADER = """NL2KQL, imported by `queryeval import nl2kql`.
-The tables are empty (built from the schema): `executes` says whether a query is valid KQL
-on this schema; `execution_match` compares result columns (every result has no rows)."""
-
-
-def _suite(databases: dict[str, Tables], systems: list[dict], now: str) -> dict[str, Any]:
-    return {
-        "name": "nl2kql",
-        "description": "NL2KQL: questions to KQL, run by duckdb-kql on empty tables built "
-        "from the schema.",
-        "cases": "cases.jsonl",
-        "databases": {
+    files: dict[str, str] = {}
+    for name, tables in databases.items():
+        files.update(_fixture(f"databases/{slug(name)}", tables))
+    return Built(
+        name="nl2kql",
+        cases=cases,
+        databases={
             name: {
                 "engine": "kql",
                 "fixture": f"databases/{slug(name)}",
@@ -158,14 +154,29 @@ def _suite(databases: dict[str, Tables], systems: list[dict], now: str) -> dict[
             }
             for name in databases
         },
-        "comparison": {"columns": "permutation"},
-        "systems": systems,
-        "scorers": [
-            {"name": "executes", "required": True},
-            {"name": "execution_match", "weight": 0},
-        ],
-        "reports": ["console", "json"],
-    }
+        predictions=predictions,
+        suite=_SUITE,
+        files=files,
+        notes=notes,
+        header=_HEADER,
+    )
+
+
+_HEADER = """NL2KQL, imported by `queryeval import nl2kql`.
+The tables are empty (built from the schema): `executes` says whether a query is valid KQL
+on this schema; `execution_match` compares result columns (every result has no rows)."""
+
+
+_SUITE: dict[str, Any] = {
+    "description": "NL2KQL: questions to KQL, run by duckdb-kql on empty tables built "
+    "from the schema.",
+    "comparison": {"columns": "permutation"},
+    "scorers": [
+        {"name": "executes", "required": True},
+        {"name": "execution_match", "weight": 0},
+    ],
+    "reports": ["console", "json"],
+}
 
 
 # --- sources ------------------------------------------------------------------------------
@@ -352,20 +363,16 @@ def _cases(
     return cases, predictions
 
 
-def _fixture(w: SuiteWriter, folder: str, tables: Tables) -> None:
+def _fixture(folder: str, tables: Tables) -> dict[str, str]:
+    """The fixture folder's files: schema.sql and a header-only CSV per table."""
     ddl = ["-- Empty tables built from the NL2KQL schema by `queryeval import nl2kql`."]
+    files: dict[str, str] = {}
     for table, columns in tables.items():
-        if not _SAFE_TABLE.match(table):
-            raise InputError(
-                f"table name {table!r} cannot name a fixture file (letters, "
-                "digits, _ . - and spaces)",
-                where=folder,
-            )
         cols = ", ".join(f"{_quote(c)} {t}" for c, t in columns)
         ddl.append(f"CREATE TABLE {_quote(table)} ({cols});")
-        header = ",".join(_csv_cell(c) for c, _ in columns)
-        w.text(f"{folder}/{table}.csv", header + "\n")
-    w.text(f"{folder}/schema.sql", "\n".join(ddl) + "\n")
+        files[f"{folder}/{table}.csv"] = ",".join(_csv_cell(c) for c, _ in columns) + "\n"
+    files[f"{folder}/schema.sql"] = "\n".join(ddl) + "\n"
+    return files
 
 
 _SAFE_TABLE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_. -]*$")

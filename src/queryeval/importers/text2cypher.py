@@ -24,12 +24,13 @@ from typing import Any
 
 from queryeval.errors import InputError
 from queryeval.importers._write import (
+    Built,
     ImportReport,
-    SuiteWriter,
     read_rows,
     slug,
     text_field,
     unique,
+    write_built,
 )
 
 PREDICTION_FIELDS = ("prediction", "predicted_cypher", "generated_cypher", "pred")
@@ -48,7 +49,12 @@ def import_text2cypher(
     >>> import_text2cypher(["data/test-00000-of-00001.parquet"], "t2c")  # doctest: +SKIP
     ImportReport(suite=PosixPath('t2c/suite.yaml'), cases=4833, systems=['gold'], notes=[...])
     """
-    paths = [Path(s) for s in sources]
+    built = collect([Path(s) for s in sources], neo4j_url=neo4j_url)
+    return write_built(built, Path(out), overwrite)
+
+
+def collect(paths: Sequence[Path], *, neo4j_url: str | None = None) -> Built:
+    """The suite made of Text2Cypher rows (see the module text), not yet written."""
     if not paths:
         raise InputError("no Text2Cypher rows file among the sources")
     cases: list[dict[str, Any]] = []
@@ -70,8 +76,7 @@ def import_text2cypher(
     if not cases:
         raise InputError("no rows in the sources", path=paths[0])
     notes: list[str] = []
-    systems = [{"name": n, "predictions": f"predictions/{n}.jsonl"} for n in predictions]
-    if not systems:
+    if not predictions:
         predictions["gold"] = [
             {
                 "case_id": c["id"],
@@ -80,20 +85,22 @@ def import_text2cypher(
             }
             for c in cases
         ]
-        systems.append({"name": "gold", "predictions": "predictions/gold.jsonl"})
         notes.append("no predictions in the rows: the system 'gold' answers with the gold queries")
     if aliases and neo4j_url is None:
         notes.append(
             f"{len(aliases)} database alias(es) kept as tags; give neo4j_url to run "
             "the queries (execution_match)"
         )
-    out = Path(out)
-    with SuiteWriter(out, overwrite) as w:
-        w.jsonl("cases.jsonl", cases)
-        for name, records in predictions.items():
-            w.jsonl(f"predictions/{name}.jsonl", records)
-        w.yaml("suite.yaml", _suite(systems, list(aliases), neo4j_url), header=_HEADER)
-    return ImportReport(out / "suite.yaml", len(cases), [s["name"] for s in systems], notes)
+    databases, suite = _suite(list(aliases), neo4j_url)
+    return Built(
+        name="text2cypher",
+        cases=cases,
+        databases=databases,
+        predictions=predictions,
+        suite=suite,
+        notes=notes,
+        header=_HEADER,
+    )
 
 
 _HEADER = """Neo4j Text2Cypher, imported by `queryeval import text2cypher`.
@@ -140,7 +147,10 @@ def _case(
     return case, text_field(row, PREDICTION_FIELDS, path, line), alias
 
 
-def _suite(systems: list[dict], aliases: list[str], neo4j_url: str | None) -> dict[str, Any]:
+def _suite(
+    aliases: list[str], neo4j_url: str | None
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """(databases, further suite keys)."""
     scorers: list[dict[str, Any]] = [
         {"name": "exact_match", "weight": 0},
         {"name": "bleu"},
@@ -149,27 +159,19 @@ def _suite(systems: list[dict], aliases: list[str], neo4j_url: str | None) -> di
         {"name": "jaccard", "weight": 0},
     ]
     suite: dict[str, Any] = {
-        "name": "text2cypher",
         "description": "Neo4j Text2Cypher: questions to Cypher, scored against the gold query.",
-        "cases": "cases.jsonl",
     }
+    databases: dict[str, dict[str, Any]] = {}
     if neo4j_url is not None and aliases:
-        suite["databases"] = {
-            alias: {
+        for alias in aliases:
+            name = alias.removeprefix(DEMO_PREFIX)
+            databases[alias] = {
                 "engine": "neo4j",
                 "url": neo4j_url,
-                "options": {
-                    "database": alias.removeprefix(DEMO_PREFIX),
-                    "user": alias.removeprefix(DEMO_PREFIX),
-                    "password": alias.removeprefix(DEMO_PREFIX),
-                    "timeout_s": 10.0,
-                },
+                "options": {"database": name, "user": name, "password": name, "timeout_s": 10.0},
             }
-            for alias in aliases
-        }
         suite["comparison"] = {"columns": "permutation"}
         scorers.insert(0, {"name": "execution_match", "required": True})
-    suite["systems"] = systems
     suite["scorers"] = scorers
     suite["reports"] = ["console", "json"]
-    return suite
+    return databases, suite
