@@ -256,6 +256,7 @@ def test_json_arguments_read_as_json_loads_does() -> None:
         ("pizza", "pizza", True, True),
         ("PIZZA", "pizza", True, True),
         ("pizza ", "pizza", True, False),
+        ("STRASSE", "straße", True, False),  # .lower(), not casefold()
         ("pasta", "pizza", True, False),
         (" ", "pizza", True, False),
         ("", "pizza", False, False),
