@@ -11,6 +11,7 @@ prediction is 0), summed in the original's order.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -301,3 +302,33 @@ def test_an_output_folder_in_use_is_refused(tmp_path: Path) -> None:
     import_gorilla([query_file], tmp_path / "out", overwrite=True)
     assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
     assert (tmp_path / "out" / "suite.yaml").exists()
+
+
+@dataclass
+class Request:
+    """The request `queryeval import FORMAT` gives a format's `build`."""
+
+    sources: list[Path]
+    out: Path
+    predictions: list[tuple[str, Path]] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+
+
+def test_build_for_queryeval_import(tmp_path: Path) -> None:
+    from queryeval.importers import gorilla
+
+    query_file, late, _ = write_inputs(tmp_path)
+    out = tmp_path / "suite"
+    built = gorilla.build(Request([query_file], out, predictions=[("model-a", late)]))
+    assert gorilla.SUMMARY
+    assert list(built.predictions) == ["model-a"] and len(built.cases) == 5
+    assert built.suite["scorers"][1]["id"] == "gorilla_legacy"
+    # the further files are written by build; cases and predictions by the command
+    assert json.loads((out / "published.json").read_text())["model-a"]["file"] == late.name
+    assert (out / "schemas.json").exists() and not (out / "cases.jsonl").exists()
+    with pytest.raises(InputError, match="unknown option"):
+        gorilla.build(Request([query_file], out, options={"now": "x"}))
+    with pytest.raises(InputError, match="must be a Gorilla results file") as err:
+        gorilla.build(Request([query_file], out, predictions=[("x", query_file)]))
+    assert err.value.path == str(query_file)

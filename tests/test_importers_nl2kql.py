@@ -4,6 +4,7 @@ here, become a suite whose queries run on duckdb-kql over empty tables built fro
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +216,39 @@ def test_bad_json_line_is_named(tmp_path: Path) -> None:
     assert (err.value.path, err.value.line) == (str(pairs), 2)
     with pytest.raises(InputError, match="no schema file"):
         import_nl2kql([pairs], tmp_path / "out")
+
+
+@dataclass
+class Request:
+    """The request `queryeval import FORMAT` gives a format's `build`."""
+
+    sources: list[Path]
+    out: Path
+    predictions: list[tuple[str, Path]] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+
+
+def test_build_for_queryeval_import(tmp_path: Path) -> None:
+    from queryeval.importers import nl2kql
+
+    rows = [{k: v for k, v in p.items() if k != "prediction"} for p in PAIRS]
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", rows)
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(KUSTO_SCHEMA))
+    preds = write_jsonl(
+        tmp_path / "m.jsonl", [{"id": "e1", "kql": "DeviceLogonEvents | take 1"}, {"id": "h1"}]
+    )
+    out = tmp_path / "suite"
+    request = Request([pairs, schema], out, [("model", preds)], {"now": "2025-01-01T00:00:00Z"})
+    built = nl2kql.build(request)
+    assert list(built.predictions) == ["model"]
+    assert built.predictions["model"][1] == {"case_id": "h1", "error": "no prediction"}
+    assert built.databases["Security"]["options"]["now"] == "2025-01-01T00:00:00Z"
+    assert (out / "databases" / "Security" / "schema.sql").exists()
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": "zz", "kql": "T"}])
+    with pytest.raises(InputError, match="unknown case 'zz'") as err:
+        nl2kql.build(Request([pairs, schema], out, [("m", bad)]))
+    assert (err.value.path, err.value.line) == (str(bad), 1)
+    with pytest.raises(InputError, match="unknown option"):
+        nl2kql.build(Request([pairs, schema], out, options={"neo4j_url": "x"}))

@@ -5,6 +5,7 @@ and CSV, become a suite of Cypher cases."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +149,30 @@ def test_unreadable_sources_are_refused(tmp_path: Path) -> None:
     other.write_text("x")
     with pytest.raises(InputError, match=r"expected a \.jsonl"):
         import_text2cypher([other], tmp_path / "out")
+
+
+@dataclass
+class Request:
+    """The request `queryeval import FORMAT` gives a format's `build`."""
+
+    sources: list[Path]
+    out: Path
+    predictions: list[tuple[str, Path]] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+
+
+def test_build_for_queryeval_import(tmp_path: Path) -> None:
+    from queryeval.importers import text2cypher
+
+    src = write_parquet(tmp_path / "rows.parquet", ROWS)
+    preds = tmp_path / "m.jsonl"
+    preds.write_text(json.dumps({"instance_id": "instance_id_2", "cypher": "MATCH (u) RETURN u"}))
+    request = Request([src], tmp_path / "out", [("m", preds)], {"neo4j_url": "bolt://x:7687"})
+    built = text2cypher.build(request)
+    assert built.predictions == {
+        "m": [{"case_id": "instance_id_2", "query": "MATCH (u) RETURN u", "language": "cypher"}]
+    }
+    assert built.databases["neo4jlabs_demo_db_movies"]["url"] == "bolt://x:7687"
+    with pytest.raises(InputError, match="unknown option"):
+        text2cypher.build(Request([src], tmp_path / "out", options={"url": "x"}))

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import yaml
@@ -33,6 +33,57 @@ class Built:
     files: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     header: str = ""
+    preset: str | None = None
+
+    def write_files(self, out: Path) -> None:
+        """Write the further files under `out` (what `queryeval import` leaves to the format:
+        it writes the cases, predictions and suite.yaml itself)."""
+        for relative, text in self.files.items():
+            target = out / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(target)
+
+
+class Request(Protocol):
+    """What `queryeval import FORMAT` passes to a format's `build`: the sources, the output
+    folder, `(system, path)` prediction files, `--set key=value` options, a suite name."""
+
+    sources: Sequence[Path]
+    out: Path
+    predictions: Sequence[tuple[str, Path]]
+    options: dict[str, str]
+    name: str | None
+
+
+def check_options(request: Request, known: Sequence[str]) -> None:
+    """Refuse an option the format does not have (it could not be honoured)."""
+    unknown = sorted(set(request.options) - set(known))
+    if unknown:
+        expected = ", ".join(known) if known else "none"
+        raise InputError(f"unknown option(s) {', '.join(unknown)}; this format takes {expected}")
+
+
+def read_predictions(
+    path: Path, case_ids: set[str], fields: Sequence[str], language: str
+) -> list[dict[str, Any]]:
+    """A system's predictions from a JSONL / JSON / CSV / Parquet file of records naming the
+    case (`case_id`, `id` or `instance_id`) and holding the query (the first of `fields`)."""
+    records: list[dict[str, Any]] = []
+    for line, rec in read_rows(path):
+        if not isinstance(rec, Mapping):
+            raise InputError("expected an object", path=path, line=line)
+        raw_id = next((rec[k] for k in ("case_id", "id", "instance_id") if k in rec), None)
+        if raw_id is None or str(raw_id) not in case_ids:
+            what = "no case_id / id / instance_id" if raw_id is None else f"unknown case {raw_id!r}"
+            raise InputError(what, path=path, line=line)
+        query = text_field(rec, fields, path, line)
+        if query is None:
+            records.append({"case_id": str(raw_id), "error": "no prediction"})
+        else:
+            records.append({"case_id": str(raw_id), "query": query, "language": language})
+    return records
 
 
 @dataclass
@@ -150,7 +201,10 @@ def write_built(built: Built, out: Path, overwrite: bool = False) -> ImportRepor
         for name, records in built.predictions.items():
             w.jsonl(f"predictions/{name}.jsonl", records)
             systems.append({"name": name, "predictions": f"predictions/{name}.jsonl"})
-        data: dict[str, Any] = {"name": built.name, "cases": "cases.jsonl"}
+        data: dict[str, Any] = {"name": built.name}
+        if built.preset:
+            data["preset"] = built.preset
+        data["cases"] = "cases.jsonl"
         if "description" in built.suite:
             data["description"] = built.suite["description"]
         if built.databases:

@@ -29,6 +29,8 @@ from queryeval.errors import InputError
 from queryeval.importers._write import (
     Built,
     ImportReport,
+    Request,
+    check_options,
     read_json,
     slug,
     unique,
@@ -56,9 +58,33 @@ def import_gorilla(
     return write_built(collect([Path(s) for s in sources]), Path(out), overwrite)
 
 
-def collect(paths: Sequence[Path]) -> Built:
-    """The suite made of Gorilla's files (see the module text), not yet written."""
+SUMMARY = "Weaviate Gorilla: its synthetic query file and experimental-results JSON files"
+
+
+def build(request: Request) -> Built:
+    """`queryeval import gorilla SRC... --out DIR [--predictions NAME=RESULTS.json]`: the
+    suite of `collect` with its further files (schemas, published figures) written under
+    the output folder. A `--predictions` file is a results file, named as given."""
+    check_options(request, ())
+    built = collect(list(request.sources), named=list(request.predictions))
+    built.write_files(request.out)
+    if request.name:
+        built.name = request.name
+    return built
+
+
+def collect(paths: Sequence[Path], named: Sequence[tuple[str, Path]] = ()) -> Built:
+    """The suite made of Gorilla's files (see the module text), not yet written; `named`
+    results files give systems of those names."""
     query_files, result_files = _classify(list(paths))
+    for system, path in named:
+        data = read_json(path)
+        if not isinstance(data, Mapping) or "detailed_results" not in data:
+            raise InputError(
+                "a predictions file must be a Gorilla results file ({detailed_results: [...]})",
+                path=path,
+            )
+        result_files.append((path, data, system))
     if not query_files and not result_files:
         raise InputError("no Gorilla query file or results file among the sources")
     if len(query_files) > 1:
@@ -67,15 +93,15 @@ def collect(paths: Sequence[Path]) -> Built:
         path, data = query_files[0]
         cases, schemas = _cases_from_query_file(path, data)
     else:
-        path, data = result_files[0]
+        path, data, _ = result_files[0]
         cases, schemas = _cases_from_results(path, data)
     _check_golds(cases, path)
     predictions: dict[str, list[dict[str, Any]]] = {}
     published: dict[str, Any] = {}
     taken: set[str] = set()
     exact_needed = False
-    for rpath, rdata in result_files:
-        name = unique(slug(rpath.stem), taken)
+    for rpath, rdata, given in result_files:
+        name = unique(slug(given or rpath.stem), taken)
         predictions[name] = _predictions(rpath, rdata, cases)
         early = str(rdata.get("timestamp", "")) < SEARCH_RULE_CHANGE
         exact_needed = exact_needed or early
@@ -148,9 +174,9 @@ def _suite(exact_needed: bool) -> dict[str, Any]:
 
 def _classify(
     paths: list[Path],
-) -> tuple[list[tuple[Path, Any]], list[tuple[Path, Any]]]:
+) -> tuple[list[tuple[Path, Any]], list[tuple[Path, Any, str | None]]]:
     queries: list[tuple[Path, Any]] = []
-    results: list[tuple[Path, Any]] = []
+    results: list[tuple[Path, Any, str | None]] = []
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
@@ -167,7 +193,7 @@ def _classify(
         if isinstance(data, list):
             queries.append((p, data))
         elif isinstance(data, Mapping) and "detailed_results" in data:
-            results.append((p, data))
+            results.append((p, data, None))
         else:
             raise InputError(
                 "not a Gorilla file: expected the query file (a list of {query, "

@@ -34,7 +34,10 @@ from queryeval.errors import InputError
 from queryeval.importers._write import (
     Built,
     ImportReport,
+    Request,
+    check_options,
     read_json,
+    read_predictions,
     read_rows,
     slug,
     text_field,
@@ -100,6 +103,28 @@ def import_nl2kql(
     ImportReport(suite=PosixPath('nl2kql/suite.yaml'), cases=..., systems=['gold'], notes=[...])
     """
     return write_built(collect([Path(s) for s in sources], now=now), Path(out), overwrite)
+
+
+SUMMARY = "NL2KQL: question/KQL pairs (JSONL, CSV) and a schema JSON (empty duckdb-kql tables)"
+
+
+def build(request: Request) -> Built:
+    """`queryeval import nl2kql PAIRS SCHEMA... --out DIR [--set now=ISO] [--predictions
+    NAME=FILE]`: the suite of `collect` with its fixture folders written under the output
+    folder. A predictions file holds records naming the case (`case_id`, `id`) and the KQL
+    (`prediction`, `predicted_kql`, `kql`, `query`)."""
+    check_options(request, ("now",))
+    built = collect(list(request.sources), now=request.options.get("now", DEFAULT_NOW))
+    ids = {c["id"] for c in built.cases}
+    fields = (*PREDICTION_FIELDS, "kql", "query")
+    for system, path in request.predictions:
+        built.predictions[system] = read_predictions(path, ids, fields, "kql")
+    if request.predictions:
+        built.predictions.pop("gold", None)
+    built.write_files(request.out)
+    if request.name:
+        built.name = request.name
+    return built
 
 
 def collect(paths: Sequence[Path], *, now: str = DEFAULT_NOW) -> Built:

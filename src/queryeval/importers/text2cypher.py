@@ -26,6 +26,9 @@ from queryeval.errors import InputError
 from queryeval.importers._write import (
     Built,
     ImportReport,
+    Request,
+    check_options,
+    read_predictions,
     read_rows,
     slug,
     text_field,
@@ -51,6 +54,27 @@ def import_text2cypher(
     """
     built = collect([Path(s) for s in sources], neo4j_url=neo4j_url)
     return write_built(built, Path(out), overwrite)
+
+
+SUMMARY = "Neo4j Text2Cypher: rows of neo4j/text2cypher-2024v1 (Parquet, JSONL, CSV)"
+
+
+def build(request: Request) -> Built:
+    """`queryeval import text2cypher ROWS... --out DIR [--set neo4j_url=URL] [--predictions
+    NAME=FILE]`: the suite of `collect`. A predictions file holds records naming the case
+    (`case_id`, `instance_id`, `id`) and the Cypher (`prediction`, `predicted_cypher`,
+    `cypher`, `query`)."""
+    check_options(request, ("neo4j_url",))
+    built = collect(list(request.sources), neo4j_url=request.options.get("neo4j_url"))
+    ids = {c["id"] for c in built.cases}
+    fields = (*PREDICTION_FIELDS, "cypher", "query")
+    for system, path in request.predictions:
+        built.predictions[system] = read_predictions(path, ids, fields, "cypher")
+    if request.predictions:
+        built.predictions.pop("gold", None)
+    if request.name:
+        built.name = request.name
+    return built
 
 
 def collect(paths: Sequence[Path], *, neo4j_url: str | None = None) -> Built:
