@@ -259,58 +259,23 @@ VALUES = {
         MISSING,
     ],
 }
-METRICS = {
-    "integer": [
-        "COUNT",
-        "TYPE",
-        "MIN",
-        "MAX",
-        "MEAN",
-        "MEDIAN",
-        "MODE",
-        "SUM",
-        "mean",
-        "AVG",
-        "TOP_OCCURRENCES",
-        ["MEAN"],
-        None,
-        "",
-        MISSING,
-    ],
-    "text": [
-        "COUNT",
-        "TYPE",
-        "TOP_OCCURRENCES",
-        "top_occurrences",
-        "MAX",
-        ["COUNT"],
-        None,
-        MISSING,
-    ],
-    "boolean": [
-        "COUNT",
-        "TYPE",
-        "TOTAL_TRUE",
-        "TOTAL_FALSE",
-        "PERCENTAGE_TRUE",
-        "PERCENTAGE_FALSE",
-        "total_true",
-        "MEAN",
-        None,
-        MISSING,
-    ],
-}
 VALID_METRICS = {
     "integer": ["COUNT", "TYPE", "MIN", "MAX", "MEAN", "MEDIAN", "MODE", "SUM"],
     "text": ["COUNT", "TYPE", "TOP_OCCURRENCES"],
-    "boolean": [
-        "COUNT",
-        "TYPE",
-        "TOTAL_TRUE",
-        "TOTAL_FALSE",
-        "PERCENTAGE_TRUE",
-        "PERCENTAGE_FALSE",
-    ],
+    "boolean": "COUNT TYPE TOTAL_TRUE TOTAL_FALSE PERCENTAGE_TRUE PERCENTAGE_FALSE".split(),
+}
+# the valid metrics of each family, and values the original refuses
+METRICS = {
+    family: [*valid, *refused]
+    for (family, valid), refused in zip(
+        VALID_METRICS.items(),
+        (
+            ["mean", "AVG", "TOP_OCCURRENCES", ["MEAN"], None, "", MISSING],
+            ["top_occurrences", "MAX", ["COUNT"], None, MISSING],
+            ["total_true", "MEAN", None, MISSING],
+        ),
+        strict=True,
+    )
 }
 LIMITS = [MISSING, None, 0, -1, 3, 5, "3", " 3", 3.0, 3.5, True, "x", [3]]
 SLOT_SHAPES = ["valid", "null", "empty", "string", "list", "missing"]

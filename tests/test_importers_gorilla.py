@@ -11,12 +11,12 @@ prediction is 0), summed in the original's order.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fakes.import_request import Request
 from queryeval.config import load_suite
 from queryeval.errors import InputError
 from queryeval.importers.gorilla import import_gorilla
@@ -302,17 +302,6 @@ def test_an_output_folder_in_use_is_refused(tmp_path: Path) -> None:
     import_gorilla([query_file], tmp_path / "out", overwrite=True)
     assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
     assert (tmp_path / "out" / "suite.yaml").exists()
-
-
-@dataclass
-class Request:
-    """The request `queryeval import FORMAT` gives a format's `build`."""
-
-    sources: list[Path]
-    out: Path
-    predictions: list[tuple[str, Path]] = field(default_factory=list)
-    options: dict[str, str] = field(default_factory=dict)
-    name: str | None = None
 
 
 def test_build_for_queryeval_import(tmp_path: Path) -> None:

@@ -4,12 +4,12 @@ here, become a suite whose queries run on duckdb-kql over empty tables built fro
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fakes.import_request import Request
 from queryeval.config import load_suite
 from queryeval.errors import InputError
 from queryeval.importers.nl2kql import import_nl2kql
@@ -216,17 +216,6 @@ def test_bad_json_line_is_named(tmp_path: Path) -> None:
     assert (err.value.path, err.value.line) == (str(pairs), 2)
     with pytest.raises(InputError, match="no schema file"):
         import_nl2kql([pairs], tmp_path / "out")
-
-
-@dataclass
-class Request:
-    """The request `queryeval import FORMAT` gives a format's `build`."""
-
-    sources: list[Path]
-    out: Path
-    predictions: list[tuple[str, Path]] = field(default_factory=list)
-    options: dict[str, str] = field(default_factory=dict)
-    name: str | None = None
 
 
 def test_build_for_queryeval_import(tmp_path: Path) -> None:

@@ -5,13 +5,13 @@ and CSV, become a suite of Cypher cases."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from fakes.import_request import Request
 from queryeval.config import load_suite
 from queryeval.errors import InputError
 from queryeval.importers.text2cypher import import_text2cypher
@@ -149,17 +149,6 @@ def test_unreadable_sources_are_refused(tmp_path: Path) -> None:
     other.write_text("x")
     with pytest.raises(InputError, match=r"expected a \.jsonl"):
         import_text2cypher([other], tmp_path / "out")
-
-
-@dataclass
-class Request:
-    """The request `queryeval import FORMAT` gives a format's `build`."""
-
-    sources: list[Path]
-    out: Path
-    predictions: list[tuple[str, Path]] = field(default_factory=list)
-    options: dict[str, str] = field(default_factory=dict)
-    name: str | None = None
 
 
 def test_build_for_queryeval_import(tmp_path: Path) -> None:

@@ -65,6 +65,16 @@ def check_options(request: Request, known: Sequence[str]) -> None:
         raise InputError(f"unknown option(s) {', '.join(unknown)}; this format takes {expected}")
 
 
+def add_predictions(built: Built, request: Request, fields: Sequence[str], language: str) -> None:
+    """The request's `(system, file)` predictions as systems of `built` (replacing the
+    `gold` stand-in), each file read with `read_predictions`."""
+    ids = {c["id"] for c in built.cases}
+    for system, path in request.predictions:
+        built.predictions[system] = read_predictions(path, ids, fields, language)
+    if request.predictions:
+        built.predictions.pop("gold", None)
+
+
 def read_predictions(
     path: Path, case_ids: set[str], fields: Sequence[str], language: str
 ) -> list[dict[str, Any]]:

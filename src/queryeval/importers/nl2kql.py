@@ -35,9 +35,9 @@ from queryeval.importers._write import (
     Built,
     ImportReport,
     Request,
+    add_predictions,
     check_options,
     read_json,
-    read_predictions,
     read_rows,
     slug,
     text_field,
@@ -115,12 +115,7 @@ def build(request: Request) -> Built:
     (`prediction`, `predicted_kql`, `kql`, `query`)."""
     check_options(request, ("now",))
     built = collect(list(request.sources), now=request.options.get("now", DEFAULT_NOW))
-    ids = {c["id"] for c in built.cases}
-    fields = (*PREDICTION_FIELDS, "kql", "query")
-    for system, path in request.predictions:
-        built.predictions[system] = read_predictions(path, ids, fields, "kql")
-    if request.predictions:
-        built.predictions.pop("gold", None)
+    add_predictions(built, request, (*PREDICTION_FIELDS, "kql", "query"), "kql")
     built.write_files(request.out)
     if request.name:
         built.name = request.name

@@ -27,8 +27,8 @@ from queryeval.importers._write import (
     Built,
     ImportReport,
     Request,
+    add_predictions,
     check_options,
-    read_predictions,
     read_rows,
     slug,
     text_field,
@@ -66,12 +66,7 @@ def build(request: Request) -> Built:
     `cypher`, `query`)."""
     check_options(request, ("neo4j_url",))
     built = collect(list(request.sources), neo4j_url=request.options.get("neo4j_url"))
-    ids = {c["id"] for c in built.cases}
-    fields = (*PREDICTION_FIELDS, "cypher", "query")
-    for system, path in request.predictions:
-        built.predictions[system] = read_predictions(path, ids, fields, "cypher")
-    if request.predictions:
-        built.predictions.pop("gold", None)
+    add_predictions(built, request, (*PREDICTION_FIELDS, "cypher", "query"), "cypher")
     if request.name:
         built.name = request.name
     return built
