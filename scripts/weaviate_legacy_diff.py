@@ -262,7 +262,10 @@ VALUES = {
 VALID_METRICS = {
     "integer": ["COUNT", "TYPE", "MIN", "MAX", "MEAN", "MEDIAN", "MODE", "SUM"],
     "text": ["COUNT", "TYPE", "TOP_OCCURRENCES"],
-    "boolean": "COUNT TYPE TOTAL_TRUE TOTAL_FALSE PERCENTAGE_TRUE PERCENTAGE_FALSE".split(),
+    "boolean": [
+        *("COUNT", "TYPE", "TOTAL_TRUE", "TOTAL_FALSE"),
+        *("PERCENTAGE_TRUE", "PERCENTAGE_FALSE"),
+    ],
 }
 # the valid metrics of each family, and values the original refuses
 METRICS = {
