@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from fakes.import_request import Request
 from queryeval.config import load_suite
 from queryeval.errors import InputError
+from queryeval.importers import ImportRequest as Request
 from queryeval.importers.gorilla import import_gorilla
 from queryeval.runner import run_suite
 from queryeval.scorers.weaviate import WeaviateAstScorer, as_published
@@ -165,8 +165,8 @@ def write_inputs(tmp: Path) -> tuple[Path, Path, Path]:
 def test_import_then_run_reproduces_every_stored_score(tmp_path: Path) -> None:
     query_file, late, early = write_inputs(tmp_path)
     report = import_gorilla([query_file, tmp_path / "experimental-results"], tmp_path / "suite")
-    assert report.cases == 5
-    assert report.systems == ["early-model", "late-model"]
+    assert len(report.cases) == 5
+    assert list(report.predictions) == ["early-model", "late-model"]
     suite_dir = tmp_path / "suite"
     cases = [json.loads(line) for line in (suite_dir / "cases.jsonl").read_text().splitlines()]
     assert [c["metadata"]["schema"] for c in cases] == ["0", "0", "0", "1", "1"]
@@ -224,7 +224,7 @@ def test_results_alone_give_the_cases_and_a_query_file_alone_a_gold_system(
     cases = (tmp_path / "from-results" / "cases.jsonl").read_text().splitlines()
     assert len(cases) == 5 and json.loads(cases[3])["metadata"]["schema"] == "1"
     report = import_gorilla([query_file], tmp_path / "from-queries")
-    assert report.systems == ["gold"] and report.notes
+    assert list(report.predictions) == ["gold"] and report.notes
     suite = load_suite(tmp_path / "from-queries" / "suite.yaml")
     suite.settings["cache_dir"] = str(tmp_path / "cache")
     result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
@@ -284,7 +284,7 @@ def test_bad_results_name_the_file_and_the_place(tmp_path: Path) -> None:
         "detailed_results[3].natural_language_query",
     )
     late.write_text("{not json")
-    with pytest.raises(InputError, match="invalid JSON") as err:
+    with pytest.raises(InputError, match="not valid JSON") as err:
         import_gorilla([late], tmp_path / "out")
     assert err.value.line == 1
     other = tmp_path / "other.json"
@@ -293,15 +293,36 @@ def test_bad_results_name_the_file_and_the_place(tmp_path: Path) -> None:
         import_gorilla([other], tmp_path / "out")
 
 
-def test_an_output_folder_in_use_is_refused(tmp_path: Path) -> None:
+def test_an_existing_suite_is_refused_unless_overwritten(tmp_path: Path) -> None:
     query_file, _, _ = write_inputs(tmp_path)
-    (tmp_path / "out").mkdir()
+    import_gorilla([query_file], tmp_path / "out")
     (tmp_path / "out" / "keep.txt").write_text("mine")
-    with pytest.raises(InputError, match="not empty"):
+    with pytest.raises(InputError, match="exists; pass --overwrite"):
         import_gorilla([query_file], tmp_path / "out")
     import_gorilla([query_file], tmp_path / "out", overwrite=True)
     assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
     assert (tmp_path / "out" / "suite.yaml").exists()
+
+
+def test_queryeval_import_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from queryeval.cli import app
+
+    query_file, late, _ = write_inputs(tmp_path)
+    out = tmp_path / "suite"
+    args = ["import", "gorilla", str(query_file), "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--predictions", f"m={late}"])
+    assert result.exit_code == 0, result.output
+    assert "5 case(s)" in result.output and "system(s): m" in result.output
+    header = (out / "suite.yaml").read_text().splitlines()[0]
+    assert header.startswith("# Weaviate Gorilla")
+    data = json.loads(query_file.read_text())
+    data[1]["query"]["text_property_aggregation"] = {"property_name": "c", "metrics": "AVG"}
+    query_file.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, [*args, "--overwrite"])
+    assert result.exit_code == 2
+    assert f"{query_file}: query 1: gold query: text_property_aggregation.metrics" in result.output
 
 
 def test_build_for_queryeval_import(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from fakes.import_request import Request
 from queryeval.config import load_suite
 from queryeval.errors import InputError
+from queryeval.importers import ImportRequest as Request
 from queryeval.importers.nl2kql import import_nl2kql
 from queryeval.runner import run_suite
 
@@ -87,7 +87,7 @@ def test_kusto_schema_export_and_jsonl_pairs_run_on_empty_tables(tmp_path: Path)
     schema = tmp_path / "schema.json"
     schema.write_text(json.dumps(KUSTO_SCHEMA))
     report = import_nl2kql([pairs, schema], tmp_path / "suite")
-    assert (report.cases, report.systems) == (3, ["defender"])
+    assert (len(report.cases), list(report.predictions)) == (3, ["defender"])
     fixture = tmp_path / "suite" / "databases" / "Security"
     ddl = (fixture / "schema.sql").read_text()
     assert '"Timestamp" TIMESTAMP' in ddl and '"Duration" INTERVAL' in ddl
@@ -111,7 +111,7 @@ def test_every_gold_runs_on_its_tables(tmp_path: Path) -> None:
     schema = tmp_path / "schema.json"
     schema.write_text(json.dumps(KUSTO_SCHEMA))
     report = import_nl2kql([pairs, schema], tmp_path / "suite")
-    assert report.systems == ["gold"]
+    assert list(report.predictions) == ["gold"]
     summary, _ = run(tmp_path / "suite", tmp_path)
     assert summary["systems"]["gold"]["scorers"]["executes"]["mean"] == 1.0
 
@@ -211,7 +211,7 @@ def test_bad_json_line_is_named(tmp_path: Path) -> None:
     pairs.write_text('{"question": "q", "kql": "T"}\n{oops\n')
     schema = tmp_path / "s.json"
     schema.write_text(json.dumps({"T": {"x": "int"}}))
-    with pytest.raises(InputError, match="invalid JSON") as err:
+    with pytest.raises(InputError, match="not valid JSON") as err:
         import_nl2kql([pairs, schema], tmp_path / "out")
     assert (err.value.path, err.value.line) == (str(pairs), 2)
     with pytest.raises(InputError, match="no schema file"):

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from fakes.import_request import Request
 from queryeval.config import load_suite
 from queryeval.errors import InputError
+from queryeval.importers import ImportRequest as Request
 from queryeval.importers.text2cypher import import_text2cypher
 from queryeval.runner import run_suite
 
@@ -52,7 +52,7 @@ def cases_of(suite_dir: Path) -> list[dict[str, Any]]:
 def test_parquet_rows_become_cypher_cases(tmp_path: Path) -> None:
     src = write_parquet(tmp_path / "test-00000-of-00001.parquet", ROWS)
     report = import_text2cypher([src], tmp_path / "suite")
-    assert (report.cases, report.systems) == (2, ["gold"])
+    assert (len(report.cases), list(report.predictions)) == (2, ["gold"])
     cases = cases_of(tmp_path / "suite")
     first = cases[0]
     assert first["id"] == "instance_id_1"
@@ -80,7 +80,7 @@ def test_predictions_in_the_rows_make_a_system(tmp_path: Path) -> None:
     src = tmp_path / "model-x.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     report = import_text2cypher([src], tmp_path / "suite")
-    assert report.systems == ["model-x"]
+    assert list(report.predictions) == ["model-x"]
     suite = load_suite(tmp_path / "suite" / "suite.yaml")
     suite.settings["cache_dir"] = str(tmp_path / "cache")
     result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)

@@ -19,7 +19,9 @@ Adding a format (no central table to edit): create ``queryeval/importers/<format
 Keep a format module's top-level imports light (``queryeval import --list`` imports every
 module to read its ``SUMMARY``); import heavy libraries inside ``build``.
 ``queryeval.importers._suite.write_suite`` writes what ``build`` returned. Helpers shared by
-formats (JSON/JSONL reading with places, SQLite database discovery) live in ``_read.py``.
+formats (JSON/JSONL reading with places, SQLite database discovery) live in ``_read.py``;
+those of record tables (CSV / Parquet rows, predictions by case id) and of formats that write
+files of their own (``SuiteWithFiles``) in ``_records.py``.
 
 >>> from queryeval.importers import formats
 >>> "spider" in formats()

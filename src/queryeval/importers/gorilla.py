@@ -26,16 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
-from queryeval.importers._write import (
-    Built,
-    ImportReport,
-    Request,
-    check_options,
-    read_json,
-    slug,
-    unique,
-    write_built,
-)
+from queryeval.importers._read import read_json
+from queryeval.importers._records import SuiteWithFiles, import_with, slug, unique
+from queryeval.importers._suite import ImportedSuite, ImportRequest
 from queryeval.metrics import WeaviateQueryError, legacy_queries, parse_queries
 
 # weaviate-gorilla commit b993769 ("fix AST score", 2024-11-21 10:57 -05:00) made the search
@@ -48,24 +41,24 @@ _FAMILIES = ("integer", "text", "boolean")
 
 def import_gorilla(
     sources: Sequence[str | Path], out: str | Path, *, overwrite: bool = False
-) -> ImportReport:
-    """Write a suite directory at `out` from Gorilla's query file and/or results files.
+) -> ImportedSuite:
+    """Write a suite directory at `out` from Gorilla's query file and/or results files, as
+    `queryeval import gorilla SRC... --out DIR` does; returns the suite written.
 
-    >>> import_gorilla(["synthetic-weaviate-queries-with-schemas.json",
-    ...                 "experimental-results/"], "gorilla")  # doctest: +SKIP
-    ImportReport(suite=PosixPath('gorilla/suite.yaml'), cases=315, systems=[...], notes=[])
+    >>> suite = import_gorilla(["synthetic-weaviate-queries-with-schemas.json",
+    ...                         "experimental-results/"], "gorilla")  # doctest: +SKIP
     """
-    return write_built(collect([Path(s) for s in sources]), Path(out), overwrite)
+    return import_with(build, sources, out, {}, overwrite)
 
 
 SUMMARY = "Weaviate Gorilla: its synthetic query file and experimental-results JSON files"
 
 
-def build(request: Request) -> Built:
+def build(request: ImportRequest) -> SuiteWithFiles:
     """`queryeval import gorilla SRC... --out DIR [--predictions NAME=RESULTS.json]`: the
     suite of `collect` with its further files (schemas, published figures) written under
     the output folder. A `--predictions` file is a results file, named as given."""
-    check_options(request, ())
+    request.expect_options()
     built = collect(list(request.sources), named=list(request.predictions))
     built.write_files(request.out)
     if request.name:
@@ -73,7 +66,7 @@ def build(request: Request) -> Built:
     return built
 
 
-def collect(paths: Sequence[Path], named: Sequence[tuple[str, Path]] = ()) -> Built:
+def collect(paths: Sequence[Path], named: Sequence[tuple[str, Path]] = ()) -> SuiteWithFiles:
     """The suite made of Gorilla's files (see the module text), not yet written; `named`
     results files give systems of those names."""
     query_files, result_files = _classify(list(paths))
@@ -125,7 +118,7 @@ def collect(paths: Sequence[Path], named: Sequence[tuple[str, Path]] = ()) -> Bu
     files = {"schemas.json": _json({"schemas": schemas})}
     if published:
         files["published.json"] = _json(published)
-    return Built(
+    return SuiteWithFiles(
         name="weaviate-gorilla",
         cases=cases,
         predictions=predictions,

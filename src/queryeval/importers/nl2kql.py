@@ -31,19 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
-from queryeval.importers._write import (
-    Built,
-    ImportReport,
-    Request,
+from queryeval.importers._read import read_json
+from queryeval.importers._records import (
+    SuiteWithFiles,
     add_predictions,
-    check_options,
-    read_json,
+    import_with,
     read_rows,
     slug,
     text_field,
     unique,
-    write_built,
 )
+from queryeval.importers._suite import ImportedSuite, ImportRequest
 
 QUESTION_FIELDS = ("nlq", "question", "nl_query", "natural_language", "prompt", "context")
 KQL_FIELDS = ("kql", "gold_kql", "kql_query", "gold", "query", "target")
@@ -95,25 +93,25 @@ def import_nl2kql(
     *,
     now: str = DEFAULT_NOW,
     overwrite: bool = False,
-) -> ImportReport:
-    """Write a suite directory at `out` from NL2KQL pairs and schemas (see the module text).
-    `now` pins the engine's clock (``ago()``) so runs are repeatable.
+) -> ImportedSuite:
+    """Write a suite directory at `out` from NL2KQL pairs and schemas (see the module text),
+    as `queryeval import nl2kql SRC... --out DIR` does; `now` pins the engine's clock
+    (``ago()``) so runs are repeatable. Returns the suite written.
 
-    >>> import_nl2kql(["defender_eval.jsonl", "defender_schema.json"], "nl2kql")  # doctest: +SKIP
-    ImportReport(suite=PosixPath('nl2kql/suite.yaml'), cases=..., systems=['gold'], notes=[...])
+    >>> suite = import_nl2kql(["eval.jsonl", "schema.json"], "nl2kql")  # doctest: +SKIP
     """
-    return write_built(collect([Path(s) for s in sources], now=now), Path(out), overwrite)
+    return import_with(build, sources, out, {"now": now}, overwrite)
 
 
 SUMMARY = "NL2KQL: question/KQL pairs (JSONL, CSV) and a schema JSON (empty duckdb-kql tables)"
 
 
-def build(request: Request) -> Built:
+def build(request: ImportRequest) -> SuiteWithFiles:
     """`queryeval import nl2kql PAIRS SCHEMA... --out DIR [--set now=ISO] [--predictions
     NAME=FILE]`: the suite of `collect` with its fixture folders written under the output
     folder. A predictions file holds records naming the case (`case_id`, `id`) and the KQL
     (`prediction`, `predicted_kql`, `kql`, `query`)."""
-    check_options(request, ("now",))
+    request.expect_options("now")
     built = collect(list(request.sources), now=request.options.get("now", DEFAULT_NOW))
     add_predictions(built, request, (*PREDICTION_FIELDS, "kql", "query"), "kql")
     built.write_files(request.out)
@@ -122,7 +120,7 @@ def build(request: Request) -> Built:
     return built
 
 
-def collect(paths: Sequence[Path], *, now: str = DEFAULT_NOW) -> Built:
+def collect(paths: Sequence[Path], *, now: str = DEFAULT_NOW) -> SuiteWithFiles:
     """The suite made of NL2KQL's files (see the module text), not yet written."""
     case_files, schema_files = _classify(list(paths))
     if not schema_files:
@@ -163,7 +161,7 @@ def collect(paths: Sequence[Path], *, now: str = DEFAULT_NOW) -> Built:
     files: dict[str, str] = {}
     for name, tables in databases.items():
         files.update(_fixture(f"databases/{slug(name)}", tables))
-    return Built(
+    return SuiteWithFiles(
         name="nl2kql",
         cases=cases,
         databases={

@@ -23,18 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
-from queryeval.importers._write import (
-    Built,
-    ImportReport,
-    Request,
+from queryeval.importers._records import (
+    SuiteWithFiles,
     add_predictions,
-    check_options,
+    import_with,
     read_rows,
     slug,
     text_field,
     unique,
-    write_built,
 )
+from queryeval.importers._suite import ImportedSuite, ImportRequest
 
 PREDICTION_FIELDS = ("prediction", "predicted_cypher", "generated_cypher", "pred")
 DEMO_PREFIX = "neo4jlabs_demo_db_"
@@ -46,25 +44,25 @@ def import_text2cypher(
     *,
     neo4j_url: str | None = None,
     overwrite: bool = False,
-) -> ImportReport:
-    """Write a suite directory at `out` from Text2Cypher rows (see the module text).
+) -> ImportedSuite:
+    """Write a suite directory at `out` from Text2Cypher rows (see the module text), as
+    `queryeval import text2cypher SRC... --out DIR` does; returns the suite written.
 
-    >>> import_text2cypher(["data/test-00000-of-00001.parquet"], "t2c")  # doctest: +SKIP
-    ImportReport(suite=PosixPath('t2c/suite.yaml'), cases=4833, systems=['gold'], notes=[...])
+    >>> suite = import_text2cypher(["data/test-00000-of-00001.parquet"], "t2c")  # doctest: +SKIP
     """
-    built = collect([Path(s) for s in sources], neo4j_url=neo4j_url)
-    return write_built(built, Path(out), overwrite)
+    options = {"neo4j_url": neo4j_url} if neo4j_url is not None else {}
+    return import_with(build, sources, out, options, overwrite)
 
 
 SUMMARY = "Neo4j Text2Cypher: rows of neo4j/text2cypher-2024v1 (Parquet, JSONL, CSV)"
 
 
-def build(request: Request) -> Built:
+def build(request: ImportRequest) -> SuiteWithFiles:
     """`queryeval import text2cypher ROWS... --out DIR [--set neo4j_url=URL] [--predictions
     NAME=FILE]`: the suite of `collect`. A predictions file holds records naming the case
     (`case_id`, `instance_id`, `id`) and the Cypher (`prediction`, `predicted_cypher`,
     `cypher`, `query`)."""
-    check_options(request, ("neo4j_url",))
+    request.expect_options("neo4j_url")
     built = collect(list(request.sources), neo4j_url=request.options.get("neo4j_url"))
     add_predictions(built, request, (*PREDICTION_FIELDS, "cypher", "query"), "cypher")
     if request.name:
@@ -72,7 +70,7 @@ def build(request: Request) -> Built:
     return built
 
 
-def collect(paths: Sequence[Path], *, neo4j_url: str | None = None) -> Built:
+def collect(paths: Sequence[Path], *, neo4j_url: str | None = None) -> SuiteWithFiles:
     """The suite made of Text2Cypher rows (see the module text), not yet written."""
     if not paths:
         raise InputError("no Text2Cypher rows file among the sources")
@@ -111,7 +109,7 @@ def collect(paths: Sequence[Path], *, neo4j_url: str | None = None) -> Built:
             "the queries (execution_match)"
         )
     databases, suite = _suite(list(aliases), neo4j_url)
-    return Built(
+    return SuiteWithFiles(
         name="text2cypher",
         cases=cases,
         databases=databases,
