@@ -31,7 +31,7 @@ from queryeval.metrics import (
     tokenize_13a,
     tokenize_13a_many,
 )
-from queryeval.metrics._ngrams import clipped_matches
+from queryeval.metrics.text._ngrams import clipped_matches
 
 logging.getLogger("sacrebleu").setLevel(logging.ERROR)
 TOL = 1e-9

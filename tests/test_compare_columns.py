@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from queryeval.metrics import compare_results
-from queryeval.metrics._columns import ColumnView, align_by_name, search_permutation
+from queryeval.metrics.results._columns import ColumnView, align_by_name, search_permutation
 
 
 def test_by_name_ignores_case_and_order() -> None:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from queryeval.metrics import ResultSet, ValuePolicy, canonical, compare_results
-from queryeval.metrics._encode import encode_exact
+from queryeval.metrics.results._encode import encode_exact
 
 
 def reference_matched(pred: ResultSet, gold: ResultSet) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from queryeval.languages.kql import kql_order_by_pipes
 from queryeval.metrics import OrderInfo, gold_is_ordered
-from queryeval.metrics._order_kql import kql_order_by_pipes
 
 
 @pytest.mark.parametrize(

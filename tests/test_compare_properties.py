@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from queryeval.metrics import ResultSet, canonical, compare_results
-from queryeval.metrics._match import group_matching
+from queryeval.metrics.results._match import group_matching
 
 SETTINGS = settings(max_examples=60, deadline=None)
 

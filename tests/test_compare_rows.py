@@ -220,7 +220,7 @@ def test_tolerance_at_the_exact_boundary_with_several_float_columns() -> None:
 def test_dense_tolerance_groups_fall_back_to_a_flagged_greedy_matching(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from queryeval.metrics import _match
+    from queryeval.metrics.results import _match
 
     monkeypatch.setattr(_match, "MAX_CANDIDATE_PAIRS", 10)
     pred = (["x", "y"], [(0.0, float(i % 2)) for i in range(8)])

@@ -3,46 +3,7 @@
 Usable on their own, like ``sklearn.metrics``.
 """
 
-from queryeval.metrics._agentic import (
-    AgenticReport,
-    AttemptSummary,
-    agentic_report,
-    kg_valid,
-    primary_error,
-    recovery_rate,
-    summarize_attempt,
-    summarize_output,
-)
-from queryeval.metrics._agreement import Agreement, agreement
-from queryeval.metrics._bleu import bleu, bleu_many, corpus_bleu
-from queryeval.metrics._canonical import NAN, ValuePolicy, canonical
-from queryeval.metrics._compare import ComparisonResult, compare_results
-from queryeval.metrics._keywords import (
-    KeywordMatch,
-    keyword_match,
-    keyword_score,
-    keyword_score_legacy,
-    normalize_text,
-)
-from queryeval.metrics._legacy import LEGACY_ROW_LIMIT, legacy_recall
-from queryeval.metrics._llmetric import (
-    LLMETRIC_Q_WEIGHTS,
-    jaccard_output,
-    jarou,
-    llmetric_q,
-    pass_at_1_output,
-)
-from queryeval.metrics._ordering import OrderInfo, gold_is_ordered
-from queryeval.metrics._passk import first_success, mean_pass_at_k, pass_at_k, success_at_k
-from queryeval.metrics._resultset import ResultSet, as_result_set
-from queryeval.metrics._rouge import (
-    RougeLScore,
-    rouge_l,
-    rouge_l_many,
-    rouge_l_score,
-    rouge_l_scores,
-    rouge_tokens,
-)
+from queryeval.languages.sql import OrderInfo, gold_is_ordered
 from queryeval.metrics._spider_sql import (
     ClauseScore,
     ExactMatchResult,
@@ -60,22 +21,33 @@ from queryeval.metrics._sql_legacy import (
     spider_legacy_order_matters,
     spider_legacy_queries,
 )
-from queryeval.metrics._strings import (
-    exact_match,
-    jaccard,
-    jaccard_many,
-    jaro,
-    jaro_winkler,
-    jaro_winkler_many,
+from queryeval.metrics.agentic._attempts import (
+    AgenticReport,
+    AttemptSummary,
+    agentic_report,
+    kg_valid,
+    primary_error,
+    recovery_rate,
+    summarize_attempt,
+    summarize_output,
 )
-from queryeval.metrics._term_selection import (
-    DimensionResult,
-    TermRef,
-    TermSelectionResult,
-    compare_terms,
-    term_selection,
+from queryeval.metrics.agentic._llmetric import (
+    LLMETRIC_Q_WEIGHTS,
+    jaccard_output,
+    jarou,
+    llmetric_q,
+    pass_at_1_output,
 )
-from queryeval.metrics._threshold import (
+from queryeval.metrics.agentic._passk import first_success, mean_pass_at_k, pass_at_k, success_at_k
+from queryeval.metrics.agreement import Agreement, agreement
+from queryeval.metrics.rag._keywords import (
+    KeywordMatch,
+    keyword_match,
+    keyword_score,
+    keyword_score_legacy,
+    normalize_text,
+)
+from queryeval.metrics.rag._threshold import (
     PROXY_SIMILARITY,
     SEED_GRID,
     ThresholdResult,
@@ -83,10 +55,38 @@ from queryeval.metrics._threshold import (
     find_threshold,
     metric_from_confusion,
 )
-from queryeval.metrics._tokenize_13a import tokenize_13a, tokenize_13a_many
-from queryeval.metrics._weaviate_ast import check_weaviate_ast_options, weaviate_ast
-from queryeval.metrics._weaviate_legacy_read import RefusedByOriginalError, legacy_queries
-from queryeval.metrics._weaviate_model import (
+from queryeval.metrics.results._canonical import NAN, ValuePolicy, canonical
+from queryeval.metrics.results._compare import ComparisonResult, compare_results
+from queryeval.metrics.results._legacy import LEGACY_ROW_LIMIT, legacy_recall
+from queryeval.metrics.results._resultset import ResultSet, as_result_set
+from queryeval.metrics.sdmx import (
+    DimensionResult,
+    TermRef,
+    TermSelectionResult,
+    compare_terms,
+    term_selection,
+)
+from queryeval.metrics.text._bleu import bleu, bleu_many, corpus_bleu
+from queryeval.metrics.text._rouge import (
+    RougeLScore,
+    rouge_l,
+    rouge_l_many,
+    rouge_l_score,
+    rouge_l_scores,
+    rouge_tokens,
+)
+from queryeval.metrics.text._strings import (
+    exact_match,
+    jaccard,
+    jaccard_many,
+    jaro,
+    jaro_winkler,
+    jaro_winkler_many,
+)
+from queryeval.metrics.text._tokenize_13a import tokenize_13a, tokenize_13a_many
+from queryeval.metrics.weaviate._ast import check_weaviate_ast_options, weaviate_ast
+from queryeval.metrics.weaviate._legacy_read import RefusedByOriginalError, legacy_queries
+from queryeval.metrics.weaviate._model import (
     Aggregation,
     Condition,
     UnknownMetricError,
@@ -95,8 +95,8 @@ from queryeval.metrics._weaviate_model import (
     WeaviateQueryError,
     WeaviateSchema,
 )
-from queryeval.metrics._weaviate_parse import parse_queries, parse_query, parse_schema
-from queryeval.metrics._weaviate_result import (
+from queryeval.metrics.weaviate._parse import parse_queries, parse_query, parse_schema
+from queryeval.metrics.weaviate._result import (
     ComponentResult,
     FamilyCounts,
     ItemResult,

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from queryeval.cases import Attempt, Case, Query, Target
 from queryeval.metrics import AttemptSummary, summarize_attempt
-from queryeval.metrics._agentic import KG_CHECKS
+from queryeval.metrics.agentic._attempts import KG_CHECKS
 
 if TYPE_CHECKING:
     from queryeval.scorers._base import ScoringContext

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from queryeval.cases import Case, Output, Score
 from queryeval.metrics import DimensionResult, TermRef, TermSelectionResult, compare_terms
-from queryeval.metrics._term_selection import f1 as _f1
+from queryeval.metrics.sdmx import f1 as _f1
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 

@@ -22,18 +22,18 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, Literal
 
-from queryeval.metrics._weaviate_default import compare_default
-from queryeval.metrics._weaviate_legacy import compare_legacy
-from queryeval.metrics._weaviate_legacy_read import legacy_queries
-from queryeval.metrics._weaviate_match import (
+from queryeval.metrics.weaviate._default import compare_default
+from queryeval.metrics.weaviate._legacy import compare_legacy
+from queryeval.metrics.weaviate._legacy_read import legacy_queries
+from queryeval.metrics.weaviate._match import (
     assign,
 )
-from queryeval.metrics._weaviate_model import (
+from queryeval.metrics.weaviate._model import (
     WeaviateQuery,
     WeaviateSchema,
 )
-from queryeval.metrics._weaviate_parse import parse_queries, parse_schema
-from queryeval.metrics._weaviate_result import (
+from queryeval.metrics.weaviate._parse import parse_queries, parse_schema
+from queryeval.metrics.weaviate._result import (
     COMPONENTS,
     DEFAULT_WEIGHTS,
     Policy,

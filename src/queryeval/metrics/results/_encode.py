@@ -11,7 +11,7 @@ Two ways to get there, with the same answer:
   after folding -0.0 into 0.0 and every NaN into one NaN), strings by Arrow's
   ``dictionary_encode``.
 - Anything else (decimals, nested values, graph and neo4j temporal values, mixed Python
-  types) goes through :func:`~queryeval.metrics._canonical.canonical` and a dict, which is
+  types) goes through :func:`~queryeval.metrics.results._canonical.canonical` and a dict, which is
   the reference semantics. Large plain Python columns are first converted to Arrow.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from queryeval.metrics._canonical import NAN, ValuePolicy, canonical, is_number
+from queryeval.metrics.results._canonical import NAN, ValuePolicy, canonical, is_number
 
 # Plain Python columns at least this long are converted to Arrow to be encoded vectorised.
 _ARROW_CONVERT_MIN_ROWS = 20_000

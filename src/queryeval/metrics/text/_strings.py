@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from queryeval.metrics._rouge import rouge_tokens
-from queryeval.metrics._tokenize_13a import tokenize_13a
+from queryeval.metrics.text._rouge import rouge_tokens
+from queryeval.metrics.text._tokenize_13a import tokenize_13a
 
 JaccardTokens = Literal["whitespace", "rouge", "13a", "chars"]
 _TOKENIZERS: dict[str, Callable[[str], Sequence[str]]] = {

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from queryeval.metrics._order_cypher import cypher_order
-from queryeval.metrics._order_kql import kql_order
-from queryeval.metrics._order_types import OrderInfo, SortKey
+from queryeval.languages._order import OrderInfo, SortKey
+from queryeval.languages.cypher import cypher_order
+from queryeval.languages.kql import kql_order
 
 __all__ = ["OrderInfo", "SortKey", "cypher_order", "gold_is_ordered", "kql_order", "sql_order"]
 

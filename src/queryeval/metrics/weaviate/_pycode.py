@@ -11,14 +11,14 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from queryeval.metrics._weaviate_model import (
+from queryeval.metrics.weaviate._model import (
     METRICS,
     UnknownMetricError,
     UnknownOperatorError,
     WeaviateQueryError,
     WeaviateSchema,
 )
-from queryeval.metrics._weaviate_parse import family_of
+from queryeval.metrics.weaviate._parse import family_of
 
 _FILTER_METHODS = {
     "equal": "=",

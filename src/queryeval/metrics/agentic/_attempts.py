@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from queryeval.cases import Attempt, Output
-from queryeval.metrics._passk import first_success, mean_pass_at_k, success_at_k
+from queryeval.metrics.agentic._passk import first_success, mean_pass_at_k, success_at_k
 
 # Error types in the order that decides an attempt's primary error (the seed's ErrorType).
 KG_CHECKS = ("syntax", "schema", "properties")

@@ -6,13 +6,13 @@ from __future__ import annotations
 from math import fsum
 from typing import Any, NamedTuple
 
-from queryeval.metrics._weaviate_match import (
+from queryeval.metrics.weaviate._match import (
     assign,
     integer_bound,
     normalize_text,
     resolve_name,
 )
-from queryeval.metrics._weaviate_model import (
+from queryeval.metrics.weaviate._model import (
     AGGREGATION_KEYS,
     FILTER_KEYS,
     Aggregation,
@@ -20,7 +20,7 @@ from queryeval.metrics._weaviate_model import (
     Slot,
     WeaviateQuery,
 )
-from queryeval.metrics._weaviate_result import (
+from queryeval.metrics.weaviate._result import (
     ABSENT_SLOTS,
     COMPONENTS,
     NO_SLOTS,

@@ -9,7 +9,7 @@ Rows are compared as whole rows after the columns are aligned:
 - ``exact``: the columns align under the column policy and the rows are equal under the row
   policy: same multiset (or set); for ``ordered``, also in gold's order, where rows tied on
   the gold's sort keys may come in any order among themselves.
-- ``legacy_recall``: seed 002's number (see ``queryeval.metrics._legacy``).
+- ``legacy_recall``: seed 002's number (see ``queryeval.metrics.results._legacy``).
 
 When the columns do not align (a gold column has no counterpart, or an extra predicted
 column outside ``gold_subset``), no row can be equal: matched = 0 and ``exact`` is False.
@@ -24,8 +24,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from queryeval.metrics._canonical import ValuePolicy
-from queryeval.metrics._columns import (
+from queryeval.languages.sql import SortKey, gold_is_ordered
+from queryeval.metrics.results._canonical import ValuePolicy
+from queryeval.metrics.results._columns import (
     Alignment,
     ColumnView,
     Mapping,
@@ -33,11 +34,15 @@ from queryeval.metrics._columns import (
     align_by_position,
     search_permutation,
 )
-from queryeval.metrics._encode import TAG_CARDINALITY, encode_exact, encode_numeric, numeric_kind
-from queryeval.metrics._legacy import LEGACY_ROW_LIMIT, legacy_recall
-from queryeval.metrics._ordering import SortKey, gold_is_ordered
-from queryeval.metrics._resultset import ResultLike, ResultSet, as_result_set
-from queryeval.metrics._rows import (
+from queryeval.metrics.results._encode import (
+    TAG_CARDINALITY,
+    encode_exact,
+    encode_numeric,
+    numeric_kind,
+)
+from queryeval.metrics.results._legacy import LEGACY_ROW_LIMIT, legacy_recall
+from queryeval.metrics.results._resultset import ResultLike, ResultSet, as_result_set
+from queryeval.metrics.results._rows import (
     Options,
     Pair,
     RowOutcome,

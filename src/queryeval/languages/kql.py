@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from queryeval.metrics._order_types import OrderInfo, SortKey
-from queryeval.metrics._query_tokens import (
+from queryeval.languages._lexer import (
     Token,
     check_brackets,
     split_tokens,
     tokenize,
     unquote,
 )
+from queryeval.languages._order import OrderInfo, SortKey
 
 # Operators after which rows keep the order a sort gave them.
 _KQL_ORDER_KEEPING = {

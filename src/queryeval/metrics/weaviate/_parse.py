@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from queryeval.metrics._weaviate_model import (
+from queryeval.metrics.weaviate._model import (
     AGGREGATION_KEYS,
     FAMILIES,
     FILTER_KEYS,
@@ -138,7 +138,7 @@ def _from_text(text: str, where: str, schema: WeaviateSchema | None) -> list[Wea
         except orjson.JSONDecodeError as exc:
             raise WeaviateQueryError(f"not valid JSON ({exc})", where) from None
         return _queries(data, where, schema)
-    from queryeval.metrics._weaviate_pycode import python_queries
+    from queryeval.metrics.weaviate._pycode import python_queries
 
     return [
         query_from_dict(d, f"{where}python call {i + 1}" if where else f"python call {i + 1}")

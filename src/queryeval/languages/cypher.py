@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 
-from queryeval.metrics._order_types import OrderInfo, SortKey
-from queryeval.metrics._query_tokens import (
+from queryeval.languages._lexer import (
     Token,
     check_brackets,
     split_tokens,
     tokenize,
     unquote,
 )
+from queryeval.languages._order import OrderInfo, SortKey
 
 _CYPHER_CLAUSE_END = {"skip", "limit", "offset"}
 _CYPHER_DIRECTION = {"asc", "desc", "ascending", "descending"}

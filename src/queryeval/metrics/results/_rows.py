@@ -12,17 +12,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from queryeval.metrics._canonical import ValuePolicy
-from queryeval.metrics._columns import Mapping
-from queryeval.metrics._encode import TAG_CARDINALITY, encode_exact, encode_numeric, numeric_kind
-from queryeval.metrics._match import (
+from queryeval.metrics.results._canonical import ValuePolicy
+from queryeval.metrics.results._columns import Mapping
+from queryeval.metrics.results._encode import (
+    TAG_CARDINALITY,
+    encode_exact,
+    encode_numeric,
+    numeric_kind,
+)
+from queryeval.metrics.results._match import (
     RowKeys,
     distinct,
     distinct_rows,
     multiset_overlap,
     tolerant_overlap,
 )
-from queryeval.metrics._resultset import ResultSet
+from queryeval.metrics.results._resultset import ResultSet
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from queryeval.metrics._resultset import ResultSet
+from queryeval.metrics.results._resultset import ResultSet
 
 LEGACY_ROW_LIMIT = 100
 

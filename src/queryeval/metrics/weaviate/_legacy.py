@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from queryeval.metrics._weaviate_model import (
+from queryeval.metrics.weaviate._model import (
     AGGREGATION_KEYS,
     FILTER_KEYS,
     Aggregation,
@@ -14,7 +14,7 @@ from queryeval.metrics._weaviate_model import (
     Slot,
     WeaviateQuery,
 )
-from queryeval.metrics._weaviate_result import (
+from queryeval.metrics.weaviate._result import (
     ABSENT_SLOTS,
     COMPONENTS,
     NO_SLOTS,

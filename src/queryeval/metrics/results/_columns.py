@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from queryeval.metrics._match import close, multiset_overlap, pack_both
+from queryeval.metrics.results._match import close, multiset_overlap, pack_both
 
 Mapping = tuple[tuple[int, int], ...]
 """(gold column index, predicted column index) pairs, in gold column order."""

@@ -20,8 +20,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from queryeval.metrics._ngrams import clipped_matches_ids, encode
-from queryeval.metrics._tokenize_13a import (
+from queryeval.metrics.text._ngrams import clipped_matches_ids, encode
+from queryeval.metrics.text._tokenize_13a import (
     SEPARATOR,
     batchable,
     tokenize_13a,

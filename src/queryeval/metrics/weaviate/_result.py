@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from queryeval.metrics._weaviate_model import (
+from queryeval.metrics.weaviate._model import (
     AGGREGATION_KEYS,
     FILTER_KEYS,
     Aggregation,

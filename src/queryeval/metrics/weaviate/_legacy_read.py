@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from queryeval.metrics._weaviate_model import (
+from queryeval.metrics.weaviate._model import (
     AGGREGATION_KEYS,
     FILTER_KEYS,
     Aggregation,
@@ -128,7 +128,7 @@ def legacy_queries(
     >>> legacy_queries({"collection_name": "Menus", "search_query": 5})
     Traceback (most recent call last):
     ...
-    queryeval.metrics._weaviate_legacy_read.RefusedByOriginalError: search_query: Input should be a valid string
+    queryeval.metrics.weaviate._legacy_read.RefusedByOriginalError: search_query: Input should be a valid string
 
     A gold the original cannot read (several conditions in a slot, an operator alias) is
     read as queryeval reads it, since it never was the original's input; a gold neither reads
@@ -139,7 +139,7 @@ def legacy_queries(
     try:
         return tuple(_read(obj, "", prediction, schema))
     except RefusedByOriginalError as refusal:
-        from queryeval.metrics._weaviate_parse import parse_queries
+        from queryeval.metrics.weaviate._parse import parse_queries
 
         try:
             return parse_queries(obj, schema=schema)
@@ -188,7 +188,7 @@ def _from_text(
             raise RefusedByOriginalError(f"not valid JSON ({exc})", where) from None
         return _read(data, where, prediction, schema)
     # Python client code: not an input of the original; read as queryeval reads it
-    from queryeval.metrics._weaviate_parse import parse_queries
+    from queryeval.metrics.weaviate._parse import parse_queries
 
     return list(parse_queries(stripped, schema=schema))
 

@@ -1,0 +1,1 @@
+"""What queryeval knows about each query language: tokens, read-only checks, ordering."""

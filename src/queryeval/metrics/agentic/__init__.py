@@ -1,0 +1,1 @@
+"""Agentic and sampled query generation (seed 003): pass@k, success@k, LLMetric-Q."""

@@ -1,0 +1,1 @@
+"""RAG answers (seed 004): keyword scoring and similarity-threshold calibration."""

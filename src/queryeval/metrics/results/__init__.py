@@ -1,0 +1,1 @@
+"""Comparing query results (SQL, KQL, Cypher outputs): the comparator and its parts."""

@@ -1,0 +1,1 @@
+"""Similarity of query texts: BLEU, ROUGE-L, Jaro(-Winkler), Jaccard, exact match."""
