@@ -11,7 +11,8 @@ import pytest
 
 from queryeval.cases import Attempt, Case, Finding, Output, Score, load_cases
 from queryeval.config import load_suite
-from queryeval.kg import KGValidationError, referenced_names, validate_in_context
+from queryeval.kg import KGValidationError, validate_in_context
+from queryeval.languages.cypher import referenced_names
 from queryeval.metrics import jaro_winkler, rouge_l
 from queryeval.scorers import ScoringContext, build_scorer
 from queryeval.scorers.agentic import AgenticScorer
@@ -58,6 +59,12 @@ def test_referenced_names_reads_labels_types_and_parameters() -> None:
         "parameters": {"name", "0"},
     }
     assert referenced_names("MATCH (n:`Odd Label`) RETURN n")["labels"] == {"Odd Label"}
+    # names are Unicode identifiers; parameters may be numbered past 9
+    assert referenced_names("MATCH (n:Persón)-[:ÉCRIT]->(m) RETURN $12") == {
+        "labels": {"Persón"},
+        "types": {"ÉCRIT"},
+        "parameters": {"12"},
+    }
 
 
 # --- the three checks on ArcadeDB ---------------------------------------------------------------

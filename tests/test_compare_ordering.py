@@ -1,11 +1,10 @@
-"""gold_is_ordered: top-level ordering found by parsing SQL, KQL and Cypher."""
+"""top_level_order: top-level ordering found by parsing SQL, KQL and Cypher."""
 
 from __future__ import annotations
 
 import pytest
 
-from queryeval.languages.kql import kql_order_by_pipes
-from queryeval.metrics import OrderInfo, gold_is_ordered
+from queryeval.languages import OrderInfo, kql, top_level_order
 
 
 @pytest.mark.parametrize(
@@ -36,23 +35,23 @@ from queryeval.metrics import OrderInfo, gold_is_ordered
     ],
 )
 def test_sql(query: str, expected: OrderInfo) -> None:
-    assert gold_is_ordered(query, "sql") == expected
+    assert top_level_order(query, "sql") == expected
 
 
 def test_sql_dialects() -> None:
-    assert gold_is_ordered("SELECT TOP 3 a FROM t ORDER BY a", "tsql").ordered
-    assert gold_is_ordered("SELECT a FROM t ORDER BY a NULLS LAST", "duckdb").ordered
-    assert gold_is_ordered("SELECT a FROM t ORDER BY a", "sql", dialect="sqlite").ordered
+    assert top_level_order("SELECT TOP 3 a FROM t ORDER BY a", "tsql").ordered
+    assert top_level_order("SELECT a FROM t ORDER BY a NULLS LAST", "duckdb").ordered
+    assert top_level_order("SELECT a FROM t ORDER BY a", "sql", dialect="sqlite").ordered
 
 
 def test_sql_parse_error_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="cannot parse SQL"):
-        gold_is_ordered("SELECT FROM WHERE (", "sql")
+        top_level_order("SELECT FROM WHERE (", "sql")
 
 
 def test_unknown_language() -> None:
     with pytest.raises(ValueError, match="unknown query language"):
-        gold_is_ordered("x", "prolog")
+        top_level_order("x", "prolog")
 
 
 KQL_CASES = [
@@ -92,23 +91,23 @@ KQL_CASES = [
 
 @pytest.mark.parametrize(("query", "expected"), KQL_CASES)
 def test_kql(query: str, expected: OrderInfo) -> None:
-    assert gold_is_ordered(query, "kql") == expected
+    assert top_level_order(query, "kql") == expected
 
 
 @pytest.mark.parametrize(("query", "expected"), KQL_CASES)
 def test_kql_pipe_splitter_agrees_with_the_parser(query: str, expected: OrderInfo) -> None:
-    assert kql_order_by_pipes(query) == expected
+    assert kql.order_by_pipes(query) == expected
 
 
 def test_kql_operators_the_parser_cannot_lower_use_the_splitter() -> None:
     query = "T | mv-apply x on (sort by y) | sort by z | project z"
-    assert gold_is_ordered(query, "kql") == OrderInfo(True, ("z",))
-    assert gold_is_ordered("T | sort by ['my col']", "kql") == OrderInfo(True, ("my col",))
+    assert top_level_order(query, "kql") == OrderInfo(True, ("z",))
+    assert top_level_order("T | sort by ['my col']", "kql") == OrderInfo(True, ("my col",))
 
 
 def test_kql_the_grammar_misses_falls_back_to_the_splitter() -> None:
     # duckdb-kql's grammar rejects a bare `serialize`, which Kusto accepts
-    assert gold_is_ordered("T | sort by a | serialize", "kql") == OrderInfo(True, ("a",))
+    assert top_level_order("T | sort by a | serialize", "kql") == OrderInfo(True, ("a",))
 
 
 @pytest.mark.parametrize(
@@ -117,7 +116,7 @@ def test_kql_the_grammar_misses_falls_back_to_the_splitter() -> None:
 )
 def test_unbalanced_brackets_are_parse_errors(query: str, language: str) -> None:
     with pytest.raises(ValueError, match="cannot parse"):
-        gold_is_ordered(query, language)
+        top_level_order(query, language)
 
 
 @pytest.mark.parametrize(
@@ -153,4 +152,4 @@ def test_unbalanced_brackets_are_parse_errors(query: str, language: str) -> None
     ],
 )
 def test_cypher(query: str, expected: OrderInfo) -> None:
-    assert gold_is_ordered(query, "cypher") == expected
+    assert top_level_order(query, "cypher") == expected

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from queryeval.engines._sandbox import cypher_refusal, kql_refusal, sql_refusal
 from queryeval.engines._values import dumps, loads, plain_value
+from queryeval.languages import cypher, kql, sql
 
 READ_SQL = [
     "SELECT 1",
@@ -45,20 +45,20 @@ WRITE_SQL = [
 @pytest.mark.parametrize("query", READ_SQL)
 @pytest.mark.parametrize("dialect", ["duckdb", "sqlite", "postgres"])
 def test_read_queries_may_run(query: str, dialect: str) -> None:
-    assert sql_refusal(query, dialect) is None
+    assert sql.read_only_refusal(query, dialect) is None
 
 
 @pytest.mark.parametrize("query", WRITE_SQL)
 def test_writes_and_statements_other_than_queries_are_refused(query: str) -> None:
-    reason = sql_refusal(query, "duckdb")
+    reason = sql.read_only_refusal(query, "duckdb")
     assert reason is not None
 
 
 def test_unparseable_sql_with_a_write_keyword_is_refused_by_tokens() -> None:
     # sqlglot cannot parse this, so the token check decides: DROP is there.
-    assert sql_refusal("SELEC 1; DROP TABLE orders", "duckdb") is not None
+    assert sql.read_only_refusal("SELEC 1; DROP TABLE orders", "duckdb") is not None
     # no write keyword: left to the (read-only) engine, which reports the syntax error
-    assert sql_refusal("SELEC 1 FROM orders", "duckdb") is None
+    assert sql.read_only_refusal("SELEC 1 FROM orders", "duckdb") is None
 
 
 @pytest.mark.parametrize(
@@ -73,12 +73,12 @@ def test_unparseable_sql_with_a_write_keyword_is_refused_by_tokens() -> None:
     ],
 )
 def test_kql_control_commands_that_write_are_refused(query: str) -> None:
-    assert kql_refusal(query) is not None
+    assert kql.read_only_refusal(query) is not None
 
 
 @pytest.mark.parametrize("query", ["Logs | take 3", ".show tables", "print x = '.drop'"])
 def test_kql_queries_and_show_commands_may_run(query: str) -> None:
-    assert kql_refusal(query) is None
+    assert kql.read_only_refusal(query) is None
 
 
 @pytest.mark.parametrize(
@@ -97,13 +97,13 @@ def test_kql_queries_and_show_commands_may_run(query: str) -> None:
     ],
 )
 def test_cypher_write_clauses_are_refused(query: str, clause: str) -> None:
-    reason = cypher_refusal(query)
+    reason = cypher.read_only_refusal(query)
     assert reason is not None and clause in reason
 
 
 def test_cypher_writing_procedures_and_several_statements_are_refused() -> None:
-    assert cypher_refusal("CALL apoc.create.node(['X'], {}) YIELD node RETURN node")
-    assert cypher_refusal("MATCH (n) RETURN n; MATCH (n) RETURN n")
+    assert cypher.read_only_refusal("CALL apoc.create.node(['X'], {}) YIELD node RETURN node")
+    assert cypher.read_only_refusal("MATCH (n) RETURN n; MATCH (n) RETURN n")
 
 
 @pytest.mark.parametrize(
@@ -122,8 +122,25 @@ def test_cypher_writing_procedures_and_several_statements_are_refused() -> None:
     ],
 )
 def test_cypher_reads_may_run(query: str) -> None:
-    assert cypher_refusal(query) is None
+    assert cypher.read_only_refusal(query) is None
 
+
+@pytest.mark.parametrize(
+    ("query", "refused"),
+    [
+        # one lexer for every Cypher reader: a number ends where its digits do, so a clause
+        # glued to it is still a clause; a letter glued to a keyword makes one name
+        ("MATCH (n) WITH n, 1CREATE (m:X) RETURN m", True),
+        ("MATCH (n) WITH 1e5CREATE (m:X) RETURN m", True),
+        ("MATCH (n) RETURN n.éCREATE", False),
+        # an unterminated string or comment is no cover: what follows is read as code
+        ("MATCH (n) RETURN 'x CREATE (m)", True),
+        ("MATCH (n) /* DELETE n", True),
+        ("MATCH (n) WHERE n.id = $create RETURN n", False),  # a parameter
+    ],
+)
+def test_cypher_lexer_edges(query: str, refused: bool) -> None:
+    assert (cypher.read_only_refusal(query) is not None) is refused
 
 VALUES = [
     None,

@@ -150,6 +150,11 @@ def _outcome(kind: OutcomeKind, message: str, elapsed: float, **extra: Any) -> E
     return ExecutionOutcome(kind=kind, message=message[:2000], elapsed_s=round(elapsed, 6), **extra)
 
 
+def describe_refusal(reason: Any) -> str:
+    """The message of a refused outcome."""
+    return f"refused by the read-only sandbox: {reason}"
+
+
 class Engine(ABC):
     """One database reached through one engine. Subclasses implement `_run`, `classify`,
     `refusal`, `schema`; `execute` is the sandboxed template shared by all."""

@@ -11,9 +11,16 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from queryeval.cases._model import OutcomeKind
-from queryeval.engines._base import Engine, Limits, QueryTimeout, RawResult, collect_rows
-from queryeval.engines._sandbox import cypher_refusal, describe_refusal
+from queryeval.engines._base import (
+    Engine,
+    Limits,
+    QueryTimeout,
+    RawResult,
+    collect_rows,
+    describe_refusal,
+)
 from queryeval.engines._values import plain_value
+from queryeval.languages import cypher
 
 if TYPE_CHECKING:
     from queryeval.engines._arcadedb import ArcadeDBServer
@@ -93,7 +100,7 @@ class CypherEngine(Engine):
             self._connect()
 
     def refusal(self, query: str) -> str | None:
-        reason = cypher_refusal(query)
+        reason = cypher.read_only_refusal(query)
         return describe_refusal(reason) if reason else None
 
     def _read_transaction(self, query: str, timeout_s: float) -> RawResult:

@@ -16,9 +16,10 @@ from queryeval.engines._base import (
     QueryTimeout,
     RawResult,
     collect_rows,
+    describe_refusal,
     fetch_batches,
 )
-from queryeval.engines._sandbox import describe_refusal, sql_refusal
+from queryeval.languages import sql
 
 _BATCH = 1024
 
@@ -114,7 +115,7 @@ class DuckDBEngine(Engine):
         return "duckdb"
 
     def refusal(self, query: str) -> str | None:
-        reason = sql_refusal(query, "duckdb")
+        reason = sql.read_only_refusal(query, "duckdb")
         return describe_refusal(reason) if reason else None
 
     def _cursor(self) -> Any:

@@ -14,6 +14,7 @@ from queryeval.engines._base import (
     Engine,
     Limits,
     RawResult,
+    describe_refusal,
 )
 from queryeval.engines._duckdb import (
     classify_duckdb,
@@ -21,7 +22,7 @@ from queryeval.engines._duckdb import (
     duckdb_tables,
     run_on_cursor,
 )
-from queryeval.engines._sandbox import describe_refusal, kql_refusal
+from queryeval.languages import kql
 
 
 def parse_now(value: Any) -> dt.datetime:
@@ -73,7 +74,7 @@ class KqlEngine(Engine):
         self._lock = threading.Lock()
 
     def refusal(self, query: str) -> str | None:
-        reason = kql_refusal(query)
+        reason = kql.read_only_refusal(query)
         return describe_refusal(reason) if reason else None
 
     def _cursor(self) -> Any:

@@ -16,8 +16,15 @@ from typing import Any
 from urllib.parse import urlparse
 
 from queryeval.cases._model import OutcomeKind
-from queryeval.engines._base import Engine, Limits, QueryTimeout, RawResult, collect_rows
-from queryeval.engines._sandbox import describe_refusal, kql_refusal
+from queryeval.engines._base import (
+    Engine,
+    Limits,
+    QueryTimeout,
+    RawResult,
+    collect_rows,
+    describe_refusal,
+)
+from queryeval.languages import kql
 
 BACKSTOP = 1.4  # x timeout: stop waiting for the server
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -76,7 +83,7 @@ class KustoEngine(Engine):
         self._pool = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="queryeval-kusto")
 
     def refusal(self, query: str) -> str | None:
-        reason = kql_refusal(query)
+        reason = kql.read_only_refusal(query)
         return describe_refusal(reason) if reason else None
 
     def _properties(self) -> Any:

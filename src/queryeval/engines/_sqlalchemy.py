@@ -14,15 +14,11 @@ from queryeval.engines._base import (
     QueryTimeout,
     RawResult,
     collect_rows,
+    describe_refusal,
     fetch_batches,
 )
-from queryeval.engines._sandbox import describe_refusal, sql_refusal
 from queryeval.engines._sqlite import classify_sqlite
-
-# SQLAlchemy backend name -> sqlglot dialect
-_DIALECTS = {"postgresql": "postgres", "mssql": "tsql", "mariadb": "mysql", "sqlite": "sqlite",
-             "mysql": "mysql", "oracle": "oracle", "duckdb": "duckdb", "snowflake": "snowflake",
-             "bigquery": "bigquery", "trino": "trino", "redshift": "redshift"}  # fmt: skip
+from queryeval.languages import sql
 
 # SQLSTATE -> outcome kind (the ISO/PostgreSQL classes), MySQL error numbers likewise.
 _SQLSTATE = {"42601": "syntax", "42P01": "schema", "42703": "schema", "42883": "schema",
@@ -69,10 +65,10 @@ class SQLAlchemyEngine(Engine):
 
     @property
     def dialect(self) -> str:
-        return _DIALECTS.get(self.backend, self.backend)
+        return sql.sqlglot_dialect(self.backend) or self.backend
 
     def refusal(self, query: str) -> str | None:
-        reason = sql_refusal(query, self.dialect)
+        reason = sql.read_only_refusal(query, self.dialect)
         return describe_refusal(reason) if reason else None
 
     def _begin_read_only(self, conn: Any) -> None:

@@ -16,9 +16,10 @@ from queryeval.engines._base import (
     QueryTimeout,
     RawResult,
     collect_rows,
+    describe_refusal,
     fetch_batches,
 )
-from queryeval.engines._sandbox import describe_refusal, sql_refusal
+from queryeval.languages import sql
 
 _READ_ACTIONS = {
     sqlite3.SQLITE_SELECT,
@@ -75,7 +76,7 @@ class SQLiteEngine(Engine):
         return "sqlite"
 
     def refusal(self, query: str) -> str | None:
-        reason = sql_refusal(query, "sqlite")
+        reason = sql.read_only_refusal(query, "sqlite")
         return describe_refusal(reason) if reason else None
 
     def _guarded(self, deadline: float) -> None:

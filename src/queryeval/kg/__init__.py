@@ -9,7 +9,6 @@ from queryeval.kg._validity import (
     KGValidationError,
     KGValidator,
     KGValidity,
-    referenced_names,
 )
 
 __all__ = [
@@ -18,6 +17,5 @@ __all__ = [
     "KGValidator",
     "KGValidity",
     "kg_validator_from_context",
-    "referenced_names",
     "validate_in_context",
 ]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from queryeval.cases import Finding
+from queryeval.languages.cypher import referenced_names
 
 CheckKind = Literal["syntax", "schema", "properties"]
 NOT_CHECKED_WITHOUT_NOTIFICATIONS = ("Neo.ClientNotification.Statement."
@@ -186,39 +187,3 @@ class KGValidator:
     def close(self) -> None:
         """Stop the worker threads (the driver belongs to the engine)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def referenced_names(query: str) -> dict[str, set[str]]:
-    """Labels, relationship types and parameters a Cypher query names, found with the
-    engines' Cypher lexer (strings and comments skipped): a name after `:` (or after `|`,
-    `&`, `!` in a label expression) inside `(...)` or outside brackets is a label, inside
-    `[...]` a relationship type; inside `{...}` it is a map value and skipped."""
-    from queryeval.engines._sandbox import cypher_tokens
-
-    out: dict[str, set[str]] = {"labels": set(), "types": set(), "parameters": set()}
-    stack: list[str] = []
-    expect_label = after_label = False
-    before = ""
-    for kind, text in cypher_tokens(query):
-        name = text.strip("`")
-        if before == "$" and (kind in {"word", "quoted"} or text.isdigit()):
-            out["parameters"].add(name)
-            expect_label = after_label = False
-        elif expect_label and kind in {"word", "quoted"}:
-            context = stack[-1] if stack else ""
-            if context == "[":
-                out["types"].add(name)
-            elif context != "{":
-                out["labels"].add(name)
-            expect_label, after_label = False, True
-        else:
-            if text in ("(", "[", "{"):
-                stack.append(text)
-            elif text in (")", "]", "}") and stack:
-                stack.pop()
-            expect_label = text == ":" or (
-                text in ("|", "&", "!") and (expect_label or after_label)
-            )
-            after_label = False
-        before = text
-    return out

@@ -1,1 +1,43 @@
-"""What queryeval knows about each query language: tokens, read-only checks, ordering."""
+"""What queryeval knows about each query language, in one module per language.
+
+`sql`, `kql` and `cypher` each hold the language's names (and SQL's dialects), its read-only
+check (`read_only_refusal`: None, or why the query may not run) and its top-level ordering
+(`top_level_order`); `kql` and `cypher` also their tokens. Engines and metrics both read them
+from here. Importing this package imports no parser: sqlglot and duckdb-kql load on first use.
+
+Sort keys are returned so ties can be told apart from order errors: an ``int`` is a result
+column position (0-based), a ``str`` a column name, ``None`` a key that is not a plain
+output column (an expression), which the comparator cannot use to find ties.
+
+>>> top_level_order("SELECT name, age FROM people ORDER BY age DESC")
+OrderInfo(ordered=True, keys=(1,))
+>>> top_level_order("T | sort by a | summarize count() by b", "kql")
+OrderInfo(ordered=False, keys=())
+"""
+
+from __future__ import annotations
+
+from queryeval.languages import cypher, kql, sql
+from queryeval.languages._order import OrderInfo, SortKey
+
+__all__ = ["OrderInfo", "SortKey", "cypher", "kql", "sql", "top_level_order"]
+
+
+def top_level_order(query: str, language: str = "sql", *, dialect: str | None = None) -> OrderInfo:
+    """Whether ``query``'s result comes back in a defined order, and by which keys: SQL in any
+    sqlglot dialect (``dialect`` overrides the one ``language`` names), KQL or Cypher.
+
+    Raises ``ValueError`` when the query cannot be parsed or the language is unknown.
+    """
+    lang = language.strip().lower()
+    if lang in kql.NAMES:
+        return kql.top_level_order(query)
+    if lang in cypher.NAMES:
+        return cypher.top_level_order(query)
+    if lang in sql.DIALECTS or dialect is not None:
+        return sql.top_level_order(
+            query, dialect if dialect is not None else sql.sqlglot_dialect(lang)
+        )
+    raise ValueError(
+        f"unknown query language {language!r}: expected sql (or a dialect), kql or cypher"
+    )

@@ -1,26 +1,151 @@
-"""Cypher: is the result ordered (ORDER BY after the final top-level RETURN)?"""
+"""Cypher: its names, the one lexer, the read-only check, the names a query refers to, and
+the top-level ordering of a query (ORDER BY after the final top-level RETURN).
+
+No maintained Cypher parser is on PyPI, so a small regular-expression lexer finds words
+outside strings, comments and `quoted` names; everything here reads its tokens.
+"""
 
 from __future__ import annotations
 
 import re
 
-from queryeval.languages._lexer import (
-    Token,
-    check_brackets,
-    split_tokens,
-    tokenize,
-    unquote,
-)
+from queryeval.languages._lexer import CLOSE, OPEN, Token, check_brackets, split_tokens, unquote
 from queryeval.languages._order import OrderInfo, SortKey
+
+NAMES = frozenset({"cypher", "opencypher", "gql"})
+"""The language names that mean Cypher."""
+
+# --- tokens -----------------------------------------------------------------------------------
+
+# An unterminated string, comment or `name` is not one: its quote becomes punctuation and
+# what follows is read as code (so a write hidden behind a stray quote is still seen).
+_TOKEN = re.compile(
+    r"""
+    (?P<comment>//[^\n]*|/\*.*?\*/)
+  | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
+  | (?P<word>`(?:[^`]|``)*`|[^\W\d]\w*)
+  | (?P<parameter>\$(?:\w+|`(?:[^`]|``)*`))
+  | (?P<number>0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|\d[\d_]*(?:\.\d[\d_]*)?(?:[eE][+-]?\d+)?)
+  | (?P<punct>\S)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def tokenize(query: str) -> list[Token]:
+    """Words (`quoted` names included), strings, parameters (``$name``), numbers and
+    punctuation, each with its bracket depth; comments dropped."""
+    tokens: list[Token] = []
+    depth = 0
+    for match in _TOKEN.finditer(query):
+        kind = match.lastgroup or "punct"
+        if kind == "comment":
+            continue
+        text = match.group()
+        if kind == "punct":
+            if text in OPEN:
+                tokens.append(Token(kind, text, depth, match.start(), match.end()))
+                depth += 1
+                continue
+            if text in CLOSE:
+                depth = max(depth - 1, 0)
+        tokens.append(Token(kind, text, depth, match.start(), match.end()))
+    return tokens
+
+
+# --- the read-only check ------------------------------------------------------------------------
+
+_WRITES = {"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH",
+           "LOAD", "ALTER", "GRANT", "REVOKE", "DENY"}  # fmt: skip
+_PROCEDURE_WRITES = re.compile(
+    r"\b(create|merge|delete|drop|set|remove|write|import|load|periodic|refactor|"
+    r"trigger|schema\.assert|index|constraint)\b",
+    re.IGNORECASE,
+)
+
+
+def read_only_refusal(query: str) -> str | None:
+    """Refuse write clauses (CREATE, MERGE, SET, DELETE, REMOVE, ...), procedure calls that
+    write, and several statements; None when the query may run. A word after `.`, `:`, `$`,
+    `AS` or before `:` is a name (a property, label, parameter, alias or map key)."""
+    tokens = tokenize(query)
+    for i, token in enumerate(tokens):
+        text = token.text
+        if token.kind == "punct":
+            if text == ";" and any(t.kind != "punct" for t in tokens[i + 1 :]):
+                return "several statements: only one read-only query may run at a time"
+            continue
+        if token.kind != "word":
+            continue
+        before = tokens[i - 1].text if i else ""
+        after = tokens[i + 1].text if i + 1 < len(tokens) else ""
+        if before in {".", ":", "$"} or before.upper() == "AS" or after == ":":
+            continue  # a property, label, parameter, alias or map key named like a keyword
+        word = text.upper()
+        if word in _WRITES:
+            return f"{word} clause: writes are refused"
+        if word == "CALL" and _writing_procedure(tokens, i + 1):
+            return "a procedure that may write: writes are refused"
+    return None
+
+
+def _writing_procedure(tokens: list[Token], start: int) -> bool:
+    """Whether the procedure name after CALL looks like one that writes (apoc.create...)."""
+    name: list[str] = []
+    for token in tokens[start:]:
+        if token.kind == "word" or token.text == ".":
+            name.append(token.text.strip("`"))
+        else:
+            break
+    return bool(name) and bool(_PROCEDURE_WRITES.search("".join(name)))
+
+
+# --- names a query refers to ----------------------------------------------------------------------
+
+
+def referenced_names(query: str) -> dict[str, set[str]]:
+    """Labels, relationship types and parameters a query names: a name after `:` (or after
+    `|`, `&`, `!` in a label expression) inside `(...)` or outside brackets is a label,
+    inside `[...]` a relationship type; inside `{...}` it is a map value and skipped."""
+    out: dict[str, set[str]] = {"labels": set(), "types": set(), "parameters": set()}
+    stack: list[str] = []
+    expect_label = after_label = False
+    before = ""
+    for token in tokenize(query):
+        kind, text = token.kind, token.text
+        if kind == "parameter" or (before == "$" and kind in {"word", "number"}):
+            out["parameters"].add(text.removeprefix("$").strip("`"))
+            expect_label = after_label = False
+        elif expect_label and kind == "word":
+            context = stack[-1] if stack else ""
+            if context == "[":
+                out["types"].add(text.strip("`"))
+            elif context != "{":
+                out["labels"].add(text.strip("`"))
+            expect_label, after_label = False, True
+        else:
+            if text in ("(", "[", "{"):
+                stack.append(text)
+            elif text in (")", "]", "}") and stack:
+                stack.pop()
+            expect_label = text == ":" or (
+                text in ("|", "&", "!") and (expect_label or after_label)
+            )
+            after_label = False
+        before = text
+    return out
+
+
+# --- top-level ordering -----------------------------------------------------------------------
 
 _CYPHER_CLAUSE_END = {"skip", "limit", "offset"}
 _CYPHER_DIRECTION = {"asc", "desc", "ascending", "descending"}
 
 
-def cypher_order(query: str) -> OrderInfo:
+def top_level_order(query: str) -> OrderInfo:
     """Ordered when the final top-level RETURN has an ORDER BY (a WITH ... ORDER BY or one in
     a CALL subquery does not order the result; neither does anything across a UNION)."""
-    all_tokens = tokenize(query, cypher=True)
+    all_tokens = tokenize(query)
     check_brackets(all_tokens, "Cypher")
     tokens = [t for t in all_tokens if t.depth == 0]
     if not tokens:

@@ -1,18 +1,36 @@
-"""KQL: is the result ordered (a final ``sort``/``order``/``top`` whose order survives)?"""
+"""KQL: its names, the read-only check, tokens, and the top-level ordering of a query
+(a final ``sort``/``order``/``top`` whose order survives)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 
-from queryeval.languages._lexer import (
-    Token,
-    check_brackets,
-    split_tokens,
-    tokenize,
-    unquote,
-)
+from queryeval.languages._lexer import CLOSE, OPEN, Token, check_brackets, split_tokens, unquote
 from queryeval.languages._order import OrderInfo, SortKey
+
+NAMES = frozenset({"kql", "kusto"})
+"""The language names that mean KQL."""
+
+# --- the read-only check ------------------------------------------------------------------------
+
+_READ_COMMANDS = re.compile(r"^\.show\b", re.IGNORECASE)
+
+
+def read_only_refusal(query: str) -> str | None:
+    """Refuse every control command except `.show ...` (`.drop`, `.set`, `.append`, ...);
+    None when the query may run."""
+    from duckdb_kql.control import strip_leading_comments
+
+    head = strip_leading_comments(query).lstrip()
+    if head.startswith("."):
+        command = " ".join(head.split()[:2])
+        if not _READ_COMMANDS.match(head):
+            return f"control command {command!r}: only queries and .show commands may run"
+    return None
+
+
+# --- top-level ordering -----------------------------------------------------------------------
 
 # Operators after which rows keep the order a sort gave them.
 _KQL_ORDER_KEEPING = {
@@ -38,13 +56,13 @@ _KQL_ORDERING = {"sort", "order", "top"}
 _KQL_DIRECTION = {"asc", "desc", "nulls", "first", "last"}
 
 
-def kql_order(query: str) -> OrderInfo:
+def top_level_order(query: str) -> OrderInfo:
     """Ordered when the final pipeline sorts (``sort by``/``order by``/``top N by``) and no
     later operator (summarize, join, union, distinct, ...) discards that order."""
     try:
         return _kql_order_from_ir(query)
     except _ParserUnavailable:
-        return kql_order_by_pipes(query)
+        return order_by_pipes(query)
 
 
 class _ParserUnavailable(Exception):
@@ -106,9 +124,9 @@ def _renamed(keys: tuple[SortKey, ...], mapping: Mapping[str, str | None]) -> tu
     return tuple(mapping.get(k, k) if isinstance(k, str) else k for k in keys)
 
 
-def kql_order_by_pipes(query: str) -> OrderInfo:
-    """The tokenizer fallback of :func:`kql_order`: split at top-level ``;`` and ``|``."""
-    tokens = tokenize(query, cypher=False)
+def order_by_pipes(query: str) -> OrderInfo:
+    """The tokenizer fallback of :func:`top_level_order`: split at top-level ``;`` and ``|``."""
+    tokens = tokenize(query)
     check_brackets(tokens, "KQL")
     statements = [s for s in split_tokens(tokens, ";") if s] if tokens else []
     if not statements:
@@ -199,3 +217,76 @@ def _kql_name(tokens: list[Token]) -> SortKey:
     if len(texts) == 3 and texts[0] == "[" and texts[2] == "]" and tokens[1].kind == "string":
         return unquote(texts[1])  # ['column name']
     return None
+
+
+# --- tokens -----------------------------------------------------------------------------------
+
+
+def tokenize(text: str) -> list[Token]:
+    """Words, strings, numbers and punctuation with their bracket depth; comments dropped.
+
+    Hand-written for the fallback below: only top-level structure (pipes) is needed, and
+    strings (``'..'``, ``@'..'``, ``h'..'``, triple backticks) and comments must not be
+    mistaken for syntax.
+    """
+    tokens: list[Token] = []
+    depth = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+            continue
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+            continue
+        start = i
+        if text.startswith("```", i):
+            end = text.find("```", i + 3)
+            i = n if end < 0 else end + 3
+            tokens.append(Token("string", text[start:i], depth, start, i))
+            continue
+        if ch in "@hH" and i + 1 < n and text[i + 1] in "'\"":
+            i += 1  # verbatim (@'..') or obfuscated (h'..') KQL string
+            ch = text[i]
+        if ch in "'\"":
+            i = _string_end(text, i, ch, verbatim=text[start] == "@")
+            tokens.append(Token("string", text[start:i], depth, start, i))
+            continue
+        if ch.isalpha() or ch == "_" or ch == "$":
+            while i < n and (text[i].isalnum() or text[i] in "_$"):
+                i += 1
+            tokens.append(Token("word", text[start:i], depth, start, i))
+            continue
+        if ch.isdigit():
+            while i < n and (text[i].isalnum() or text[i] == "."):
+                i += 1
+            tokens.append(Token("number", text[start:i], depth, start, i))
+            continue
+        if ch in OPEN:
+            tokens.append(Token("punct", ch, depth, start, i + 1))
+            depth += 1
+        elif ch in CLOSE:
+            depth = max(depth - 1, 0)
+            tokens.append(Token("punct", ch, depth, start, i + 1))
+        else:
+            tokens.append(Token("punct", ch, depth, start, i + 1))
+        i += 1
+    return tokens
+
+
+def _string_end(text: str, i: int, quote: str, verbatim: bool) -> int:
+    """Index just past the string literal that opens at ``text[i]``."""
+    j = i + 1
+    while j < len(text):
+        if text[j] == "\\" and not verbatim:
+            j += 2
+            continue
+        if text[j] == quote:
+            if verbatim and j + 1 < len(text) and text[j + 1] == quote:
+                j += 2  # doubled quote inside a verbatim string
+                continue
+            return j + 1
+        j += 1
+    return len(text)

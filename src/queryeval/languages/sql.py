@@ -1,72 +1,109 @@
-"""Is a gold query's result ordered? Found by parsing the query, never by substring.
+"""SQL: the names and dialects queryeval knows, the read-only check, and the top-level
+ordering of a query, all through sqlglot (imported on first use).
 
 Only ordering at the top level counts: an ORDER BY inside a subquery, a CTE or a window
-does not order the result. SQL is parsed with sqlglot; KQL with duckdb-kql's parser when it
-is installed and can read the query, else with a small tokenizer that splits the pipeline
-at top-level pipes; Cypher with a small tokenizer (no maintained Cypher parser exists on
-PyPI) that finds ORDER BY after the final top-level RETURN.
-
-Sort keys are returned so ties can be told apart from order errors: an ``int`` is a result
-column position (0-based), a ``str`` a column name, ``None`` a key that is not a plain
-output column (an expression), which the comparator cannot use to find ties.
+does not order the result; a UNION's trailing ORDER BY orders the union.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from queryeval.languages._order import OrderInfo, SortKey
-from queryeval.languages.cypher import cypher_order
-from queryeval.languages.kql import kql_order
 
-__all__ = ["OrderInfo", "SortKey", "cypher_order", "gold_is_ordered", "kql_order", "sql_order"]
-
-_SQL_LANGUAGES = {
-    "sql",
-    "sqlite",
-    "duckdb",
-    "postgres",
-    "postgresql",
-    "mysql",
-    "tsql",
-    "bigquery",
-    "snowflake",
-    "spark",
-    "trino",
-    "presto",
-    "oracle",
-    "redshift",
-    "clickhouse",
-    "databricks",
-    "hive",
-    "athena",
-    "mssql",
+DIALECTS: dict[str, str | None] = {
+    "sql": None,  # sqlglot's generic dialect
+    "sqlite": "sqlite",
+    "duckdb": "duckdb",
+    "postgres": "postgres",
+    "postgresql": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "tsql": "tsql",
+    "mssql": "tsql",
+    "bigquery": "bigquery",
+    "snowflake": "snowflake",
+    "spark": "spark",
+    "trino": "trino",
+    "presto": "presto",
+    "oracle": "oracle",
+    "redshift": "redshift",
+    "clickhouse": "clickhouse",
+    "databricks": "databricks",
+    "hive": "hive",
+    "athena": "athena",
 }
-_DIALECT_ALIASES = {"sql": None, "postgresql": "postgres", "mssql": "tsql"}
+"""The names that mean SQL (languages, dialects, SQLAlchemy backends) -> sqlglot dialect."""
 
 
-def gold_is_ordered(query: str, language: str = "sql", *, dialect: str | None = None) -> OrderInfo:
-    """Parse ``query`` (SQL in any sqlglot dialect, KQL or Cypher) for a top-level ordering.
-
-    Raises ``ValueError`` when the query cannot be parsed or the language is unknown.
-    """
-    lang = language.strip().lower()
-    if lang in {"kql", "kusto"}:
-        return kql_order(query)
-    if lang in {"cypher", "opencypher", "gql"}:
-        return cypher_order(query)
-    if lang in _SQL_LANGUAGES or dialect is not None:
-        read = dialect if dialect is not None else _DIALECT_ALIASES.get(lang, lang)
-        return sql_order(query, read)
-    raise ValueError(
-        f"unknown query language {language!r}: expected sql (or a dialect), kql or cypher"
-    )
+def sqlglot_dialect(name: str) -> str | None:
+    """The sqlglot dialect a language, dialect or SQLAlchemy backend name means (a name
+    queryeval does not know is passed on as it is)."""
+    return DIALECTS.get(name, name)
 
 
-# -- SQL ------------------------------------------------------------------------------------
+# --- the read-only check ------------------------------------------------------------------------
+
+_WRITE_TOKENS = {
+    "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "DROP", "ALTER", "TRUNCATE", "COPY",
+    "ATTACH", "DETACH", "REPLACE", "GRANT", "REVOKE", "VACUUM", "INSTALL", "LOAD", "SET",
+    "PRAGMA", "CALL", "EXECUTE", "EXPORT", "IMPORT", "CHECKPOINT", "COMMIT", "BEGIN", "USE",
+}  # fmt: skip
 
 
-def sql_order(query: str, dialect: str | None = None) -> OrderInfo:
+def read_only_refusal(query: str, dialect: str | None) -> str | None:
+    """Refuse anything but one read-only query (SELECT/UNION/... with no write inside);
+    None when the query may run."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    try:
+        statements = [s for s in sqlglot.parse(query, read=dialect) if s is not None]
+    except SqlglotError:
+        # sqlglot cannot read every dialect's every corner; then look at the tokens, and
+        # let the read-only engine (the other half of the sandbox) judge the rest.
+        return _token_refusal(query, dialect)
+    if not statements:
+        return "empty query"
+    if len(statements) > 1:
+        return f"{len(statements)} statements: only one read-only query may run at a time"
+    root = statements[0]
+    if not isinstance(root, exp.Query):
+        return f"not a read-only query but a {root.key.upper()} statement"
+    writes = (
+        exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
+        exp.Copy, exp.Command, exp.TruncateTable, exp.Attach, exp.Detach, exp.Into,
+    )  # fmt: skip
+    for node in root.walk():
+        if isinstance(node, writes):
+            return f"{node.key.upper()} inside the query: writes are refused"
+    return None
+
+
+def _token_refusal(query: str, dialect: str | None) -> str | None:
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenize(query)
+    except SqlglotError:
+        return None  # not even tokenizable: the engine will report the syntax error
+    words = {t.text.upper() for t in tokens if t.token_type.name not in {"STRING", "VAR"}}
+    found = sorted(words & _WRITE_TOKENS)
+    if found:
+        return f"statement keyword(s) {', '.join(found)} found: writes are refused"
+    if any(t.token_type.name == "SEMICOLON" for t in tokens[:-1]):
+        return "several statements: only one read-only query may run at a time"
+    return None
+
+
+# --- top-level ordering -----------------------------------------------------------------------
+
+
+def top_level_order(query: str, dialect: str | None = None) -> OrderInfo:
     """Top-level ORDER BY of the last statement (a UNION's ORDER BY orders the union)."""
     import sqlglot
     from sqlglot import exp

@@ -3,7 +3,6 @@
 Usable on their own, like ``sklearn.metrics``.
 """
 
-from queryeval.languages.sql import OrderInfo, gold_is_ordered
 from queryeval.metrics._spider_sql import (
     ClauseScore,
     ExactMatchResult,
@@ -125,7 +124,6 @@ __all__ = [
     "FamilyCounts",
     "ItemResult",
     "KeywordMatch",
-    "OrderInfo",
     "QueryComparison",
     "QueryMatch",
     "RefusedByOriginalError",
@@ -159,7 +157,6 @@ __all__ = [
     "find_threshold",
     "first_success",
     "foreign_key_map",
-    "gold_is_ordered",
     "jaccard",
     "jaccard_many",
     "jaccard_output",

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from queryeval.languages.sql import SortKey, gold_is_ordered
+from queryeval.languages import SortKey, top_level_order
 from queryeval.metrics.results._canonical import ValuePolicy
 from queryeval.metrics.results._columns import (
     Alignment,
@@ -233,7 +233,7 @@ def _row_policy(
     parsed = None
     if gold_query is not None:
         try:
-            parsed = gold_is_ordered(gold_query, language or "sql")
+            parsed = top_level_order(gold_query, language or "sql")
         except ValueError as error:
             notes.append(
                 f"gold query not parsed for ordering ({error}); rows compared "
