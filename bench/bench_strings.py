@@ -22,16 +22,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _pairs import query_pairs
-from queryeval.metrics import (
-    bleu,
-    bleu_many,
-    jaccard,
-    jaccard_many,
-    jaro_winkler,
-    jaro_winkler_many,
-    rouge_l,
-    rouge_l_many,
-)
+from queryeval.metrics import bleu, jaccard, jaro_winkler, rouge_l
+from queryeval.metrics.text import bleu_many, jaccard_many, jaro_winkler_many, rouge_l_many
 
 
 def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:

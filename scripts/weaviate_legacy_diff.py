@@ -39,7 +39,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from queryeval.metrics import RefusedByOriginalError, legacy_queries, weaviate_ast
+from queryeval.metrics import weaviate_ast
+from queryeval.metrics.weaviate import RefusedByOriginalError, legacy_queries
 
 # The scorer that produced gpt-4o / gpt-4o-mini's published results (search text equal after
 # .lower()); the later one (HEAD) awards the search weight on presence.

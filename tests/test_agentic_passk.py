@@ -8,7 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from queryeval.metrics import first_success, mean_pass_at_k, pass_at_k, success_at_k
+from queryeval.metrics import mean_pass_at_k, pass_at_k, success_at_k
+from queryeval.metrics.agentic import first_success
 
 
 def _exact(n: int, c: int, k: int) -> Fraction:

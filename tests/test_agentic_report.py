@@ -5,13 +5,10 @@ from __future__ import annotations
 import pytest
 
 from queryeval.cases import Attempt, ExecutionOutcome, Finding, Output
-from queryeval.metrics import (
+from queryeval.metrics import agentic_report, jaccard_output, llmetric_q, pass_at_1_output
+from queryeval.metrics.agentic import (
     AttemptSummary,
-    agentic_report,
-    jaccard_output,
     kg_valid,
-    llmetric_q,
-    pass_at_1_output,
     primary_error,
     recovery_rate,
     summarize_attempt,

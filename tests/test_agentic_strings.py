@@ -14,17 +14,11 @@ import sacrebleu
 from rouge_score import rouge_scorer
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from queryeval.metrics import (
-    bleu,
+from queryeval.metrics import bleu, corpus_bleu, exact_match, jaccard, jaro, jaro_winkler, rouge_l
+from queryeval.metrics.text import (
     bleu_many,
-    corpus_bleu,
-    exact_match,
-    jaccard,
     jaccard_many,
-    jaro,
-    jaro_winkler,
     jaro_winkler_many,
-    rouge_l,
     rouge_l_many,
     rouge_l_score,
     rouge_l_scores,

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from neo4j.graph import Graph, Node, Path
 
-from queryeval.metrics import NAN, ValuePolicy, canonical, compare_results
+from queryeval.metrics import compare_results
+from queryeval.metrics.results import NAN, ValuePolicy, canonical
 
 UTC = dt.UTC
 

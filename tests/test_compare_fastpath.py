@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from queryeval.metrics import ResultSet, ValuePolicy, canonical, compare_results
+from queryeval.metrics import ResultSet, compare_results
+from queryeval.metrics.results import ValuePolicy, canonical
 from queryeval.metrics.results._encode import encode_exact
 
 

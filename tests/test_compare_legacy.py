@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from queryeval.metrics import LEGACY_ROW_LIMIT, ResultSet, compare_results, legacy_recall
+from queryeval.metrics import ResultSet, compare_results, legacy_recall
+from queryeval.metrics.results import LEGACY_ROW_LIMIT
 
 
 def recall(generated: tuple, expected: tuple) -> float:

@@ -14,7 +14,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from queryeval.metrics import ResultSet, canonical, compare_results
+from queryeval.metrics import ResultSet, compare_results
+from queryeval.metrics.results import canonical
 from queryeval.metrics.results._match import group_matching
 
 SETTINGS = settings(max_examples=60, deadline=None)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from queryeval.metrics import ResultSet, as_result_set
+from queryeval.metrics import ResultSet
+from queryeval.metrics.results import as_result_set
 
 
 def test_rows_and_columns_are_tuples() -> None:

@@ -142,6 +142,7 @@ def test_cypher_reads_may_run(query: str) -> None:
 def test_cypher_lexer_edges(query: str, refused: bool) -> None:
     assert (cypher.read_only_refusal(query) is not None) is refused
 
+
 VALUES = [
     None,
     True,

@@ -6,12 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from queryeval.metrics import (
-    keyword_match,
-    keyword_score,
-    keyword_score_legacy,
-    normalize_text,
-)
+from queryeval.metrics import keyword_match, keyword_score
+from queryeval.metrics.rag import keyword_score_legacy, normalize_text
 
 # The seed's table: expected keyword "paris" for "What is the capital of France?".
 SEED_TABLE = [

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score
 
-from queryeval.metrics import PROXY_SIMILARITY, SEED_GRID, confusion_at, find_threshold
+from queryeval.metrics import find_threshold
+from queryeval.metrics.rag import PROXY_SIMILARITY, SEED_GRID, confusion_at
 
 
 def _reference(sims: list[float], labels: list[int], t: float, metric: str) -> float:
@@ -56,7 +57,7 @@ def test_fine_search_is_optimal_by_brute_force(sims: list[float], data, metric: 
     # the reported threshold really achieves that score, per the reference metric
     assert _reference(sims, labels, result.threshold, metric) == pytest.approx(best, abs=1e-12)
     assert (result.tp, result.fp, result.fn, result.tn) == confusion_at(
-        sims, labels, result.threshold
+        sims, labels, threshold=result.threshold
     )
     assert result.tp + result.fp + result.fn + result.tn == len(sims)
 

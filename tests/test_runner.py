@@ -82,7 +82,7 @@ def test_sdmx_example_run_matches_the_metric(tmp_path: Path) -> None:
         out = preds.get(case_id)
         sel = out.final.indicator_selection if out.final else []
         assert case.target is not None
-        recalls.append(term_selection(case.target.indicator_selection, sel).macro_recall)
+        recalls.append(term_selection(sel, case.target.indicator_selection).macro_recall)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     got = summary["systems"]["baseline"]["scorers"]["term_selection"]["metrics"]["macro_recall"]
     assert got["mean"] == pytest.approx(sum(recalls) / len(recalls))

@@ -32,7 +32,7 @@ SEED_SELECTED = sel(
 
 
 def test_seed_worked_example() -> None:
-    r = term_selection(SEED_TARGET, SEED_SELECTED)
+    r = term_selection(SEED_SELECTED, SEED_TARGET)
     dim = r.per_dimension["INDICATOR"]
     assert [t.id for t in dim.true_positives] == ["GDP", "GDPPC"]
     assert [t.id for t in dim.false_positives] == ["GDP_CONST"]
@@ -45,7 +45,7 @@ def test_seed_worked_example() -> None:
 
 
 def test_seed_details_cell_reads_as_in_the_seed() -> None:
-    block = term_selection(SEED_TARGET, SEED_SELECTED).per_dimension["INDICATOR"].details_text()
+    block = term_selection(SEED_SELECTED, SEED_TARGET).per_dimension["INDICATOR"].details_text()
     assert block == (
         "[recall: 1.00, precision: 0.67]\n"
         "True Positives [2]\n"
@@ -60,7 +60,7 @@ def test_seed_details_cell_reads_as_in_the_seed() -> None:
 def test_macro_and_micro_differ_as_computed_by_hand() -> None:
     target = sel({"INDICATOR": ["A", "B", "C", "D"], "COUNTRY": ["MEX"]})
     chosen = sel({"INDICATOR": ["A", "B", "C", "X"], "COUNTRY": ["USA"]})
-    r = term_selection(target, chosen)
+    r = term_selection(chosen, target)
     # INDICATOR: tp 3 fp 1 fn 1 -> P 3/4, R 3/4; COUNTRY: tp 0 fp 1 fn 1 -> P 0, R 0
     assert r.macro_precision == pytest.approx((0.75 + 0) / 2)
     assert r.macro_recall == pytest.approx((0.75 + 0) / 2)
@@ -72,8 +72,8 @@ def test_macro_and_micro_differ_as_computed_by_hand() -> None:
 def test_match_on_id_ignores_names_but_seed_mode_does_not() -> None:
     target = sel({"COUNTRY": [("MEX", "Mexico")]})
     chosen = sel({"COUNTRY": [("MEX", "United Mexican States")]})
-    assert term_selection(target, chosen).macro_recall == 1.0
-    seed = term_selection(target, chosen, match_on="id_and_name")
+    assert term_selection(chosen, target).macro_recall == 1.0
+    seed = term_selection(chosen, target, match_on="id_and_name")
     assert seed.macro_recall == 0.0
     assert seed.macro_precision == 0.0
 
@@ -81,7 +81,7 @@ def test_match_on_id_ignores_names_but_seed_mode_does_not() -> None:
 def test_absent_dimension_penalized_by_default_and_listed() -> None:
     target = sel({"INDICATOR": ["LP"]})
     chosen = sel({"INDICATOR": ["LP"], "FREQ": ["A"]})
-    r = term_selection(target, chosen)
+    r = term_selection(chosen, target)
     assert r.dimensions_not_in_target == ("FREQ",)
     freq = r.per_dimension["FREQ"]
     assert not freq.in_target and freq.counted
@@ -94,7 +94,7 @@ def test_absent_dimension_penalized_by_default_and_listed() -> None:
 def test_absent_dimension_ignored_when_asked() -> None:
     target = sel({"INDICATOR": ["LP"]})
     chosen = sel({"INDICATOR": ["LP"], "FREQ": ["A"]})
-    r = term_selection(target, chosen, absent_dimension="ignore")
+    r = term_selection(chosen, target, absent_dimension="ignore")
     assert r.dimensions_not_in_target == ("FREQ",)
     assert not r.per_dimension["FREQ"].counted
     assert r.macro_precision == 1.0 and r.macro_recall == 1.0
@@ -111,7 +111,7 @@ def test_empty_target_differs_from_absent_target() -> None:
         }
     ]
     nothing_chosen = sel({"INDICATOR": ["LP"]})
-    r = term_selection(empty, nothing_chosen)
+    r = term_selection(nothing_chosen, empty)
     # explicit empty target, nothing selected: agreement, counted as perfect
     assert r.per_dimension["COUNTRY"].in_target
     assert r.per_dimension["COUNTRY"].precision == 1.0
@@ -119,7 +119,7 @@ def test_empty_target_differs_from_absent_target() -> None:
     assert r.macro_precision == 1.0
     # explicit empty target, something selected: a false positive, even with "ignore"
     chosen = sel({"INDICATOR": ["LP"], "COUNTRY": ["MEX"]})
-    r2 = term_selection(empty, chosen, absent_dimension="ignore")
+    r2 = term_selection(chosen, empty, absent_dimension="ignore")
     assert [t.id for t in r2.per_dimension["COUNTRY"].false_positives] == ["MEX"]
     assert r2.per_dimension["COUNTRY"].precision == 0.0
     assert r2.dimensions_not_in_target == ()
@@ -134,7 +134,7 @@ def test_zero_division_policies_when_nothing_selected(
 ) -> None:
     target = sel({"INDICATOR": ["LP"]})
     chosen = sel({"INDICATOR": []})
-    dim = term_selection(target, chosen, zero_division=policy).per_dimension["INDICATOR"]  # type: ignore[arg-type]
+    dim = term_selection(chosen, target, zero_division=policy).per_dimension["INDICATOR"]  # type: ignore[arg-type]
     assert dim.precision == precision
     assert dim.recall == recall
 
@@ -142,7 +142,7 @@ def test_zero_division_policies_when_nothing_selected(
 def test_zero_division_exclude_leaves_dimension_out_of_macro() -> None:
     target = sel({"INDICATOR": ["LP"], "COUNTRY": ["MEX"]})
     chosen = sel({"INDICATOR": ["LP"], "COUNTRY": []})
-    r = term_selection(target, chosen, zero_division="exclude")
+    r = term_selection(chosen, target, zero_division="exclude")
     assert r.macro_precision == 1.0  # COUNTRY precision is 0/0 and excluded
     assert r.macro_recall == pytest.approx(0.5)
 
@@ -156,7 +156,7 @@ def test_both_sides_empty_is_perfect_agreement() -> None:
 def test_wrong_dataset_counts_every_dimension_wrong() -> None:
     target = sel({"INDICATOR": ["LP"]}, ds="IMF.RES:WEO")
     chosen = sel({"INDICATOR": ["LP"]}, ds="IMF.STA:IFS")
-    r = term_selection(target, chosen)
+    r = term_selection(chosen, target)
     assert set(r.per_dimension) == {"IMF.RES:WEO/INDICATOR", "IMF.STA:IFS/INDICATOR"}
     assert r.macro_recall == 0.0
     assert r.dimensions_not_in_target == ("IMF.STA:IFS/INDICATOR",)
@@ -165,9 +165,9 @@ def test_wrong_dataset_counts_every_dimension_wrong() -> None:
 def test_repeated_terms_count_once_and_case_folding_is_optional() -> None:
     target = sel({"COUNTRY": ["MEX"]})
     chosen = sel({"COUNTRY": ["mex", "MEX", "MEX"]})
-    r = term_selection(target, chosen)
+    r = term_selection(chosen, target)
     assert r.per_dimension["COUNTRY"].precision == pytest.approx(0.5)
-    folded = term_selection(target, chosen, ignore_case=True)
+    folded = term_selection(chosen, target, ignore_case=True)
     assert folded.per_dimension["COUNTRY"].precision == 1.0
 
 
@@ -187,7 +187,7 @@ def test_objects_with_attributes_and_dicts_give_the_same_result() -> None:
         )
         for d in SEED_SELECTED
     ]
-    assert term_selection(SEED_TARGET, objects) == term_selection(SEED_TARGET, SEED_SELECTED)
+    assert term_selection(objects, SEED_TARGET) == term_selection(SEED_SELECTED, SEED_TARGET)
 
 
 def test_bad_policy_is_named() -> None:
@@ -202,13 +202,13 @@ codes = st.lists(st.sampled_from(["A", "B", "C", "D", "E"]), max_size=5)
 def test_invariants(t1: list[str], t2: list[str], s1: list[str], s2: list[str]) -> None:
     target = sel({"INDICATOR": t1, "COUNTRY": t2})
     chosen = sel({"INDICATOR": s1, "COUNTRY": s2})
-    r = term_selection(target, chosen)
+    r = term_selection(chosen, target)
     for value in (r.macro_precision, r.macro_recall, r.micro_precision, r.micro_recall):
         assert value is not None and 0.0 <= value <= 1.0
     assert r.tp == sum(len(set(a) & set(b)) for a, b in ((t1, s1), (t2, s2)))
     perfect = term_selection(target, target)
     assert perfect.macro_precision == 1.0 and perfect.macro_recall == 1.0
-    swapped = term_selection(chosen, target)
+    swapped = term_selection(target, chosen)
     assert swapped.micro_precision == r.micro_recall or (r.tp + r.fn == 0 or r.tp + r.fp == 0)
 
 
@@ -223,12 +223,12 @@ def test_invariants(t1: list[str], t2: list[str], s1: list[str], s2: list[str]) 
 def test_compare_terms_is_term_selection_with_plain_pairs(
     t1: list[str], t2: list[str], s1: list[str], s2: list[str], match_on: str, ds: str
 ) -> None:
-    from queryeval.metrics import TermRef, compare_terms
+    from queryeval.metrics.sdmx import TermRef, compare_terms
 
     target = sel({"INDICATOR": [(c, f"name {c}") for c in t1], "COUNTRY": t2})
     chosen = sel({"INDICATOR": s1, "COUNTRY": [(c, c.lower()) for c in s2]}, ds=ds)
-    refs = term_selection(target, chosen, match_on=match_on)  # type: ignore[arg-type]
-    pairs = compare_terms(target, chosen, match_on=match_on)  # type: ignore[arg-type]
+    refs = term_selection(chosen, target, match_on=match_on)  # type: ignore[arg-type]
+    pairs = compare_terms(chosen, target, match_on=match_on)  # type: ignore[arg-type]
     assert pairs == refs  # equal as tuples, field by field
     for dim in refs.per_dimension.values():
         assert all(type(t) is TermRef for t in dim.true_positives + dim.false_negatives)

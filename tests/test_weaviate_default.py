@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from queryeval.metrics import parse_schema, weaviate_ast
+from queryeval.metrics import weaviate_ast
+from queryeval.metrics.weaviate import parse_schema
 
 BASE = {"target_collection": "Restaurants", "search_query": "italian"}
 PRICE_LT_20 = {"property_name": "price", "operator": "<", "value": 20}

@@ -27,7 +27,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from queryeval.metrics import RefusedByOriginalError, legacy_queries, weaviate_ast
+from queryeval.metrics import weaviate_ast
+from queryeval.metrics.weaviate import RefusedByOriginalError, legacy_queries
 
 REFUSED = "refused"
 MISSING = object()

@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from queryeval.metrics import (
+from queryeval.metrics import WeaviateQuery, parse_query
+from queryeval.metrics.weaviate import (
     Aggregation,
     Condition,
     UnknownMetricError,
     UnknownOperatorError,
-    WeaviateQuery,
     WeaviateQueryError,
     parse_queries,
-    parse_query,
     parse_schema,
 )
 

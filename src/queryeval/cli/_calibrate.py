@@ -91,7 +91,8 @@ def calibrate(
         embedder_from_context,
         save_calibration,
     )
-    from queryeval.metrics import confusion_at, find_threshold, metric_from_confusion
+    from queryeval.metrics import find_threshold
+    from queryeval.metrics.rag import confusion_at, metric_from_confusion
     from queryeval.runner._run import _cache_dir
     from queryeval.scorers import ScoringContext
     from queryeval.scorers.answer import expected_answers
@@ -162,7 +163,7 @@ def calibrate(
     path = out if out is not None else config.base_dir / CALIBRATION_FILE
     at_default = metric_from_confusion(
         result.metric,
-        *confusion_at(sims, labels if not use_proxy else [s > 0.9 for s in sims], 0.75),
+        *confusion_at(sims, labels if not use_proxy else [s > 0.9 for s in sims], threshold=0.75),
     )
     calibration = Calibration(
         model_id=model_id,

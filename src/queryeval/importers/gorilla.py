@@ -29,7 +29,7 @@ from queryeval.errors import InputError
 from queryeval.importers._read import read_json
 from queryeval.importers._records import SuiteWithFiles, import_with, slug, unique
 from queryeval.importers._suite import ImportedSuite, ImportRequest
-from queryeval.metrics import WeaviateQueryError, legacy_queries, parse_queries
+from queryeval.metrics.weaviate import WeaviateQueryError, legacy_queries, parse_queries
 
 # weaviate-gorilla commit b993769 ("fix AST score", 2024-11-21 10:57 -05:00) made the search
 # text count on presence; results written before it were scored on equal text (.lower()).

@@ -8,11 +8,6 @@ from here. Importing this package imports no parser: sqlglot and duckdb-kql load
 Sort keys are returned so ties can be told apart from order errors: an ``int`` is a result
 column position (0-based), a ``str`` a column name, ``None`` a key that is not a plain
 output column (an expression), which the comparator cannot use to find ties.
-
->>> top_level_order("SELECT name, age FROM people ORDER BY age DESC")
-OrderInfo(ordered=True, keys=(1,))
->>> top_level_order("T | sort by a | summarize count() by b", "kql")
-OrderInfo(ordered=False, keys=())
 """
 
 from __future__ import annotations
@@ -28,6 +23,13 @@ def top_level_order(query: str, language: str = "sql", *, dialect: str | None = 
     sqlglot dialect (``dialect`` overrides the one ``language`` names), KQL or Cypher.
 
     Raises ``ValueError`` when the query cannot be parsed or the language is unknown.
+
+    >>> top_level_order("SELECT name, age FROM people ORDER BY age DESC")
+    OrderInfo(ordered=True, keys=(1,))
+    >>> top_level_order("T | sort by a | summarize count() by b", "kql")
+    OrderInfo(ordered=False, keys=())
+    >>> top_level_order("MATCH (m) WITH m ORDER BY m.year RETURN m.title", "cypher").ordered
+    False
     """
     lang = language.strip().lower()
     if lang in kql.NAMES:

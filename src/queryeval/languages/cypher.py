@@ -12,6 +12,8 @@ import re
 from queryeval.languages._lexer import CLOSE, OPEN, Token, check_brackets, split_tokens, unquote
 from queryeval.languages._order import OrderInfo, SortKey
 
+__all__ = ["NAMES", "read_only_refusal", "referenced_names", "tokenize", "top_level_order"]
+
 NAMES = frozenset({"cypher", "opencypher", "gql"})
 """The language names that mean Cypher."""
 
@@ -34,7 +36,13 @@ _TOKEN = re.compile(
 
 def tokenize(query: str) -> list[Token]:
     """Words (`quoted` names included), strings, parameters (``$name``), numbers and
-    punctuation, each with its bracket depth; comments dropped."""
+    punctuation, each with its bracket depth; comments dropped.
+
+    >>> [(t.kind, t.text, t.depth) for t in tokenize("RETURN `a b`, $p, [1] // c")]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('word', 'RETURN', 0), ('word', '`a b`', 0), ('punct', ',', 0), ('parameter', '$p', 0),
+     ('punct', ',', 0), ('punct', '[', 0), ('number', '1', 1), ('punct', ']', 0)]
+    """
     tokens: list[Token] = []
     depth = 0
     for match in _TOKEN.finditer(query):
@@ -67,7 +75,13 @@ _PROCEDURE_WRITES = re.compile(
 def read_only_refusal(query: str) -> str | None:
     """Refuse write clauses (CREATE, MERGE, SET, DELETE, REMOVE, ...), procedure calls that
     write, and several statements; None when the query may run. A word after `.`, `:`, `$`,
-    `AS` or before `:` is a name (a property, label, parameter, alias or map key)."""
+    `AS` or before `:` is a name (a property, label, parameter, alias or map key).
+
+    >>> read_only_refusal("MATCH (n) RETURN n.delete AS set") is None
+    True
+    >>> read_only_refusal("MATCH (n) DETACH DELETE n")
+    'DETACH clause: writes are refused'
+    """
     tokens = tokenize(query)
     for i, token in enumerate(tokens):
         text = token.text
@@ -106,7 +120,12 @@ def _writing_procedure(tokens: list[Token], start: int) -> bool:
 def referenced_names(query: str) -> dict[str, set[str]]:
     """Labels, relationship types and parameters a query names: a name after `:` (or after
     `|`, `&`, `!` in a label expression) inside `(...)` or outside brackets is a label,
-    inside `[...]` a relationship type; inside `{...}` it is a map value and skipped."""
+    inside `[...]` a relationship type; inside `{...}` it is a map value and skipped.
+
+    >>> names = referenced_names("MATCH (p:Person {name: $name})-[:ACTED_IN]->(m) RETURN m")
+    >>> sorted(names["labels"]), sorted(names["types"]), sorted(names["parameters"])
+    (['Person'], ['ACTED_IN'], ['name'])
+    """
     out: dict[str, set[str]] = {"labels": set(), "types": set(), "parameters": set()}
     stack: list[str] = []
     expect_label = after_label = False
@@ -144,7 +163,11 @@ _CYPHER_DIRECTION = {"asc", "desc", "ascending", "descending"}
 
 def top_level_order(query: str) -> OrderInfo:
     """Ordered when the final top-level RETURN has an ORDER BY (a WITH ... ORDER BY or one in
-    a CALL subquery does not order the result; neither does anything across a UNION)."""
+    a CALL subquery does not order the result; neither does anything across a UNION).
+
+    >>> top_level_order("MATCH (m) RETURN m.title AS t, m.year ORDER BY m.year DESC, t")
+    OrderInfo(ordered=True, keys=(1, 0))
+    """
     all_tokens = tokenize(query)
     check_brackets(all_tokens, "Cypher")
     tokens = [t for t in all_tokens if t.depth == 0]

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from queryeval.languages._lexer import CLOSE, OPEN, Token, check_brackets, split_tokens, unquote
 from queryeval.languages._order import OrderInfo, SortKey
 
+__all__ = ["NAMES", "order_by_pipes", "read_only_refusal", "tokenize", "top_level_order"]
+
 NAMES = frozenset({"kql", "kusto"})
 """The language names that mean KQL."""
 
@@ -19,7 +21,11 @@ _READ_COMMANDS = re.compile(r"^\.show\b", re.IGNORECASE)
 
 def read_only_refusal(query: str) -> str | None:
     """Refuse every control command except `.show ...` (`.drop`, `.set`, `.append`, ...);
-    None when the query may run."""
+    None when the query may run.
+
+    >>> read_only_refusal(".show tables") is None, read_only_refusal(".drop table T")
+    (True, "control command '.drop table': only queries and .show commands may run")
+    """
     from duckdb_kql.control import strip_leading_comments
 
     head = strip_leading_comments(query).lstrip()
@@ -58,7 +64,11 @@ _KQL_DIRECTION = {"asc", "desc", "nulls", "first", "last"}
 
 def top_level_order(query: str) -> OrderInfo:
     """Ordered when the final pipeline sorts (``sort by``/``order by``/``top N by``) and no
-    later operator (summarize, join, union, distinct, ...) discards that order."""
+    later operator (summarize, join, union, distinct, ...) discards that order.
+
+    >>> top_level_order("T | sort by a desc | project b = a, c")
+    OrderInfo(ordered=True, keys=('b',))
+    """
     try:
         return _kql_order_from_ir(query)
     except _ParserUnavailable:
@@ -125,7 +135,11 @@ def _renamed(keys: tuple[SortKey, ...], mapping: Mapping[str, str | None]) -> tu
 
 
 def order_by_pipes(query: str) -> OrderInfo:
-    """The tokenizer fallback of :func:`top_level_order`: split at top-level ``;`` and ``|``."""
+    """The tokenizer fallback of :func:`top_level_order`: split at top-level ``;`` and ``|``.
+
+    >>> order_by_pipes("T | where s == 'a | sort by b' | sort by x | take 3")
+    OrderInfo(ordered=True, keys=('x',))
+    """
     tokens = tokenize(query)
     check_brackets(tokens, "KQL")
     statements = [s for s in split_tokens(tokens, ";") if s] if tokens else []
@@ -228,6 +242,9 @@ def tokenize(text: str) -> list[Token]:
     Hand-written for the fallback below: only top-level structure (pipes) is needed, and
     strings (``'..'``, ``@'..'``, ``h'..'``, triple backticks) and comments must not be
     mistaken for syntax.
+
+    >>> [t.text for t in tokenize("T | where s == @'a|b' // note")]
+    ['T', '|', 'where', 's', '=', '=', "@'a|b'"]
     """
     tokens: list[Token] = []
     depth = 0

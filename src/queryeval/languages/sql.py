@@ -12,6 +12,8 @@ from typing import Any
 
 from queryeval.languages._order import OrderInfo, SortKey
 
+__all__ = ["DIALECTS", "read_only_refusal", "sqlglot_dialect", "top_level_order"]
+
 DIALECTS: dict[str, str | None] = {
     "sql": None,  # sqlglot's generic dialect
     "sqlite": "sqlite",
@@ -39,7 +41,11 @@ DIALECTS: dict[str, str | None] = {
 
 def sqlglot_dialect(name: str) -> str | None:
     """The sqlglot dialect a language, dialect or SQLAlchemy backend name means (a name
-    queryeval does not know is passed on as it is)."""
+    queryeval does not know is passed on as it is).
+
+    >>> sqlglot_dialect("postgresql"), sqlglot_dialect("sql"), sqlglot_dialect("exasol")
+    ('postgres', None, 'exasol')
+    """
     return DIALECTS.get(name, name)
 
 
@@ -54,7 +60,13 @@ _WRITE_TOKENS = {
 
 def read_only_refusal(query: str, dialect: str | None) -> str | None:
     """Refuse anything but one read-only query (SELECT/UNION/... with no write inside);
-    None when the query may run."""
+    None when the query may run.
+
+    >>> read_only_refusal("SELECT * FROM t", "duckdb") is None
+    True
+    >>> read_only_refusal("SELECT 1; DROP TABLE t", "duckdb")
+    '2 statements: only one read-only query may run at a time'
+    """
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
@@ -104,7 +116,13 @@ def _token_refusal(query: str, dialect: str | None) -> str | None:
 
 
 def top_level_order(query: str, dialect: str | None = None) -> OrderInfo:
-    """Top-level ORDER BY of the last statement (a UNION's ORDER BY orders the union)."""
+    """Top-level ORDER BY of the last statement (a UNION's ORDER BY orders the union).
+
+    >>> top_level_order("SELECT a, b FROM t ORDER BY b DESC, 1")
+    OrderInfo(ordered=True, keys=(1, 0))
+    >>> top_level_order("SELECT * FROM (SELECT a FROM t ORDER BY a) s")
+    OrderInfo(ordered=False, keys=())
+    """
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError

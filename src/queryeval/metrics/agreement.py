@@ -5,6 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Agreement", "agreement"]
+
+
+def _check_agreement(prediction: Sequence[Any], reference: Sequence[Any]) -> None:
+    """A ValueError unless there is one human label per judge score."""
+    if len(prediction) != len(reference):
+        raise ValueError("judge_scores and human_labels must have the same length")
 
 
 @dataclass(frozen=True)
@@ -33,25 +42,30 @@ def _present(x: float | int | bool | None) -> bool:
 
 
 def agreement(
-    judge_scores: Sequence[float | None],
-    human_labels: Sequence[float | int | bool | None],
+    prediction: Sequence[float | None],
+    reference: Sequence[float | int | bool | None],
+    *,
     threshold: float = 0.5,
     human_threshold: float | None = None,
 ) -> Agreement:
-    """Binarise both sides (value >= threshold is positive; `human_threshold` defaults to
+    """Agreement of the judge's scores (`prediction`) with the human labels (`reference`):
+    binarise both sides (value >= threshold is positive; `human_threshold` defaults to
     `threshold`; booleans and 0/1 labels binarise as themselves) and compare.
 
     accuracy = (a + d) / n, where a = both positive, d = both negative;
     kappa = (p_o - p_e) / (1 - p_e), p_o = accuracy,
     p_e = ((a + b)(a + c) + (c + d)(b + d)) / n², b = judge only positive, c = human only positive.
+
+    >>> r = agreement([0.9, 0.2, 0.8, None], [1, 0, 0, 1])
+    >>> r.n, r.skipped, r.accuracy, round(r.kappa, 4)
+    (3, 1, 0.6666666666666666, 0.4)
     """
-    if len(judge_scores) != len(human_labels):
-        raise ValueError("judge_scores and human_labels must have the same length")
+    _check_agreement(prediction, reference)
     h_thr = threshold if human_threshold is None else human_threshold
     a = b = c = d = 0
     abs_errors: list[float] = []
     skipped = 0
-    for j, h in zip(judge_scores, human_labels, strict=True):
+    for j, h in zip(prediction, reference, strict=True):
         if not (_present(j) and _present(h)):
             skipped += 1
             continue

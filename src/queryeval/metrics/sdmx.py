@@ -1,5 +1,8 @@
 """SDMX term selection (seed 001): per-dimension precision and recall of selected codes.
 
+``term_selection(prediction, reference)`` compares the selected terms with the target's;
+both are lists of ``{dataset_id, dimensions: [{dimension_name, values: [{id, name}]}]}``.
+
 Policies the seed leaves open are explicit options:
 
 - ``match_on``: ``"id"`` (default; names are kept for display only) or ``"id_and_name"``
@@ -19,9 +22,32 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
+__all__ = ["DimensionResult", "TermRef", "TermSelectionResult", "compare_terms", "term_selection"]
+
 MatchOn = Literal["id", "id_and_name"]
 AbsentPolicy = Literal["penalize", "ignore"]
 ZeroDivision = Literal["agreement", "zero", "one", "exclude"]
+
+
+def _check_selections(
+    prediction: Any, reference: Any, match_on: str, absent_dimension: str, zero_division: str
+) -> None:
+    """Raise unless both sides are lists of datasets (or None) and the policies are known."""
+    for side, value in (("prediction", prediction), ("reference", reference)):
+        if value is None or type(value) is list:
+            continue
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+            raise TypeError(
+                f"{side} must be a list of datasets or None, not {type(value).__name__}"
+            )
+    if match_on not in ("id", "id_and_name"):
+        raise ValueError(f"match_on must be 'id' or 'id_and_name', not {match_on!r}")
+    if absent_dimension not in ("penalize", "ignore"):
+        raise ValueError(
+            f"absent_dimension must be 'penalize' or 'ignore', not {absent_dimension!r}"
+        )
+    if zero_division not in ("agreement", "zero", "one", "exclude"):
+        raise ValueError(f"unknown zero_division policy {zero_division!r}")
 
 
 class TermRef(NamedTuple):
@@ -33,14 +59,14 @@ class TermRef(NamedTuple):
 
     def label(self) -> str:
         """`ID: name`, or just the ID."""
-        return term_label(self)
+        return _term_label(self)
 
 
 Pair = tuple[str, str | None]  # (id, name): a term as `compare_terms` gives it
 T = TypeVar("T", bound=Pair)  # TermRef, or a plain pair
 
 
-def term_label(term: Pair) -> str:
+def _term_label(term: Pair) -> str:
     """`ID: name`, or just the ID."""
     return f"{term[0]}: {term[1]}" if term[1] else term[0]
 
@@ -76,7 +102,7 @@ class DimensionResult(NamedTuple, Generic[T]):
             ("False Positives", self.false_positives),
         ):
             lines.append(f"{title} [{len(terms)}]")
-            lines.extend(f"  * {term_label(t)}" for t in terms)
+            lines.extend(f"  * {_term_label(t)}" for t in terms)
         return "\n".join(lines)
 
 
@@ -97,12 +123,12 @@ class TermSelectionResult(NamedTuple, Generic[T]):
     @property
     def macro_f1(self) -> float | None:
         """Harmonic mean of macro precision and macro recall."""
-        return f1(self.macro_precision, self.macro_recall)
+        return _f1(self.macro_precision, self.macro_recall)
 
     @property
     def micro_f1(self) -> float | None:
         """Harmonic mean of micro precision and micro recall."""
-        return f1(self.micro_precision, self.micro_recall)
+        return _f1(self.micro_precision, self.micro_recall)
 
     def details_text(self) -> str:
         """The seed's "indicator selection details" cell: one block per dimension."""
@@ -122,7 +148,7 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def f1(p: float | None, r: float | None) -> float | None:
+def _f1(p: float | None, r: float | None) -> float | None:
     """Harmonic mean of a precision and a recall (0 when both are 0; None if one is)."""
     if p is None or r is None:
         return None
@@ -213,23 +239,34 @@ def _plain_dimensions(selection: list[Any]) -> dict[tuple[str, str], dict[Any, P
 
 
 def term_selection(
-    target: Sequence[Any] | None,
-    selected: Sequence[Any] | None,
+    prediction: Sequence[Any] | None,
+    reference: Sequence[Any] | None,
     *,
     match_on: MatchOn = "id",
     absent_dimension: AbsentPolicy = "penalize",
     zero_division: ZeroDivision = "agreement",
     ignore_case: bool = False,
 ) -> TermSelectionResult[TermRef]:
-    """Compare a selected SDMX indicator selection with the target (seed 001).
+    """Compare a selected SDMX indicator selection (`prediction`) with the target
+    (`reference`), seed 001.
 
     Both sides are lists of ``{dataset_id, dimensions: [{dimension_name, values: [{id,
     name}]}]}`` (dicts or queryeval models). Precision = TP/(TP+FP), recall = TP/(TP+FN) per
     dimension; macro = mean over counted dimensions; micro = pooled over their terms.
+
+    >>> def selection(*ids):
+    ...     values = [{"id": i} for i in ids]
+    ...     return [{"dataset_id": "WEO", "dimensions": [
+    ...         {"dimension_name": "INDICATOR", "values": values}]}]
+    >>> r = term_selection(selection("NGDP", "LUR"), selection("NGDP", "PCPI", "BCA"))
+    >>> r.macro_precision, round(r.macro_recall, 3)
+    (0.5, 0.333)
+    >>> r.per_dimension["INDICATOR"].false_negatives
+    (TermRef(id='PCPI', name=None), TermRef(id='BCA', name=None))
     """
     result = compare_terms(
-        target,
-        selected,
+        prediction,
+        reference,
         match_on=match_on,
         absent_dimension=absent_dimension,
         zero_division=zero_division,
@@ -249,8 +286,8 @@ def term_selection(
 
 
 def compare_terms(
-    target: Sequence[Any] | None,
-    selected: Sequence[Any] | None,
+    prediction: Sequence[Any] | None,
+    reference: Sequence[Any] | None,
     *,
     match_on: MatchOn = "id",
     absent_dimension: AbsentPolicy = "penalize",
@@ -258,17 +295,16 @@ def compare_terms(
     ignore_case: bool = False,
 ) -> TermSelectionResult[Pair]:
     """`term_selection` with the terms as plain (id, name) tuples: what the scorer stores,
-    without building a TermRef per term."""
-    if match_on not in ("id", "id_and_name"):
-        raise ValueError(f"match_on must be 'id' or 'id_and_name', not {match_on!r}")
-    if absent_dimension not in ("penalize", "ignore"):
-        raise ValueError(
-            f"absent_dimension must be 'penalize' or 'ignore', not {absent_dimension!r}"
-        )
-    if zero_division not in ("agreement", "zero", "one", "exclude"):
-        raise ValueError(f"unknown zero_division policy {zero_division!r}")
-    gold = _dimensions(target, match_on, ignore_case)
-    pred = _dimensions(selected, match_on, ignore_case)
+    without building a TermRef per term.
+
+    >>> chosen = [{"dataset_id": "WEO", "dimensions": [
+    ...     {"dimension_name": "INDICATOR", "values": [{"id": "NGDP", "name": "GDP"}]}]}]
+    >>> compare_terms(chosen, chosen).per_dimension["INDICATOR"].true_positives
+    (('NGDP', 'GDP'),)
+    """
+    _check_selections(prediction, reference, match_on, absent_dimension, zero_division)
+    gold = _dimensions(reference, match_on, ignore_case)
+    pred = _dimensions(prediction, match_on, ignore_case)
     datasets = {ds for ds, _ in gold}
     datasets.update(ds for ds, _ in pred)
     multi = len(datasets) > 1

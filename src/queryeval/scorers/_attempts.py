@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from queryeval.cases import Attempt, Case, Query, Target
-from queryeval.metrics import AttemptSummary, summarize_attempt
-from queryeval.metrics.agentic._attempts import KG_CHECKS
+from queryeval.metrics.agentic import KG_CHECKS, AttemptSummary, summarize_attempt
 
 if TYPE_CHECKING:
     from queryeval.scorers._base import ScoringContext

@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, field_validator
 
 from queryeval.cases import Case, Output, Score
-from queryeval.metrics import AttemptSummary, agentic_report, first_success, success_at_k
+from queryeval.metrics import agentic_report, success_at_k
+from queryeval.metrics.agentic import AttemptSummary, first_success
 from queryeval.scorers._attempts import AttemptGrader, GradingOptions
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
@@ -136,9 +137,9 @@ class AgenticScorer(Scorer):
         # samples: by option, or when every output said its attempts are samples (a model
         # system with `samples: n`; aggregates are per system)
         samples = self.options.samples or (bool(sampled) and all(sampled))
-        report = agentic_report(loops, ks, samples=samples).as_dict()
+        report = agentic_report(loops, ks=ks, samples=samples).as_dict()
         breakdown = {
-            key: {value: _brief(agentic_report(ls, ks, samples=samples).as_dict())
+            key: {value: _brief(agentic_report(ls, ks=ks, samples=samples).as_dict())
                   for value, ls in sorted(by_value.items())}
             for key, by_value in groups.items()
         }  # fmt: skip

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from queryeval.cases import Answer, Case, Output, Score
-from queryeval.metrics import keyword_match, keyword_score_legacy, metric_from_confusion
+from queryeval.metrics import keyword_match
+from queryeval.metrics.rag import keyword_score_legacy, metric_from_confusion
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 

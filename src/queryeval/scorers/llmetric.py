@@ -15,7 +15,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from queryeval.cases import Case, Output, Score
-from queryeval.metrics import LLMETRIC_Q_WEIGHTS, jaro_winkler, jarou, llmetric_q, rouge_l
+from queryeval.metrics import jaro_winkler, llmetric_q, rouge_l
+from queryeval.metrics.agentic import LLMETRIC_Q_WEIGHTS, jarou
 from queryeval.scorers._attempts import AttemptGrader, GradingOptions, jaccard_of
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer

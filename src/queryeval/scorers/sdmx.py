@@ -10,8 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from queryeval.cases import Case, Output, Score
-from queryeval.metrics import DimensionResult, TermRef, TermSelectionResult, compare_terms
-from queryeval.metrics.sdmx import f1 as _f1
+from queryeval.metrics import TermSelectionResult
+from queryeval.metrics.sdmx import DimensionResult, TermRef, compare_terms
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
@@ -98,8 +98,8 @@ class TermSelectionScorer(Scorer):
             gold, _ = check_and_name(gold, lists, self.options.codelist_map)
         o = self.options
         result = compare_terms(
-            gold,
             pred,
+            gold,
             match_on=o.match_on,
             absent_dimension=o.absent_dimension,
             zero_division=o.zero_division,
@@ -109,10 +109,10 @@ class TermSelectionScorer(Scorer):
         metrics = {
             "macro_precision": macro_p,
             "macro_recall": macro_r,
-            "macro_f1": _f1(macro_p, macro_r),
+            "macro_f1": result.macro_f1,
             "micro_precision": micro_p,
             "micro_recall": micro_r,
-            "micro_f1": _f1(micro_p, micro_r),
+            "micro_f1": result.micro_f1,
         }
         value = metrics[o.value]
         details: dict[str, Any] = {

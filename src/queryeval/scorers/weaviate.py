@@ -18,16 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from queryeval.cases import Case, Output, Score
 from queryeval.errors import InputError
-from queryeval.metrics import (
-    WeaviateAstResult,
-    WeaviateQuery,
+from queryeval.metrics import WeaviateAstResult, WeaviateQuery, weaviate_ast
+from queryeval.metrics.weaviate import (
     WeaviateQueryError,
     WeaviateSchema,
     check_weaviate_ast_options,
     legacy_queries,
     parse_queries,
     parse_schema,
-    weaviate_ast,
 )
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer

@@ -35,7 +35,7 @@ def render_weaviate(schema: Any) -> str:
     >>> render_weaviate({"Hotels": {"name": "text", "stars": "int"}})
     'Hotels: name (text), stars (int)'
     """
-    from queryeval.metrics import parse_schema
+    from queryeval.metrics.weaviate import parse_schema
 
     parsed = parse_schema(schema)
     return "\n".join(

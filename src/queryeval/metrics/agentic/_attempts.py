@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from queryeval.cases import Attempt, Output
 from queryeval.metrics.agentic._passk import first_success, mean_pass_at_k, success_at_k
@@ -19,6 +20,16 @@ from queryeval.metrics.agentic._passk import first_success, mean_pass_at_k, succ
 KG_CHECKS = ("syntax", "schema", "properties")
 ERROR_TYPES = (*KG_CHECKS, "execution", "wrong_result")
 _OUTCOME_ERROR = {"syntax": "syntax", "schema": "schema"}  # other failed outcomes: execution
+
+
+def _check_report(cases: Any, ks: Sequence[int]) -> None:
+    """A TypeError unless `cases` is a sequence of attempt lists or Outputs; a ValueError
+    unless every k is an int >= 1."""
+    if isinstance(cases, str | bytes | Mapping) or not isinstance(cases, Sequence):
+        raise TypeError(f"cases must be a sequence of attempt lists, not {type(cases).__name__}")
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"every k must be an int >= 1, got {k!r}")
 
 
 @dataclass(frozen=True)
@@ -39,7 +50,13 @@ def finding_failed(score: float | None) -> bool:
 def kg_valid(attempt: Attempt) -> bool | None:
     """KG validity (kg-axel): syntax and schema checks score 1 and the properties check
     scores 1 or is not applicable. None when no syntax/schema finding says it was checked.
-    Execution errors do not enter: they are runtime problems, not structural ones."""
+    Execution errors do not enter: they are runtime problems, not structural ones.
+
+    >>> from queryeval.cases import Attempt, Finding
+    >>> checked = [Finding(kind="syntax", score=1.0), Finding(kind="schema", score=1.0)]
+    >>> kg_valid(Attempt(findings=checked)), kg_valid(Attempt())
+    (True, None)
+    """
     kinds = {f.kind: f for f in attempt.findings if f.kind in KG_CHECKS}
     if any(finding_failed(f.score) for f in kinds.values()):
         return False
@@ -51,7 +68,14 @@ def kg_valid(attempt: Attempt) -> bool | None:
 def primary_error(attempt: Attempt) -> str | None:
     """The attempt's main error type: a failed syntax, schema or properties finding (in that
     order), else a failed execution, else "wrong_result" for a valid query with a wrong
-    result; None when the attempt is correct or nothing is known."""
+    result; None when the attempt is correct or nothing is known.
+
+    >>> from queryeval.cases import Attempt, Finding
+    >>> primary_error(Attempt(findings=[Finding(kind="schema", score=0.0)], correct=False))
+    'schema'
+    >>> primary_error(Attempt(correct=False)), primary_error(Attempt(correct=True))
+    ('wrong_result', None)
+    """
     failed = {f.kind for f in attempt.findings if finding_failed(f.score)}
     for kind in KG_CHECKS:
         if kind in failed:
@@ -67,13 +91,24 @@ def primary_error(attempt: Attempt) -> str | None:
 
 
 def summarize_attempt(attempt: Attempt) -> AttemptSummary:
-    """The AttemptSummary of a recorded attempt."""
+    """The AttemptSummary of a recorded attempt.
+
+    >>> from queryeval.cases import Attempt
+    >>> summarize_attempt(Attempt(correct=False))
+    AttemptSummary(correct=False, kg_valid=None, error_type='wrong_result')
+    """
     error = None if attempt.correct is True else primary_error(attempt)
     return AttemptSummary(correct=attempt.correct, kg_valid=kg_valid(attempt), error_type=error)
 
 
 def summarize_output(output: Output) -> list[AttemptSummary]:
-    """The AttemptSummary of every attempt of an output, in order."""
+    """The AttemptSummary of every attempt of an output, in order.
+
+    >>> from queryeval.cases import Attempt, Output
+    >>> [a.correct for a in summarize_output(Output(attempts=[Attempt(correct=False),
+    ...                                                        Attempt(correct=True)]))]
+    [False, True]
+    """
     return [summarize_attempt(a) for a in output.attempts]
 
 
@@ -89,7 +124,11 @@ def _rate(flags: Iterable[bool | None]) -> tuple[float | None, int]:
 
 def recovery_rate(pass_at_1: float | None, success: float | None) -> float | None:
     """The seed's recovery rate (Self-Refine): (success@k - Pass@1) / (1 - Pass@1); None
-    when every case passed at once (the seed reports 0 there)."""
+    when every case passed at once (the seed reports 0 there).
+
+    >>> recovery_rate(0.5, 0.75)
+    0.5
+    """
     if pass_at_1 is None or success is None or pass_at_1 >= 1.0:
         return None
     return (success - pass_at_1) / (1.0 - pass_at_1)
@@ -135,8 +174,8 @@ class AgenticReport:
 
 def agentic_report(
     cases: Sequence[Sequence[AttemptSummary | bool | None] | Output],
-    ks: Sequence[int] = (1, 3, 5),
     *,
+    ks: Sequence[int] = (1, 3, 5),
     samples: bool = False,
 ) -> AgenticReport:
     """Agentic metrics over cases, each the ordered attempts of one refinement loop (or, with
@@ -146,7 +185,12 @@ def agentic_report(
     final attempt correct; refinement gain = success - Pass@1; recovery rate = (success -
     Pass@1) / (1 - Pass@1), also as recovered / initially failed (the two agree); KG Valid@1
     / @k = first / final attempt KG-valid.
+
+    >>> r = agentic_report([[True], [False, True], [False, False, False]], ks=(1, 2))
+    >>> r.pass_at_1, r.success_at_k[2], round(r.recovery_rate, 6), r.recovered
+    (0.3333333333333333, 0.6666666666666666, 0.5, 1)
     """
+    _check_report(cases, ks)
     loops = [
         summarize_output(c) if isinstance(c, Output) else [_as_summary(a) for a in c] for c in cases
     ]

@@ -19,7 +19,8 @@ import numpy.typing as npt
 _EXACT_MAX_N = 1000  # up to here math.comb on Python ints is cheap and exact
 
 
-def _check(n: int, c: int, k: int) -> None:
+def _check_counts(n: int, c: int, k: int) -> None:
+    """A ValueError unless 0 <= c <= n and 1 <= k <= n."""
     if not 0 <= c <= n:
         raise ValueError(f"pass@k needs 0 <= c <= n, got n={n}, c={c}")
     if not 1 <= k <= n:
@@ -27,7 +28,7 @@ def _check(n: int, c: int, k: int) -> None:
 
 
 def _pass_at_k_scalar(n: int, c: int, k: int) -> float:
-    _check(n, c, k)
+    _check_counts(n, c, k)
     if n - c < k:
         return 1.0
     if n <= _EXACT_MAX_N:
@@ -52,6 +53,11 @@ def pass_at_k(
     arrays (broadcast together) give an array, computed for all problems at once with the
     numerically stable product 1 - prod_{j=n-c+1}^{n} (1 - k/j). Requires 0 <= c <= n and
     1 <= k <= n.
+
+    >>> pass_at_k(20, 3, 5)
+    0.6008771929824561
+    >>> pass_at_k([10, 10], [0, 10], 1)
+    array([0., 1.])
     """
     scalar = int | np.integer
     if isinstance(n, scalar) and isinstance(c, scalar) and isinstance(k, scalar):
@@ -83,7 +89,11 @@ def pass_at_k(
 def mean_pass_at_k(samples: Iterable[Sequence[bool]], k: int) -> float | None:
     """pass@k of a dataset: the mean over problems of `pass_at_k(n, c, k)`, where each
     problem lists its n samples' correctness. Problems with fewer than k samples are an
-    error; no problems give None."""
+    error; no problems give None.
+
+    >>> mean_pass_at_k([[True, False], [False, False]], 1)
+    0.25
+    """
     ns, cs = [], []
     for i, results in enumerate(samples):
         if len(results) < k:
@@ -97,7 +107,11 @@ def mean_pass_at_k(samples: Iterable[Sequence[bool]], k: int) -> float | None:
 
 def success_at_k(correct: Sequence[bool | None], k: int | None = None) -> bool | None:
     """Whether one of the first k attempts of a refinement loop is correct (all attempts
-    when k is None). None when none of them is known correct and some are unknown."""
+    when k is None). None when none of them is known correct and some are unknown.
+
+    >>> success_at_k([False, False, True], 2), success_at_k([False, False, True])
+    (False, True)
+    """
     if k is not None and k < 1:
         raise ValueError(f"success@k needs k >= 1, got {k}")
     window = correct if k is None else correct[:k]
@@ -109,7 +123,11 @@ def success_at_k(correct: Sequence[bool | None], k: int | None = None) -> bool |
 
 
 def first_success(correct: Sequence[bool | None]) -> int | None:
-    """The 1-based iteration of the first correct attempt, or None when none is correct."""
+    """The 1-based iteration of the first correct attempt, or None when none is correct.
+
+    >>> first_success([False, None, True, True])
+    3
+    """
     for i, c in enumerate(correct, start=1):
         if c is True:
             return i

@@ -1,1 +1,37 @@
-"""RAG answers (seed 004): keyword scoring and similarity-threshold calibration."""
+"""RAG answers (seed 004): keyword scoring of an answer, and the calibration of the
+similarity threshold (`similarity >= t` means correct) against human labels.
+
+`keyword_score(prediction, reference)` takes the answer and its keywords;
+`find_threshold(similarities, labels, *, metric)` the validation set's similarities and
+human 0/1 labels.
+"""
+
+from queryeval.metrics.rag._keywords import (
+    KeywordMatch,
+    keyword_match,
+    keyword_score,
+    keyword_score_legacy,
+    normalize_text,
+)
+from queryeval.metrics.rag._threshold import (
+    PROXY_SIMILARITY,
+    SEED_GRID,
+    ThresholdResult,
+    confusion_at,
+    find_threshold,
+    metric_from_confusion,
+)
+
+__all__ = [
+    "PROXY_SIMILARITY",
+    "SEED_GRID",
+    "KeywordMatch",
+    "ThresholdResult",
+    "confusion_at",
+    "find_threshold",
+    "keyword_match",
+    "keyword_score",
+    "keyword_score_legacy",
+    "metric_from_confusion",
+    "normalize_text",
+]

@@ -6,6 +6,18 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from queryeval.metrics._check import check_texts
+
+
+def _check_keywords(prediction: Any, reference: Any) -> None:
+    """A TypeError unless the answer is a str and the keywords a list of str (one str would
+    be read as a list of its characters)."""
+    check_texts("prediction", (prediction,))
+    if isinstance(reference, str) or not isinstance(reference, Sequence):
+        raise TypeError(f"reference must be a list of keywords, not {type(reference).__name__}")
+    check_texts("reference", reference)
 
 
 def normalize_text(text: str) -> str:
@@ -13,6 +25,9 @@ def normalize_text(text: str) -> str:
 
     Hand-written with `unicodedata` because no small library does exactly this: rapidfuzz's
     `default_process` keeps accents, and "Bogotá" must match "bogota".
+
+    >>> normalize_text("  Bogotá, D.C.!  ")
+    'bogota d c'
     """
     # Unicode's compatibility caseless form: NFKD(casefold(NFKD(casefold(NFD(text))))).
     decomposed = unicodedata.normalize("NFD", text).casefold()
@@ -44,14 +59,20 @@ class KeywordMatch:
         return len(self.found) / total if total else None
 
 
-def keyword_match(answer: str, keywords: Sequence[str]) -> KeywordMatch:
-    """Each keyword counts as found when its normalised words occur contiguously, on word
-    boundaries, in the normalised answer ("paris" is in "Paris." but not in "Parisian").
-    Keywords that normalise to nothing (e.g. "!!") are ignored."""
-    padded = f" {normalize_text(answer)} "
+def keyword_match(prediction: str, reference: Sequence[str]) -> KeywordMatch:
+    """Which of the keywords (`reference`) the answer (`prediction`) contains: a keyword is
+    found when its normalised words occur contiguously, on word boundaries, in the
+    normalised answer ("paris" is in "Paris." but not in "Parisian"). Keywords that
+    normalise to nothing (e.g. "!!") are ignored.
+
+    >>> keyword_match("The capital is Paris.", ["paris", "france"])
+    KeywordMatch(found=('paris',), missing=('france',))
+    """
+    _check_keywords(prediction, reference)
+    padded = f" {normalize_text(prediction)} "
     found: list[str] = []
     missing: list[str] = []
-    for keyword in keywords:
+    for keyword in reference:
         norm = normalize_text(keyword)
         if not norm:
             continue
@@ -59,18 +80,27 @@ def keyword_match(answer: str, keywords: Sequence[str]) -> KeywordMatch:
     return KeywordMatch(tuple(found), tuple(missing))
 
 
-def keyword_score(answer: str, keywords: Sequence[str]) -> float | None:
-    """1.0 when every keyword is present, else 0.0 (binary; a wrong answer earns nothing).
-    None when there is no usable keyword."""
-    match = keyword_match(answer, keywords)
+def keyword_score(prediction: str, reference: Sequence[str]) -> float | None:
+    """1.0 when the answer (`prediction`) holds every keyword (`reference`), else 0.0
+    (binary; a wrong answer earns nothing). None when there is no usable keyword.
+
+    >>> keyword_score("Paris.", ["paris"]), keyword_score("Parisian cafés", ["paris"])
+    (1.0, 0.0)
+    """
+    match = keyword_match(prediction, reference)
     if not match.found and not match.missing:
         return None
     return 1.0 if match.all_found else 0.0
 
 
-def keyword_score_legacy(answer: str, keywords: Sequence[str]) -> float:
+def keyword_score_legacy(prediction: str, reference: Sequence[str]) -> float:
     """The seed's original score: 1.0 if every keyword is a lower-cased substring of the
     answer, else 0.5 (`1.0 if expected.lower() in answer.lower() else 0.5`). Kept only to
-    reproduce old numbers: a wrong answer, or "I don't know", scores 0.5."""
-    low = answer.lower()
-    return 1.0 if all(k.lower() in low for k in keywords) else 0.5
+    reproduce old numbers: a wrong answer, or "I don't know", scores 0.5.
+
+    >>> keyword_score_legacy("I don't know", ["paris"])
+    0.5
+    """
+    _check_keywords(prediction, reference)
+    low = prediction.lower()
+    return 1.0 if all(k.lower() in low for k in reference) else 0.5

@@ -19,6 +19,32 @@ PROXY_SIMILARITY = 0.9
 ThresholdMetric = Literal["accuracy", "f1"]
 
 
+def _check_calibration(
+    similarities: Sequence[float], labels: Sequence[int] | None, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The similarities as a finite 1-D array and the labels as booleans (the proxy labels,
+    similarity > 0.9, when there are none), else a ValueError."""
+    if metric not in ("accuracy", "f1"):
+        raise ValueError(f"metric must be 'accuracy' or 'f1', not {metric!r}")
+    s = np.asarray(similarities, dtype=float)
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError("find_threshold needs a non-empty list of similarities")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("similarities must be finite numbers")
+    if labels is None:
+        if metric == "f1":
+            raise ValueError(
+                "F1 needs human 0/1 labels (labels['correct'] in the cases); without labels "
+                "only the proxy accuracy is available"
+            )
+        return s, s > PROXY_SIMILARITY
+    if len(labels) != s.size:
+        raise ValueError(f"{len(labels)} labels for {s.size} similarities")
+    if any(v not in (0, 1) for v in labels):
+        raise ValueError("labels must be 0 or 1")
+    return s, np.asarray(labels, dtype=bool)
+
+
 @dataclass(frozen=True)
 class ThresholdResult:
     """The chosen threshold, its metric value and confusion counts (positive = correct)."""
@@ -43,9 +69,13 @@ class ThresholdResult:
 
 
 def confusion_at(
-    similarities: npt.ArrayLike, labels: npt.ArrayLike, threshold: float
+    similarities: npt.ArrayLike, labels: npt.ArrayLike, *, threshold: float
 ) -> tuple[int, int, int, int]:
-    """(tp, fp, fn, tn) when `similarity >= threshold` predicts label 1."""
+    """(tp, fp, fn, tn) when `similarity >= threshold` predicts label 1.
+
+    >>> confusion_at([0.95, 0.8, 0.6], [1, 0, 1], threshold=0.75)
+    (1, 1, 1, 0)
+    """
     s = np.asarray(similarities, dtype=float)
     y = np.asarray(labels, dtype=bool)
     pred = s >= threshold
@@ -58,7 +88,11 @@ def confusion_at(
 
 
 def metric_from_confusion(metric: ThresholdMetric, tp: int, fp: int, fn: int, tn: int) -> float:
-    """accuracy = (tp + tn) / n; F1 = 2 tp / (2 tp + fp + fn), 0 when that is 0/0."""
+    """accuracy = (tp + tn) / n; F1 = 2 tp / (2 tp + fp + fn), 0 when that is 0/0.
+
+    >>> metric_from_confusion("f1", 1, 1, 1, 0)
+    0.5
+    """
     if metric == "accuracy":
         n = tp + fp + fn + tn
         return (tp + tn) / n if n else 0.0
@@ -69,6 +103,7 @@ def metric_from_confusion(metric: ThresholdMetric, tp: int, fp: int, fn: int, tn
 def find_threshold(
     similarities: Sequence[float],
     labels: Sequence[int] | None = None,
+    *,
     metric: ThresholdMetric = "accuracy",
     grid: Sequence[float] = SEED_GRID,
     fine: bool = True,
@@ -81,28 +116,13 @@ def find_threshold(
     Without `labels`, the seed's proxy labels (similarity > 0.9) are used and the result says
     `proxy=True`: the search then only rediscovers ~0.9. F1 needs real labels (the seed's F1
     assumed every answer correct, which makes it meaningless), so it refuses the proxy.
+
+    >>> r = find_threshold([0.95, 0.9, 0.7, 0.6], [1, 1, 0, 0], fine=False)
+    >>> r.threshold, r.score, r.confusion
+    (0.75, 1.0, {'tp': 2, 'fp': 0, 'fn': 0, 'tn': 2})
     """
-    if metric not in ("accuracy", "f1"):
-        raise ValueError(f"metric must be 'accuracy' or 'f1', not {metric!r}")
-    s = np.asarray(similarities, dtype=float)
-    if s.ndim != 1 or s.size == 0:
-        raise ValueError("find_threshold needs a non-empty list of similarities")
-    if not np.all(np.isfinite(s)):
-        raise ValueError("similarities must be finite numbers")
+    s, y = _check_calibration(similarities, labels, metric)
     proxy = labels is None
-    if labels is None:
-        if metric == "f1":
-            raise ValueError(
-                "F1 needs human 0/1 labels (labels['correct'] in the cases); without labels "
-                "only the proxy accuracy is available"
-            )
-        y = s > PROXY_SIMILARITY
-    else:
-        if len(labels) != s.size:
-            raise ValueError(f"{len(labels)} labels for {s.size} similarities")
-        if any(v not in (0, 1) for v in labels):
-            raise ValueError("labels must be 0 or 1")
-        y = np.asarray(labels, dtype=bool)
 
     coarse = np.asarray(sorted(set(grid)), dtype=float)
     if fine:
@@ -120,7 +140,7 @@ def find_threshold(
     in_grid = tied[tied < coarse.size]
     pick = int(in_grid[0]) if in_grid.size else int(tied[np.argmin(candidates[tied])])
     threshold = float(candidates[pick])
-    tp, fp, fn, tn = confusion_at(s, y.astype(int), threshold)
+    tp, fp, fn, tn = confusion_at(s, y.astype(int), threshold=threshold)
     coarse_pick = int(np.argmax(scores[: coarse.size])) if coarse.size else None
     return ThresholdResult(
         threshold=threshold,

@@ -159,7 +159,14 @@ def canonical_map(value: Mapping[Any, Any], policy: ValuePolicy = DEFAULT_POLICY
 
 
 def canonical(value: Any, policy: ValuePolicy = DEFAULT_POLICY) -> Any:
-    """The hashable canonical form of one result cell (see the module docstring)."""
+    """The hashable canonical form of one result cell (see the module docstring).
+
+    >>> import decimal
+    >>> canonical(1) == canonical(1.0) == canonical(decimal.Decimal("1.00"))
+    True
+    >>> canonical(True) == canonical(1), canonical(float("nan")) == canonical(float("nan"))
+    (False, True)
+    """
     if value is None:
         return None
     kind = type(value)

@@ -65,6 +65,30 @@ DEFAULT_MAX_PERMUTATIONS = 10_000
 DEFAULT_REL_TOL = 1e-9
 
 
+def _check_comparison(
+    prediction: ResultLike,
+    reference: ResultLike,
+    rows: str,
+    columns: str,
+    abs_tol: float,
+    rel_tol: float,
+    max_permutations: int,
+) -> tuple[ResultSet, ResultSet]:
+    """Both sides as ResultSets, once the policies are known to be valid (else ValueError;
+    a side that is not a result is a TypeError)."""
+    if rows not in _ROW_POLICIES:
+        raise ValueError(f"rows={rows!r}: expected one of {', '.join(_ROW_POLICIES)}")
+    if columns not in _COLUMN_POLICIES:
+        raise ValueError(f"columns={columns!r}: expected one of {', '.join(_COLUMN_POLICIES)}")
+    if not (math.isfinite(abs_tol) and abs_tol >= 0):
+        raise ValueError(f"abs_tol={abs_tol!r}: expected a finite number >= 0")
+    if not (math.isfinite(rel_tol) and 0 <= rel_tol < 1):
+        raise ValueError(f"rel_tol={rel_tol!r}: expected a number in [0, 1)")
+    if max_permutations < 1:
+        raise ValueError(f"max_permutations={max_permutations!r}: expected >= 1")
+    return as_result_set(prediction, "pred"), as_result_set(reference, "gold")
+
+
 @dataclass(frozen=True, slots=True)
 class ComparisonResult:
     """The comparison of one predicted result with one gold result."""
@@ -97,8 +121,8 @@ class ComparisonResult:
 
 
 def compare_results(
-    pred: ResultLike,
-    gold: ResultLike,
+    prediction: ResultLike,
+    reference: ResultLike,
     *,
     rows: RowPolicy = "auto",
     columns: ColumnPolicy = "permutation",
@@ -119,14 +143,25 @@ def compare_results(
     of columns that makes the rows equal, as the field's execution accuracy does) and
     floats compare within ``rel_tol=1e-9``.
 
-    ``rows="auto"`` is ``ordered`` when ``order_keys`` are given or ``gold_query`` (in
-    ``language``, default SQL) has a top-level ordering, else ``multiset``. ``abs_tol`` and
-    ``rel_tol`` apply ``math.isclose`` to numeric columns holding floats or decimals, after
-    the columns and rows are aligned; integer columns always compare exactly.
+    Each side is a ResultSet, a ``(columns, rows)`` pair, a list of dict rows or an Arrow,
+    pandas or polars table. ``rows="auto"`` is ``ordered`` when ``order_keys`` are given or
+    ``gold_query`` (in ``language``, default SQL) has a top-level ordering, else
+    ``multiset``. ``abs_tol`` and ``rel_tol`` apply ``math.isclose`` to numeric columns
+    holding floats or decimals, after the columns and rows are aligned; integer columns
+    always compare exactly.
+
+    >>> gold = (["name", "n"], [("ada", 3), ("bob", 1)])
+    >>> r = compare_results((["n", "name"], [(1, "bob"), (3, "ada")]), gold)
+    >>> r.exact, r.f1, r.rows
+    (True, 1.0, 'multiset')
+    >>> r = compare_results((["name", "n"], [("bob", 1), ("ada", 3)]), gold,
+    ...                     gold_query="SELECT name, n FROM t ORDER BY n DESC")
+    >>> r.exact, r.f1, r.reason
+    (False, 1.0, 'rows out of order from row 0')
     """
-    _check_options(rows, columns, abs_tol, rel_tol, max_permutations)
-    p = as_result_set(pred, "pred")
-    g = as_result_set(gold, "gold")
+    p, g = _check_comparison(
+        prediction, reference, rows, columns, abs_tol, rel_tol, max_permutations
+    )
     options = Options(
         float(abs_tol),
         float(rel_tol),
@@ -199,24 +234,6 @@ def compare_results(
         options,
     )
     return result(compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options), None)
-
-
-# -- options ------------------------------------------------------------------------------
-
-
-def _check_options(
-    rows: str, columns: str, abs_tol: float, rel_tol: float, max_permutations: int
-) -> None:
-    if rows not in _ROW_POLICIES:
-        raise ValueError(f"rows={rows!r}: expected one of {', '.join(_ROW_POLICIES)}")
-    if columns not in _COLUMN_POLICIES:
-        raise ValueError(f"columns={columns!r}: expected one of {', '.join(_COLUMN_POLICIES)}")
-    if not (math.isfinite(abs_tol) and abs_tol >= 0):
-        raise ValueError(f"abs_tol={abs_tol!r}: expected a finite number >= 0")
-    if not (math.isfinite(rel_tol) and 0 <= rel_tol < 1):
-        raise ValueError(f"rel_tol={rel_tol!r}: expected a number in [0, 1)")
-    if max_permutations < 1:
-        raise ValueError(f"max_permutations={max_permutations!r}: expected >= 1")
 
 
 def _row_policy(

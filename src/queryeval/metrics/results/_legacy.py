@@ -19,9 +19,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from queryeval.metrics.results._resultset import ResultSet
+from queryeval.metrics.results._resultset import ResultLike, ResultSet, as_result_set
 
 LEGACY_ROW_LIMIT = 100
+
+
+def _check_results(
+    prediction: ResultLike, reference: ResultLike, row_limit: int
+) -> tuple[ResultSet, ResultSet]:
+    """Both sides as ResultSets (a TypeError names the side that is not a result)."""
+    if row_limit < 0:
+        raise ValueError(f"row_limit={row_limit!r}: expected >= 0")
+    return as_result_set(prediction, "pred"), as_result_set(reference, "gold")
 
 
 def _normalised(result: ResultSet, limit: int) -> list[dict[str, str]]:
@@ -31,9 +40,16 @@ def _normalised(result: ResultSet, limit: int) -> list[dict[str, str]]:
 
 
 def legacy_recall(
-    generated: ResultSet, expected: ResultSet, *, row_limit: int = LEGACY_ROW_LIMIT
+    prediction: ResultLike, reference: ResultLike, *, row_limit: int = LEGACY_ROW_LIMIT
 ) -> float:
-    """Expected rows found in the generated rows / expected rows (seed 002)."""
+    """Expected rows found in the generated rows / expected rows (seed 002). Each side is
+    anything `compare_results` takes.
+
+    >>> gold = (["city"], [("Paris",), ("Oslo",)])
+    >>> legacy_recall((["CITY", "n"], [("Paris", 1)]), gold)  # extra columns are free
+    0.5
+    """
+    generated, expected = _check_results(prediction, reference, row_limit)
     wanted = _normalised(expected, row_limit)
     got = _normalised(generated, row_limit)
     if not wanted:

@@ -162,7 +162,13 @@ ResultLike = Any
 
 def as_result_set(value: ResultLike, side: str = "result") -> ResultSet:
     """Coerce a ResultSet, a ``(columns, rows)`` pair, dict rows or an Arrow/pandas/polars
-    table into a ResultSet; ``side`` names the argument in the error."""
+    table into a ResultSet; ``side`` names the argument in the error.
+
+    >>> as_result_set([{"a": 1, "b": 2}, {"a": 3}])
+    ResultSet(columns=['a', 'b'], rows=2, rows)
+    >>> as_result_set((["a"], [(1,), (2,)])).rows
+    ((1,), (2,))
+    """
     if isinstance(value, ResultSet):
         return value
     if _arrow_like(value):

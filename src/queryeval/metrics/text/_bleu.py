@@ -15,11 +15,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from itertools import chain
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from queryeval.metrics._check import check_same_length, check_texts
 from queryeval.metrics.text._ngrams import clipped_matches_ids, encode
 from queryeval.metrics.text._tokenize_13a import (
     SEPARATOR,
@@ -32,6 +33,26 @@ from queryeval.metrics.text._tokenize_13a import (
 SmoothMethod = Literal["exp", "floor", "add-k", "none"]
 _SMOOTH_DEFAULTS: dict[str, float | None] = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
 _LOG_ZERO = -9999999999  # sacreBLEU floors log(0) at this value instead of -inf
+
+
+def _check_bleu(
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    smooth_method: str,
+    max_ngram_order: int,
+) -> None:
+    """One reference (a str, or a non-empty list of accepted ones) per str prediction, and
+    the options known."""
+    check_same_length(predictions, references)
+    check_texts("predictions", predictions)
+    for i, reference in enumerate(references):
+        check_texts(f"references[{i}]", [reference] if isinstance(reference, str) else reference)
+    if smooth_method not in _SMOOTH_DEFAULTS:
+        raise ValueError(
+            f"unknown smooth_method {smooth_method!r}; expected one of {list(_SMOOTH_DEFAULTS)}"
+        )
+    if max_ngram_order < 1:
+        raise ValueError(f"max_ngram_order must be at least 1, got {max_ngram_order}")
 
 
 # --- tokenizers -------------------------------------------------------------------------------
@@ -188,15 +209,6 @@ def _score(
     return min(bp * math.exp(log_sum / eff_order) / 100.0, 1.0)
 
 
-def _check(smooth_method: str, max_ngram_order: int) -> None:
-    if smooth_method not in _SMOOTH_DEFAULTS:
-        raise ValueError(
-            f"unknown smooth_method {smooth_method!r}; expected one of {list(_SMOOTH_DEFAULTS)}"
-        )
-    if max_ngram_order < 1:
-        raise ValueError(f"max_ngram_order must be at least 1, got {max_ngram_order}")
-
-
 def _as_refs(reference: str | Sequence[str]) -> list[str]:
     refs = [reference] if isinstance(reference, str) else list(reference)
     if not refs:
@@ -222,8 +234,13 @@ def bleu(
 
     Defaults are ``sacrebleu.sentence_bleu``'s (13a tokens, exp smoothing, effective order).
     `reference` may list several accepted references (counts clipped by their maximum).
+
+    >>> bleu("MATCH (n:Person) RETURN n.name", "MATCH (n:Person) RETURN n.name")
+    1.0
+    >>> round(bleu("MATCH (n:Person) RETURN n", "MATCH (n:Person) RETURN n.name"), 4)
+    0.7788
     """
-    _check(smooth_method, max_ngram_order)
+    _check_bleu((prediction,), (reference,), smooth_method, max_ngram_order)
     refs = [_tokens(r, tokenize, lowercase) for r in _as_refs(reference)]
     stats = _segment_stats(_tokens(prediction, tokenize, lowercase), refs, max_ngram_order)
     return _score(stats, max_ngram_order, smooth_method, smooth_value, effective_order)
@@ -241,8 +258,12 @@ def bleu_many(
     effective_order: bool = True,
 ) -> list[float]:
     """`bleu` of each (prediction, reference) pair, equal to calling it per pair, computed
-    for the whole batch at once (tokenizing and n-gram counting vectorised)."""
-    _check(smooth_method, max_ngram_order)
+    for the whole batch at once (tokenizing and n-gram counting vectorised).
+
+    >>> [round(v, 4) for v in bleu_many(["a b c d", "x"], ["a b c d", "y"])]
+    [1.0, 0.0]
+    """
+    _check_bleu(predictions, references, smooth_method, max_ngram_order)
     stats = _batch_stats(predictions, references, tokenize, lowercase, max_ngram_order)
     return [_score(s, max_ngram_order, smooth_method, smooth_value, effective_order) for s in stats]
 
@@ -263,8 +284,12 @@ def corpus_bleu(
     `references[i]` holds the reference(s) of `predictions[i]`; sacreBLEU instead takes
     reference streams, so its ``corpus_bleu(preds, [refs])`` is ``corpus_bleu(preds, refs)``
     here. Defaults are ``sacrebleu.corpus_bleu``'s (no effective order).
+
+    >>> preds, refs = ["the cat sat on the mat", "a dog"], ["the cat sat on a mat", "a dog"]
+    >>> round(corpus_bleu(preds, refs), 4)
+    0.5584
     """
-    _check(smooth_method, max_ngram_order)
+    _check_bleu(predictions, references, smooth_method, max_ngram_order)
     stats = _batch_stats(predictions, references, tokenize, lowercase, max_ngram_order)
     totals = [sum(column) for column in zip(*stats, strict=True)] if stats else []
     if not totals:
@@ -280,8 +305,6 @@ def _batch_stats(
     max_order: int,
 ) -> list[list[int]]:
     """Segment statistics of every pair; single-reference pairs counted in one numpy batch."""
-    if len(predictions) != len(references):
-        raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
     ref_lists = [_as_refs(r) for r in references]
     if tokenize == "13a" and all(len(refs) == 1 for refs in ref_lists):
         texts = [_prepare(t, lowercase) for t in [*predictions, *(r[0] for r in ref_lists)]]

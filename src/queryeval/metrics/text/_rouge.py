@@ -17,8 +17,21 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from queryeval.metrics._check import check_text_pairs
+
 Measure = Literal["f", "precision", "recall"]
 _MEASURES = {"precision": 0, "recall": 1, "f": 2}
+
+
+def _check_rouge(
+    predictions: Sequence[Any], references: Sequence[Any], measure: str | None = None
+) -> None:
+    """One str reference per str prediction, and `measure` known (when given)."""
+    check_text_pairs(predictions, references)
+    if measure is not None and measure not in _MEASURES:
+        raise ValueError(f"unknown ROUGE-L measure {measure!r}; expected f, precision or recall")
+
+
 _TOKEN = re.compile(r"[a-z0-9]+")
 _SEP = "\x00"
 
@@ -64,7 +77,11 @@ def _rapidfuzz() -> tuple[Any, Any]:
 
 
 def rouge_tokens(text: str) -> list[str]:
-    """rouge-score's default tokens: lowercase, runs of [a-z0-9] (no stemming)."""
+    """rouge-score's default tokens: lowercase, runs of [a-z0-9] (no stemming).
+
+    >>> rouge_tokens("MATCH (n:Person) RETURN n.name")
+    ['match', 'n', 'person', 'return', 'n', 'name']
+    """
     return _TOKEN.findall(text.lower())
 
 
@@ -85,7 +102,12 @@ def _as_ids(a: list[str], b: list[str]) -> tuple[list[int], list[int]]:
 
 
 def rouge_l_score(prediction: str, reference: str) -> RougeLScore:
-    """ROUGE-L precision, recall and F1 of `prediction` against `reference`."""
+    """ROUGE-L precision, recall and F1 of `prediction` against `reference`.
+
+    >>> rouge_l_score("a b c d", "a c e")
+    RougeLScore(precision=0.5, recall=0.6666666666666666, fmeasure=0.5714285714285715)
+    """
+    _check_rouge((prediction,), (reference,))
     pred, ref = rouge_tokens(prediction), rouge_tokens(reference)
     if not pred or not ref:
         return RougeLScore(0.0, 0.0, 0.0)
@@ -95,7 +117,14 @@ def rouge_l_score(prediction: str, reference: str) -> RougeLScore:
 
 def rouge_l(prediction: str, reference: str, *, measure: Measure = "f") -> float:
     """ROUGE-L in [0, 1]: F1 of LCS precision and recall by default (rouge-score's rougeL
-    fmeasure); `measure="precision"` or `"recall"` for the others."""
+    fmeasure); `measure="precision"` or `"recall"` for the others.
+
+    >>> round(rouge_l("MATCH (n:Person) RETURN n.name", "MATCH (p:Person) RETURN p.name"), 4)
+    0.6667
+    >>> rouge_l("a b c d", "a c e", measure="recall")
+    0.6666666666666666
+    """
+    _check_rouge((prediction,), (reference,), measure)
     return rouge_l_score(prediction, reference).get(measure)
 
 
@@ -103,8 +132,6 @@ def _coded_batch(predictions: Sequence[str], references: Sequence[str]) -> list[
     """Every text's tokens as a string with one character per distinct token (predictions,
     then references), so that rapidfuzz runs its bit-parallel LCS on strings and compares
     tokens exactly; None when there are more distinct tokens than code points."""
-    if len(predictions) != len(references):
-        raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
     texts = [*predictions, *references]
     if any(_SEP in t for t in texts):
         tokens = [rouge_tokens(t) for t in texts]
@@ -144,7 +171,12 @@ def _batch_table(
 
 
 def rouge_l_scores(predictions: Sequence[str], references: Sequence[str]) -> list[RougeLScore]:
-    """`rouge_l_score` of each pair, the whole batch tokenized and matched at once."""
+    """`rouge_l_score` of each pair, the whole batch tokenized and matched at once.
+
+    >>> [s.fmeasure for s in rouge_l_scores(["a b", "x"], ["a b", "y"])]
+    [1.0, 0.0]
+    """
+    _check_rouge(predictions, references)
     table = _batch_table(predictions, references)
     if table is None:  # pragma: no cover - more distinct tokens than code points
         return [rouge_l_score(p, r) for p, r in zip(predictions, references, strict=True)]
@@ -154,9 +186,12 @@ def rouge_l_scores(predictions: Sequence[str], references: Sequence[str]) -> lis
 def rouge_l_many(
     predictions: Sequence[str], references: Sequence[str], *, measure: Measure = "f"
 ) -> list[float]:
-    """`rouge_l` of each (prediction, reference) pair, computed as a batch."""
-    if measure not in _MEASURES:
-        raise ValueError(f"unknown ROUGE-L measure {measure!r}; expected f, precision or recall")
+    """`rouge_l` of each (prediction, reference) pair, computed as a batch.
+
+    >>> rouge_l_many(["a b", "x"], ["a b", "y"])
+    [1.0, 0.0]
+    """
+    _check_rouge(predictions, references, measure)
     table = _batch_table(predictions, references)
     if table is None:  # pragma: no cover - more distinct tokens than code points
         return [

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from queryeval.metrics._check import check_text_pairs
 from queryeval.metrics.text._rouge import rouge_tokens
 from queryeval.metrics.text._tokenize_13a import tokenize_13a
 
@@ -19,6 +20,17 @@ _TOKENIZERS: dict[str, Callable[[str], Sequence[str]]] = {
     "13a": tokenize_13a,
     "chars": list,
 }
+
+
+def _check_strings(
+    predictions: Sequence[Any], references: Sequence[Any], tokens: str | None = None
+) -> None:
+    """One str reference per str prediction, and Jaccard's `tokens` known (when given)."""
+    check_text_pairs(predictions, references)
+    if tokens is not None and tokens not in _TOKENIZERS:
+        raise ValueError(
+            f"unknown Jaccard tokens {tokens!r}; expected one of {sorted(_TOKENIZERS)}"
+        )
 
 
 def _distance() -> Any:
@@ -32,13 +44,23 @@ def _distance() -> Any:
 
 def jaro(prediction: str, reference: str) -> float:
     """Jaro similarity in [0, 1]: (m/|a| + m/|b| + (m - t)/m) / 3 for m matching characters
-    (within half the longer length) and t half-transpositions; two empty strings give 1."""
+    (within half the longer length) and t half-transpositions; two empty strings give 1.
+
+    >>> round(jaro("MARTHA", "MARHTA"), 4)
+    0.9444
+    """
+    _check_strings((prediction,), (reference,))
     return float(_distance().Jaro.similarity(prediction, reference))
 
 
 def jaro_winkler(prediction: str, reference: str, *, prefix_weight: float = 0.1) -> float:
     """Jaro-Winkler similarity in [0, 1]: J + l * p * (1 - J) for the common prefix length
-    l (at most 4) and p = `prefix_weight`, applied when J > 0.7 (Winkler's rule)."""
+    l (at most 4) and p = `prefix_weight`, applied when J > 0.7 (Winkler's rule).
+
+    >>> round(jaro_winkler("MARTHA", "MARHTA"), 4)
+    0.9611
+    """
+    _check_strings((prediction,), (reference,))
     similarity = _distance().JaroWinkler.similarity
     return float(similarity(prediction, reference, prefix_weight=prefix_weight))
 
@@ -46,8 +68,12 @@ def jaro_winkler(prediction: str, reference: str, *, prefix_weight: float = 0.1)
 def jaro_winkler_many(
     predictions: Sequence[str], references: Sequence[str], *, prefix_weight: float = 0.1
 ) -> list[float]:
-    """`jaro_winkler` of each (prediction, reference) pair."""
-    _same_length(predictions, references)
+    """`jaro_winkler` of each (prediction, reference) pair.
+
+    >>> [round(v, 4) for v in jaro_winkler_many(["MARTHA", "abc"], ["MARHTA", "abc"])]
+    [0.9611, 1.0]
+    """
+    _check_strings(predictions, references)
     sim = _distance().JaroWinkler.similarity
     return [
         sim(p, r, prefix_weight=prefix_weight) for p, r in zip(predictions, references, strict=True)
@@ -65,8 +91,14 @@ def jaccard(
 
     Tokens are whitespace-separated words by default ("rouge", "13a" or "chars" otherwise).
     Two texts without any token are identical, so they score 1.0 (not 0/0).
+
+    >>> jaccard("MATCH (n) RETURN n", "MATCH (m) RETURN m")
+    0.3333333333333333
+    >>> jaccard("MATCH (n) RETURN n", "MATCH (m) RETURN m", tokens="rouge")
+    0.5
     """
-    tokenize = _tokenizer(tokens)
+    _check_strings((prediction,), (reference,), tokens)
+    tokenize = _TOKENIZERS[tokens]
     if lowercase:
         prediction, reference = prediction.lower(), reference.lower()
     a, b = set(tokenize(prediction)), set(tokenize(reference))
@@ -83,9 +115,12 @@ def jaccard_many(
     tokens: JaccardTokens = "whitespace",
     lowercase: bool = False,
 ) -> list[float]:
-    """`jaccard` of each (prediction, reference) pair."""
-    _same_length(predictions, references)
-    _tokenizer(tokens)
+    """`jaccard` of each (prediction, reference) pair.
+
+    >>> jaccard_many(["a b", "a"], ["a c", "a"])
+    [0.3333333333333333, 1.0]
+    """
+    _check_strings(predictions, references, tokens)
     return [
         jaccard(p, r, tokens=tokens, lowercase=lowercase)
         for p, r in zip(predictions, references, strict=True)
@@ -100,23 +135,15 @@ def exact_match(
     normalize_whitespace: bool = False,
 ) -> float:
     """1.0 when the strings are equal, else 0.0; optionally ignoring case and/or treating
-    every run of whitespace (and leading/trailing whitespace) as one space."""
+    every run of whitespace (and leading/trailing whitespace) as one space.
+
+    >>> exact_match("RETURN  n", "return n"), exact_match(
+    ...     "RETURN  n", "return n", ignore_case=True, normalize_whitespace=True)
+    (0.0, 1.0)
+    """
+    _check_strings((prediction,), (reference,))
     if normalize_whitespace:
         prediction, reference = " ".join(prediction.split()), " ".join(reference.split())
     if ignore_case:
         prediction, reference = prediction.casefold(), reference.casefold()
     return 1.0 if prediction == reference else 0.0
-
-
-def _tokenizer(name: str) -> Callable[[str], Sequence[str]]:
-    try:
-        return _TOKENIZERS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown Jaccard tokens {name!r}; expected one of {sorted(_TOKENIZERS)}"
-        ) from None
-
-
-def _same_length(predictions: Sequence[str], references: Sequence[str]) -> None:
-    if len(predictions) != len(references):
-        raise ValueError(f"{len(predictions)} predictions but {len(references)} references")

@@ -44,7 +44,11 @@ def _normalise(line: str) -> str:
 
 @lru_cache(maxsize=2**16)
 def tokenize_13a(line: str) -> tuple[str, ...]:
-    """The 13a tokens of one line, by sacreBLEU's own sequence of substitutions."""
+    """The 13a tokens of one line, by sacreBLEU's own sequence of substitutions.
+
+    >>> tokenize_13a("MATCH (n:Person) RETURN n.name, 1.5")
+    ('MATCH', '(', 'n', ':', 'Person', ')', 'RETURN', 'n', '.', 'name', ',', '1.5')
+    """
     line = _PAD_PUNCT.sub(r" \1 ", f" {_normalise(line)} ")
     line = _PERIOD_COMMA_AFTER_NON_DIGIT.sub(r"\1 \2 ", line)
     line = _PERIOD_COMMA_BEFORE_NON_DIGIT.sub(r" \1 \2", line)
@@ -59,7 +63,11 @@ def batchable(line: str) -> bool:
 
 def tokenize_13a_many(lines: Sequence[str]) -> list[tuple[str, ...]]:
     """The 13a tokens of each line. ASCII lines go through the batch path; others (and lines
-    holding the batch path's control characters) through `tokenize_13a`."""
+    holding the batch path's control characters) through `tokenize_13a`.
+
+    >>> tokenize_13a_many(["a.b", "x-1"])
+    [('a', '.', 'b'), ('x-1',)]
+    """
     out: list[tuple[str, ...]] = [()] * len(lines)
     batch = []
     for i, line in enumerate(lines):

@@ -68,101 +68,6 @@ def _weights(weights: Mapping[str, float] | None) -> tuple[float, float, float, 
     return tuple(merged[c] for c in COMPONENTS)  # type: ignore[return-value]
 
 
-# --- the metric -----------------------------------------------------------------------------
-
-
-def weaviate_ast(
-    predicted: Any,
-    gold: Any,
-    *,
-    mode: Mode = "default",
-    weights: Mapping[str, float] | None = None,
-    schema: Any = None,
-    search: SearchPolicy | None = None,
-    order_independent: bool = True,
-    partial_credit: bool = False,
-    numeric_equivalence: bool = False,
-    fuzzy_properties: bool = False,
-    max_edit_distance: int = 2,
-    similarity: Similarity | None = None,
-    semantic_threshold: float = 0.85,
-    semantic_values: bool = False,
-    both_absent: Literal["match", "skip"] | None = None,
-    collection_gate: bool = True,
-) -> WeaviateAstResult:
-    """Score `predicted` against `gold` (seed 000). Either side: a `WeaviateQuery`, the Gorilla
-    JSON structure, tool call(s), JSON or Python text, or a list of those (cross-collection).
-    A prediction of None or [] scores 0.
-
-    Options (default mode): `search` "exact" (case/space-insensitive equality; the default),
-    "presence" (both present or both absent) or "semantic" (`similarity(pred, gold) >=
-    semantic_threshold`; no `similarity` -> the search component is unscored, never 0);
-    `order_independent` (items of a slot matched by optimal assignment, else by position);
-    `partial_credit` (property / operator / value, resp. property / metrics Jaccard / limit,
-    scored apart); `numeric_equivalence` (`> 4` == `>= 5` on integer properties: int in
-    `schema`, or both values integers when the schema does not say); `fuzzy_properties` (names
-    matched ignoring case and spacing, then within `max_edit_distance` edits, against the
-    schema's properties of the gold collection or the gold's own names; reported in item notes);
-    `semantic_values` (text filter values compared with `similarity` too); `both_absent`
-    ("match": a slot empty on both sides counts as matched, as in the seed; "skip": it is left
-    out of the mean); `collection_gate` (a wrong collection scores 0).
-
-    In legacy mode only `weights`, `search` and `collection_gate` apply: `search` "presence"
-    (the default: weaviate-gorilla's final scorer, two non-empty texts match whatever they
-    say) or "exact" (its 2024-11-20 version: equal after `.lower()`); weights 0.2 x 5 with
-    collection_gate=False is its earliest version. Both sides are read as the original read
-    them (`legacy_queries`): a prediction it refused raises `RefusedByOriginalError` (the
-    original scored it 0).
-
-    >>> gold = {"target_collection": "Menus", "search_query": "pizza"}
-    >>> pred = {"collection_name": "Menus", "search_query": ""}
-    >>> round(weaviate_ast(pred, gold, mode="legacy").score, 3)
-    0.85
-    """
-    policy = _policy(
-        mode,
-        tuple(sorted(weights.items())) if weights is not None else None,
-        search,
-        order_independent,
-        partial_credit,
-        numeric_equivalence,
-        fuzzy_properties,
-        max_edit_distance,
-        similarity,
-        semantic_threshold,
-        semantic_values,
-        both_absent,
-        collection_gate,
-    )
-    parsed_schema = None
-    if schema is not None:
-        parsed_schema = parse_schema(schema)
-        policy = policy._replace(schema=parsed_schema)
-    if mode == "legacy":
-        preds = _legacy_queries(predicted, True, parsed_schema)
-        golds = _legacy_queries(gold, False, parsed_schema)
-    else:
-        preds = _as_queries(predicted, parsed_schema)
-        golds = _as_queries(gold, parsed_schema)
-    if not golds:
-        raise ValueError("the gold holds no query")
-    compare = compare_legacy if mode == "legacy" else compare_default
-    if len(preds) == 1 and len(golds) == 1:
-        comparison = compare(preds[0], golds[0], policy)
-        return WeaviateAstResult(
-            comparison.score, mode, (QueryMatch(0, 0, comparison),), 1, 1, policy.weights
-        )
-    return _cross_collection(preds, golds, policy, compare)
-
-
-_PROBE = WeaviateQuery("Probe")
-
-
-def check_weaviate_ast_options(**options: Any) -> None:
-    """Raise ValueError (or TypeError) for options `weaviate_ast` would refuse."""
-    weaviate_ast(_PROBE, _PROBE, **options)
-
-
 @lru_cache(maxsize=256)
 def _policy(
     mode: str,
@@ -227,6 +132,113 @@ def _policy(
         collection_gate=collection_gate,
         schema=None,
     )
+
+
+# --- the metric -----------------------------------------------------------------------------
+
+
+def weaviate_ast(
+    prediction: Any,
+    reference: Any,
+    *,
+    mode: Mode = "default",
+    weights: Mapping[str, float] | None = None,
+    schema: Any = None,
+    search: SearchPolicy | None = None,
+    order_independent: bool = True,
+    partial_credit: bool = False,
+    numeric_equivalence: bool = False,
+    fuzzy_properties: bool = False,
+    max_edit_distance: int = 2,
+    similarity: Similarity | None = None,
+    semantic_threshold: float = 0.85,
+    semantic_values: bool = False,
+    both_absent: Literal["match", "skip"] | None = None,
+    collection_gate: bool = True,
+) -> WeaviateAstResult:
+    """Score the predicted query against the gold one (seed 000). Either side: a
+    `WeaviateQuery`, the Gorilla JSON structure, tool call(s), JSON or Python text, or a list
+    of those (cross-collection). A prediction of None or [] scores 0.
+
+    Options (default mode): `search` "exact" (case/space-insensitive equality; the default),
+    "presence" (both present or both absent) or "semantic" (`similarity(pred, gold) >=
+    semantic_threshold`; no `similarity` -> the search component is unscored, never 0);
+    `order_independent` (items of a slot matched by optimal assignment, else by position);
+    `partial_credit` (property / operator / value, resp. property / metrics Jaccard / limit,
+    scored apart); `numeric_equivalence` (`> 4` == `>= 5` on integer properties: int in
+    `schema`, or both values integers when the schema does not say); `fuzzy_properties` (names
+    matched ignoring case and spacing, then within `max_edit_distance` edits, against the
+    schema's properties of the gold collection or the gold's own names; reported in item notes);
+    `semantic_values` (text filter values compared with `similarity` too); `both_absent`
+    ("match": a slot empty on both sides counts as matched, as in the seed; "skip": it is left
+    out of the mean); `collection_gate` (a wrong collection scores 0).
+
+    In legacy mode only `weights`, `search` and `collection_gate` apply: `search` "presence"
+    (the default: weaviate-gorilla's final scorer, two non-empty texts match whatever they
+    say) or "exact" (its 2024-11-20 version: equal after `.lower()`); weights 0.2 x 5 with
+    collection_gate=False is its earliest version. Both sides are read as the original read
+    them (`legacy_queries`): a prediction it refused raises `RefusedByOriginalError` (the
+    original scored it 0).
+
+    >>> gold = {"target_collection": "Menus", "search_query": "pizza"}
+    >>> pred = {"collection_name": "Menus", "search_query": ""}
+    >>> round(weaviate_ast(pred, gold, mode="legacy").score, 3)
+    0.85
+    >>> gold = {"target_collection": "Books", "search_query": "space opera",
+    ...         "integer_property_filter": {"property_name": "year", "operator": ">",
+    ...                                     "value": 2000}}
+    >>> weaviate_ast(gold, gold).score, weaviate_ast({"target_collection": "Books",
+    ...                                               "search_query": "space opera"}, gold).score
+    (1.0, 0.85)
+    """
+    policy = _policy(
+        mode,
+        tuple(sorted(weights.items())) if weights is not None else None,
+        search,
+        order_independent,
+        partial_credit,
+        numeric_equivalence,
+        fuzzy_properties,
+        max_edit_distance,
+        similarity,
+        semantic_threshold,
+        semantic_values,
+        both_absent,
+        collection_gate,
+    )
+    parsed_schema = None
+    if schema is not None:
+        parsed_schema = parse_schema(schema)
+        policy = policy._replace(schema=parsed_schema)
+    if mode == "legacy":
+        preds = _legacy_queries(prediction, True, parsed_schema)
+        golds = _legacy_queries(reference, False, parsed_schema)
+    else:
+        preds = _as_queries(prediction, parsed_schema)
+        golds = _as_queries(reference, parsed_schema)
+    if not golds:
+        raise ValueError("the gold holds no query")
+    compare = compare_legacy if mode == "legacy" else compare_default
+    if len(preds) == 1 and len(golds) == 1:
+        comparison = compare(preds[0], golds[0], policy)
+        return WeaviateAstResult(
+            comparison.score, mode, (QueryMatch(0, 0, comparison),), 1, 1, policy.weights
+        )
+    return _cross_collection(preds, golds, policy, compare)
+
+
+_PROBE = WeaviateQuery("Probe")
+
+
+def check_weaviate_ast_options(**options: Any) -> None:
+    """Raise ValueError (or TypeError) for options `weaviate_ast` would refuse.
+
+    >>> check_weaviate_ast_options(mode="legacy", partial_credit=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: mode='legacy' reproduces the seed; partial_credit needs mode='default'
+    """
+    weaviate_ast(_PROBE, _PROBE, **options)
 
 
 def _as_queries(obj: Any, schema: WeaviateSchema | None) -> tuple[WeaviateQuery, ...]:

@@ -54,12 +54,25 @@ def parse_queries(obj: Any, *, schema: WeaviateSchema | None = None) -> tuple[We
     """Every query in `obj` (a query dict, tool call(s), a list of them, JSON or Python text).
 
     A prediction of several tool calls gives several queries (cross-collection questions).
+
+    >>> code = '''
+    ... books = client.collections.get("Books")
+    ... books.query.bm25(query="dune", limit=3)
+    ... client.collections.get("Films").aggregate.over_all(total_count=True)
+    ... '''
+    >>> [q.collection for q in parse_queries(code)]
+    ['Books', 'Films']
     """
     return tuple(_queries(obj, "", schema))
 
 
 def parse_query(obj: Any, *, schema: WeaviateSchema | None = None) -> WeaviateQuery:
-    """Exactly one query from `obj` (several -> WeaviateQueryError)."""
+    """Exactly one query from `obj` (several -> WeaviateQueryError).
+
+    >>> q = parse_query('{"target_collection": "Books", "groupby_property": "genre"}')
+    >>> q.collection, q.groupby
+    ('Books', 'genre')
+    """
     queries = parse_queries(obj, schema=schema)
     if len(queries) != 1:
         raise WeaviateQueryError(f"expected one query, found {len(queries)}")
@@ -299,6 +312,9 @@ def parse_schema(obj: Any) -> WeaviateSchema:
     """A schema from any of: {collection: {property: data_type}}, {collection: [{name,
     data_type}]}, Gorilla's {"weaviate_collections": [...]}, Weaviate's {"classes": [...]},
     or a list of collection objects ({name|class, properties: [{name, data_type|dataType}]}).
+
+    >>> parse_schema({"Books": {"title": "text", "year": "int"}}).data_type("Books", "year")
+    'int'
     """
     if isinstance(obj, WeaviateSchema):
         return obj

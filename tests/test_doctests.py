@@ -1,0 +1,65 @@
+"""The `>>>` examples in the docstrings of queryeval.metrics and queryeval.languages run, and
+every public function of those packages has one."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+import pkgutil
+from types import ModuleType
+
+import pytest
+
+import queryeval.languages
+import queryeval.metrics
+
+PACKAGES = (queryeval.metrics, queryeval.languages)
+
+
+def _modules() -> list[str]:
+    names = []
+    for package in PACKAGES:
+        names.append(package.__name__)
+        prefix = package.__name__ + "."
+        names.extend(m.name for m in pkgutil.walk_packages(package.__path__, prefix))
+    return sorted(names)
+
+
+def _public_modules() -> list[ModuleType]:
+    """The packages and modules a user imports (no underscore in their dotted name)."""
+    return [
+        importlib.import_module(name)
+        for name in _modules()
+        if not any(part.startswith("_") for part in name.split("."))
+    ]
+
+
+@pytest.mark.parametrize("name", _modules())
+def test_examples_run(name: str) -> None:
+    module = importlib.import_module(name)
+    flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+    failed, _ = doctest.testmod(module, optionflags=flags, report=True)
+    assert failed == 0, f"{failed} example(s) failed in {name}"
+
+
+def _public_functions() -> list[tuple[str, object]]:
+    seen: dict[int, tuple[str, object]] = {}
+    for module in _public_modules():
+        for attr in getattr(module, "__all__", ()):
+            value = getattr(module, attr)
+            if inspect.isfunction(value):
+                seen.setdefault(id(value), (f"{module.__name__}.{attr}", value))
+    return sorted(seen.values(), key=lambda item: item[0])
+
+
+@pytest.mark.parametrize(("name", "function"), _public_functions())
+def test_every_public_function_has_an_example(name: str, function: object) -> None:
+    assert ">>>" in (inspect.getdoc(function) or ""), f"{name} has no runnable example"
+
+
+def test_the_top_level_exports_about_25_functions() -> None:
+    functions = [
+        n for n in queryeval.metrics.__all__ if inspect.isfunction(getattr(queryeval.metrics, n))
+    ]
+    assert 20 <= len(functions) <= 30, functions
