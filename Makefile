@@ -33,10 +33,12 @@ install: $(STAMP)
 demo: $(STAMP) bytecode
 	$(BIN)/python examples/demo.py
 
+# lint-imports checks the layers and private modules of pyproject's [tool.importlinter]
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples scripts
 	$(BIN)/ruff format --check src tests bench examples scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 # headless Chromium for the HTML report's browser test (skipped when already installed)
 browser:
@@ -51,4 +53,4 @@ bench: $(STAMP) bytecode
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) runs .queryeval-cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) runs .queryeval-cache .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

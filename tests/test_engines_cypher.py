@@ -15,7 +15,7 @@ import pytest
 from queryeval.cases import Attempt, Output, load_cases
 from queryeval.config import load_suite
 from queryeval.engines import Engine, engine_from_context
-from queryeval.engines._selftest import selftest
+from queryeval.runner import selftest
 from queryeval.scorers import ScoringContext, build_scorer
 
 ROOT = Path(__file__).resolve().parents[1]

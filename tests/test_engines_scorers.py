@@ -15,8 +15,8 @@ from queryeval.cases import Attempt, Case, Output
 from queryeval.cases import load_cases as load_case_files
 from queryeval.config import ScorerConfig, load_suite
 from queryeval.engines import engine_from_context
-from queryeval.engines._selftest import selftest
 from queryeval.errors import InputError
+from queryeval.runner import selftest
 from queryeval.scorers import ScoringContext, build_scorer
 
 ROOT = Path(__file__).resolve().parents[1]

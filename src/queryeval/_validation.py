@@ -1,8 +1,10 @@
-"""Turn pydantic validation errors into one-line InputErrors that name file, line and field."""
+"""Turn pydantic validation errors into one-line InputErrors that name file, line and field;
+and the checks configurations share."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,11 @@ from pydantic import ValidationError
 
 from queryeval._yaml import Loc, Located
 from queryeval.errors import InputError
+
+
+def duplicates(names: Iterable[str]) -> list[str]:
+    """The names that occur more than once, sorted."""
+    return sorted(name for name, n in Counter(names).items() if n > 1)
 
 
 def _where(loc: Sequence[str | int]) -> str:

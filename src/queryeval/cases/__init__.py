@@ -1,6 +1,6 @@
 """Test cases, system outputs and scores, and their loaders."""
 
-from queryeval.cases._load import load_cases, load_cases_file
+from queryeval.cases._load import case_files, load_cases, load_cases_file
 from queryeval.cases._model import (
     Answer,
     Attempt,
@@ -10,6 +10,7 @@ from queryeval.cases._model import (
     ExecutionOutcome,
     ExpectedResult,
     Finding,
+    OutcomeKind,
     Output,
     Query,
     Score,
@@ -27,12 +28,14 @@ __all__ = [
     "ExecutionOutcome",
     "ExpectedResult",
     "Finding",
+    "OutcomeKind",
     "Output",
     "Query",
     "Score",
     "Target",
     "Term",
     "Turn",
+    "case_files",
     "load_cases",
     "load_cases_file",
 ]

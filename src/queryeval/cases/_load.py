@@ -17,7 +17,7 @@ _YAML = {".yaml", ".yml"}
 _JSONL = {".jsonl", ".ndjson"}
 
 
-def expand(patterns: str | Iterable[str], base: Path) -> list[Path]:
+def case_files(patterns: str | Iterable[str], base: Path) -> list[Path]:
     """Files matching the glob patterns (relative to `base`), sorted, without repeats."""
     if isinstance(patterns, str):
         patterns = [patterns]
@@ -103,7 +103,7 @@ def load_cases(patterns: str | Iterable[str], base: Path = Path(".")) -> list[Ca
     """All cases from the files matching the patterns; duplicate ids are an InputError."""
     cases: list[Case] = []
     where: dict[str, str] = {}
-    for path in expand(patterns, base):
+    for path in case_files(patterns, base):
         for case, line in _load_file(path):
             if case.id in where:
                 raise InputError(

@@ -93,7 +93,7 @@ def calibrate(
     )
     from queryeval.metrics import find_threshold
     from queryeval.metrics.rag import confusion_at, metric_from_confusion
-    from queryeval.runner._run import _cache_dir
+    from queryeval.runner import cache_dir
     from queryeval.scorers import ScoringContext
     from queryeval.scorers.answer import expected_answers
     from queryeval.systems import PredictionsFile
@@ -134,7 +134,7 @@ def calibrate(
         pairs = [pairs[i] for i in labelled]
         labels = [labels[i] for i in labelled]
 
-    ctx = ScoringContext(config, cache_dir=_cache_dir(config))
+    ctx = ScoringContext(config, cache_dir=cache_dir(config))
     try:
         embedder = embedder_from_context(ctx)
         model_id = embedder.model_id

@@ -56,7 +56,7 @@ def compare_command(
 
     from queryeval.cli._app import fail_input
     from queryeval.errors import InputError
-    from queryeval.reports._markdown import comparison_markdown, comparison_text
+    from queryeval.reports import comparison_markdown, comparison_text
     from queryeval.stats import WORSE, compare_runs
 
     try:

@@ -49,8 +49,7 @@ def grid_report(
     run_dir: Path, *, rank_by: str | None = None, top_n: int | None = None, judge: bool = True
 ) -> dict[str, Any]:
     """The grid analysis of a run as a JSON-able dict (also saved as grid.json)."""
-    from queryeval.runner import RunStore
-    from queryeval.runner._store import RUN
+    from queryeval.runner import RUN, RunStore
     from queryeval.stats import format_leaderboard, grid_section
 
     store = RunStore(run_dir)
@@ -118,7 +117,7 @@ def _judge_top(
 
     from queryeval.cases import Output, load_cases
     from queryeval.config import SuiteConfig
-    from queryeval.runner._run import _cache_dir
+    from queryeval.runner import cache_dir
     from queryeval.scorers import ScoringContext
     from queryeval.scorers.answer_ranking import judge_top_configurations
 
@@ -140,7 +139,7 @@ def _judge_top(
             outputs.setdefault(rec["system"], {})[str(rec["case_id"])] = Output.model_validate(
                 rec["output"]
             )
-    ctx = ScoringContext(suite, cache_dir=_cache_dir(suite))
+    ctx = ScoringContext(suite, cache_dir=cache_dir(suite))
     try:
         return asyncio.run(
             judge_top_configurations(board, cases, outputs, ctx, top_n=top_n, seed=suite.seed)

@@ -67,8 +67,7 @@ def import_command(
     Exit codes: 0 written, 2 bad input (the error names the file and the place).
     """
     from queryeval.cli._app import fail_input
-    from queryeval.importers import ImportRequest, formats, run_import
-    from queryeval.importers._suite import check_out
+    from queryeval.importers import ImportRequest, check_out, formats, run_import
 
     if list_formats or not format:
         for key, summary in formats().items():

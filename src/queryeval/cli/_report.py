@@ -13,9 +13,15 @@ def report_command(run_dir: Path) -> None:
     """Re-summarise and re-write the reports the run's suite asks for."""
     from queryeval.config import load_suite
     from queryeval.reports import write_reports
-    from queryeval.runner import RunStore, plan_run
-    from queryeval.runner._baseline import compare_with_baseline, load_baseline
-    from queryeval.runner._store import COMPARISON, RUN, SUMMARY
+    from queryeval.runner import (
+        COMPARISON,
+        RUN,
+        SUMMARY,
+        RunStore,
+        compare_with_baseline,
+        load_baseline,
+        plan_run,
+    )
     from queryeval.stats import check_gates, summarize
 
     store = RunStore(run_dir)

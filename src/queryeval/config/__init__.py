@@ -11,13 +11,18 @@ from queryeval.config._model import (
     SystemConfig,
 )
 from queryeval.config._presets import PRESETS
+from queryeval.config._systems import EndpointSpec, ExamplesSpec, ModelSpec, ReplySpec
 
 __all__ = [
     "PRESETS",
     "BaselineConfig",
     "ChatEndpoint",
     "DatabaseConfig",
+    "EndpointSpec",
+    "ExamplesSpec",
+    "ModelSpec",
     "Price",
+    "ReplySpec",
     "ReportConfig",
     "ScorerConfig",
     "SuiteConfig",

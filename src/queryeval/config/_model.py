@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from queryeval._validation import duplicates
 from queryeval.config._systems import (
     MODEL_ONLY,
     QUERY_TASKS,
@@ -20,11 +19,6 @@ from queryeval.config._systems import (
     ReplySpec,
     Task,
 )
-
-
-def duplicates(names: Iterable[str]) -> list[str]:
-    """The names that occur more than once, sorted."""
-    return sorted(name for name, n in Counter(names).items() if n > 1)
 
 
 class _Model(BaseModel):

@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from queryeval.cases import ExecutionOutcome
-from queryeval.cases._model import OutcomeKind
+from queryeval.cases import ExecutionOutcome, OutcomeKind
 from queryeval.metrics import ResultSet
 
 

@@ -10,7 +10,7 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING, Any
 
-from queryeval.cases._model import OutcomeKind
+from queryeval.cases import OutcomeKind
 from queryeval.engines._base import (
     Engine,
     Limits,

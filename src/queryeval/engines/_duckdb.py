@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from queryeval.cases._model import OutcomeKind
+from queryeval.cases import OutcomeKind
 from queryeval.engines._base import (
     Deadline,
     Engine,

@@ -27,7 +27,7 @@ from queryeval.errors import InputError
 
 if TYPE_CHECKING:
     from queryeval.config import DatabaseConfig
-    from queryeval.scorers._base import ScoringContext
+    from queryeval.scorers import ScoringContext
 
 ENGINES = ("duckdb", "sqlite", "sqlalchemy", "kql", "kusto", "arcadedb", "neo4j")
 _BUILD_LOCK = threading.Lock()  # ctx.resource is not thread-safe; building is rare

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from queryeval.cases._model import OutcomeKind
+from queryeval.cases import OutcomeKind
 from queryeval.engines._base import (
     Engine,
     Limits,

@@ -20,7 +20,7 @@ from queryeval.engines._values import dumps, loads
 from queryeval.metrics import ResultSet
 
 if TYPE_CHECKING:
-    from queryeval.scorers._base import ScoringContext
+    from queryeval.scorers import ScoringContext
 
 GOLD_CACHE_VERSION = "1"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from queryeval.cases._model import OutcomeKind
+from queryeval.cases import OutcomeKind
 from queryeval.engines._base import (
     Deadline,
     Engine,

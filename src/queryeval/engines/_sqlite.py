@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from queryeval.cases._model import OutcomeKind
+from queryeval.cases import OutcomeKind
 from queryeval.engines._base import (
     Engine,
     Limits,

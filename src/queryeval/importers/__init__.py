@@ -35,9 +35,20 @@ import pkgutil
 from types import ModuleType
 
 from queryeval.errors import InputError
-from queryeval.importers._suite import ImportedSuite, ImportRequest, write_suite
+from queryeval.importers._read import expect_list_of_objects, read_json
+from queryeval.importers._suite import ImportedSuite, ImportRequest, check_out, write_suite
 
-__all__ = ["ImportRequest", "ImportedSuite", "formats", "importer", "run_import", "write_suite"]
+__all__ = [
+    "ImportRequest",
+    "ImportedSuite",
+    "check_out",
+    "expect_list_of_objects",
+    "formats",
+    "importer",
+    "read_json",
+    "run_import",
+    "write_suite",
+]
 
 
 def formats() -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from queryeval.kg._validity import KGValidationError, KGValidator, KGValidity
 
 if TYPE_CHECKING:
-    from queryeval.scorers._base import ScoringContext
+    from queryeval.scorers import ScoringContext
 
 
 _BUILD_LOCK = threading.Lock()

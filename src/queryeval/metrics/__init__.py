@@ -20,6 +20,8 @@ True
 """
 
 from queryeval.metrics._spider_sql import (
+    HARDNESS,
+    PARTS,
     ClauseScore,
     ExactMatchResult,
     SpiderParseError,
@@ -68,6 +70,8 @@ from queryeval.metrics.text import (
 from queryeval.metrics.weaviate import WeaviateAstResult, WeaviateQuery, parse_query, weaviate_ast
 
 __all__ = [
+    "HARDNESS",
+    "PARTS",
     "AgenticReport",
     "Agreement",
     "ClauseScore",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from queryeval.cases import Case
 from queryeval.errors import InputError
+from queryeval.reports._markdown import comparison_markdown, comparison_text
 
 if TYPE_CHECKING:
     from queryeval.config import ReportConfig, SuiteConfig
@@ -142,4 +143,4 @@ def write_reports(
     return written
 
 
-__all__ = ["report_kinds", "write_reports"]
+__all__ = ["comparison_markdown", "comparison_text", "report_kinds", "write_reports"]

@@ -27,7 +27,7 @@ from queryeval.errors import InputError
 from queryeval.reports import _casedata as cd
 from queryeval.reports._components import Family, component_families
 from queryeval.reports._svg import Series, colour, grouped_hbars, histogram
-from queryeval.stats._bootstrap import MAX_BOOTSTRAP_N
+from queryeval.stats import MAX_BOOTSTRAP_N
 
 if TYPE_CHECKING:
     from jinja2 import Template

@@ -1,23 +1,34 @@
 """The runner: plan a suite, generate and score every case, store, summarise, report."""
 
+from queryeval.runner._baseline import compare_with_baseline, load_baseline
 from queryeval.runner._run import (
     Runner,
     RunPlan,
     RunResult,
+    cache_dir,
     case_passed,
     default_out_dir,
     plan_run,
     run_suite,
 )
-from queryeval.runner._store import RunStore
+from queryeval.runner._selftest import SelftestReport, selftest
+from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 
 __all__ = [
+    "COMPARISON",
+    "RUN",
+    "SUMMARY",
     "RunPlan",
     "RunResult",
     "RunStore",
     "Runner",
+    "SelftestReport",
+    "cache_dir",
     "case_passed",
+    "compare_with_baseline",
     "default_out_dir",
+    "load_baseline",
     "plan_run",
     "run_suite",
+    "selftest",
 ]

@@ -19,14 +19,13 @@ import orjson
 
 from queryeval import __version__
 from queryeval._gc import bulk_allocation
-from queryeval.cases import Attempt, Case, Output, Score, load_cases
-from queryeval.cases._load import expand
+from queryeval.cases import Attempt, Case, Output, Score, case_files, load_cases
 from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.runner._progress import Progress
 from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 from queryeval.scorers import Scorer, ScoringContext, build_scorer
-from queryeval.stats._columns import RunColumns
+from queryeval.stats import RunColumns
 from queryeval.systems import (
     CallableSystem,
     LiveSystem,
@@ -123,7 +122,7 @@ def plan_run(
     scorers = {cfg.label: build_scorer(cfg) for cfg in suite.scorers}
     if not scorers:
         raise InputError("no scorers configured (add 'scorers:' or a 'preset:')", path=suite.source)
-    files = list(expand(suite.cases, suite.base_dir))
+    files = list(case_files(suite.cases, suite.base_dir))
     systems: list[SystemRun] = []
     for i, cfg in enumerate(suite.systems):
         if cfg.predictions:
@@ -280,7 +279,7 @@ class Runner:
         self.done: set[tuple[str, str]] = set()
         self.store = RunStore(out_dir)
         self.progress = progress
-        self.ctx = ScoringContext(plan.suite, cache_dir=_cache_dir(plan.suite))
+        self.ctx = ScoringContext(plan.suite, cache_dir=cache_dir(plan.suite))
 
     # --- run metadata -------------------------------------------------------------------
 
@@ -505,7 +504,8 @@ def _describe(system: SystemRun) -> dict[str, Any]:
     return out
 
 
-def _cache_dir(suite: SuiteConfig) -> Path:
+def cache_dir(suite: SuiteConfig) -> Path:
+    """The folder of the suite's caches (gold results, fixture databases, judge replies)."""
     configured = suite.settings.get("cache_dir")
     if configured:
         return suite.resolve(str(configured))

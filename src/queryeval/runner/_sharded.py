@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from queryeval._gc import bulk_allocation
-from queryeval.cases import Case, Output, Score
-from queryeval.cases._load import expand
+from queryeval.cases import Case, Output, Score, case_files
 from queryeval.errors import InputError
 from queryeval.scorers import Scorer, ScoringContext
-from queryeval.stats._columns import RunColumns, SystemColumns
+from queryeval.stats import RunColumns, SystemColumns
 from queryeval.systems import parse_prediction_line
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ def shard_contents(suite: SuiteConfig) -> dict[Path, bytes] | None:
         return None
     if not all(getattr(scorer_class(s.name), "shardable", False) for s in suite.scorers):
         return None
-    files = expand(suite.cases, suite.base_dir)
+    files = case_files(suite.cases, suite.base_dir)
     if not files or any(p.suffix.lower() not in (".jsonl", ".ndjson") for p in files):
         return None
     contents = {p: p.read_bytes() for p in files}
@@ -124,7 +123,7 @@ def read_inputs(runner: Runner) -> _Inputs:
     read off the line; workers validate the records)."""
     suite = runner.plan.suite
     contents = runner.plan.contents  # emptied as it is read: the lines hold the bytes now
-    cases = _Lines.read(expand(suite.cases, suite.base_dir), contents)
+    cases = _Lines.read(case_files(suite.cases, suite.base_dir), contents)
     predictions: dict[str, _Lines] = {}
     for cfg in suite.systems:
         assert cfg.predictions

@@ -60,7 +60,7 @@ class SpiderExactMatchScorer(Scorer):
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Read tables.json's foreign keys once (by db_id)."""
-        from queryeval.importers._read import expect_list_of_objects, read_json
+        from queryeval.importers import expect_list_of_objects, read_json
         from queryeval.metrics import foreign_key_map
 
         self._kmaps: dict[str, dict[str, str]] = {}
@@ -132,7 +132,7 @@ class SpiderExactMatchScorer(Scorer):
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """Spider's table: exact match per hardness, and partial accuracy / recall / F1 per
         clause, averaged as the official script averages them."""
-        from queryeval.metrics._spider_sql import HARDNESS, PARTS
+        from queryeval.metrics import HARDNESS, PARTS
 
         levels = [*HARDNESS, "all"]
         count: dict[str, int] = defaultdict(int)
@@ -314,7 +314,7 @@ class BirdVesScorer(Scorer):
 
 def _timing_engine(ctx: ScoringContext, database: str, timeout_s: float) -> Any:
     """An engine on ``database`` with its own time limit (one per limit and run)."""
-    from queryeval.engines._factory import build_engine
+    from queryeval.engines import build_engine
 
     def build() -> Any:
         assert ctx.suite is not None

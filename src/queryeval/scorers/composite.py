@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from queryeval._validation import duplicates
 from queryeval.cases import Case, Output, Score
 from queryeval.config import ScorerConfig
-from queryeval.config._model import duplicates
 from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer

@@ -2,7 +2,8 @@
 grid search."""
 
 from queryeval.stats._aggregate import mean_or_none
-from queryeval.stats._bootstrap import Interval, mean_ci
+from queryeval.stats._bootstrap import MAX_BOOTSTRAP_N, Interval, mean_ci
+from queryeval.stats._columns import RunColumns, SystemColumns
 from queryeval.stats._compare import (
     BETTER,
     NO_DIFFERENCE,
@@ -33,6 +34,7 @@ from queryeval.stats._summary import summarize, summarize_scorer
 
 __all__ = [
     "BETTER",
+    "MAX_BOOTSTRAP_N",
     "NO_DIFFERENCE",
     "WORSE",
     "ConfigResult",
@@ -43,8 +45,10 @@ __all__ = [
     "MethodComparison",
     "MetricComparison",
     "RankCorrelation",
+    "RunColumns",
     "RunComparison",
     "RunData",
+    "SystemColumns",
     "SystemComparison",
     "base_system",
     "check_gates",

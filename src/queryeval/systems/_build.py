@@ -74,9 +74,9 @@ def check_system(suite: SuiteConfig, config: SystemConfig) -> None:
             raise SystemProblem(("schema",), f"schema file not found: {path}")
     examples = config.examples
     if examples is not None and examples.cases:
-        from queryeval.cases._load import expand
+        from queryeval.cases import case_files
 
-        if not list(expand(examples.cases, suite.base_dir)):
+        if not list(case_files(examples.cases, suite.base_dir)):
             raise SystemProblem(("examples", "cases"), "no example cases matched")
 
 

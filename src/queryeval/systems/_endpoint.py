@@ -25,8 +25,7 @@ from queryeval.systems._reply import read_output
 from queryeval.systems._task import CaseTask, case_task
 
 if TYPE_CHECKING:
-    from queryeval.config import SuiteConfig, SystemConfig
-    from queryeval.config._systems import EndpointSpec
+    from queryeval.config import EndpointSpec, SuiteConfig, SystemConfig
     from queryeval.scorers import ScoringContext
 
 _WHOLE = re.compile(r"^\s*\{\{\s*([A-Za-z_]\w*)\s*\}\}\s*$")

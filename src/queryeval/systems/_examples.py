@@ -16,8 +16,7 @@ from queryeval.cases import Case
 from queryeval.systems._task import CaseTask, case_task
 
 if TYPE_CHECKING:
-    from queryeval.config import SuiteConfig, SystemConfig
-    from queryeval.config._systems import ExamplesSpec
+    from queryeval.config import ExamplesSpec, SuiteConfig, SystemConfig
 
 
 def gold_output(case: Case, task: str) -> str | None:

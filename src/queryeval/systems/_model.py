@@ -48,8 +48,7 @@ from queryeval.systems._schema import SchemaSource
 from queryeval.systems._task import CaseTask, case_task
 
 if TYPE_CHECKING:
-    from queryeval.config import SuiteConfig, SystemConfig
-    from queryeval.config._systems import ModelSpec
+    from queryeval.config import ModelSpec, SuiteConfig, SystemConfig
     from queryeval.scorers import ScoringContext
 
 PROMPT_VERSION = "1"  # bump when the code-side shaping of requests changes (a cache key part)

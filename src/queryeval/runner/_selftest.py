@@ -10,7 +10,7 @@ from typing import Any
 
 from queryeval.cases import Attempt, Case, Output
 from queryeval.config import ScorerConfig, SuiteConfig
-from queryeval.scorers._base import ScoringContext
+from queryeval.scorers import ScoringContext
 
 
 @dataclass(frozen=True)
