@@ -126,6 +126,16 @@ def test_graph_values_ignore_database_ids() -> None:
     assert canonical(alice) == ("node", frozenset({"Person"}), canonical({"name": "Alice"}))
 
 
+def test_a_relationship_keeps_its_type() -> None:
+    # the driver makes one Relationship class per type at run time (module "abc")
+    graph = Graph()
+    acted = graph.relationship_type("ACTED_IN")(graph, "db1:3", 3, {"role": "x"})
+    directed = graph.relationship_type("DIRECTED")(graph, "db1:4", 4, {"role": "x"})
+    assert canonical(acted) == ("rel", "ACTED_IN", canonical({"role": "x"}))
+    assert not same(acted, directed)
+    assert not same(acted, {"role": "x"})
+
+
 def test_maps_ignore_key_order_lists_do_not() -> None:
     assert same({"a": 1, "b": [1, 2]}, {"b": [1.0, 2], "a": Decimal(1)})
     assert not same([1, 2], [2, 1])

@@ -6,19 +6,22 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
-import functools
 import json
 import sys
 import uuid
 from typing import Any
+
+from queryeval.languages.cypher import Neo4jKind, neo4j_kind
 
 
 def plain_value(value: Any) -> Any:
     """Driver-specific values as plain Python: neo4j nodes/relationships/paths become dicts
     (labels or type plus properties; never database ids, which differ between copies of
     one graph), neo4j temporals become `datetime` values."""
-    if "neo4j" in sys.modules and isinstance(value, _neo4j_types()):
-        return _plain_neo4j(value)
+    if "neo4j" in sys.modules:  # loaded only when a neo4j driver is in use
+        kind = neo4j_kind(value)
+        if kind is not None:
+            return _plain_neo4j(value, kind)
     if isinstance(value, list | tuple):
         return [plain_value(v) for v in value]
     if isinstance(value, dict):
@@ -26,38 +29,24 @@ def plain_value(value: Any) -> Any:
     return value
 
 
-@functools.cache
-def _neo4j_types() -> tuple[type, ...]:
-    from neo4j.graph import Node, Path, Relationship
-    from neo4j.time import Date, DateTime, Duration, Time
-
-    return (Node, Relationship, Path, Date, DateTime, Duration, Time)
-
-
-def _plain_neo4j(value: Any) -> Any:
-    graph = sys.modules.get("neo4j.graph")  # loaded only when a neo4j driver is in use
-    if graph is not None:
-        if isinstance(value, graph.Node):
-            return {"labels": sorted(value.labels), "properties": plain_value(dict(value))}
-        if isinstance(value, graph.Relationship):
-            return {"type": value.type, "properties": plain_value(dict(value))}
-        if isinstance(value, graph.Path):
-            return {
-                "nodes": [plain_value(n) for n in value.nodes],
-                "relationships": [plain_value(r) for r in value.relationships],
-            }
-    neo_time = sys.modules.get("neo4j.time")
-    if neo_time is not None:
-        if isinstance(value, neo_time.Duration):
-            if value.months == 0:
-                return dt.timedelta(
-                    days=value.days, seconds=value.seconds, microseconds=value.nanoseconds // 1000
-                )
-            return {"months": value.months, "days": value.days, "seconds": value.seconds,
-                    "nanoseconds": value.nanoseconds}  # fmt: skip
-        if isinstance(value, neo_time.DateTime | neo_time.Date | neo_time.Time):
-            return value.to_native()
-    return value
+def _plain_neo4j(value: Any, kind: Neo4jKind) -> Any:
+    if kind == "node":
+        return {"labels": sorted(value.labels), "properties": plain_value(dict(value))}
+    if kind == "relationship":
+        return {"type": value.type, "properties": plain_value(dict(value))}
+    if kind == "path":
+        return {
+            "nodes": [plain_value(n) for n in value.nodes],
+            "relationships": [plain_value(r) for r in value.relationships],
+        }
+    if kind == "duration":
+        if value.months == 0:
+            return dt.timedelta(
+                days=value.days, seconds=value.seconds, microseconds=value.nanoseconds // 1000
+            )
+        return {"months": value.months, "days": value.days, "seconds": value.seconds,
+                "nanoseconds": value.nanoseconds}  # fmt: skip
+    return value.to_native()  # datetime, date, time
 
 
 # --- gold-cache codec: tagged JSON ------------------------------------------------------------

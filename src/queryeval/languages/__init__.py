@@ -15,7 +15,30 @@ from __future__ import annotations
 from queryeval.languages import cypher, kql, sql
 from queryeval.languages._order import OrderInfo, SortKey
 
-__all__ = ["OrderInfo", "SortKey", "cypher", "kql", "sql", "top_level_order"]
+__all__ = [
+    "OrderInfo",
+    "SortKey",
+    "cypher",
+    "kql",
+    "read_only_refusal",
+    "sql",
+    "top_level_order",
+]
+
+
+def _resolve(language: str, dialect: str | None) -> tuple[str, str | None]:
+    """("sql" | "kql" | "cypher", the sqlglot dialect for SQL) for a language or dialect
+    name; a ValueError for a name queryeval does not know."""
+    lang = language.strip().lower()
+    if lang in kql.NAMES:
+        return "kql", None
+    if lang in cypher.NAMES:
+        return "cypher", None
+    if lang in sql.DIALECTS or dialect is not None:
+        return "sql", dialect if dialect is not None else sql.sqlglot_dialect(lang)
+    raise ValueError(
+        f"unknown query language {language!r}: expected sql (or a dialect), kql or cypher"
+    )
 
 
 def top_level_order(query: str, language: str = "sql", *, dialect: str | None = None) -> OrderInfo:
@@ -31,15 +54,29 @@ def top_level_order(query: str, language: str = "sql", *, dialect: str | None = 
     >>> top_level_order("MATCH (m) WITH m ORDER BY m.year RETURN m.title", "cypher").ordered
     False
     """
-    lang = language.strip().lower()
-    if lang in kql.NAMES:
+    family, read = _resolve(language, dialect)
+    if family == "kql":
         return kql.top_level_order(query)
-    if lang in cypher.NAMES:
+    if family == "cypher":
         return cypher.top_level_order(query)
-    if lang in sql.DIALECTS or dialect is not None:
-        return sql.top_level_order(
-            query, dialect if dialect is not None else sql.sqlglot_dialect(lang)
-        )
-    raise ValueError(
-        f"unknown query language {language!r}: expected sql (or a dialect), kql or cypher"
-    )
+    return sql.top_level_order(query, read)
+
+
+def read_only_refusal(
+    query: str, language: str = "sql", *, dialect: str | None = None
+) -> str | None:
+    """Why ``query`` may not run in the sandbox (anything but one read-only query), or None:
+    the parsing half of the sandbox, without a database. ``language`` as for
+    `top_level_order`.
+
+    >>> read_only_refusal("SELECT * FROM t", "duckdb") is None
+    True
+    >>> read_only_refusal("MATCH (n) DETACH DELETE n", "cypher")
+    'DETACH clause: writes are refused'
+    """
+    family, read = _resolve(language, dialect)
+    if family == "kql":
+        return kql.read_only_refusal(query)
+    if family == "cypher":
+        return cypher.read_only_refusal(query)
+    return sql.read_only_refusal(query, read)

@@ -8,11 +8,20 @@ outside strings, comments and `quoted` names; everything here reads its tokens.
 from __future__ import annotations
 
 import re
+from typing import Any, Literal
 
 from queryeval.languages._lexer import CLOSE, OPEN, Token, check_brackets, split_tokens, unquote
 from queryeval.languages._order import OrderInfo, SortKey
 
-__all__ = ["NAMES", "read_only_refusal", "referenced_names", "tokenize", "top_level_order"]
+__all__ = [
+    "NAMES",
+    "Neo4jKind",
+    "neo4j_kind",
+    "read_only_refusal",
+    "referenced_names",
+    "tokenize",
+    "top_level_order",
+]
 
 NAMES = frozenset({"cypher", "opencypher", "gql"})
 """The language names that mean Cypher."""
@@ -233,3 +242,33 @@ def _cypher_key(text: str, items: list[tuple[str, str]] | None) -> SortKey:
 
 def _compact(text: str) -> str:
     return re.sub(r"\s+", "", text)
+
+
+# --- values the neo4j driver returns --------------------------------------------------------------
+
+Neo4jKind = Literal["node", "relationship", "path", "duration", "datetime", "date", "time"]
+_TEMPORAL = (("Duration", "duration"), ("DateTime", "datetime"), ("Date", "date"), ("Time", "time"))
+_GRAPH = (("Node", "node"), ("Relationship", "relationship"), ("Path", "path"))
+
+
+def neo4j_kind(value: Any) -> Neo4jKind | None:
+    """Which graph or temporal value of the neo4j driver `value` is, None for any other
+    value; told by its class and module, so neo4j is never imported. Engines turn these
+    into plain Python values, the result comparator into canonical forms.
+
+    >>> neo4j_kind(3), neo4j_kind("MATCH (n) RETURN n")
+    (None, None)
+    """
+    cls = type(value)
+    module = cls.__module__ or ""
+    if not module.startswith("neo4j"):
+        # the driver makes one Relationship subclass per type at run time, and its module
+        # is then not neo4j's: look at the class it derives from
+        module = cls.__mro__[1].__module__ if len(cls.__mro__) > 1 else ""
+        if not module.startswith("neo4j"):
+            return None
+    names = {c.__name__ for c in cls.__mro__}
+    for name, kind in _TEMPORAL if module.startswith("neo4j.time") else _GRAPH:
+        if name in names:
+            return kind  # type: ignore[return-value]
+    return None

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from queryeval.languages.cypher import Neo4jKind, neo4j_kind
+
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _NS_PER_DAY = 86_400 * 10**9
 
@@ -69,10 +71,6 @@ def _zone(name: str) -> dt.tzinfo:
 
 def _module(value: Any) -> str:
     return type(value).__module__ or ""
-
-
-def _class_names(value: Any) -> set[str]:
-    return {c.__name__ for c in type(value).__mro__}
 
 
 def _datetime_ns(value: dt.datetime, policy: ValuePolicy, extra_ns: int = 0) -> tuple[str, int]:
@@ -121,33 +119,26 @@ def _number(value: Any) -> Any:
     return value
 
 
-def _neo4j_time(value: Any, policy: ValuePolicy) -> Any:
-    names = _class_names(value)
-    if "Duration" in names:
+def _neo4j(value: Any, kind: Neo4jKind, policy: ValuePolicy) -> Any:
+    """The canonical form of a neo4j graph or temporal value."""
+    if kind == "duration":
         return _duration(value.months, value.days, value.seconds, value.nanoseconds)
-    if "DateTime" in names:
+    if kind == "datetime":
         native = value.to_native()
-        kind, ns = _datetime_ns(native.replace(microsecond=0), policy, value.nanosecond)
-        return (kind, ns)
-    if "Date" in names:
+        form, ns = _datetime_ns(native.replace(microsecond=0), policy, value.nanosecond)
+        return (form, ns)
+    if kind == "date":
         return _date(value.to_native(), policy)
-    if "Time" in names:
+    if kind == "time":
         return _time(value, value.nanosecond)
-    return ("repr", type(value).__name__, repr(value))
-
-
-def _neo4j_graph(value: Any, policy: ValuePolicy) -> Any | None:
-    names = _class_names(value)
-    if "Node" in names:
+    if kind == "node":
         props = canonical_map(dict(value.items()), policy)
         return ("node", frozenset(value.labels), props)
-    if "Relationship" in names:
+    if kind == "relationship":
         return ("rel", value.type, canonical_map(dict(value.items()), policy))
-    if "Path" in names:
-        nodes = tuple(canonical(n, policy) for n in value.nodes)
-        rels = tuple(canonical(r, policy) for r in value.relationships)
-        return ("path", nodes, rels)
-    return None
+    nodes = tuple(canonical(n, policy) for n in value.nodes)
+    rels = tuple(canonical(r, policy) for r in value.relationships)
+    return ("path", nodes, rels)
 
 
 def canonical_map(value: Mapping[Any, Any], policy: ValuePolicy = DEFAULT_POLICY) -> Any:
@@ -197,12 +188,11 @@ def canonical(value: Any, policy: ValuePolicy = DEFAULT_POLICY) -> Any:
     module = _module(value)
     if module.startswith("numpy"):
         return _numpy_scalar(value, policy)
-    if module.startswith("neo4j"):
-        if module.startswith("neo4j.time"):
-            return _neo4j_time(value, policy)
-        graph = _neo4j_graph(value, policy)
-        if graph is not None:
-            return graph
+    driver_kind = neo4j_kind(value)
+    if driver_kind is not None:
+        return _neo4j(value, driver_kind, policy)
+    if module.startswith("neo4j.time"):
+        return ("repr", type(value).__name__, repr(value))
     if module.startswith("pandas") and _is_missing(value):
         return None
     if type(value).__name__ == "MonthDayNano":  # pyarrow's month_day_nano interval
