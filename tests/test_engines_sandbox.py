@@ -137,6 +137,7 @@ def test_cypher_reads_may_run(query: str) -> None:
         ("MATCH (n) RETURN 'x CREATE (m)", True),
         ("MATCH (n) /* DELETE n", True),
         ("MATCH (n) WHERE n.id = $create RETURN n", False),  # a parameter
+        ("MATCH (n) WHERE n.id = $2SET n.x = 1", True),  # $2, then a SET clause
     ],
 )
 def test_cypher_lexer_edges(query: str, refused: bool) -> None:

@@ -35,7 +35,7 @@ _TOKEN = re.compile(
     (?P<comment>//[^\n]*|/\*.*?\*/)
   | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<word>`(?:[^`]|``)*`|[^\W\d]\w*)
-  | (?P<parameter>\$(?:\w+|`(?:[^`]|``)*`))
+  | (?P<parameter>\$(?:[^\W\d]\w*|\d+|`(?:[^`]|``)*`))
   | (?P<number>0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|\d[\d_]*(?:\.\d[\d_]*)?(?:[eE][+-]?\d+)?)
   | (?P<punct>\S)
     """,
@@ -59,14 +59,15 @@ def tokenize(query: str) -> list[Token]:
         if kind == "comment":
             continue
         text = match.group()
+        start, end = match.span()
         if kind == "punct":
             if text in OPEN:
-                tokens.append(Token(kind, text, depth, match.start(), match.end()))
+                tokens.append(Token(kind, text, depth, start, end))
                 depth += 1
                 continue
             if text in CLOSE:
                 depth = max(depth - 1, 0)
-        tokens.append(Token(kind, text, depth, match.start(), match.end()))
+        tokens.append(Token(kind, text, depth, start, end))
     return tokens
 
 
