@@ -33,13 +33,13 @@ def _check_selections(
     prediction: Any, reference: Any, match_on: str, absent_dimension: str, zero_division: str
 ) -> None:
     """Raise unless both sides are lists of datasets (or None) and the policies are known."""
-    for side, value in (("prediction", prediction), ("reference", reference)):
-        if value is None or type(value) is list:
-            continue
-        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
-            raise TypeError(
-                f"{side} must be a list of datasets or None, not {type(value).__name__}"
-            )
+    if type(prediction) is not list or type(reference) is not list:  # lists: the hot path
+        for side, value in (("prediction", prediction), ("reference", reference)):
+            if value is None or type(value) is list:
+                continue
+            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+                kind = type(value).__name__
+                raise TypeError(f"{side} must be a list of datasets or None, not {kind}")
     if match_on not in ("id", "id_and_name"):
         raise ValueError(f"match_on must be 'id' or 'id_and_name', not {match_on!r}")
     if absent_dimension not in ("penalize", "ignore"):
