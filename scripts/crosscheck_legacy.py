@@ -143,7 +143,7 @@ def _empty_databases(tables_json: Path, root: Path) -> dict[str, Path]:
 def _real_examples(repo: Path, evaluation: Any, process_sql: Any, root: Path) -> tuple[int, int]:
     """Exact-set-match and hardness of evaluation_examples/predict.txt against gold.txt
     (453 real predictions shipped with test-suite-sql-eval), original against queryeval."""
-    from queryeval.metrics import (
+    from queryeval.metrics.benchmarks import (
         SpiderParseError,
         foreign_key_map,
         spider_exact_match,
@@ -187,8 +187,8 @@ def _real_examples(repo: Path, evaluation: Any, process_sql: Any, root: Path) ->
         exact = bool(evaluation.Evaluator().eval_exact_match(p_sql, g_sql))
         checked += 2
         try:
-            mine = spider_exact_match(p_str, g_str, sqlite_schema(dbs[db]),
-                                      foreign_key_map(entries[db]))  # fmt: skip
+            mine = spider_exact_match(p_str, g_str, schema=sqlite_schema(dbs[db]),
+                                      foreign_keys=foreign_key_map(entries[db]))  # fmt: skip
         except SpiderParseError as error:
             differ += 1
             print(f"real {db}: queryeval cannot read the gold ({error}): {g_str}")

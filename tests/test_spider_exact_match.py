@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import pytest
 
-from queryeval.metrics import (
+from queryeval.metrics.benchmarks import (
     SpiderParseError,
     foreign_key_map,
     spider_exact_match,
@@ -135,31 +135,33 @@ def schema(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("example", WORKED, ids=[w.name for w in WORKED])
 def test_worked_examples(schema: dict[str, list[str]], example: Worked) -> None:
-    result = spider_exact_match(example.pred, example.gold, schema, foreign_key_map(TABLES))
+    result = spider_exact_match(
+        example.pred, example.gold, schema=schema, foreign_keys=foreign_key_map(TABLES)
+    )
     assert result.exact is example.exact
     assert result.hardness == example.hardness
     assert spider_hardness(example.gold, schema) == example.hardness
 
 
 def test_clause_scores(schema: dict[str, list[str]]) -> None:
-    order = spider_exact_match(WORKED[3].pred, WORKED[3].gold, schema)
+    order = spider_exact_match(WORKED[3].pred, WORKED[3].gold, schema=schema)
     assert order.partial["order"].f1 == 0 and order.partial["select"].f1 == 1
     assert order.partial["keywords"].f1 == 0  # "desc" is a keyword, "asc" the default
-    and_or = spider_exact_match(WORKED[9].pred, WORKED[9].gold, schema)
+    and_or = spider_exact_match(WORKED[9].pred, WORKED[9].gold, schema=schema)
     assert and_or.partial["and/or"].f1 == 0 and and_or.partial["where"].f1 == 1
     assert not spider_exact_match(
-        "SELECT x FROM nope", "SELECT name FROM student", schema
+        "SELECT x FROM nope", "SELECT name FROM student", schema=schema
     ).pred_parsed
 
 
 def test_without_foreign_keys_the_columns_differ(schema: dict[str, list[str]]) -> None:
     example = WORKED[5]
-    assert not spider_exact_match(example.pred, example.gold, schema).exact
+    assert not spider_exact_match(example.pred, example.gold, schema=schema).exact
 
 
 def test_a_gold_spider_cannot_read_is_an_error(schema: dict[str, list[str]]) -> None:
     with pytest.raises(SpiderParseError):
-        spider_exact_match("SELECT 1", "SELECT nope FROM student", schema)
+        spider_exact_match("SELECT 1", "SELECT nope FROM student", schema=schema)
 
 
 def test_foreign_key_groups_take_their_lowest_column() -> None:

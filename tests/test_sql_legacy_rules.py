@@ -16,7 +16,7 @@ import pytest
 from benchmark_files import concert_context
 from queryeval.cases import Attempt, Case, Output
 from queryeval.config import PRESETS, ScorerConfig
-from queryeval.metrics import (
+from queryeval.metrics.benchmarks import (
     bird_legacy_equal,
     spider_legacy_equal,
     spider_legacy_order_matters,

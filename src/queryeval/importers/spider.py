@@ -296,7 +296,7 @@ def spider_databases(
 
 def _hardness(examples: list[Example], databases: dict[str, dict[str, Any]]) -> list[str]:
     """Spider's hardness bucket of each gold (``unknown`` where Spider's parser would fail)."""
-    from queryeval.metrics import SpiderParseError, spider_hardness, sqlite_schema
+    from queryeval.metrics.benchmarks import SpiderParseError, spider_hardness, sqlite_schema
 
     schemas: dict[str, Any] = {}
     buckets = []

@@ -190,7 +190,7 @@ def _read_csv(path: Path) -> dict[str, Any]:
                 f"{len(row)} cells, the header has {len(header)}", path=path, line=lineno
             )
     columns = [[row[i] for row in body] for i in range(len(header))]
-    from queryeval.metrics import spider2_column_value
+    from queryeval.metrics.benchmarks import spider2_column_value
 
     typed = [spider2_column_value(c) for c in columns]
     return {"columns": header, "rows": [list(r) for r in zip(*typed, strict=True)] if body else []}

@@ -11,6 +11,8 @@ each family's package holds the rest (batch variants, parsers, result types):
 - `queryeval.metrics.agentic`: pass@k, success@k, agentic loops, LLMetric-Q (seed 003)
 - `queryeval.metrics.rag`: answer keywords, similarity-threshold calibration (seed 004)
 - `queryeval.metrics.agreement`: a judge's agreement with human labels (seed 002)
+- `queryeval.metrics.benchmarks`: Spider's exact-set-match and hardness; the published
+  execution rules of Spider, BIRD and Spider 2.0-lite
 
 >>> from queryeval.metrics import bleu, compare_results
 >>> bleu("MATCH (n) RETURN n", "MATCH (n) RETURN n")
@@ -19,25 +21,6 @@ each family's package holds the rest (batch variants, parsers, result types):
 True
 """
 
-from queryeval.metrics._spider_sql import (
-    HARDNESS,
-    PARTS,
-    ClauseScore,
-    ExactMatchResult,
-    SpiderParseError,
-    foreign_key_map,
-    spider_exact_match,
-    spider_hardness,
-    sqlite_schema,
-)
-from queryeval.metrics._sql_legacy import (
-    bird_legacy_equal,
-    spider2_column_value,
-    spider2_legacy_equal,
-    spider_legacy_equal,
-    spider_legacy_order_matters,
-    spider_legacy_queries,
-)
 from queryeval.metrics.agentic import (
     AgenticReport,
     agentic_report,
@@ -70,29 +53,22 @@ from queryeval.metrics.text import (
 from queryeval.metrics.weaviate import WeaviateAstResult, WeaviateQuery, parse_query, weaviate_ast
 
 __all__ = [
-    "HARDNESS",
-    "PARTS",
     "AgenticReport",
     "Agreement",
-    "ClauseScore",
     "ComparisonResult",
-    "ExactMatchResult",
     "KeywordMatch",
     "ResultSet",
-    "SpiderParseError",
     "TermSelectionResult",
     "ThresholdResult",
     "WeaviateAstResult",
     "WeaviateQuery",
     "agentic_report",
     "agreement",
-    "bird_legacy_equal",
     "bleu",
     "compare_results",
     "corpus_bleu",
     "exact_match",
     "find_threshold",
-    "foreign_key_map",
     "jaccard",
     "jaccard_output",
     "jaro",
@@ -106,14 +82,6 @@ __all__ = [
     "pass_at_1_output",
     "pass_at_k",
     "rouge_l",
-    "spider2_column_value",
-    "spider2_legacy_equal",
-    "spider_exact_match",
-    "spider_hardness",
-    "spider_legacy_equal",
-    "spider_legacy_order_matters",
-    "spider_legacy_queries",
-    "sqlite_schema",
     "success_at_k",
     "term_selection",
     "weaviate_ast",

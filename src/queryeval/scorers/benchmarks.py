@@ -37,7 +37,7 @@ def _schema(ctx: ScoringContext, database: str) -> dict[str, list[str]]:
 
     def load() -> dict[str, list[str]]:
         from queryeval.engines import engine_from_context
-        from queryeval.metrics import sqlite_schema
+        from queryeval.metrics.benchmarks import sqlite_schema
 
         engine = engine_from_context(ctx, database)
         path = getattr(engine, "path", None)
@@ -61,7 +61,7 @@ class SpiderExactMatchScorer(Scorer):
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Read tables.json's foreign keys once (by db_id)."""
         from queryeval.importers import expect_list_of_objects, read_json
-        from queryeval.metrics import foreign_key_map
+        from queryeval.metrics.benchmarks import foreign_key_map
 
         self._kmaps: dict[str, dict[str, str]] = {}
         if self.options.tables is None:
@@ -78,7 +78,7 @@ class SpiderExactMatchScorer(Scorer):
                 ) from None
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
-        from queryeval.metrics import SpiderParseError, spider_exact_match
+        from queryeval.metrics.benchmarks import SpiderParseError, spider_exact_match
 
         gold = next((q for q in map(target_query, case.targets) if q is not None), None)
         if gold is None:
@@ -95,8 +95,8 @@ class SpiderExactMatchScorer(Scorer):
             result = spider_exact_match(
                 str(attempt.query),
                 gold.text,
-                _schema(ctx, database),
-                getattr(self, "_kmaps", {}).get(database, {}),
+                schema=_schema(ctx, database),
+                foreign_keys=getattr(self, "_kmaps", {}).get(database, {}),
             )
         except SpiderParseError as error:
             return Score.unscored(f"Spider's structure cannot hold the gold query: {error}")
@@ -132,7 +132,7 @@ class SpiderExactMatchScorer(Scorer):
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """Spider's table: exact match per hardness, and partial accuracy / recall / F1 per
         clause, averaged as the official script averages them."""
-        from queryeval.metrics import HARDNESS, PARTS
+        from queryeval.metrics.benchmarks import HARDNESS, PARTS
 
         levels = [*HARDNESS, "all"]
         count: dict[str, int] = defaultdict(int)

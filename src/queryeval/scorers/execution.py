@@ -167,7 +167,7 @@ class _ExecutionScorer(Scorer):
         """The text that runs: the query itself, or the legacy rule's rewrite of it."""
         if self.options.rule != "spider_legacy":
             return query
-        from queryeval.metrics import spider_legacy_queries
+        from queryeval.metrics.benchmarks import spider_legacy_queries
 
         pred, gold = spider_legacy_queries(
             query if role == "pred" else "",
@@ -311,7 +311,7 @@ class _ExecutionScorer(Scorer):
         result = compare_results(execution.result, gold.result, **policy, **extra)
         if self.options.rule == "queryeval":
             return result
-        from queryeval.metrics import (
+        from queryeval.metrics.benchmarks import (
             bird_legacy_equal,
             spider_legacy_equal,
             spider_legacy_order_matters,
@@ -483,7 +483,7 @@ class ResultsMatchLegacyScorer(_ExecutionScorer):
 def _spider2_verdict(pred: Any, gold: Any, case: Case | None) -> bool:
     """Spider 2.0-lite's column-vector rule, with the case's ``metadata.spider2``
     (``condition_cols``, ``ignore_order``)."""
-    from queryeval.metrics import spider2_column_value, spider2_legacy_equal
+    from queryeval.metrics.benchmarks import spider2_column_value, spider2_legacy_equal
 
     settings = case.metadata.get("spider2", {}) if case is not None else {}
     settings = settings if isinstance(settings, dict) else {}

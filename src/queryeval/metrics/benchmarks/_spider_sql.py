@@ -24,7 +24,7 @@ the structure is the one the query means; see docs/benchmarks.md.
 
 >>> schema = {"singer": ["singer_id", "name", "age"], "concert": ["concert_id", "singer_id"]}
 >>> r = spider_exact_match("SELECT name FROM singer WHERE age > 30",
-...                        "SELECT T1.name FROM singer AS T1 WHERE T1.age > 20", schema)
+...                        "SELECT T1.name FROM singer AS T1 WHERE T1.age > 20", schema=schema)
 >>> r.exact, r.hardness
 (True, 'easy')
 """
@@ -59,6 +59,15 @@ Schema = Mapping[str, Sequence[str]]
 SQL = dict[str, Any]
 
 
+def _check_spider(prediction: Any, reference: Any, schema: Any) -> None:
+    """A TypeError unless both queries are texts and the schema maps tables to columns."""
+    for side, query in (("prediction", prediction), ("reference", reference)):
+        if not isinstance(query, str):
+            raise TypeError(f"{side} must be a SQL text, not {type(query).__name__}")
+    if not isinstance(schema, Mapping):
+        raise TypeError(f"schema must map tables to their columns, not {type(schema).__name__}")
+
+
 class SpiderParseError(ValueError):
     """The query cannot be read into Spider's structure (unknown column, unsupported form)."""
 
@@ -85,7 +94,14 @@ class ExactMatchResult:
 
 
 def sqlite_schema(path: Path) -> dict[str, list[str]]:
-    """Tables and columns of a SQLite file, lower-cased (as ``process_sql.get_schema``)."""
+    """Tables and columns of a SQLite file, lower-cased (as ``process_sql.get_schema``).
+
+    >>> import sqlite3, tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "db.sqlite"
+    >>> sqlite3.connect(path).execute("CREATE TABLE Singer (Name TEXT, Age INT)").connection.close()
+    >>> sqlite_schema(path)
+    {'singer': ['name', 'age']}
+    """
     uri = f"{path.resolve().as_uri()}?mode=ro"
     con = sqlite3.connect(uri, uri=True)
     try:
@@ -103,7 +119,13 @@ def sqlite_schema(path: Path) -> dict[str, list[str]]:
 
 def foreign_key_map(entry: Mapping[str, Any]) -> dict[str, str]:
     """``tables.json`` foreign keys as ``{column id: representative column id}``: columns
-    linked by keys form groups, each represented by its lowest column index."""
+    linked by keys form groups, each represented by its lowest column index.
+
+    >>> foreign_key_map({"table_names_original": ["singer", "concert"],
+    ...                  "column_names_original": [[-1, "*"], [0, "id"], [1, "singer_id"]],
+    ...                  "foreign_keys": [[2, 1]]})
+    {'__singer.id__': '__singer.id__', '__concert.singer_id__': '__singer.id__'}
+    """
     tables = entry["table_names_original"]
     ids = [
         f"__{tables[t].lower()}.{c.lower()}__" if t >= 0 else "__all__"
@@ -142,23 +164,40 @@ def spider_sql(query: str, schema: Schema) -> SQL:
 
 
 def spider_hardness(query: str, schema: Schema) -> str:
-    """Spider's hardness bucket of a (gold) query: easy, medium, hard or extra."""
+    """Spider's hardness bucket of a (gold) query: easy, medium, hard or extra.
+
+    >>> spider_hardness("SELECT count(*) FROM singer", {"singer": ["singer_id"]})
+    'easy'
+    """
     return hardness_of(spider_sql(query, schema))
 
 
 def spider_exact_match(
-    pred: str, gold: str, schema: Schema, foreign_keys: Mapping[str, str] | None = None
+    prediction: str,
+    reference: str,
+    *,
+    schema: Schema,
+    foreign_keys: Mapping[str, str] | None = None,
 ) -> ExactMatchResult:
-    """Exact-set-match of ``pred`` against ``gold`` with the per-clause scores.
+    """Exact-set-match of the predicted query against the gold one, with the per-clause
+    scores and the gold's hardness; `schema` maps each table to its columns,
+    `foreign_keys` is `foreign_key_map` of the database's ``tables.json`` entry.
 
     A prediction Spider's structure cannot hold is scored as the empty query (as the
     official script does); a gold that cannot be read raises SpiderParseError.
+
+    >>> schema = {"singer": ["singer_id", "name", "age"]}
+    >>> r = spider_exact_match("SELECT name FROM singer ORDER BY age",
+    ...                        "SELECT name FROM singer", schema=schema)
+    >>> r.exact, r.partial["order"].f1
+    (False, 0)
     """
+    _check_spider(prediction, reference, schema)
     kmap = dict(foreign_keys or {})
-    g = spider_sql(gold, schema)
+    g = spider_sql(reference, schema)
     hardness = hardness_of(g)
     try:
-        p = spider_sql(pred, schema)
+        p = spider_sql(prediction, schema)
         parsed = True
     except SpiderParseError:
         p, parsed = _empty_sql(), False

@@ -36,14 +36,23 @@ Rows = Sequence[tuple[Any, ...]]
 _CUR_YEAR = re.compile(r"YEAR\s*\(\s*CURDATE\s*\(\s*\)\s*\)\s*", re.IGNORECASE)
 
 
-def spider_legacy_queries(pred: str, gold: str, *, keep_distinct: bool = False) -> tuple[str, str]:
+def _check_sides(prediction: Any, reference: Any, what: str) -> None:
+    """A TypeError unless both sides are sequences (of rows or columns), not texts."""
+    for side, value in (("prediction", prediction), ("reference", reference)):
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise TypeError(f"{side} must be a sequence of {what}, not {type(value).__name__}")
+
+
+def spider_legacy_queries(
+    prediction: str, reference: str, *, keep_distinct: bool = False
+) -> tuple[str, str]:
     """The (prediction, gold) texts the official Spider script executes.
 
     >>> spider_legacy_queries("SELECT DISTINCT value FROM t WHERE a > = 1", "SELECT a FROM t")
     ('SELECT  1 FROM t WHERE a >= 1', 'SELECT a FROM t')
     """
-    pred = pred.replace("value", "1")
-    pred, gold = _close_operators(pred), _close_operators(gold)
+    pred = prediction.replace("value", "1")
+    pred, gold = _close_operators(pred), _close_operators(reference)
     if not keep_distinct:
         pred, gold = _remove_distinct(pred), _remove_distinct(gold)
     return _CUR_YEAR.sub("2020", pred), _CUR_YEAR.sub("2020", gold)
@@ -76,7 +85,7 @@ def _remove_distinct(query: str) -> str:
     return "".join(t.value for t in statements[0].flatten() if t.value.lower() != "distinct")
 
 
-def spider_legacy_equal(pred: Rows, gold: Rows, *, order_matters: bool) -> bool:
+def spider_legacy_equal(prediction: Rows, reference: Rows, *, order_matters: bool) -> bool:
     """The official Spider verdict on two fetched results (``result_eq(gold, pred)``).
 
     >>> spider_legacy_equal([], [(1, 2)][:0], order_matters=False)
@@ -86,6 +95,8 @@ def spider_legacy_equal(pred: Rows, gold: Rows, *, order_matters: bool) -> bool:
     >>> spider_legacy_equal([(1, 1.5)], [(1.0, 1.5)], order_matters=False)  # quick rejection
     False
     """
+    _check_sides(prediction, reference, "rows")
+    pred, gold = prediction, reference
     if not pred and not gold:
         return True
     if len(pred) != len(gold):
@@ -105,7 +116,7 @@ def spider_legacy_equal(pred: Rows, gold: Rows, *, order_matters: bool) -> bool:
     return _bijection_exists(pred, gold, order_matters)
 
 
-def bird_legacy_equal(pred: Rows, gold: Rows) -> bool:
+def bird_legacy_equal(prediction: Rows, reference: Rows) -> bool:
     """The official BIRD verdict: ``set(pred) == set(gold)``.
 
     >>> bird_legacy_equal([(1, "a"), (1, "a")], [(1.0, "a")])
@@ -115,7 +126,8 @@ def bird_legacy_equal(pred: Rows, gold: Rows) -> bool:
     >>> bird_legacy_equal([], [])
     True
     """
-    return set(map(tuple, pred)) == set(map(tuple, gold))
+    _check_sides(prediction, reference, "rows")
+    return set(map(tuple, prediction)) == set(map(tuple, reference))
 
 
 def _sorted_values(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -238,14 +250,15 @@ def _csv_text(value: Any) -> str:
 
 
 def spider2_legacy_equal(
-    pred_columns: Sequence[Sequence[Any]],
-    gold_columns: Sequence[Sequence[Any]],
+    prediction: Sequence[Sequence[Any]],
+    reference: Sequence[Sequence[Any]],
     *,
     condition_cols: Sequence[int] = (),
     ignore_order: bool = False,
     abs_tol: float = 1e-2,
 ) -> bool:
-    """Spider 2.0-lite's ``compare_pandas_table``: every gold column (only those in
+    """Spider 2.0-lite's ``compare_pandas_table`` on the two results' columns (a list of
+    column vectors each): every gold column (only those in
     ``condition_cols`` when given) must equal some predicted column as a vector (sorted
     first when ``ignore_order``); numbers within ``abs_tol`` (0.01), missing equals missing;
     names and extra predicted columns are ignored. Columns are as ``spider2_column_value``
@@ -258,10 +271,9 @@ def spider2_legacy_equal(
     >>> spider2_legacy_equal([[2, 1]], [[1, 2]], ignore_order=True)
     True
     """
-    chosen = [gold_columns[i] for i in condition_cols] if condition_cols else list(gold_columns)
-    return all(
-        any(_vectors_match(g, p, abs_tol, ignore_order) for p in pred_columns) for g in chosen
-    )
+    _check_sides(prediction, reference, "columns")
+    chosen = [reference[i] for i in condition_cols] if condition_cols else list(reference)
+    return all(any(_vectors_match(g, p, abs_tol, ignore_order) for p in prediction) for g in chosen)
 
 
 def _order_key(value: Any) -> tuple[bool, str, bool]:
