@@ -26,6 +26,9 @@ __all__ = [
 ]
 
 
+_HAND_LEXED = {"kql": kql, "cypher": cypher}  # the languages without a dialect
+
+
 def _resolve(language: str, dialect: str | None) -> tuple[str, str | None]:
     """("sql" | "kql" | "cypher", the sqlglot dialect for SQL) for a language or dialect
     name; a ValueError for a name queryeval does not know."""
@@ -55,11 +58,9 @@ def top_level_order(query: str, language: str = "sql", *, dialect: str | None = 
     False
     """
     family, read = _resolve(language, dialect)
-    if family == "kql":
-        return kql.top_level_order(query)
-    if family == "cypher":
-        return cypher.top_level_order(query)
-    return sql.top_level_order(query, read)
+    if family == "sql":
+        return sql.top_level_order(query, read)
+    return _HAND_LEXED[family].top_level_order(query)
 
 
 def read_only_refusal(
@@ -75,8 +76,6 @@ def read_only_refusal(
     'DETACH clause: writes are refused'
     """
     family, read = _resolve(language, dialect)
-    if family == "kql":
-        return kql.read_only_refusal(query)
-    if family == "cypher":
-        return cypher.read_only_refusal(query)
-    return sql.read_only_refusal(query, read)
+    if family == "sql":
+        return sql.read_only_refusal(query, read)
+    return _HAND_LEXED[family].read_only_refusal(query)
