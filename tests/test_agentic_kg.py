@@ -13,8 +13,7 @@ from queryeval.cases import Attempt, Case, Finding, Output, Score, load_cases
 from queryeval.config import load_suite
 from queryeval.kg import KGValidationError, validate_in_context
 from queryeval.languages.cypher import referenced_names
-from queryeval.metrics import jaro_winkler, rouge_l
-from queryeval.scorers import ScoringContext, build_scorer
+from queryeval.scorers import ScoringContext, build_scorer, score_case
 from queryeval.scorers.agentic import AgenticScorer
 
 # CyVer reads ResultSummary.notifications, which the neo4j 6 driver deprecates.
@@ -156,7 +155,7 @@ def _score(
     scorer = build_scorer_for(ctx, name)
     assert hasattr(scorer, "score") and hasattr(scorer, "finish")
     scorer.prepare(cases, ctx)  # type: ignore[attr-defined]
-    scores = [scorer.finish(scorer.score(c, traces[c.id], ctx)) for c in cases]  # type: ignore[attr-defined]
+    scores = [score_case(scorer, c, traces[c.id], ctx) for c in cases]  # type: ignore[arg-type]
     return scorer, scores
 
 
@@ -201,11 +200,10 @@ def test_llmetric_q_on_the_example_traces(
     by_id = {c.id: s for c, s in zip(cases, scores, strict=True)}
     right = by_id["cy-02"].details["metrics"]
     assert (right["pass_at_1_output"], right["kg_valid"], right["jaccard_output"]) == (1, 1, 1)
-    # cy-18 ends with a syntax error: only JaRou earns anything, 0.1 of it.
-    query = traces["cy-18"].attempts[-1].query or ""
-    gold = next(c for c in cases if c.id == "cy-18").target.query.text  # type: ignore[union-attr]
-    jarou = (jaro_winkler(query, gold) + rouge_l(query, gold)) / 2
-    assert by_id["cy-18"].value == pytest.approx(0.1 * jarou)
+    # cy-18 ends with a syntax error: the system's failure, 0 in LLMetric-Q and every term
+    # (kg-axel's formula would still give it 0.1 x JaRou for the text)
+    assert by_id["cy-18"].value == 0.0 and by_id["cy-18"].failure_reason == "syntax"
+    assert set(by_id["cy-18"].details["metrics"].values()) == {0.0}
     # cy-04 ends valid but wrongly ordered: no Pass@1, but KG valid and every row found.
     wrong_order = by_id["cy-04"].details["metrics"]
     assert (wrong_order["pass_at_1_output"], wrong_order["kg_valid"]) == (0.0, 1.0)

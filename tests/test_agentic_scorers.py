@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from queryeval.cases import Attempt, Case, ExecutionOutcome, Finding, Output
 from queryeval.config import ScorerConfig
 from queryeval.config._presets import PRESETS
-from queryeval.scorers import ScoringContext, build_scorer, known_scorers
+from queryeval.scorers import ScoringContext, build_scorer, known_scorers, score_case
 
 GOLD = "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN m.title AS title"
 PRED = "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN m.title"
@@ -79,13 +79,22 @@ def test_text_scorers_take_the_best_of_several_golds() -> None:
 
 def test_text_scorers_without_gold_or_query() -> None:
     no_gold = Case.model_validate({"id": "c", "conversation": [{"content": "q"}]})
-    assert _scorer("bleu").score(no_gold, Output(attempts=[Attempt(query=PRED)]), CTX).status == (
-        "unscored"
-    )
-    empty = _scorer("rouge_l").score(_case(GOLD), Output(attempts=[Attempt(query="  ")]), CTX)
-    assert empty.value == 0.0 and empty.status == "ok"
-    crashed = _scorer("jaccard").score(_case(GOLD), Output(error="boom"), CTX)
-    assert crashed.value == 0.0 and crashed.passed is False
+    output = Output(attempts=[Attempt(query=PRED)])
+    assert score_case(_scorer("bleu"), no_gold, output, CTX).status == "unscored"
+    empty = score_case(_scorer("rouge_l"), _case(GOLD), Output(attempts=[Attempt(query="  ")]), CTX)
+    assert (empty.value, empty.status, empty.failure_reason) == (0.0, "ok", "empty")
+    assert empty.details["metrics"] == {"rouge_l": 0.0}
+    crashed = score_case(_scorer("jaccard"), _case(GOLD), Output(error="boom"), CTX)
+    assert (crashed.value, crashed.passed, crashed.failure_reason) == (0.0, False, "crashed")
+
+
+def test_text_scorers_give_a_write_query_nothing_even_without_a_database() -> None:
+    """A write is the system's failure before any text is compared: its words (which may
+    overlap the gold's) earn nothing."""
+    write = Output(attempts=[Attempt(query=f"{GOLD} DETACH DELETE n", language="cypher")])
+    for name in ("bleu", "rouge_l", "jaro_winkler", "jaccard"):
+        s = score_case(_scorer(name), _case(GOLD), write, CTX)
+        assert (s.value, s.failure_reason) == (0.0, "refused"), name
 
 
 def test_agentic_scores_a_recorded_refinement_loop() -> None:
@@ -108,8 +117,9 @@ def test_agentic_unknown_correctness_is_unscored_not_failed() -> None:
     scorer = _scorer("agentic", **RECORDED)
     unknown = scorer.score(_case(GOLD), Output(attempts=[_valid(None)]), CTX)
     assert unknown.status == "unscored"
-    crashed = scorer.score(_case(GOLD), Output(error="timeout"), CTX)
-    assert crashed.passed is False
+    crashed = score_case(scorer, _case(GOLD), Output(error="timeout"), CTX)
+    assert (crashed.passed, crashed.failure_reason) == (False, "crashed")
+    assert set(crashed.details["metrics"].values()) == {0.0}  # every sub-metric counts 0
     right = scorer.score(_case(GOLD), Output(attempts=[_valid(True)]), CTX)
     report = scorer.aggregate([_case(GOLD)] * 3, [unknown, crashed, right])["agentic_report"]
     assert report["cases"] == 3

@@ -34,7 +34,7 @@ def test_kql_example_with_a_judge(root: Path, tmp_path: Path) -> None:
     assert suite.preset == "kql_batch" and suite.scorers[0].label == "kql_batch"
     with FakeOpenAI(similar_if_same_table) as server:
         suite.judge = {"model": "judge", "base_url": server.base_url, "api_key_env": None}
-        suite.settings["cache_dir"] = str(tmp_path / "cache")
+        suite.settings.cache_dir = str(tmp_path / "cache")
         result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
         assert server.chat_calls > 0
     kql = result.summary["systems"]["baseline"]["scorers"]["kql_batch"]

@@ -18,7 +18,7 @@ from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
 from queryeval.cases import Attempt, Case, Output, Score
 from queryeval.cli._estimate import estimate_command
 from queryeval.config import SuiteConfig
-from queryeval.scorers import ScoringContext, build_scorer, estimate
+from queryeval.scorers import ScoringContext, ascore_case, build_scorer, estimate
 from queryeval.scorers.judged import AnswerCorrectnessScorer, QuerySimilarityScorer
 from queryeval.systems import PredictionsFile
 
@@ -88,12 +88,12 @@ def run_scorer(
 
     async def go() -> list[Score]:
         scores = await asyncio.gather(
-            *(scorer.score(c, o, ctx) for c, o in zip(cases, outputs, strict=True))
+            *(ascore_case(scorer, c, o, ctx) for c, o in zip(cases, outputs, strict=True))
         )
         judge = ctx._resources.get("judge")
         if judge is not None:
             await judge.aclose()
-        return [scorer.finish(s) for s in scores]
+        return list(scores)
 
     scores = asyncio.run(go())
     ctx.close()
@@ -127,6 +127,7 @@ def test_no_answer_is_a_zero_without_asking_the_judge(server: FakeOpenAI, tmp_pa
         suite_for(tmp_path, server), [qa_case("1", "Paris")], [answer("  ")], tmp_path
     )
     assert s.value == 0.0 and s.passed is False and server.chat_calls == 0
+    assert s.failure_reason == "empty"
 
 
 def test_case_without_expected_answer_is_unscored(server: FakeOpenAI, tmp_path: Path) -> None:
@@ -220,7 +221,7 @@ def test_query_similarity_without_a_query_is_zero(server: FakeOpenAI, tmp_path: 
     _, (s,) = run_scorer(
         suite, [kql_case("1")], [Output(attempts=[Attempt(answer="no idea")])], tmp_path
     )
-    assert s.value == 0.0 and server.chat_calls == 0
+    assert s.value == 0.0 and server.chat_calls == 0 and s.failure_reason == "empty"
 
 
 # --- estimate -------------------------------------------------------------------------------

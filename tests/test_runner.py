@@ -109,6 +109,7 @@ def test_summary_counts_unscored_and_errors_apart(tmp_path: Path) -> None:
         tmp_path / "s",
         10,
         scorers="  - test_slow_echo\n  - test_half_unscored\n  - test_explodes\n",
+        extra="settings: {max_scorer_error_share: 0.1}\n",  # one bug in 10 is tolerated
     )
     run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())["systems"]["saved"]
@@ -121,6 +122,17 @@ def test_summary_counts_unscored_and_errors_apart(tmp_path: Path) -> None:
     assert echo["mean"] == pytest.approx(7 / 10)  # cases 0, 4, 8 are wrong
     assert summary["passed"] + summary["failed"] + summary["no_verdict"] == 10
     assert summary["by_tag"]["even"]["cases"] == 5
+
+
+def test_a_scorer_raising_on_more_than_its_share_stops_the_run(tmp_path: Path) -> None:
+    """One raise in 10 cases is above the default 5%: a scorer bug is not a score (exit 2,
+    with the scorer and its first message); the records made so far are kept."""
+    suite_path = make_answer_suite(tmp_path / "s", 10, scorers="  - test_explodes\n")
+    with pytest.raises(InputError, match=r"scorers\.test_explodes.*raised on 1 of 10.*scorer bug"):
+        run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
+    assert read_records(tmp_path / "run")
+    done = _cli("run", str(suite_path), "--out", str(tmp_path / "run2"), cwd=tmp_path)
+    assert done.returncode == 2 and "a scorer bug is not a score" in done.stderr
 
 
 def test_refuses_to_overwrite_without_flag_and_resume_skips(tmp_path: Path) -> None:

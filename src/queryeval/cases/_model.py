@@ -7,8 +7,9 @@ from typing import Any, Literal, NotRequired
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
+from queryeval.cases._rule import FailureReason, OutcomeKind, OutputFailure
+
 ScoreStatus = Literal["ok", "unscored", "error"]
-OutcomeKind = Literal["ok", "syntax", "schema", "runtime", "timeout", "unsupported", "refused"]
 
 
 class _Model(BaseModel):
@@ -201,10 +202,13 @@ class Attempt(_Model):
 
 
 class Output(_Model):
-    """What a system produced for a case: attempts (the last is final), or an error."""
+    """What a system produced for a case: attempts (the last is final), or an error.
+    `failure` says what the error was (a missing prediction, a crash, a timeout, an output
+    of the wrong type); an error without one is a crash the system reported."""
 
     attempts: list[Attempt] = Field(default_factory=list)
     error: str | None = None
+    failure: OutputFailure | None = None
     latency_s: float | None = None
     cost: float | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -221,7 +225,8 @@ class Output(_Model):
 
 
 class Score(_Model):
-    """A scorer's verdict. `unscored` and `error` are never averaged in as 0."""
+    """A scorer's verdict. `unscored` (the evaluator's trouble) and `error` (the scorer broke)
+    are never averaged; a failure of the system (`Score.failure`) is `ok` with value 0."""
 
     value: float | None = None
     status: ScoreStatus = "ok"
@@ -238,3 +243,20 @@ class Score(_Model):
     def failed(cls, why: str, **details: Any) -> Score:
         """The scorer itself failed on this case."""
         return cls(status="error", explanation=why, details=details)
+
+    @classmethod
+    def failure(cls, reason: FailureReason, why: str, **details: Any) -> Score:
+        """The system's output failed (see `queryeval.cases._rule`): 0 in every mean and
+        sub-metric, the case fails, the reason is kept for the reports.
+
+        >>> s = Score.failure("missing", "no prediction for this case")
+        >>> s.value, s.passed, s.details["failure"]
+        (0.0, False, 'missing')
+        """
+        return cls(value=0.0, passed=False, explanation=why, details={**details, "failure": reason})
+
+    @property
+    def failure_reason(self) -> str | None:
+        """The failure reason when this score is the system's failure, else None."""
+        reason = self.details.get("failure") if self.details else None
+        return reason if isinstance(reason, str) else None

@@ -46,8 +46,8 @@ def estimate_lines(suite: Path, cache_dir: Path | None = None) -> list[str]:
         for system in config.systems
         if system.predictions
     }
-    if cache_dir is None and config.settings.get("cache_dir"):
-        cache_dir = config.resolve(str(config.settings["cache_dir"]))
+    if cache_dir is None and config.settings.cache_dir:
+        cache_dir = config.resolve(config.settings.cache_dir)
     ctx = ScoringContext(config, cache_dir or Path.cwd() / ".queryeval-cache")
     try:
         lines = [system.line() for system in estimate_systems(config, cases, ctx)]

@@ -37,6 +37,7 @@ def report_command(run_dir: Path) -> None:
         plan.scorers,
         [s.name for s in plan.systems],
         seed=suite.seed,
+        max_unscored_share=suite.settings.max_unscored_share,
     )
     baseline = load_baseline(
         suite,

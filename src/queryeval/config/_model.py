@@ -191,6 +191,41 @@ class BaselineConfig(_Model):
         return {"run": data} if isinstance(data, str) else data
 
 
+class GridSettings(_Model):
+    """`queryeval grid`'s defaults for this suite."""
+
+    top_n: int = Field(default=5, ge=1, description="configurations re-judged and shown")
+    rank_by: str | None = Field(default=None, description="scorer label that ranks the grid")
+
+
+class SettingsConfig(_Model):
+    """Run settings: where caches go, how a large run is split, and how much unscored
+    work a figure may hide before it is flagged."""
+
+    cache_dir: str | None = Field(default=None, description="gold results, fixtures, judge")
+    cache_max_mb: float | None = Field(
+        default=None, gt=0, description="bound of the judge's and systems' reply caches"
+    )
+    workers: int | None = Field(default=None, ge=1, description="forked workers (default: cores)")
+    shard_min_cases: int | None = Field(
+        default=None, ge=1, description="(system, case) pairs from which a run is sharded"
+    )
+    grid: GridSettings = Field(default_factory=GridSettings)
+    max_unscored_share: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="a mean with a larger share of unscored (or error) cases is flagged, and "
+        "fails the run under --strict",
+    )
+    max_scorer_error_share: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="a scorer that raises on a larger share of the cases stops the run (exit 2)",
+    )
+
+
 class SuiteConfig(_Model):
     """A whole evaluation suite, as written in YAML."""
 
@@ -215,7 +250,7 @@ class SuiteConfig(_Model):
     plugins: list[str] = Field(
         default_factory=list, description="modules imported first (custom scorers register)"
     )
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: SettingsConfig = Field(default_factory=SettingsConfig)
 
     # not from YAML: where the suite file lives, so relative paths resolve against it
     base_dir: Path = Field(default=Path("."), exclude=True)

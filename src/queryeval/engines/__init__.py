@@ -5,21 +5,42 @@ Importing this package imports no engine library; each is loaded when a database
 """
 
 from queryeval.engines._base import Engine, Execution, Limits
+from queryeval.engines._blame import Blame, blame
 from queryeval.engines._describe import describe_schema
 from queryeval.engines._factory import ENGINES, build_engine, engine_from_context
-from queryeval.engines._results import ExecutionMemo, execute_query, gold_execution
+from queryeval.engines._results import (
+    ExecutionMemo,
+    execute_query,
+    gold_execution,
+    run_prediction,
+)
+from queryeval.engines._validity import (
+    ValidityChecker,
+    ValidityVerdict,
+    check_validity,
+    register_validity_checker,
+    validity_checker,
+)
 from queryeval.metrics import ResultSet
 
 __all__ = [
     "ENGINES",
+    "Blame",
     "Engine",
     "Execution",
     "ExecutionMemo",
     "Limits",
     "ResultSet",
+    "ValidityChecker",
+    "ValidityVerdict",
+    "blame",
     "build_engine",
+    "check_validity",
     "describe_schema",
     "engine_from_context",
     "execute_query",
     "gold_execution",
+    "register_validity_checker",
+    "run_prediction",
+    "validity_checker",
 ]

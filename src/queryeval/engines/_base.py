@@ -145,6 +145,9 @@ def fetch_batches(fetchmany: Callable[[int], Sequence[Any]], size: int) -> Itera
         yield batch
 
 
+_TOO_DEEP = "the query is nested too deeply to be parsed (a resource limit)"
+
+
 def _outcome(kind: OutcomeKind, message: str, elapsed: float, **extra: Any) -> ExecutionOutcome:
     return ExecutionOutcome(kind=kind, message=message[:2000], elapsed_s=round(elapsed, 6), **extra)
 
@@ -156,15 +159,31 @@ def describe_refusal(reason: Any) -> str:
 
 class Engine(ABC):
     """One database reached through one engine. Subclasses implement `_run`, `classify`,
-    `refusal`, `schema`; `execute` is the sandboxed template shared by all."""
+    `refusal`, `schema`; `execute` is the sandboxed template shared by all.
+
+    Outcome kinds (`classify`): `syntax`, `schema`, `runtime`, `timeout`, `resource_limit`
+    and `refused` are the query's fault; `unsupported` (a construct the engine lacks) and
+    `engine_error` (the engine broke) are the engine's. `emulated_kinds` are kinds an engine
+    reports without being the authority on them (an emulator's parser): the independent
+    validity check is consulted for those too (see `queryeval.engines.blame`)."""
 
     language: ClassVar[str] = "sql"
+    emulated_kinds: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, name: str, limits: Limits, identity: str) -> None:
         self.name = name
         self.limits = limits
         # What the gold cache keys on: changes whenever the data may have changed.
         self.identity = identity
+        self._schema: dict[str, Any] | None = None
+        self._schema_lock = threading.Lock()
+
+    def cached_schema(self) -> dict[str, Any]:
+        """`schema()`, asked once per engine (validity checks and classifiers reuse it)."""
+        with self._schema_lock:
+            if self._schema is None:
+                self._schema = self.schema()
+            return self._schema
 
     @property
     def dialect(self) -> str:
@@ -175,7 +194,10 @@ class Engine(ABC):
 
     def execute(self, query: str) -> Execution:
         """Run `query` read-only within the limits; never raises for a bad query."""
-        refusal = self.refusal(query)
+        try:
+            refusal = self.refusal(query)
+        except RecursionError:  # the sandbox's parser cannot read it: it does not run
+            return Execution(_outcome("resource_limit", _TOO_DEEP, 0.0))
         if refusal is not None:
             return Execution(_outcome("refused", refusal, 0.0))
         start = time.perf_counter()
@@ -187,9 +209,12 @@ class Engine(ABC):
             return Execution(_outcome("timeout", message, elapsed))
         except Refused as exc:
             return Execution(_outcome("refused", str(exc), time.perf_counter() - start))
+        except RecursionError:  # a query nested past the interpreter's stack
+            elapsed = time.perf_counter() - start
+            return Execution(_outcome("resource_limit", _TOO_DEEP, elapsed))
         except Exception as exc:  # every engine failure is an outcome, never a crash
             elapsed = time.perf_counter() - start
-            kind, message = self.classify(exc)
+            kind, message = self.outcome_of(exc, query)
             return Execution(_outcome(kind, message, elapsed))
         elapsed = time.perf_counter() - start
         result = ResultSet(raw.columns, raw.rows)
@@ -212,7 +237,7 @@ class Engine(ABC):
         except QueryTimeout as exc:
             return _outcome("timeout", str(exc), time.perf_counter() - start)
         except Exception as exc:
-            kind, message = self.classify(exc)
+            kind, message = self.outcome_of(exc, query)
             return _outcome(kind, message, time.perf_counter() - start)
         return _outcome("ok", "", time.perf_counter() - start)
 
@@ -229,6 +254,11 @@ class Engine(ABC):
     @abstractmethod
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
         """The outcome kind and message of an engine exception."""
+
+    def outcome_of(self, exc: BaseException, query: str) -> tuple[OutcomeKind, str]:
+        """The outcome of `query` failing with `exc` (default: `classify`; an engine that
+        translates the query can tell its own translation's faults from the query's)."""
+        return self.classify(exc)
 
     @abstractmethod
     def explain(self, query: str) -> str:

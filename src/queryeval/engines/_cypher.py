@@ -31,6 +31,14 @@ _SYNTAX_CODES = ("Statement.SyntaxError", "Statement.SemanticError")
 _SCHEMA_CODES = ("Procedure.ProcedureNotFound", "Schema.", "Statement.UnknownLabel")
 _REFUSED_CODES = ("Security.Forbidden", "Statement.AccessMode", "Security.Unauthorized")
 _TIMEOUT_CODES = ("TransactionTimedOut", "Transaction.LockClientStopped")
+# the query's memory: Neo4j's memory pools, ArcadeDB's per-query heap budget, the JVM's heap
+_LIMIT_CODES = (
+    "MemoryPoolOutOfMemoryError",
+    "OutOfMemoryError",
+    "Statement.ExecutionFailed.Memory",
+)
+_LIMIT_MESSAGES = ("heap budget exceeded", "java heap space", "outofmemoryerror",
+                   "memory pool", "gc overhead limit exceeded")  # fmt: skip
 
 
 def classify_neo4j(exc: BaseException) -> tuple[OutcomeKind, str] | None:
@@ -43,6 +51,10 @@ def classify_neo4j(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     message = getattr(exc, "message", None) or str(exc)
     if any(c in code for c in _TIMEOUT_CODES) or "command.timeout" in message:
         return "timeout", message
+    if any(c in code for c in _LIMIT_CODES) or any(m in message.lower() for m in _LIMIT_MESSAGES):
+        return "resource_limit", message
+    if isinstance(exc, ne.ServiceUnavailable | ne.SessionExpired | ne.IncompleteCommit):
+        return "engine_error", message
     if any(c in code for c in _SYNTAX_CODES):
         return "syntax", message
     if any(c in code for c in _REFUSED_CODES):
@@ -136,7 +148,7 @@ class CypherEngine(Engine):
         return self._bounded(query)
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
-        return classify_neo4j(exc) or ("runtime", f"{type(exc).__name__}: {exc}")
+        return classify_neo4j(exc) or ("engine_error", f"{type(exc).__name__}: {exc}")
 
     def explain(self, query: str) -> str:
         raw = self._bounded(f"EXPLAIN {query}")

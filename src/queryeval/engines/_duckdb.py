@@ -38,6 +38,10 @@ def duckdb_config(*, lock: bool = True, extra: dict[str, Any] | None = None) -> 
     return config
 
 
+# DuckDB's own limits, whatever the exception class that reports them
+_LIMITS = ("Max expression depth limit", "Out of Memory Error", "could not allocate")
+
+
 def classify_duckdb(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     """DuckDB's exception types as outcome kinds (None for a non-DuckDB exception)."""
     import duckdb
@@ -45,6 +49,12 @@ def classify_duckdb(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     message = str(exc)
     if not isinstance(exc, duckdb.Error):
         return None
+    if isinstance(exc, duckdb.OutOfMemoryException) or any(m in message for m in _LIMITS):
+        return "resource_limit", message
+    if isinstance(exc, duckdb.InternalException | duckdb.FatalException):
+        return "engine_error", message
+    if isinstance(exc, duckdb.IOException | duckdb.ConnectionException):
+        return "engine_error", message
     if isinstance(exc, duckdb.ParserException):
         return "syntax", message
     if isinstance(exc, duckdb.CatalogException):
@@ -130,7 +140,7 @@ class DuckDBEngine(Engine):
             cursor.close()
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
-        return classify_duckdb(exc) or ("runtime", f"{type(exc).__name__}: {exc}")
+        return classify_duckdb(exc) or ("engine_error", f"{type(exc).__name__}: {exc}")
 
     def explain(self, query: str) -> str:
         cursor = self._cursor()

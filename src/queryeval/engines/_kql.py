@@ -4,6 +4,7 @@ DuckDB connection, with `now()` pinned so `ago()` answers the same all run long.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,14 @@ def parse_now(value: Any) -> dt.datetime:
 
 
 def classify_kql(exc: BaseException) -> tuple[OutcomeKind, str] | None:
-    """duckdb-kql's error taxonomy as outcome kinds (None for other exceptions)."""
+    """duckdb-kql's error taxonomy as outcome kinds (None for other exceptions): its KQL
+    parser's `syntax` (an emulator's: see `KqlEngine.emulated_kinds`), unknown names
+    (`schema`), constructs it does not translate (`unsupported`)."""
     from duckdb_kql import KqlError, KqlSchemaError, KqlSyntaxError, KqlUnsupportedError
+    from duckdb_kql.errors import KqlScriptError
 
+    if isinstance(exc, KqlScriptError) and exc.__cause__ is not None:
+        return classify_kql(exc.__cause__)
     if not isinstance(exc, KqlError):
         return None
     message = str(exc)
@@ -51,13 +57,46 @@ def classify_kql(exc: BaseException) -> tuple[OutcomeKind, str] | None:
         if "writes are disabled" in message:
             return "refused", describe_refusal(message)
         return "unsupported", message
-    return "runtime", message
+    return "engine_error", message
+
+
+# names in DuckDB's errors about the SQL duckdb-kql wrote: "X" or `with name X does not exist`
+_QUOTED_NAME = re.compile(r'"([^"\n]{1,200})"|\bwith name (\w+) does not exist')
+_NAME_ERRORS = ("Referenced column", "Referenced table", "Column ", "Table with name", "column")
+
+
+def translation_outcome(message: str, query: str, known: set[str]) -> tuple[OutcomeKind, str]:
+    """A DuckDB parser/binder/catalog error on the SQL duckdb-kql translated `query` into:
+    `schema` when it names a table or column that the KQL query uses, does not define
+    (`name = ...`) and the database does not have (`known`); otherwise the translation
+    failed, which is the engine's fault (`unsupported`).
+
+    >>> translation_outcome('Binder Error: Column "Nope" referenced that exists in the '
+    ...     'SELECT clause', "Logs | mv-expand Nope", {"Logs", "Level"})[0]
+    'schema'
+    >>> translation_outcome('Parser Error: syntax error at or near "AS"', "Logs | take 1",
+    ...     {"Logs"})[0]
+    'unsupported'
+    """
+    if any(m in message for m in _NAME_ERRORS) and "Function" not in message:
+        for match in _QUOTED_NAME.finditer(message):
+            name = match.group(1) or match.group(2)
+            if name in known or not re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", query):
+                continue
+            if re.search(rf"(?<![\w.]){re.escape(name)}\s*=(?!=)", query):
+                continue  # defined in the query (extend / project / summarize name = ...)
+            return "schema", message
+    return "unsupported", f"duckdb-kql's translation failed: {message}"
 
 
 class KqlEngine(Engine):
-    """KQL on a DuckDB database file through duckdb-kql, read-only."""
+    """KQL on a DuckDB database file through duckdb-kql, read-only. duckdb-kql emulates
+    Kusto: its parser's verdicts (`syntax`) are not the authority on KQL, and an error of
+    DuckDB on the SQL it wrote is its translation's fault unless the query names a table or
+    column the database lacks (`translation_outcome`)."""
 
     language = "kql"
+    emulated_kinds = frozenset({"syntax"})
 
     def __init__(self, name: str, path: Path, limits: Limits, identity: str,
                  now: dt.datetime) -> None:  # fmt: skip
@@ -96,8 +135,23 @@ class KqlEngine(Engine):
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
         return (
-            classify_kql(exc) or classify_duckdb(exc) or ("runtime", f"{type(exc).__name__}: {exc}")
+            classify_kql(exc)
+            or classify_duckdb(exc)
+            or ("engine_error", f"{type(exc).__name__}: {exc}")
         )
+
+    def outcome_of(self, exc: BaseException, query: str) -> tuple[OutcomeKind, str]:
+        kind, message = self.classify(exc)
+        if classify_kql(exc) is None and kind in ("syntax", "schema", "unsupported"):
+            return translation_outcome(message, query, self._known_names())
+        return kind, message
+
+    def _known_names(self) -> set[str]:
+        try:
+            tables = self.cached_schema().get("tables", {})
+        except Exception:  # the schema cannot be read: no name is known
+            return set()
+        return set(tables) | {column for columns in tables.values() for column in columns}
 
     def translate(self, query: str) -> str:
         """The DuckDB SQL duckdb-kql makes of `query` (with the clock pinned)."""

@@ -31,6 +31,15 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 _RULES: list[tuple[re.Pattern[str], OutcomeKind]] = [
     (re.compile(r"writes are disabled|read-?only|Forbidden", re.I), "refused"),
+    (
+        re.compile(
+            r"E_RUNAWAY_QUERY|E_QUERY_RESULT_SET_TOO_LARGE|E_LOW_MEMORY_CONDITION|"
+            r"exceeded the allowed (memory|result set|limits)|Low memory condition|"
+            r"Out of Memory Error|Max expression depth",
+            re.I,
+        ),
+        "resource_limit",
+    ),
     (re.compile(r"could not parse|syntax error|SYN0002", re.I), "syntax"),
     (re.compile(r"unsupported KQL construct|not supported", re.I), "unsupported"),
     (
@@ -42,6 +51,10 @@ _RULES: list[tuple[re.Pattern[str], OutcomeKind]] = [
         "schema",
     ),
     (re.compile(r"timed? ?out|expired|INTERRUPT|servertimeout", re.I), "timeout"),
+    (
+        re.compile(r"E_SERVICE_NOT_AVAILABLE|ServiceUnavailable|Internal error|\b50[234]\b"),
+        "engine_error",
+    ),
 ]
 
 
@@ -122,7 +135,7 @@ class KustoEngine(Engine):
             ) from None
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
-        return classify_kusto(exc) or ("runtime", f"{type(exc).__name__}: {exc}")
+        return classify_kusto(exc) or ("engine_error", f"{type(exc).__name__}: {exc}")
 
     def explain(self, query: str) -> str:
         raw = self._run(f"{query}\n| take 0")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from queryeval.cases import ExecutionOutcome
 from queryeval.engines._base import Execution
+from queryeval.engines._blame import Blame, blame
 from queryeval.engines._factory import engine_from_context
 from queryeval.engines._values import dumps, loads
 from queryeval.metrics import ResultSet
@@ -65,6 +66,20 @@ def execute_query(ctx: ScoringContext, database: str, query: str) -> Execution:
     return _memo(ctx).get(
         ("pred", database, query), lambda: engine_from_context(ctx, database).execute(query)
     )
+
+
+def run_prediction(ctx: ScoringContext, database: str, query: str) -> tuple[Execution, Blame]:
+    """The predicted query's execution and whose fault it is when it gave no rows (see
+    `queryeval.engines.blame`); both once per run per (database, query)."""
+    execution = execute_query(ctx, database, query)
+    if execution.ok:
+        return execution, Blame("none")
+    verdicts: dict[Any, Blame] = ctx.resource("engines:blame", dict)
+    key = (database, query)
+    found = verdicts.get(key)
+    if found is None:
+        found = verdicts[key] = blame(execution.outcome, engine_from_context(ctx, database), query)
+    return execution, found
 
 
 def gold_cache_path(cache_dir: Path, identity: str, limits: Any, query: str) -> Path:

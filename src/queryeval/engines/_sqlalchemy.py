@@ -24,8 +24,15 @@ from queryeval.languages import sql
 _SQLSTATE = {"42601": "syntax", "42P01": "schema", "42703": "schema", "42883": "schema",
              "42P02": "schema", "42704": "schema", "25006": "refused", "42501": "refused",
              "57014": "timeout", "0A000": "unsupported"}  # fmt: skip
+# SQLSTATE classes: 53 insufficient resources, 54 program limit exceeded (the query's);
+# 08 connection, 57P admin shutdown / crash, 58 system error, XX internal (the engine's)
+_SQLSTATE_CLASSES = {"53": "resource_limit", "54": "resource_limit", "08": "engine_error",
+                     "57P": "engine_error", "58": "engine_error", "XX": "engine_error"}  # fmt: skip
 _MYSQL = {1064: "syntax", 1146: "schema", 1054: "schema", 1305: "schema", 1792: "refused",
-          1142: "refused", 3024: "timeout", 1317: "timeout"}  # fmt: skip
+          1142: "refused", 3024: "timeout", 1317: "timeout", 1038: "resource_limit",
+          1041: "resource_limit", 1104: "resource_limit", 1114: "resource_limit",
+          3170: "resource_limit", 2006: "engine_error", 2013: "engine_error",
+          1053: "engine_error"}  # fmt: skip
 
 
 def classify_dbapi(exc: BaseException) -> tuple[OutcomeKind, str] | None:
@@ -41,7 +48,11 @@ def classify_dbapi(exc: BaseException) -> tuple[OutcomeKind, str] | None:
         return found
     state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
     if state:
-        kind = _SQLSTATE.get(state) or ("schema" if state.startswith("42") else "runtime")
+        kind = (
+            _SQLSTATE.get(state)
+            or next((k for p, k in _SQLSTATE_CLASSES.items() if state.startswith(p)), None)
+            or ("schema" if state.startswith("42") else "runtime")
+        )
         return kind, describe_refusal(message) if kind == "refused" else message  # type: ignore[return-value]
     args = getattr(orig, "args", ())
     if args and isinstance(args[0], int) and args[0] in _MYSQL:

@@ -34,15 +34,38 @@ def _read_only_authorizer(action: int, *_args: Any) -> int:
     return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
 
 
+# SQLite's compile-time and run-time limits (SQLITE_LIMIT_*, the parser's stack), by message
+_LIMIT_MESSAGES = (
+    "parser stack overflow",
+    "expression tree is too large",
+    "too many terms in compound select",
+    "too many columns",
+    "too many arguments on function",
+    "too many sql variables",
+    "pattern too complex",
+    "string or blob too big",
+    "too many levels of trigger recursion",
+    "out of memory",
+)
+_ENGINE_ERRORS = {"SQLITE_CORRUPT", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_NOTADB",
+                  "SQLITE_INTERNAL", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_MISUSE"}  # fmt: skip
+
+
 def classify_sqlite(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     """sqlite3 errors as outcome kinds, by SQLite's error name, then by message."""
     if not isinstance(exc, sqlite3.Error):
         return None
     message = str(exc)
-    name = getattr(exc, "sqlite_errorname", "")
+    name = getattr(exc, "sqlite_errorname", "") or ""
     lowered = message.lower()
     if name == "SQLITE_INTERRUPT" or lowered == "interrupted":
         return "timeout", message
+    if name in {"SQLITE_NOMEM", "SQLITE_TOOBIG", "SQLITE_FULL"} or any(
+        m in lowered for m in _LIMIT_MESSAGES
+    ):
+        return "resource_limit", message
+    if "_".join(name.split("_")[:2]) in _ENGINE_ERRORS:  # SQLITE_IOERR_READ -> SQLITE_IOERR
+        return "engine_error", message
     if name in {"SQLITE_READONLY", "SQLITE_AUTH"} or "not authorized" in lowered:
         return "refused", describe_refusal(message)
     if any(s in lowered for s in ("syntax error", "incomplete input", "unrecognized token")):
@@ -112,7 +135,7 @@ class SQLiteEngine(Engine):
         return RawResult(columns, rows, truncated)
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
-        return classify_sqlite(exc) or ("runtime", f"{type(exc).__name__}: {exc}")
+        return classify_sqlite(exc) or ("engine_error", f"{type(exc).__name__}: {exc}")
 
     def explain(self, query: str) -> str:
         with self._lock:

@@ -60,9 +60,11 @@ class Verdict:
         return out
 
     def to_score(self) -> Score:
-        """The verdict as a Score; its judge record goes under `details["judge"]`."""
+        """The verdict as a Score; its judge record goes under `details["judge"]`. A judge
+        that could not be asked or gave no readable verdict is the evaluator's trouble:
+        `unscored`, never a zero (and never a scorer `error`)."""
         details = {"judge": self.details()}
         if self.status == "ok":
             assert self.score is not None
             return Score(value=self.score, explanation=self.reasoning, details=details)
-        return Score(status=self.status, explanation=self.reasoning, details=details)
+        return Score(status="unscored", explanation=self.reasoning, details=details)

@@ -32,13 +32,14 @@ _SCHEMA = (
 )
 
 
-def cache_bound(settings: dict[str, Any]) -> int:
-    """The bound of reply caches in bytes: the suite's `settings.cache_max_mb`, else 2 GiB.
+def cache_bound(settings: Any) -> int:
+    """The bound of reply caches in bytes: the suite's `settings.cache_max_mb` (the typed
+    settings, or a mapping), else 2 GiB.
 
     >>> cache_bound({"cache_max_mb": 1})
     1048576
     """
-    mb = settings.get("cache_max_mb")
+    mb = settings.get("cache_max_mb") if isinstance(settings, dict) else settings.cache_max_mb
     return int(float(mb) * 2**20) if mb else DEFAULT_MAX_BYTES
 
 

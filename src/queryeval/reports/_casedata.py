@@ -120,10 +120,15 @@ def execution_of(record: Mapping[str, Any]) -> tuple[str, str]:
         found = _outcome_of(attempts[-1]["execution"])
         if found:
             return found
-    for score in (record.get("scores") or {}).values():
+    scores = (record.get("scores") or {}).values()
+    for score in scores:
         found = _outcome_of((score.get("details") or {}).get("execution"))
         if found:
             return found
+    for score in scores:  # nothing ran: what the system produced failed before (crashed ...)
+        reason = (score.get("details") or {}).get("failure")
+        if reason:
+            return str(reason), str(score.get("explanation") or "")
     return "", ""
 
 

@@ -7,7 +7,6 @@ import functools
 import hashlib
 import platform
 import sys
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,7 +23,7 @@ from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.runner._progress import Progress
 from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
-from queryeval.scorers import Scorer, ScoringContext, build_scorer
+from queryeval.scorers import Scorer, ScoringContext, ascore_case, build_scorer, score_case
 from queryeval.stats import RunColumns
 from queryeval.systems import (
     CallableSystem,
@@ -168,33 +167,6 @@ def plan_run(
     )
 
 
-def _score_sync(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score:
-    try:
-        score = scorer.score(case, output, ctx)
-    except Exception as exc:  # a scorer bug or an engine failure: recorded, the run goes on
-        score = Score.failed(
-            f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3)
-        )
-    return scorer.finish(score)
-
-
-async def _score_async(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score:
-    import asyncio  # here: runs on saved predictions never load it (~20 ms of start-up)
-
-    try:
-        if scorer.is_async:
-            score = await scorer.score(case, output, ctx)  # type: ignore[misc]
-        elif getattr(scorer, "blocking", False):
-            score = await asyncio.to_thread(scorer.score, case, output, ctx)
-        else:
-            score = scorer.score(case, output, ctx)
-    except Exception as exc:
-        score = Score.failed(
-            f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3)
-        )
-    return scorer.finish(score)
-
-
 def case_passed(scores: dict[str, Score], scorers: dict[str, Scorer]) -> bool | None:
     """A case fails if a required scorer did not pass or any verdict is a fail; passes if at
     least one verdict is a pass; else has no verdict (all unscored). Scorers with weight 0
@@ -280,6 +252,10 @@ class Runner:
         self.store = RunStore(out_dir)
         self.progress = progress
         self.ctx = ScoringContext(plan.suite, cache_dir=cache_dir(plan.suite))
+        self._errors: dict[str, int] = {}  # scorer label -> error scores so far
+        self._first_error: dict[str, str] = {}
+        self._planned = len(plan.systems) * len(plan.cases)
+        self._error_limit = plan.suite.settings.max_scorer_error_share * self._planned
 
     # --- run metadata -------------------------------------------------------------------
 
@@ -418,7 +394,7 @@ class Runner:
         for system, case in todo:
             assert system.predictions is not None
             output = system.predictions.get(case.id)
-            scores = {label: _score_sync(s, case, output, self.ctx) for label, s in scorers.items()}
+            scores = {label: score_case(s, case, output, self.ctx) for label, s in scorers.items()}
             self._keep(_record(system.name, case, output, scores, scorers), scores)
             bar.advance()
 
@@ -449,7 +425,7 @@ class Runner:
                     async with limits[system.group or system.name]:
                         output = await system.callable.generate(case)
                 results = await asyncio.gather(
-                    *(_score_async(s, case, output, self.ctx) for s in scorers.values())
+                    *(ascore_case(s, case, output, self.ctx) for s in scorers.values())
                 )
                 scores = dict(zip(scorers, results, strict=True))
                 self._keep(_record(system.name, case, output, scores, scorers), scores)
@@ -463,6 +439,27 @@ class Runner:
     def _keep(self, record: dict[str, Any], scores: dict[str, Score]) -> None:
         self.store.append(record)
         self.columns.add(record, scores)
+        for label, score in scores.items():
+            if score.status == "error":
+                self._count_error(label, score)
+
+    def _count_error(self, label: str, score: Score) -> None:
+        """Stop the run as soon as a scorer has raised on more than the allowed share of the
+        cases it is planned to score (a scorer bug is not a score)."""
+        first = self._first_error.setdefault(label, score.explanation)
+        self._errors[label] = n = self._errors.get(label, 0) + 1
+        if n > self._error_limit:
+            raise _broken_scorer(label, n, f"{self._planned} planned", first, self.plan.suite)
+
+    def _check_errors(self) -> None:
+        """After the run: the same rule over every record (sharded and resumed ones too)."""
+        for name in self.columns.systems:
+            for label, column in self.columns.system(name).scorers.items():
+                n, total = column.error_count()
+                limit = self.plan.suite.settings.max_scorer_error_share * total
+                if n > limit:
+                    first = next(iter(column.reasons.values()), "")
+                    raise _broken_scorer(label, n, f"{total}", first, self.plan.suite)
 
     # --- after the run ------------------------------------------------------------------
 
@@ -473,6 +470,7 @@ class Runner:
         relative to a baseline are checked against the `baseline` run's summary."""
         from queryeval.stats import check_gates, summarize
 
+        self._check_errors()
         with bulk_allocation():
             summary = summarize(
                 self.plan.suite.name,
@@ -481,6 +479,7 @@ class Runner:
                 self.plan.scorers,
                 [s.name for s in self.plan.systems],
                 seed=self.plan.suite.seed,
+                max_unscored_share=self.plan.suite.settings.max_unscored_share,
             )
         gates = check_gates(
             self.plan.suite.gates, summary, baseline.summary if baseline is not None else None
@@ -504,9 +503,21 @@ def _describe(system: SystemRun) -> dict[str, Any]:
     return out
 
 
+def _broken_scorer(label: str, n: int, of: str, first: str, suite: SuiteConfig) -> InputError:
+    share = suite.settings.max_scorer_error_share
+    return InputError(
+        f"scorer {label!r} raised on {n} of {of} cases, more than "
+        f"settings.max_scorer_error_share ({share:g}): a scorer bug is not a score; first: "
+        f"{first.splitlines()[0][:300] if first else 'no message'} (the records are kept; "
+        "fix the scorer and run again with --overwrite)",
+        path=suite.source,
+        where=f"scorers.{label}",
+    )
+
+
 def cache_dir(suite: SuiteConfig) -> Path:
     """The folder of the suite's caches (gold results, fixture databases, judge replies)."""
-    configured = suite.settings.get("cache_dir")
+    configured = suite.settings.cache_dir
     if configured:
         return suite.resolve(str(configured))
     return Path.cwd() / ".queryeval-cache"

@@ -44,7 +44,7 @@ class SelftestReport:
 
 def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> SelftestReport:
     """Run each gold query of each case as the prediction (see the module docstring)."""
-    from queryeval.scorers import build_scorer
+    from queryeval.scorers import build_scorer, score_case
     from queryeval.scorers.execution import target_query
 
     scorer = build_scorer(ScorerConfig(name="execution_match"))
@@ -59,8 +59,8 @@ def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> 
         for index, query in queries:
             extra: dict[str, Any] = {"database": query.database} if query.database else {}
             output = Output(attempts=[Attempt(query=query.text, language=query.language, **extra)])
-            score = scorer.score(case, output, ctx)
-            if score.status == "error":
+            score = score_case(scorer, case, output, ctx)
+            if score.status != "ok" or score.failure_reason is not None:
                 status = "gold_error"
             elif score.status == "ok" and score.value == 1.0:
                 status = "ok"

@@ -84,7 +84,7 @@ def shard_contents(suite: SuiteConfig) -> dict[Path, bytes] | None:
     (read once: they are hashed and split from memory), else None."""
     from queryeval.scorers import scorer_class
 
-    workers = int(suite.settings.get("workers", os.cpu_count() or 1))
+    workers = suite.settings.workers or os.cpu_count() or 1
     if workers < 2 or not hasattr(os, "fork"):
         return None
     if not all(cfg.predictions for cfg in suite.systems):
@@ -96,7 +96,7 @@ def shard_contents(suite: SuiteConfig) -> dict[Path, bytes] | None:
         return None
     contents = {p: p.read_bytes() for p in files}
     lines = sum(data.count(b"\n") for data in contents.values())
-    if lines * len(suite.systems) < int(suite.settings.get("shard_min_cases", MIN_CASES)):
+    if lines * len(suite.systems) < (suite.settings.shard_min_cases or MIN_CASES):
         return None
     for cfg in suite.systems:
         assert cfg.predictions
@@ -327,7 +327,8 @@ def _score_slice(
 ) -> RunColumns:
     """Score a worker's cases for every system; returns the summary columns (with the
     scorers' partial aggregates)."""
-    from queryeval.runner._run import _record, _score_sync
+    from queryeval.runner._run import _record
+    from queryeval.scorers import score_case
 
     ctx = ScoringContext(runner.plan.suite, cache_dir=runner.ctx.cache_dir)
     scorers = runner.plan.scorers
@@ -347,7 +348,7 @@ def _score_slice(
                 if done and case.id in done:
                     continue
                 output = system_outputs[case.id]
-                scores = {lb: _score_sync(s, case, output, ctx) for lb, s in scorers.items()}
+                scores = {lb: score_case(s, case, output, ctx) for lb, s in scorers.items()}
                 record = _record(system.name, case, output, scores, scorers)
                 writer.add(encode(record))
                 table.add(record, scores, keep_views=False)
@@ -392,7 +393,7 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
 
     suite = runner.plan.suite
     n = len(inputs.cases.raw)
-    workers = max(1, min(int(suite.settings.get("workers", os.cpu_count() or 1)), n))
+    workers = max(1, min(suite.settings.workers or os.cpu_count() or 1, n))
     bounds = [(n * k // workers, n * (k + 1) // workers) for k in range(workers)]
     ctx = mp.get_context("fork")
     procs, conns = [], []

@@ -1,6 +1,13 @@
 """Scorers: thin adapters from a case and an output to a metric, returning a Score."""
 
-from queryeval.scorers._base import NoOptions, Scorer, ScoringContext
+from queryeval.scorers._base import (
+    NoOptions,
+    Scorer,
+    ScoringContext,
+    apply_rule,
+    ascore_case,
+    score_case,
+)
 from queryeval.scorers._codelists import load_codelists
 from queryeval.scorers._estimate import estimate, judged_scorers
 from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer, scorer_class
@@ -9,11 +16,14 @@ __all__ = [
     "NoOptions",
     "Scorer",
     "ScoringContext",
+    "apply_rule",
+    "ascore_case",
     "build_scorer",
     "estimate",
     "judged_scorers",
     "known_scorers",
     "load_codelists",
     "register_scorer",
+    "score_case",
     "scorer_class",
 ]

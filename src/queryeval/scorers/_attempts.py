@@ -7,7 +7,11 @@ trace may not have recorded, computed on the suite's engine.
   validators on the Cypher engine (`queryeval.kg`);
 - execution outcome: recorded, or the one of the execution above.
 
-Execution errors stay apart from KG validity, as seed 003 insists.
+Execution errors stay apart from KG validity, as seed 003 insists. An attempt whose query
+did not run through its own fault (`queryeval.engines.blame`) is not correct; one the
+engine could not run although it is valid has an unknown correctness. KG validity that the
+validators could not establish for a query that failed through its own fault (a write, a
+syntax error) is false: the system's failure is never left out.
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ class GradedAttempt:
     details: dict[str, Any] = field(default_factory=dict)
     comparison: Any = None  # the best ComparisonResult against a gold, when executed
     kg: Any = None  # the KGValidity, when validated
+    failure: str | None = None  # the query's own failure reason, when it did not run
+    kg_unknown: str | None = None  # why the validators gave no verdict, when they were asked
 
 
 @dataclass
@@ -87,16 +93,9 @@ class AttemptGrader:
     # -- locating things -----------------------------------------------------------------
 
     def _database(self) -> str | None:
-        for target in self.case.targets:
-            query = gold_query(target)
-            if query is not None and query.database:
-                return query.database
-        if self.case.metadata.get("database"):
-            return str(self.case.metadata["database"])
-        if self.options.database:
-            return self.options.database
-        names = list(self.ctx.suite.databases) if self.ctx.suite is not None else []
-        return names[0] if len(names) == 1 else None
+        from queryeval.scorers.execution import case_database
+
+        return case_database(self.case, self.options.database, self.ctx)
 
     def gold_queries(self) -> list[str]:
         """The text of every accepted gold query."""
@@ -154,6 +153,12 @@ class AttemptGrader:
         if not query:
             details["missing_query"] = True
             graded.summary = AttemptSummary(correct=False, kg_valid=False, error_type="no_query")
+        elif graded.failure is not None and graded.summary.kg_valid is None and graded.kg_unknown:
+            # the validators could not judge a query that failed through its own fault
+            details["kg_invalid_because"] = graded.failure
+            graded.summary = AttemptSummary(
+                graded.summary.correct, False, graded.summary.error_type or graded.failure
+            )
         return graded
 
     def _wants_validation(self, attempt: Attempt) -> bool:
@@ -166,18 +171,22 @@ class AttemptGrader:
     def _execute(
         self, query: str, graded: GradedAttempt, update: dict[str, Any], *, set_correct: bool
     ) -> None:
-        from queryeval.engines import engine_from_context, execute_query
+        from queryeval.engines import engine_from_context, run_prediction
         from queryeval.metrics import compare_results
 
         if self.database is None:
             graded.details["not_executed"] = "no database for this case"
             return
-        run = execute_query(self.ctx, self.database, query)
+        run, fault = run_prediction(self.ctx, self.database, query)
         graded.details["execution"] = {"kind": run.outcome.kind, "message": run.outcome.message}
         update["execution"] = run.outcome  # what this run saw decides, not a recorded outcome
         if not run.ok:
-            if set_correct and run.outcome.kind != "unsupported":
-                update["correct"] = False
+            if fault.party == "system":
+                graded.failure = graded.details["failure"] = fault.reason
+                if set_correct:
+                    update["correct"] = False
+            else:  # a valid query the engine cannot run: correctness stays unknown
+                graded.details["not_scored"] = fault.message
             return
         usable = [g for g in self.golds() if g.problem is None]
         problems = [g.problem for g in self.golds() if g.problem]
@@ -207,10 +216,12 @@ class AttemptGrader:
         if self.database is None:
             graded.details["kg_unchecked"] = "no database for this case"
             return
+        if graded.failure is None and "execution" not in graded.details:
+            self._execute(query, graded, update, set_correct=False)  # whose fault, if it fails
         try:
             validity = validate_in_context(self.ctx, self.database, query)
         except KGValidationError as exc:
-            graded.details["kg_unchecked"] = str(exc)
+            graded.details["kg_unchecked"] = graded.kg_unknown = str(exc)
             return
         except Exception as exc:  # e.g. the database is not a Cypher one
             graded.details["kg_unchecked"] = f"{type(exc).__name__}: {exc}"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -59,18 +60,29 @@ class ScoringContext:
         self._resources.clear()
 
 
+Reads = Literal["output", "attempts", "query", "weaviate", "indicator_selection", "answer"]
+
+
 class Scorer:
     """Base class. Subclasses set `name`, an `Options` model, and implement `score`.
 
     `score` may be a coroutine function (then `is_async` is true). `aggregate` adds
     dataset-level figures beyond the mean of the values (e.g. micro averages).
+
+    Scores are made by `score_case`, which applies the scoring rule first (see
+    `queryeval.scorers._produced`): `reads` says which part of the output the scorer reads
+    (`query`, `weaviate`, `indicator_selection`, `answer`; `attempts` when it grades every
+    attempt itself; `output` for a scorer that only needs an output), and a failed output
+    never reaches `score`. `not_applicable` names cases the scorer cannot score at all.
     """
 
     name: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
     default_threshold: ClassVar[float | None] = None
-    # Whether the scorer should see a system's failed output (else it scores 0 and fails).
-    scores_system_errors: ClassVar[bool] = False
+    reads: ClassVar[Reads] = "output"
+    # a query this scorer reads is judged by running it on the case's database (else only by
+    # what needs no engine: empty, fenced, a write, the independent validity check)
+    judged_by_execution: ClassVar[bool] = True
     # Pure, local and cheap: may run in forked workers on large runs; its aggregate() reads
     # only id, name, tags, metadata and labels of the cases.
     shardable: ClassVar[bool] = False
@@ -93,6 +105,28 @@ class Scorer:
     def is_async(self) -> bool:
         """True when `score` is a coroutine function."""
         return inspect.iscoroutinefunction(self.score)
+
+    @property
+    def attempt_choice(self) -> str:
+        """Which attempt the scorer reads: `final` (default) or `first` (option `attempt`)."""
+        return str(getattr(self.options, "attempt", "final"))
+
+    @property
+    def database_option(self) -> str | None:
+        """The scorer's `database` option, for cases that name none."""
+        value = getattr(self.options, "database", None)
+        return str(value) if value else None
+
+    def sub_metrics(self) -> frozenset[str] | None:
+        """The names of the sub-metrics this scorer reports in `details["metrics"]` (gates
+        may name them); None when it cannot say (then any name is accepted). A failure
+        reports every one of them as 0."""
+        return None
+
+    def not_applicable(self, case: Case) -> str | None:
+        """Why this scorer cannot score `case` whatever the output (no target of its kind),
+        or None. Such a case is unscored before the output is looked at."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         """Name and every option, so a stored run can re-create this scorer."""
@@ -156,11 +190,62 @@ class Scorer:
         """A value's verdict under the pass threshold (None without a threshold)."""
         return None if self.threshold is None else value >= self.threshold - 1e-12
 
-    def system_failed(self, output: Output) -> Score:
-        """The score of an output whose system crashed or gave nothing: 0, failed."""
-        return Score(
-            value=0.0,
-            passed=False,
-            explanation=f"system error: {output.error}",
-            details={"system_error": output.error},
-        )
+
+def apply_rule(scorer: Scorer, score: Score) -> Score:
+    """A failure counts as 0 everywhere: value 0, the case failed, and every sub-metric the
+    scorer reports (declared, or present in the score) 0."""
+    if score.status != "ok" or score.failure_reason is None:
+        return score
+    score.value = 0.0
+    score.passed = False
+    present = score.details.get("metrics")
+    names = set(scorer.sub_metrics() or ()) | set(present if isinstance(present, dict) else ())
+    score.details["metrics"] = dict.fromkeys(sorted(names), 0.0)
+    return score
+
+
+def _precheck(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score | None:
+    from queryeval.scorers._produced import check_output
+
+    why = scorer.not_applicable(case)
+    if why is not None:
+        return Score.unscored(why)
+    return check_output(scorer, case, output, ctx)
+
+
+def _raised(exc: BaseException) -> Score:
+    return Score.failed(f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
+
+
+def score_case(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score:
+    """The one way a score is made: the rule first (not applicable: unscored; a failed
+    output: a failure), then the scorer's `score`, then `finish` and the rule's zeros. A
+    scorer that raises gets an `error` score with the message (the run goes on)."""
+    try:
+        score = _precheck(scorer, case, output, ctx)
+        if score is None:
+            score = scorer.score(case, output, ctx)
+        score = scorer.finish(score)
+    except Exception as exc:  # a scorer bug or an engine failure: recorded, the run goes on
+        score = _raised(exc)
+    return apply_rule(scorer, score)
+
+
+async def ascore_case(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score:
+    """`score_case` for the event loop: coroutine scorers are awaited, `blocking` ones run
+    in a thread."""
+    import asyncio  # here: runs on saved predictions never load it (~20 ms of start-up)
+
+    try:
+        score = _precheck(scorer, case, output, ctx)
+        if score is None:
+            if scorer.is_async:
+                score = await scorer.score(case, output, ctx)  # type: ignore[misc]
+            elif getattr(scorer, "blocking", False):
+                score = await asyncio.to_thread(scorer.score, case, output, ctx)
+            else:
+                score = scorer.score(case, output, ctx)
+        score = scorer.finish(score)
+    except Exception as exc:
+        score = _raised(exc)
+    return apply_rule(scorer, score)

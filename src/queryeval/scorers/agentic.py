@@ -52,7 +52,13 @@ class AgenticScorer(Scorer):
     `samples`, c/n. Passes when it succeeded (samples: when any sample is correct)."""
 
     Options: ClassVar[type[BaseModel]] = AgenticOptions
+    reads = "attempts"
     options: AgenticOptions
+
+    def sub_metrics(self) -> frozenset[str]:
+        """Pass@1, success, KG Valid@1/@k, iterations, success@k for each k."""
+        fixed = ("pass_at_1", "success", "kg_valid_at_1", "kg_valid_at_k", "iterations")
+        return frozenset([*fixed, *(f"success_at_{k}" for k in self.options.ks)])
 
     @classmethod
     def report_tables(cls, aggregate: dict[str, Any]) -> list[tuple[str, list[list[Any]]]]:
@@ -63,12 +69,7 @@ class AgenticScorer(Scorer):
         return [("agentic report", report), ("by group", breakdown_rows(aggregate))]
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
-        if not output.attempts:
-            if output.error:
-                return self.system_failed(output)
-            return Score(value=0.0, passed=False, explanation="no attempt was produced",
-                         details={"attempts": []})  # fmt: skip
-        grader = AttemptGrader(case, ctx, self.options)
+        grader = AttemptGrader(case, ctx, self.options)  # `score_case`: attempts exist
         graded = [grader.grade(a) for a in output.attempts]
         summaries = [g.summary for g in graded]
         correct = [s.correct for s in summaries]
@@ -125,8 +126,8 @@ class AgenticScorer(Scorer):
                     AttemptSummary(a.get("correct"), a.get("kg_valid"), a.get("error_type"))
                     for a in score.details["attempts"]
                 ]
-            elif "system_error" in score.details:
-                loop = []  # the system crashed: a failed case with no attempt
+            elif score.details.get("failure"):
+                loop = []  # no usable output (crashed, missing): a failed case, no attempt
             else:
                 continue
             loops.append(loop)

@@ -55,6 +55,7 @@ class AnswerScorer(Scorer):
 
     Options = AnswerOptions
     default_threshold = 0.5
+    reads = "answer"
     options: AnswerOptions
 
     def __init__(self, options: BaseModel, config: Any = None) -> None:
@@ -78,6 +79,22 @@ class AnswerScorer(Scorer):
     def method(self) -> str:
         """The evaluation method in use."""
         return self.options.evaluation_method
+
+    def sub_metrics(self) -> frozenset[str]:
+        """`keywords_found` (keyword methods), `similarity` (semantic ones), `judge_score`
+        (the judge's, when it is asked)."""
+        m = self.method
+        if m in ("keyword", "keyword_legacy"):
+            return frozenset({"keywords_found"})
+        if m == "llm_judge":
+            return frozenset({"judge_score"})
+        return frozenset({"similarity", "judge_score"} if m == "hybrid" else {"similarity"})
+
+    def not_applicable(self, case: Case) -> str | None:
+        """A case without an expected answer."""
+        if case.id in self._refs or expected_answers(case):
+            return None
+        return "the case has no expected answer"
 
     def describe(self) -> dict[str, Any]:
         """Name, options, and what the run resolved: threshold, its source, embedding model."""
@@ -165,8 +182,6 @@ class AnswerScorer(Scorer):
         """Score the final answer of `output` with the configured method."""
         if case.id not in self._refs and not expected_answers(case):
             return Score.unscored("the case has no expected answer", method=self.method)
-        if output.error and not output.attempts:
-            return self.system_failed(output)
         self._ensure_ready(ctx)
         final = output.final
         answer = (final.answer if final is not None else None) or ""
@@ -174,10 +189,6 @@ class AnswerScorer(Scorer):
         label = case.labels.get("correct")
         if label in (0, 1, True, False):
             base["human_label"] = int(label)
-        if not answer.strip():
-            return Score(
-                value=0.0, passed=False, explanation="no answer", details={**base, "metrics": {}}
-            )
         m = self.method
         if m in ("keyword", "keyword_legacy"):
             return self._keyword(case, answer, base, legacy=m == "keyword_legacy")
@@ -272,12 +283,8 @@ class AnswerScorer(Scorer):
             return Score.unscored(why, **details)
         verdict = await self._ask_judge(case, answer)
         details["judge"] = _verdict_details(verdict)
-        if verdict.status != "ok" or verdict.score is None:
-            return Score(
-                status="error" if verdict.status == "error" else "unscored",
-                explanation=f"{why}; judge: {verdict.reasoning}",
-                details=details,
-            )
+        if verdict.status != "ok" or verdict.score is None:  # the judge's trouble, not ours
+            return Score.unscored(f"{why}; judge: {verdict.reasoning}", **details)
         details["metrics"]["judge_score"] = float(verdict.score)
         correct = verdict.score >= (self.threshold if self.threshold is not None else 0.5)
         return Score(
@@ -292,12 +299,8 @@ class AnswerScorer(Scorer):
             return Score.unscored(self._judge_missing or _how_to_configure(), **base)
         verdict = await self._ask_judge(case, answer)
         details = {**base, "judge": _verdict_details(verdict), "judge_called": True}
-        if verdict.status != "ok" or verdict.score is None:
-            return Score(
-                status="error" if verdict.status == "error" else "unscored",
-                explanation=verdict.reasoning or "the judge gave no score",
-                details=details,
-            )
+        if verdict.status != "ok" or verdict.score is None:  # the judge's trouble, not ours
+            return Score.unscored(verdict.reasoning or "the judge gave no score", **details)
         value = float(verdict.score)
         details["metrics"] = {"judge_score": value}
         return Score(value=value, explanation=verdict.reasoning, details=details)

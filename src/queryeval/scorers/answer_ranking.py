@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from queryeval.cases import Case, Output, Score
-from queryeval.scorers._base import ScoringContext
+from queryeval.scorers._base import ScoringContext, ascore_case
 from queryeval.scorers.answer import AnswerOptions, AnswerScorer
 from queryeval.stats import Leaderboard, leaderboard
 
@@ -64,7 +64,7 @@ async def judge_top_configurations(
         if output is None:
             return config, case.id, None
         async with gate:
-            return config, case.id, await scorer.score(case, output, ctx)
+            return config, case.id, await ascore_case(scorer, case, output, ctx)
 
     results = await asyncio.gather(*(one(cfg, case) for cfg in candidates for case in cases))
     per_config: dict[str, dict[str, float | None]] = {cfg: {} for cfg in candidates}

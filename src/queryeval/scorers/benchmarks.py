@@ -57,6 +57,14 @@ class SpiderExactMatchScorer(Scorer):
     Options: ClassVar[type[BaseModel]] = SpiderExactMatchOptions
     options: SpiderExactMatchOptions
     default_threshold = 1.0
+    reads = "query"
+    # a static comparison, as Spider's script makes it: the rule's checks that need no
+    # engine apply (empty, fenced, a write), the prediction is not executed for it
+    judged_by_execution = False
+
+    def sub_metrics(self) -> frozenset[str]:
+        """`exact`."""
+        return frozenset({"exact"})
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Read tables.json's foreign keys once (by db_id)."""
@@ -87,10 +95,7 @@ class SpiderExactMatchScorer(Scorer):
         if database is None:
             return Score.unscored("no database for this case (the schema resolves columns)")
         attempt = output.final if self.options.attempt == "final" else output.first
-        if attempt is None or not (attempt.query or "").strip():
-            if output.error:
-                return self.system_failed(output)
-            return Score(value=0.0, passed=False, explanation="no query was produced")
+        assert attempt is not None and attempt.query  # `score_case` failed the others
         try:
             result = spider_exact_match(
                 str(attempt.query),
@@ -258,6 +263,12 @@ class BirdVesScorer(Scorer):
     Options: ClassVar[type[BaseModel]] = BirdVesOptions
     options: BirdVesOptions
     blocking = True
+    reads = "query"
+    needs_database = True
+
+    def sub_metrics(self) -> frozenset[str]:
+        """VES, the result's exactness and the time ratio."""
+        return frozenset({"ves", "exact", "time_ratio"})
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
         match = ExecutionMatchScorer(
@@ -270,8 +281,8 @@ class BirdVesScorer(Scorer):
             )
         )
         verdict = match.score(case, output, ctx)
-        if verdict.status != "ok":
-            return verdict
+        if verdict.status != "ok" or verdict.failure_reason is not None:
+            return verdict  # unscored, or the prediction's failure with its reason
         details: dict[str, Any] = {"execution": verdict.details.get("execution")}
         if not verdict.value:
             details["metrics"] = {"ves": 0.0, "exact": 0.0}

@@ -8,7 +8,6 @@ Seed 002's KQL batch scoring is `composite` with `executes` as a required gate a
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -18,7 +17,7 @@ from queryeval._validation import duplicates
 from queryeval.cases import Case, Output, Score
 from queryeval.config import ScorerConfig
 from queryeval.errors import InputError
-from queryeval.scorers._base import Scorer, ScoringContext
+from queryeval.scorers._base import Scorer, ScoringContext, ascore_case
 from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer
 
 UnscoredPolicy = Literal["auto", "renormalize", "unscored"]
@@ -152,31 +151,31 @@ class CompositeScorer(Scorer):
 
     # --- scoring ---------------------------------------------------------------------------
 
-    async def _component_score(
-        self, comp: Scorer, case: Case, output: Output, ctx: ScoringContext
-    ) -> Score:
-        if output.error and not output.attempts and not comp.scores_system_errors:
-            return comp.system_failed(output)
-        try:
-            result = comp.score(case, output, ctx)
-            if inspect.isawaitable(result):
-                result = await result
-        except Exception as exc:  # one component's crash is that component's error
-            return Score.failed(f"{comp.label} raised {type(exc).__name__}: {exc}")
-        return comp.finish(result)
+    def sub_metrics(self) -> frozenset[str]:
+        """Each component's value under its label, and the weighted `total`."""
+        return frozenset([*(c.label for c in self.components), "total"])
 
     async def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:  # type: ignore[override]
         override = self._override(case)
         policy = override.unscored or self.options.unscored
         threshold = override.threshold if override.threshold is not None else self.threshold
         parts: dict[str, dict[str, Any]] = {}
+        failure: tuple[str, str] | None = None
         for comp, cfg in zip(self.components, self.options.components, strict=True):
-            s = await self._component_score(comp, case, output, ctx)
+            s = await ascore_case(comp, case, output, ctx)  # the rule applies per component
             parts[comp.label] = {
                 "weight": override.weights.get(comp.label, cfg.weight),
                 "required": override.required.get(comp.label, cfg.required),
                 **s.model_dump(mode="json"),
             }
+            if failure is None and s.failure_reason is not None:
+                failure = (s.failure_reason, f"{comp.label}: {s.explanation}")
+        if failure is not None:  # what the system produced failed: 0, whatever the rest
+            gates = [k for k, p in parts.items()
+                     if p["required"] and p["status"] == "ok" and not _passed(p)]  # fmt: skip
+            details = {"components": parts, "threshold": threshold, "policy": policy,
+                       "failed_gates": gates}  # fmt: skip
+            return Score.failure(failure[0], failure[1], **details)  # type: ignore[arg-type]
         return self._combine(parts, policy, threshold)
 
     def _combine(
@@ -292,6 +291,9 @@ def _passed(part: dict[str, Any]) -> bool:
 def _component(score: Score, label: str) -> Score:
     part = score.details.get("components", {}).get(label)
     if not isinstance(part, dict):
+        reason = score.details.get("failure")
+        if reason:  # the output failed before any component was asked: it fails them all
+            return Score.failure(reason, score.explanation)
         return Score.unscored(score.explanation or "component not scored")
     return Score(
         value=part.get("value"),

@@ -2,8 +2,11 @@
 
 The predicted query runs once per case on the sandboxed engine, whichever of these scorers
 ask for it; each gold runs once ever (cached on disk). A case may accept several golds
-(`case.targets`, any-of): the best comparison counts and the matching gold is recorded. A
-gold that fails is the suite's problem, never the system's: the score is `error`.
+(`case.targets`, any-of): the best comparison counts and the matching gold is recorded.
+
+A prediction that did not run is judged by `queryeval.engines.blame`: the query's fault is
+a failure (0, reason kept); a valid query the engine cannot run is unscored. A gold that
+fails is the suite's problem, never the system's: the case is unscored, with the reason.
 """
 
 from __future__ import annotations
@@ -116,9 +119,22 @@ class _ExecutionScorer(Scorer):
     Options: ClassVar[type[BaseModel]] = ExecutionOptions
     options: ExecutionOptions
     default_threshold = 1.0
+    reads = "query"
     needs_gold: ClassVar[bool] = True
     metric_names: ClassVar[tuple[str, ...]] = ()  # the sub-metrics this scorer reports
     uses_variants: ClassVar[bool] = False  # test-suite accuracy: exact on every variant
+
+    def sub_metrics(self) -> frozenset[str]:
+        """`exact`, `f1` ...: what `details["metrics"]` holds."""
+        return frozenset(self.metric_names)
+
+    def not_applicable(self, case: Case) -> str | None:
+        """A case with no gold query and no expected rows cannot be compared."""
+        if not self.needs_gold:
+            return None
+        if any(target_query(t) is not None or t.result is not None for t in case.targets):
+            return None
+        return "the case has no gold query or expected result"
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Check comparison policies (suite, scorer, cases) before anything runs."""
@@ -149,13 +165,13 @@ class _ExecutionScorer(Scorer):
 
     def _predict(self, case: Case, output: Output, ctx: ScoringContext) -> Prediction | Score:
         from queryeval.engines import execute_query
+        from queryeval.scorers._produced import check_output
 
         attempt = output.final if self.options.attempt == "final" else output.first
-        if attempt is None or not (attempt.query or "").strip():
-            if output.error:
-                return self.system_failed(output)
-            return Score(value=0.0, passed=False, explanation="no query was produced",
-                         details={"execution": {"kind": "missing"}})  # fmt: skip
+        if attempt is None or not (attempt.query or "").strip():  # reached only when called
+            failed = check_output(self, case, output, ctx)  # without `score_case`
+            assert failed is not None
+            return failed
         database = getattr(attempt, "database", None) or self._database(case, ctx)
         if database is None:
             return Score.unscored("no database for this case: set the scorer's 'database', "
@@ -220,17 +236,18 @@ class _ExecutionScorer(Scorer):
     # -- scoring -------------------------------------------------------------------------
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
-        from queryeval.engines import engine_from_context
+        from queryeval.engines import engine_from_context, run_prediction
 
         pred = self._predict(case, output, ctx)
         if isinstance(pred, Score):
             return pred
         details: dict[str, Any] = {"execution": self._execution_details(pred)}
-        kind = pred.execution.outcome.kind
-        if kind == "unsupported":
-            return Score.unscored(
-                f"the engine cannot run this query: {pred.execution.outcome.message}", **details
-            )
+        if not pred.execution.ok:
+            _, fault = run_prediction(ctx, pred.database, pred.query)
+            if fault.party == "evaluator":
+                return Score.unscored(fault.message, **details)
+            why = f"the prediction did not execute ({fault.reason}): {fault.message}"
+            return Score.failure(fault.reason, why, **details)  # type: ignore[arg-type]
         if not self.needs_gold:
             return self.from_execution(pred, details)
         golds = self._golds(case, ctx, pred.database)
@@ -240,12 +257,7 @@ class _ExecutionScorer(Scorer):
         details["gold_problems"] = [{"gold": g.index, "problem": g.problem}
                                     for g in golds if g.problem]  # fmt: skip
         if not usable:
-            return Score.failed("; ".join(str(g.problem) for g in golds), **details)
-        if kind != "ok":
-            details["metrics"] = self.zero_metrics()
-            return Score(value=0.0, passed=False, details=details,
-                         explanation=f"the prediction did not execute ({kind}): "
-                         f"{pred.execution.outcome.message}")  # fmt: skip
+            return Score.unscored("; ".join(str(g.problem) for g in golds), **details)
         dialect = engine_from_context(ctx, pred.database).dialect
         return self.from_comparisons(
             pred, usable, self._policy(case, ctx), dialect, details, case, ctx
@@ -253,9 +265,6 @@ class _ExecutionScorer(Scorer):
 
     def from_execution(self, pred: Prediction, details: dict[str, Any]) -> Score:
         raise NotImplementedError
-
-    def zero_metrics(self) -> dict[str, float]:
-        return dict.fromkeys(self.metric_names, 0.0)
 
     def from_comparisons(
         self,
@@ -415,16 +424,15 @@ class _ExecutionScorer(Scorer):
 
 @register_scorer("executes")
 class ExecutesScorer(_ExecutionScorer):
-    """1 when the predicted query runs (outcome `ok`), else 0; `unsupported` is unscored."""
+    """1 when the predicted query runs (outcome `ok`), else a failure (0); a valid query the
+    engine cannot run is unscored (see `queryeval.engines.blame`)."""
 
     needs_gold = False
+    metric_names = ("executes",)
 
     def from_execution(self, pred: Prediction, details: dict[str, Any]) -> Score:
-        ok = pred.execution.ok
-        details["metrics"] = {"executes": 1.0 if ok else 0.0}
-        o = pred.execution.outcome
-        return Score(value=1.0 if ok else 0.0, details=details,
-                     explanation="" if ok else f"{o.kind}: {o.message}")  # fmt: skip
+        details["metrics"] = {"executes": 1.0}
+        return Score(value=1.0, details=details)
 
 
 @register_scorer("execution_match")

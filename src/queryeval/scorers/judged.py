@@ -52,6 +52,10 @@ class _JudgedScorer(Scorer):
         """The rubric this scorer asks for."""
         return self.options.rubric or self.rubric_name
 
+    def sub_metrics(self) -> frozenset[str]:
+        """None: the value is the judge's score."""
+        return frozenset()
+
     def judge_inputs(
         self, case: Case, output: Output | None, ctx: ScoringContext
     ) -> dict[str, Any] | Score:
@@ -147,7 +151,17 @@ class QuerySimilarityScorer(_JudgedScorer):
 
     Options = QuerySimilarityOptions
     rubric_name = "query_similarity"
+    reads = "query"
     options: QuerySimilarityOptions
+
+    def not_applicable(self, case: Case) -> str | None:
+        """A case without a gold query."""
+        target = case.target
+        return (
+            None
+            if isinstance(getattr(target, "query", None), Query)
+            else "the case has no gold query"
+        )
 
     def judge_inputs(
         self, case: Case, output: Output | None, ctx: ScoringContext
@@ -158,11 +172,9 @@ class QuerySimilarityScorer(_JudgedScorer):
             return Score.unscored("the case has no gold query")
         if output is None:
             generated: str | None = gold.text
-        else:
+        else:  # `score_case` has failed an output without a usable query
             final = output.final
             generated = final.query if final is not None else None
-            if not generated or not generated.strip():
-                return Score(value=0.0, passed=False, explanation="the system produced no query")
         return {
             "question": case.question,
             "schema": self._schema(case, gold.database, ctx),
@@ -206,6 +218,13 @@ class AnswerCorrectnessScorer(_JudgedScorer):
 
     Options = JudgedOptions
     rubric_name = "answer_correctness"
+    reads = "answer"
+
+    def not_applicable(self, case: Case) -> str | None:
+        """A case without an expected answer."""
+        target = case.target
+        expected = target.answer if target is not None else None
+        return None if isinstance(expected, Answer) else "the case has no expected answer"
 
     def judge_inputs(
         self, case: Case, output: Output | None, ctx: ScoringContext
@@ -216,11 +235,9 @@ class AnswerCorrectnessScorer(_JudgedScorer):
             return Score.unscored("the case has no expected answer")
         if output is None:
             generated: str | None = expected.text
-        else:
+        else:  # `score_case` has failed an output without a usable answer
             final = output.final
             generated = final.answer if final is not None else None
-            if not generated or not generated.strip():
-                return Score(value=0.0, passed=False, explanation="the system produced no answer")
         return {
             "question": case.question,
             "expected_answer": expected.text,

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, field_validator
 from queryeval.cases import Case, Output, Score
 from queryeval.metrics import jaro_winkler, llmetric_q, rouge_l
 from queryeval.metrics.agentic import LLMETRIC_Q_WEIGHTS, jarou
-from queryeval.scorers._attempts import AttemptGrader, GradingOptions, jaccard_of
+from queryeval.scorers._attempts import AttemptGrader, GradingOptions, gold_query, jaccard_of
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
@@ -46,21 +46,39 @@ def _attempt(output: Output, which: str) -> Any:
     return output.final if which == "final" else output.first
 
 
+def _kg_unknown(graded: Any, details: dict[str, Any]) -> Score:
+    """KG validity unknown: unscored when the validators were not asked (no findings, off,
+    no database); when they were asked and gave no verdict on this query, its validity is
+    not established and the case fails, reported apart (see `queryeval.cases._rule`)."""
+    if graded.kg_unknown:
+        why = f"KG validity not established: {graded.kg_unknown}"
+        return Score.failure("engine_could_not_run", why, **details)
+    reason = graded.details.get("kg_unchecked", "no syntax/schema findings")
+    return Score.unscored(f"KG validity unknown: {reason}", **details)
+
+
 @register_scorer("llmetric_q")
 class LLMetricQScorer(Scorer):
     """LLMetric-Q of the final (or first) attempt, in [0, 1]."""
 
     Options: ClassVar[type[BaseModel]] = LLMetricQOptions
+    reads = "query"
     options: LLMetricQOptions
+
+    def sub_metrics(self) -> frozenset[str]:
+        """LLMetric-Q and its terms."""
+        return frozenset({"llmetric_q", "pass_at_1_output", "kg_valid", "jaccard_output",
+                          "jaro_winkler", "rouge_l_f1", "jarou"})  # fmt: skip
+
+    def not_applicable(self, case: Case) -> str | None:
+        """JaRou needs a gold query text."""
+        if any(gold_query(t) is not None for t in case.targets):
+            return None
+        return "LLMetric-Q needs a gold query text (for JaRou)"
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
         attempt = _attempt(output, self.options.attempt)
-        if attempt is None:
-            return (
-                self.system_failed(output)
-                if output.error
-                else Score(value=0.0, explanation="no attempt was produced")
-            )
+        assert attempt is not None and attempt.query  # `score_case` failed the others
         grader = AttemptGrader(case, ctx, self.options)
         golds = grader.gold_queries()
         if not golds:
@@ -69,24 +87,18 @@ class LLMetricQScorer(Scorer):
             return Score.unscored("no database to execute on (Pass@1 and Jaccard Output)")
         graded = grader.grade(attempt, need_results=True)
         details: dict[str, Any] = {"attempt": graded.details}
-        query = attempt.query or ""
-        if not query.strip():
-            pass_1, jaccard_out = 0.0, 0.0
-        elif graded.comparison is not None:
+        query = attempt.query
+        if graded.comparison is not None:
             pass_1 = 1.0 if graded.comparison.exact else 0.0
             jaccard_out = jaccard_of(graded.comparison)
-        elif "execution" in graded.details and graded.details["execution"]["kind"] != "ok":
-            kind = graded.details["execution"]["kind"]
-            if kind == "unsupported":
-                return Score.unscored("the engine cannot run this query", **details)
-            pass_1, jaccard_out = 0.0, 0.0  # it did not run: no result to match
+        elif "not_scored" in graded.details:  # a valid query the engine cannot run
+            return Score.unscored(graded.details["not_scored"], **details)
         else:
             why = graded.details.get("gold_problems") or ["no gold result"]
-            return Score.failed("; ".join(why), **details)
-        kg = graded.summary.kg_valid if query.strip() else False
+            return Score.unscored("; ".join(why), **details)
+        kg = graded.summary.kg_valid
         if kg is None:
-            reason = graded.details.get("kg_unchecked", "KG validity is unknown")
-            return Score.unscored(f"KG Valid unknown: {reason}", **details)
+            return _kg_unknown(graded, details)
         jw = max(jaro_winkler(query, g) for g in golds)
         rl = max(rouge_l(query, g) for g in golds)
         value = llmetric_q(pass_1, kg, jaccard_out, jw, rl, weights=self.options.weights,
@@ -128,22 +140,21 @@ class KGValidScorer(Scorer):
     Options: ClassVar[type[BaseModel]] = KGValidOptions
     options: KGValidOptions
     default_threshold = 1.0
+    reads = "query"
+
+    def sub_metrics(self) -> frozenset[str]:
+        """KG validity and the three checks' scores."""
+        return frozenset({"kg_valid", "syntax", "schema", "properties"})
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
         attempt = _attempt(output, self.options.attempt)
-        if attempt is None:
-            return (
-                self.system_failed(output)
-                if output.error
-                else Score(value=0.0, explanation="no attempt was produced")
-            )
+        assert attempt is not None  # `score_case` failed an output without one
         options = self.options.model_copy(update={"correctness": "recorded"})
         graded = AttemptGrader(case, ctx, options).grade(attempt)
         valid = graded.summary.kg_valid
         details: dict[str, Any] = {"attempt": graded.details}
         if valid is None:
-            reason = graded.details.get("kg_unchecked", "no syntax/schema findings")
-            return Score.unscored(f"KG validity unknown: {reason}", **details)
+            return _kg_unknown(graded, details)
         checks = {f.kind: f.score for f in graded.attempt.findings
                   if f.kind in ("syntax", "schema", "properties")}  # fmt: skip
         details["metrics"] = {"kg_valid": float(valid), **{k: v for k, v in checks.items()}}

@@ -68,7 +68,20 @@ class TermSelectionScorer(Scorer):
     Options = TermSelectionOptions
     default_threshold = 1.0
     shardable = True
+    reads = "indicator_selection"
     options: TermSelectionOptions
+
+    def sub_metrics(self) -> frozenset[str]:
+        """Macro and micro precision, recall and F1 of the case."""
+        return frozenset(f"{a}_{m}" for a in ("macro", "micro") for m in ("precision", "recall",
+                         "f1"))  # fmt: skip
+
+    def not_applicable(self, case: Case) -> str | None:
+        """A case without an `indicator_selection` target."""
+        target = case.target
+        if target is None or target.indicator_selection is None:
+            return "the case has no indicator_selection target"
+        return None
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Load the SDMX-ML codelists once, when the suite names a file."""
@@ -82,8 +95,8 @@ class TermSelectionScorer(Scorer):
         target = case.target
         if target is None or target.indicator_selection is None:
             return Score.unscored("the case has no indicator_selection target")
-        # a failed system selected nothing: scored as the empty selection, so its sub-metrics
-        # count too (and the case fails), instead of leaving the case out of the averages
+        # a failed output never gets here (`score_case`): a selection was produced ([] is
+        # a selection of nothing, scored as such)
         final = output.final
         selected = final.indicator_selection if final is not None else None
         unknown: list[dict[str, str]] = []
@@ -138,17 +151,8 @@ class TermSelectionScorer(Scorer):
         }
         if unknown:
             details["unknown_codes"] = unknown
-        if output.error:
-            details["system_error"] = output.error
         if value is None:
             return Score(status="unscored", details=details, explanation="0/0 excluded by policy")
-        if output.error:
-            return Score(
-                value=value,
-                passed=False,
-                details=details,
-                explanation=f"system error: {output.error}",
-            )
         # the verdict given here, not by `finish`: a model attribute set later costs more
         return Score(value=value, passed=self.passes(value), details=details)
 
@@ -196,7 +200,10 @@ class TermSelectionScorer(Scorer):
                 part.macro_precision.append(metrics["macro_precision"])
             if metrics["macro_recall"] is not None:
                 part.macro_recall.append(metrics["macro_recall"])
-            counts = s.details["counts"]
+            counts = s.details.get("counts")
+            if counts is None:  # a failure: 0 in the means above, nothing selected to pool
+                part.failed += 1
+                continue
             part.tp += counts["tp"]
             part.fp += counts["fp"]
             part.fn += counts["fn"]
@@ -227,6 +234,7 @@ class TermSelectionScorer(Scorer):
         return {
             "data_query_metrics": {
                 "cases": whole.cases,
+                "failed_cases": whole.failed,
                 "macro_precision": mean_or_none(whole.macro_precision),
                 "macro_recall": mean_or_none(whole.macro_recall),
                 "micro_precision": tp / (tp + fp) if tp + fp else None,
@@ -276,6 +284,7 @@ class _Partial:
     """`aggregate`'s state over part of the scores: what it sums, and what it averages."""
 
     cases: int = 0
+    failed: int = 0  # failures (an unusable output): counted in the means, not pooled
     macro_precision: array[float] = field(default_factory=_floats)  # the values present
     macro_recall: array[float] = field(default_factory=_floats)
     tp: int = 0
@@ -285,6 +294,7 @@ class _Partial:
 
     def add(self, other: _Partial) -> None:
         self.cases += other.cases
+        self.failed += other.failed
         self.macro_precision.extend(other.macro_precision)
         self.macro_recall.extend(other.macro_recall)
         self.tp += other.tp

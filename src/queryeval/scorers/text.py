@@ -25,13 +25,26 @@ class _TextOptions(BaseModel):
 
 
 class _QueryTextScorer(Scorer):
-    """Shared plumbing: find the predicted query and the gold query texts."""
+    """Shared plumbing: find the predicted query and the gold query texts. A query that is
+    the system's failure (empty, a write, rejected by the engine) is 0 before any text is
+    compared (`queryeval.scorers._produced`): text similarity never rewards garbage."""
 
     Options: ClassVar[type[BaseModel]] = _TextOptions
     metric_name: ClassVar[str] = ""
+    reads = "query"
 
     def metric(self, prediction: str, reference: str) -> float:
         raise NotImplementedError
+
+    def sub_metrics(self) -> frozenset[str]:
+        """The one metric, under its own name."""
+        return frozenset({self.metric_name})
+
+    def not_applicable(self, case: Case) -> str | None:
+        """A case without a gold query text has nothing to compare with."""
+        if any(gold_query(t) is not None for t in case.targets):
+            return None
+        return "the case has no gold query text"
 
     def best(self, prediction: str, golds: Sequence[str]) -> tuple[int, float]:
         """The index and value of the best-matching gold."""
@@ -41,17 +54,8 @@ class _QueryTextScorer(Scorer):
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
         golds = [q.text for t in case.targets if (q := gold_query(t)) is not None]
-        if not golds:
-            return Score.unscored("the case has no gold query text")
-        attempt = (
-            output.final if getattr(self.options, "attempt", "final") == "final" else (output.first)
-        )
-        if attempt is None and output.error:
-            return self.system_failed(output)
+        attempt = output.first if self.attempt_choice == "first" else output.final
         prediction = (attempt.query if attempt is not None else None) or ""
-        if not prediction.strip():
-            return Score(value=0.0, explanation="no query was produced",
-                         details={"metrics": {self.metric_name: 0.0}})  # fmt: skip
         index, value = self.best(prediction, golds)
         details: dict[str, Any] = {"metrics": {self.metric_name: value}}
         if len(golds) > 1:

@@ -62,10 +62,10 @@ class WeaviateAstOptions(BaseModel):
         description="add the Gorilla experiment's own figures (`as_published`): its average "
         "and per-schema scores, schemas switched every N cases in suite order (64 there)",
     )
-    invalid_prediction: Literal["error", "zero"] = Field(
-        default="error",
-        description="a prediction that is not a Weaviate query: status error (not averaged) "
-        "or a score of 0; legacy mode always gives 0, as the original did",
+    invalid_prediction: Literal["zero"] = Field(
+        default="zero",
+        description="kept for older suites: a prediction that is not a Weaviate query is "
+        "always a failure, 0 in every mean (as the method's authors count it)",
     )
 
     @model_validator(mode="after")
@@ -132,7 +132,20 @@ class WeaviateAstScorer(Scorer):
 
     Options = WeaviateAstOptions
     default_threshold = 1.0
+    reads = "weaviate"
     options: WeaviateAstOptions
+
+    def sub_metrics(self) -> frozenset[str]:
+        """Each component's score, and precision / recall / F1 of filters and aggregations."""
+        families = [f"{f}_{m}" for f in ("filters", "aggregations") for m in ("precision",
+                    "recall", "f1")]  # fmt: skip
+        return frozenset([*COMPONENT_NAMES, *families])
+
+    def not_applicable(self, case: Case) -> str | None:
+        """A case without a `weaviate_query` target."""
+        if any(t.weaviate_query is not None for t in case.targets):
+            return None
+        return "the case has no weaviate_query target"
 
     # --- resources ------------------------------------------------------------------------
 
@@ -220,14 +233,9 @@ class WeaviateAstScorer(Scorer):
             return Score.failed(str(exc))
         if not golds:
             return Score.unscored("the case has no weaviate_query target")
-        if output.error and not output.attempts:
-            return self.system_failed(output)
         final = output.final
-        raw = None
-        if final is not None:
-            raw = final.weaviate_query if final.weaviate_query is not None else final.query
-        if raw is None or (isinstance(raw, str) and not raw.strip()):
-            return Score(value=0.0, passed=False, explanation="no Weaviate query produced")
+        assert final is not None  # `score_case` fails an output without one
+        raw = final.weaviate_query if final.weaviate_query is not None else final.query
         try:
             predicted = self._read(raw, schema, prediction=True)
         except WeaviateQueryError as exc:
@@ -249,13 +257,9 @@ class WeaviateAstScorer(Scorer):
         return Score(value=result.score, details=details, explanation=details["text"])
 
     def _invalid(self, exc: WeaviateQueryError) -> Score:
+        """Not a Weaviate query: the system's failure (0 everywhere), never left out."""
         details = {"parse_error": str(exc), "error_kind": type(exc).__name__}
-        why = f"invalid prediction: {exc}"
-        if self.options.invalid_prediction == "zero" or self.options.mode == "legacy":
-            return Score(value=0.0, passed=False, details=details, explanation=why)
-        # status error keeps junk out of the mean (counted apart), but the case still fails:
-        # a system must not raise its pass rate by producing something unreadable
-        return Score(status="error", passed=False, details=details, explanation=why)
+        return Score.failure("invalid_output", f"invalid prediction: {exc}", **details)
 
     def _details(
         self,

@@ -43,6 +43,12 @@ class ScoreView:
         self.details = data.get("details") or {}
         self.explanation = data.get("explanation", "")
 
+    @property
+    def failure_reason(self) -> str | None:
+        """The failure reason when the score is the system's failure (see Score)."""
+        reason = self.details.get("failure")
+        return reason if isinstance(reason, str) else None
+
 
 @dataclass
 class ScorerColumns:
@@ -54,6 +60,7 @@ class ScorerColumns:
     passed: array[int] = field(default_factory=lambda: array("b"))
     metrics: dict[str, array[float]] = field(default_factory=dict)
     reasons: dict[int, str] = field(default_factory=dict)  # row -> reason (not ok)
+    failures: dict[int, str] = field(default_factory=dict)  # row -> failure reason (ok, 0)
     # rows' scores, for the scorer's own `aggregate`; or partial aggregates where the rows'
     # scores were aggregated where they were made (the sharded workers)
     views: dict[int, Score] = field(default_factory=dict)
@@ -79,7 +86,13 @@ class ScorerColumns:
             if status != OK:
                 self.reasons[row] = _reason_key(score.status, score.explanation)
             return
-        metrics = score.details.get("metrics") if score.details else None
+        details = score.details
+        if not details:
+            return
+        failure = details.get("failure")
+        if failure:
+            self.failures[row] = str(failure)
+        metrics = details.get("metrics")
         if not metrics:
             return
         columns = self.metrics
@@ -93,6 +106,13 @@ class ScorerColumns:
                     column.extend([_NAN] * (row - len(column)))
                 column.append(v)
 
+    def error_count(self) -> tuple[int, int]:
+        """(rows whose scorer broke (`error`), rows that have a score of this scorer)."""
+        status = np.frombuffer(self.status, dtype=np.int8) if len(self.status) else None
+        if status is None:
+            return 0, 0
+        return int(np.count_nonzero(status == ERROR)), int(np.count_nonzero(status != ABSENT))
+
     def extend(self, other: ScorerColumns, offset: int) -> None:
         """Append another block's rows (it starts at row `offset` here)."""
         for name, column in other.metrics.items():
@@ -105,6 +125,7 @@ class ScorerColumns:
         self.status.extend(other.status)
         self.passed.extend(other.passed)
         self.reasons.update({offset + r: v for r, v in other.reasons.items()})
+        self.failures.update({offset + r: v for r, v in other.failures.items()})
         self.views.update({offset + r: v for r, v in other.views.items()})
         self.partials.extend(other.partials)
 
@@ -217,11 +238,20 @@ class ScorerTable:
     reasons: list[str]  # in row order
     views: list[tuple[int, Score]]  # (row, score) in row order
     partials: list[Any]
+    failures: list[tuple[int, str]] = field(default_factory=list)  # (row, reason), row order
 
     @property
     def ok(self) -> np.ndarray:
-        """Rows whose score has a value that counts."""
+        """Rows whose score has a value that counts (failures included: they count 0)."""
         return (self.status == OK) & ~np.isnan(self.values)
+
+    @property
+    def failed(self) -> np.ndarray:
+        """Rows that are the system's failures."""
+        mask = np.zeros(len(self.status), dtype=bool)
+        if self.failures:
+            mask[np.fromiter((r for r, _ in self.failures), dtype=np.int64)] = True
+        return mask
 
 
 @dataclass
@@ -283,6 +313,7 @@ def finish(columns: SystemColumns, cases: Sequence[Case]) -> SystemTable:
             reasons=[reason for _, reason in _reorder(col.reasons, new_row)],
             views=_reorder(col.views, new_row),
             partials=col.partials,
+            failures=_reorder(col.failures, new_row),
         )
     return SystemTable(
         case_index=position[rows],

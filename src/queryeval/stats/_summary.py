@@ -51,35 +51,62 @@ def _mean(values: np.ndarray) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
+DEFAULT_MAX_UNSCORED_SHARE = 0.05
+
+
 def summarize_scorer(
     scorer: Scorer | None,
     cases: Sequence[Case],
     table: SystemTable,
     seed: int,
+    max_unscored_share: float = DEFAULT_MAX_UNSCORED_SHARE,
 ) -> dict[str, Any]:
     """Counts by status, mean value with CI, pass rate, sub-metric means, the scorer's own
-    dataset-level figures. unscored/error never enter a mean."""
+    dataset-level figures (see `queryeval.cases._rule`). A failure counts as 0 in the mean
+    and in every sub-metric, its reason counted in `failures`; unscored/error never enter
+    a mean and their share is `unscored_share`, `flagged` above `max_unscored_share`. A mean
+    made only of failures while other cases could not be scored is None ("—"): it would
+    describe the evaluator's trouble, not the system."""
     label = scorer.label if scorer is not None else ""
     column = table.scorers.get(label)
     if column is None:
         column = ScorerTable(_EMPTY_F, _EMPTY_I, _EMPTY_I, {}, [], [], [])
     present = column.status != ABSENT
     ok = column.ok
+    failed = column.failed & ok
+    n = int(np.count_nonzero(present))
+    not_scored = int(np.count_nonzero(column.status == UNSCORED)) + int(
+        np.count_nonzero(column.status == ERROR)
+    )
+    # only failures and nothing else scored, while some cases were not: no mean to show
+    blind = not_scored > 0 and not np.any(ok & ~failed)
     values = column.values[ok]
     out: dict[str, Any] = {
-        "n": int(np.count_nonzero(present)),
+        "n": n,
         "ok": int(np.count_nonzero(ok)),
         "unscored": int(np.count_nonzero(column.status == UNSCORED)),
         "error": int(np.count_nonzero(column.status == ERROR)),
-        "mean": _mean(values),
-        "ci95": _ci(values, seed),
+        "failed_outputs": int(np.count_nonzero(failed)),
+        "mean": None if blind else _mean(values),
+        "ci95": None if blind else _ci(values, seed),
         **_pass_counts(column.passed[present]),
     }
+    share = not_scored / n if n else 0.0
+    out["unscored_share"] = share
+    out["flagged"] = share > max_unscored_share + 1e-12
+    if column.failures:
+        counts = Counter(reason for _, reason in column.failures)
+        out["failures"] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     metrics = {}
     for name, metric in sorted(column.metrics.items()):
+        if failed.any():  # a failure is 0 in every sub-metric, reported or not
+            metric = metric.copy()
+            metric[failed] = 0.0
         vs = metric[ok & ~np.isnan(metric)]
-        if len(vs):
+        if len(vs) and not blind:
             metrics[name] = {"mean": float(np.mean(vs)), "n": len(vs), "ci95": _ci(vs, seed)}
+        elif len(vs):
+            metrics[name] = {"mean": None, "n": len(vs), "ci95": None}
     out["metrics"] = metrics
     if column.reasons:
         reasons = Counter(column.reasons)  # first seen first among equal counts
@@ -103,9 +130,11 @@ def summarize(
     scorers: Mapping[str, Scorer],
     system_names: Sequence[str],
     seed: int = 0,
+    max_unscored_share: float = DEFAULT_MAX_UNSCORED_SHARE,
 ) -> dict[str, Any]:
     """The whole summary from the stored records (any order; put in case order here), or
-    from their columns as a run collected them."""
+    from their columns as a run collected them. `max_unscored_share`: a scorer whose share
+    of unscored and error cases is above it is `flagged`."""
     if isinstance(records, RunColumns):
         columns = records
     else:
@@ -135,7 +164,8 @@ def summarize(
         if len(costs):
             entry["system_cost"] = float(np.sum(costs))
         entry["scorers"] = {
-            label: summarize_scorer(scorer, cases, table, seed) for label, scorer in scorers.items()
+            label: summarize_scorer(scorer, cases, table, seed, max_unscored_share)
+            for label, scorer in scorers.items()
         }
         entry["by_tag"] = _by_tag(cases, table, list(scorers))
         systems[name] = entry
