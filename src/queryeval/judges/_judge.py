@@ -185,7 +185,7 @@ class Judge:
             "cached": cached,
             "attempts": attempts,
         }
-        parsed = parse_reply(reply.text)
+        parsed = parse_reply(reply.text, req.inputs.values())  # never a number it quotes
         if parsed is None:
             why = "the judge's reply holds no recognisable score"
             if reply.finish_reason == "length":

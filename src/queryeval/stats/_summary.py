@@ -64,9 +64,9 @@ def summarize_scorer(
     """Counts by status, mean value with CI, pass rate, sub-metric means, the scorer's own
     dataset-level figures (see `queryeval.cases._rule`). A failure counts as 0 in the mean
     and in every sub-metric, its reason counted in `failures`; unscored/error never enter
-    a mean and their share is `unscored_share`, `flagged` above `max_unscored_share`. A mean
-    made only of failures while other cases could not be scored is None ("—"): it would
-    describe the evaluator's trouble, not the system."""
+    a mean and their share is `unscored_share`, `flagged` above `max_unscored_share`. A
+    flagged mean made only of failures is None ("—"): it would describe the evaluator's
+    trouble (a judge down), not the system."""
     label = scorer.label if scorer is not None else ""
     column = table.scorers.get(label)
     if column is None:
@@ -78,8 +78,11 @@ def summarize_scorer(
     not_scored = int(np.count_nonzero(column.status == UNSCORED)) + int(
         np.count_nonzero(column.status == ERROR)
     )
-    # only failures and nothing else scored, while some cases were not: no mean to show
-    blind = not_scored > 0 and not np.any(ok & ~failed)
+    share = not_scored / n if n else 0.0
+    flagged = share > max_unscored_share + 1e-12
+    # too much unscored and nothing but failures scored (a judge down while some outputs
+    # were missing): a mean of those zeros would describe the evaluator, not the system
+    blind = flagged and not np.any(ok & ~failed)
     values = column.values[ok]
     out: dict[str, Any] = {
         "n": n,
@@ -91,9 +94,8 @@ def summarize_scorer(
         "ci95": None if blind else _ci(values, seed),
         **_pass_counts(column.passed[present]),
     }
-    share = not_scored / n if n else 0.0
     out["unscored_share"] = share
-    out["flagged"] = share > max_unscored_share + 1e-12
+    out["flagged"] = flagged
     if column.failures:
         counts = Counter(reason for _, reason in column.failures)
         out["failures"] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
