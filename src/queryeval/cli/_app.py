@@ -54,10 +54,18 @@ def run(
             help="answer model systems' requests from the output cache (--no-cache: ask again)",
         ),
     ] = True,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            help="fail (exit 1) when a mean has more unscored cases than "
+            "settings.max_unscored_share (default 5%)"
+        ),
+    ] = False,
 ) -> None:
     """Run a suite: generate, score, store results.jsonl, summary.json, run.json and reports.
 
-    Exit codes: 0 complete and gates pass, 1 a gate failed, 2 bad input.
+    Exit codes: 0 complete and gates pass, 1 a gate failed (or, with --strict, a mean is
+    flagged for its unscored share), 2 bad input, a broken configuration or a broken scorer.
     """
     from queryeval.config import ReportConfig, load_suite
     from queryeval.runner import run_suite
@@ -82,14 +90,22 @@ def run(
     for kind, path in result.reports.items():
         typer.echo(f"  {kind}: {path}")
     failed = [g for g in result.gates if not g["passed"]]
-    if failed:
-        for g in failed:
-            bound = f", bound {g['bound']}" if "bound" in g else ""
-            note = f"; {g['note']}" if g.get("note") else ""
-            typer.echo(
-                f"gate failed: {g['system']}: {g['gate']} (value {g['value']}{bound}{note})",
-                err=True,
-            )
+    for g in failed:
+        bound = f", bound {g['bound']}" if "bound" in g else ""
+        note = f"; {g['note']}" if g.get("note") else ""
+        typer.echo(
+            f"gate failed: {g['system']}: {g['gate']} (value {g['value']}{bound}{note})",
+            err=True,
+        )
+    flags = result.flags if strict else []
+    for f in flags:
+        typer.echo(
+            f"strict: {f['system']}: {f['scorer']}: {f['unscored_share']:.1%} of the cases "
+            f"unscored or in error (settings.max_unscored_share "
+            f"{config.settings.max_unscored_share:g})",
+            err=True,
+        )
+    if failed or flags:
         raise typer.Exit(code=1)
 
 

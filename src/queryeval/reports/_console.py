@@ -74,6 +74,21 @@ def _print_breakdowns(entry: dict[str, Any], console: Console) -> None:
             table.add_row(*(_cell(v) for v in row))
         console.print(table)
 
+def _print_failures(entry: dict[str, Any], console: Console) -> None:
+    """Per scorer: why outputs failed (0 in the mean), and a flagged unscored share."""
+    from queryeval.cases import describe_failures
+
+    for label, s in entry.get("scorers", {}).items():
+        if s.get("failures"):
+            text = describe_failures(s["failures"])
+            console.print(f"{escape(label)}: failed {s.get('failed_outputs', 0)}: {escape(text)}")
+        if s.get("flagged"):
+            share = s.get("unscored_share") or 0.0
+            console.print(
+                f"[red]⚠ {escape(label)}: {share:.1%} of the cases unscored or in error: the mean "
+                "may not describe the system (settings.max_unscored_share)[/red]"
+            )
+
 
 def _cell(value: Any) -> str:
     if isinstance(value, float):
@@ -99,23 +114,27 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
             title_justify="left",
         )
         table.add_column("scorer / metric", no_wrap=True, min_width=18)
-        for col in ("mean", "95% CI", "ok", "unscored", "error", "pass rate"):
+        for col in ("mean", "95% CI", "ok", "failed", "unscored", "error", "pass rate"):
             table.add_column(col, justify="right", no_wrap=True)
         for label, s in entry.get("scorers", {}).items():
+            mean = _pct(s.get("mean")) + (" [red]⚠[/red]" if s.get("flagged") else "")
             table.add_row(
                 f"[bold]{label}[/bold]",
-                _pct(s.get("mean")),
+                mean,
                 _ci(s.get("ci95")),
                 str(s.get("ok", 0)),
+                str(s.get("failed_outputs", 0)),
                 str(s.get("unscored", 0)),
                 str(s.get("error", 0)),
                 _pct(s.get("pass_rate")),
             )
             for metric, m in s.get("metrics", {}).items():
                 table.add_row(
-                    f"  {metric}", _pct(m.get("mean")), _ci(m.get("ci95")), str(m["n"]), "", "", ""
-                )
+                    f"  {metric}", _pct(m.get("mean")), _ci(m.get("ci95")), str(m["n"]), "", "",
+                    "", "",
+                )  # fmt: skip
         console.print(table)
+        _print_failures(entry, console)
         if entry.get("system_errors"):
             console.print(
                 f"[yellow]{entry['system_errors']} case(s) where the system failed[/yellow]"

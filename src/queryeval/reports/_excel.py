@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from queryeval.cases import Case, Score
+from queryeval.cases import Case, Score, describe_failures
 from queryeval.reports._excel_sheets import (
     components_table,
     configurations_table,
@@ -116,9 +116,12 @@ def _statistics_rows(summary: Mapping[str, Any]) -> list[tuple[list[Any], str]]:
                     rows.append(([key.replace("_", " "), dq.get(key)], ""))
                 rows.append((["cases", dq.get("cases")], ""))
             rows.append(([], ""))
-            header = ["mean", "95% CI low", "95% CI high", "ok", "unscored", "error", "pass rate"]
+            header = ["mean", "95% CI low", "95% CI high", "ok", "failed", "unscored", "error",
+                      "pass rate", "failures (0 in the mean)", "unscored share"]  # fmt: skip
             rows.append(([f"{label}", *header], "bold"))
             ci = s.get("ci95") or {}
+            share = s.get("unscored_share")
+            flag = " (flagged: the mean may not describe the system)" if s.get("flagged") else ""
             rows.append(
                 (
                     [
@@ -127,9 +130,12 @@ def _statistics_rows(summary: Mapping[str, Any]) -> list[tuple[list[Any], str]]:
                         ci.get("low"),
                         ci.get("high"),
                         s.get("ok"),
+                        s.get("failed_outputs", 0),
                         s.get("unscored"),
                         s.get("error"),
                         s.get("pass_rate"),
+                        describe_failures(s.get("failures") or {}),
+                        f"{share:.1%}{flag}" if share is not None else "",
                     ],
                     "",
                 )

@@ -282,12 +282,25 @@ def _headline(summary: Mapping[str, Any], systems: list[str], labels: list[str])
                         "n": scorers.get(label, {}).get("n", 0),
                         "unscored": scorers.get(label, {}).get("unscored", 0),
                         "error": scorers.get(label, {}).get("error", 0),
+                        **_failure_view(scorers.get(label, {})),
                     }
                     for label in labels
                 ],
             }
         )
     return out
+
+
+def _failure_view(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """What a report shows of a scorer's failures and unscored share."""
+    from queryeval.cases import describe_failures
+
+    return {
+        "failed": entry.get("failed_outputs", 0),
+        "failures": describe_failures(entry.get("failures") or {}),
+        "flagged": bool(entry.get("flagged")),
+        "unscored_share": entry.get("unscored_share") or 0.0,
+    }
 
 
 def _scorer(entry: Mapping[str, Any], label: str) -> Mapping[str, Any]:
@@ -367,6 +380,7 @@ def _scorer_sections(
                         "ok": e.get("ok", 0),
                         "unscored": e.get("unscored", 0),
                         "error": e.get("error", 0),
+                        **_failure_view(e),
                     }
                     for s, e in entries.items()
                 ],

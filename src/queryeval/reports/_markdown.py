@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from queryeval.cases import describe_failures
+
 _MARK = {"better": "✅", "worse": "❌", "no significant difference": "➖"}
 
 
@@ -156,18 +158,30 @@ def summary_markdown(
         )
     )
     rows = []
+    failure_notes: list[str] = []
     for name, e in summary.get("systems", {}).items():
         row = [name, f"{_n(e.get('pass_rate'))} {_ci(e.get('pass_rate_ci95'))}".strip()]
+        notes = []
         for label in labels:
             s = e.get("scorers", {}).get(label, {})
-            row.append(f"{_n(s.get('mean'))} {_ci(s.get('ci95'))}".strip())
+            flag = " ⚠" if s.get("flagged") else ""
+            row.append(f"{_n(s.get('mean'))}{flag} {_ci(s.get('ci95'))}".strip())
+            if s.get("failures"):
+                notes.append(f"- {name} / {label}: failed {describe_failures(s['failures'])}")
+            if s.get("flagged"):
+                share = s.get("unscored_share") or 0.0
+                notes.append(f"- ⚠ {name} / {label}: {share:.1%} unscored or in error")
         row.append(str(e.get("system_errors", 0)))
         rows.append(row)
+        failure_notes.extend(notes)
     lines += _table(
         ["system", "pass rate (95% CI)", *labels, "system errors"],
         rows,
         ["---", "--:", *(["--:"] * len(labels)), "--:"],
     )
+    if failure_notes:
+        lines += ["", "Failures count 0 in every mean; unscored cases are left out:", ""]
+        lines += failure_notes
     gates = summary.get("gates") or []
     if gates:
         failed = [g for g in gates if not g["passed"]]

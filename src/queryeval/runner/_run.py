@@ -97,6 +97,17 @@ class RunResult:
         """Whether every gate passed (True when there are none)."""
         return all(g["passed"] for g in self.gates)
 
+    @property
+    def flags(self) -> list[dict[str, Any]]:
+        """Means with more unscored (or error) cases than `settings.max_unscored_share`:
+        {system, scorer, unscored_share}; `--strict` fails the run on any."""
+        return [
+            {"system": name, "scorer": label, "unscored_share": s.get("unscored_share")}
+            for name, entry in self.summary.get("systems", {}).items()
+            for label, s in entry.get("scorers", {}).items()
+            if s.get("flagged")
+        ]
+
 
 def _hash_files(paths: Sequence[Path], contents: dict[Path, bytes]) -> str:
     h = hashlib.sha256()
