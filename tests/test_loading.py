@@ -196,8 +196,8 @@ def test_params_grid_expands_cartesian_and_explicit() -> None:
 def test_predictions_shorthands_and_several_attempts(tmp_path: Path) -> None:
     path = write(
         tmp_path / "p.jsonl",
-        '{"case_id": "a", "query": "SELECT 1"}\n'
-        '{"case_id": "a", "query": "SELECT 2"}\n'
+        '{"case_id": "a", "attempt": 2, "query": "SELECT 2"}\n'
+        '{"case_id": "a", "attempt": 1, "query": "SELECT 1"}\n'
         '{"case_id": "b", "output": {"attempts": [{"answer": "Paris"}], "cost": 0.1}}\n'
         '{"case_id": "c", "error": "crashed"}\n'
         '{"case_id": 4, "answer": "x"}\n',
@@ -209,6 +209,28 @@ def test_predictions_shorthands_and_several_attempts(tmp_path: Path) -> None:
     assert preds.get("c").error == "crashed"
     assert preds.get("4").final is not None
     assert preds.get("zzz").error == "no prediction for this case"
+    assert preds.get("zzz").failure == "missing"
+
+
+def test_an_output_of_the_wrong_type_is_the_systems_failure(tmp_path: Path) -> None:
+    """A readable record whose output has the wrong type is what the system produced: a
+    failure of that case (invalid output), not a bad input that stops the run."""
+    path = write(
+        tmp_path / "p.jsonl",
+        '{"case_id": "a", "query": 42}\n{"case_id": "b", "findings": "bad"}\n'
+        '{"case_id": "c", "output": ["a", "list"]}\n',
+    )
+    preds = PredictionsFile(path, known_ids={"a", "b", "c"})
+    for case_id, field in (("a", "query"), ("b", "findings"), ("c", "list")):
+        output = preds.get(case_id)
+        assert output.failure == "invalid_output" and not output.attempts
+        assert output.error is not None and field in output.error
+
+
+def test_a_plain_string_is_the_text_of_the_task(tmp_path: Path) -> None:
+    path = write(tmp_path / "p.jsonl", '{"case_id": "a", "output": "SELECT 1"}\n')
+    assert PredictionsFile(path, text_fields=("query",)).get("a").attempts[0].query == "SELECT 1"
+    assert PredictionsFile(path).get("a").attempts[0].answer == "SELECT 1"
 
 
 @pytest.mark.parametrize(
@@ -217,7 +239,11 @@ def test_predictions_shorthands_and_several_attempts(tmp_path: Path) -> None:
         ('{"case_id": "a", "query": "x"}\n{"case_id": "ghost", "query": "y"}\n', 2, "unknown case"),
         ('{"case_id": "a"}\n{not json\n', 2, "invalid JSON"),
         ('{"query": "x"}\n', 1, "case_id"),
-        ('{"case_id": "a", "findings": "bad"}\n', 1, "findings"),
+        ('{"case_id": "a", "query": "x"}\n{"case_id": "a", "query": "y"}\n', 2, "line 1"),
+        ('{"case_id": "a", "attempt": 1}\n{"case_id": "a", "attempt": 1}\n', 2, "attempt 1"),
+        ('{"case_id": "a", "attempt": 1}\n{"case_id": "a"}\n', 2, "second prediction"),
+        ('{"case_id": "a", "attempt": "one"}\n', 1, "integer"),
+        ("\n\n", 1, "empty"),
     ],
 )
 def test_bad_predictions_name_line(tmp_path: Path, text: str, line: int, fragment: str) -> None:

@@ -106,7 +106,7 @@ def test_relative_gate_without_baseline_is_bad_input(tmp_path: Path) -> None:
     (folder / "rerun.yaml").write_text(text)
     result = _cli("run", str(folder / "rerun.yaml"), "--out", str(tmp_path / "r"), "--no-progress")
     assert result.returncode == 2
-    assert "rerun.yaml: gates:" in result.stderr and "--baseline" in result.stderr
+    assert "rerun.yaml:10: gates[0]:" in result.stderr and "--baseline" in result.stderr
     assert not (tmp_path / "r" / "results.jsonl").exists()  # refused before running
     # given on the command line instead, it runs
     ok = _cli(

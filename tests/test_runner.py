@@ -149,8 +149,8 @@ def test_refuses_to_overwrite_without_flag_and_resume_skips(tmp_path: Path) -> N
 def test_resume_refuses_changed_inputs(tmp_path: Path) -> None:
     suite_path = make_answer_suite(tmp_path / "s", 4)
     run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
-    with (tmp_path / "s" / "preds.jsonl").open("a") as f:
-        f.write('{"case_id": "c-1", "answer": "more"}\n')
+    preds = tmp_path / "s" / "preds.jsonl"
+    preds.write_text(preds.read_text().replace('"answer": "a1"', '"answer": "more"'))
     with pytest.raises(InputError, match="changed since this run began"):
         run_suite(load_suite(suite_path), tmp_path / "run", resume=True, progress=False)
 
@@ -364,8 +364,11 @@ def test_sharded_run_with_predictions_out_of_line(tmp_path: Path, change: str) -
     lines = preds.read_text().splitlines()
     if change == "swap":
         lines[10], lines[50] = lines[50], lines[10]
-    else:
-        lines.insert(40, lines[39])  # a second attempt for case-39
+    else:  # a second attempt for case-39, numbered (and the first given its number)
+        first, second = json.loads(lines[39]), json.loads(lines[39])
+        first["attempt"], second["attempt"] = 1, 2
+        lines[39] = json.dumps(first)
+        lines.insert(40, json.dumps(second))
     preds.write_text("\n".join(lines) + "\n")
     serial_path = folder / "serial.yaml"
     serial_path.write_text(suite_path.read_text().replace("workers: 2", "workers: 1"))
@@ -400,9 +403,11 @@ def test_sharded_run_cut_short_and_resumed_gives_the_same_summary(tmp_path: Path
 def test_sharded_run_reports_a_missing_predictions_file(tmp_path: Path) -> None:
     suite_path = _sdmx_bench_suite(tmp_path / "s", 50, workers=2)
     (tmp_path / "s" / "predictions.jsonl").unlink()
-    with pytest.raises(InputError, match="cannot read predictions") as info:
+    with pytest.raises(InputError, match="predictions file not found") as info:
         run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
-    assert info.value.path is not None and info.value.path.endswith("predictions.jsonl")
+    # named where the suite names it, with the line
+    assert info.value.path is not None and info.value.path.endswith("suite.yaml")
+    assert info.value.line is not None and "predictions.jsonl" in info.value.message
 
 
 def test_sharded_run_checks_inputs_before_writing(tmp_path: Path) -> None:

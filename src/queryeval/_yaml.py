@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 try:  # the C loader is ~10x faster; fall back to pure Python where libyaml is missing
-    from yaml import CSafeLoader as _Loader
+    from yaml import CSafeLoader as _Base
 except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _Base  # type: ignore[assignment]
 
 from queryeval.errors import InputError
+
+
+class _Loader(_Base):
+    """The safe loader, reading YAML 1.2's floats too: YAML 1.1 (PyYAML) wants a dot in a
+    float, so `rel_tol: 1e-9` would be the string "1e-9"."""
+
+
+# A copy of the resolvers (lists included), so PyYAML's own loaders are left as they were.
+_Loader.yaml_implicit_resolvers = {
+    first: list(resolvers) for first, resolvers in _Base.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 Loc = tuple[str | int, ...]
 

@@ -99,8 +99,13 @@ def _load_jsonl(path: Path) -> list[tuple[Case, int | None]]:
     return cases
 
 
-def load_cases(patterns: str | Iterable[str], base: Path = Path(".")) -> list[Case]:
-    """All cases from the files matching the patterns; duplicate ids are an InputError."""
+def load_cases(
+    patterns: str | Iterable[str],
+    base: Path = Path("."),
+    places: dict[str, tuple[Path, int | None]] | None = None,
+) -> list[Case]:
+    """All cases from the files matching the patterns; duplicate ids are an InputError.
+    `places`, when given, receives each case's file and line (for later errors)."""
     cases: list[Case] = []
     where: dict[str, str] = {}
     for path in case_files(patterns, base):
@@ -113,5 +118,7 @@ def load_cases(patterns: str | Iterable[str], base: Path = Path(".")) -> list[Ca
                     where="id",
                 )
             where[case.id] = f"{path}:{line}" if line else str(path)
+            if places is not None:
+                places[case.id] = (path, line)
             cases.append(case)
     return cases

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -110,32 +110,55 @@ def run(
 
 
 @app.command()
-def validate(suite: SuiteArg) -> None:
-    """Check the suite, its cases and its predictions without running anything."""
+def validate(
+    suite: SuiteArg,
+    baseline: Annotated[
+        Path | None, typer.Option(help="the baseline run that `run --baseline` will be given")
+    ] = None,
+    golds: Annotated[
+        bool,
+        typer.Option(
+            help="run the gold queries: flag golds that fail, return no rows, or return the "
+            "same rows on empty tables (non-discriminating)"
+        ),
+    ] = True,
+    strict: Annotated[bool, typer.Option(help="exit 1 when a gold is flagged")] = False,
+) -> None:
+    """Check the suite, its cases and its predictions without scoring anything: every
+    option typed, everything referenced present (exit 2 with file, line and what was
+    expected), and the gold queries run once (cached for the run)."""
     from queryeval.config import load_suite
-    from queryeval.reports import report_kinds
     from queryeval.runner import plan_run
-    from queryeval.stats import parse_gate
 
     try:
         config = load_suite(suite)
-        plan = plan_run(config)
-        for gate in config.gates:
-            parse_gate(gate)
-        kinds = report_kinds()
-        for rep in config.reports:
-            if rep.kind not in kinds:
-                raise InputError(
-                    f"unknown report kind {rep.kind!r}; expected one of {', '.join(kinds)}",
-                    path=config.source,
-                    where="reports",
-                )
+        plan = plan_run(config, baseline=baseline is not None)
+        findings = _gold_findings(plan) if golds else []
     except InputError as exc:
         raise fail_input(exc) from None
+    for finding in findings:
+        typer.echo(f"warning: {finding.line()}", err=True)
     typer.echo(
         f"ok: {len(plan.cases)} cases, {len(plan.systems)} system configuration(s), "
         f"scorers: {', '.join(plan.scorers)}"
+        + (f"; {len(findings)} gold(s) flagged" if findings else "")
     )
+    if strict and findings:
+        raise typer.Exit(code=1)
+
+
+def _gold_findings(plan: Any) -> list[Any]:
+    """The gold checks of a planned suite whose scorers run queries (see `selftest`)."""
+    from queryeval.runner import cache_dir, gold_findings
+    from queryeval.scorers import ScoringContext
+
+    if not plan.suite.databases or not any(s.needs_database for s in plan.scorers.values()):
+        return []
+    ctx = ScoringContext(plan.suite, cache_dir=cache_dir(plan.suite))
+    try:
+        return gold_findings(plan.suite, plan.cases, ctx)
+    finally:
+        ctx.close()
 
 
 @app.command()
@@ -164,12 +187,16 @@ def selftest(
     cache_dir: Annotated[
         Path, typer.Option(help="cache folder (gold results, fixture databases)")
     ] = Path(".queryeval-cache"),
+    strict: Annotated[
+        bool, typer.Option(help="also exit 1 when a gold is non-discriminating")
+    ] = False,
 ) -> None:
-    """Run every gold query as the prediction and report the ceiling (exit 1 below 1.0)."""
+    """Run every gold query as the prediction and report the ceiling (exit 1 below 1.0);
+    golds that return no rows, or the same rows on empty tables, are flagged."""
     from queryeval.cli._selftest import selftest_command
 
     try:
-        selftest_command(suite, cache_dir)
+        selftest_command(suite, cache_dir, strict)
     except InputError as exc:
         raise fail_input(exc) from None
 

@@ -13,8 +13,10 @@ def selftest_command(
     cache_dir: Annotated[
         Path, typer.Option(help="cache folder (gold results, fixture databases)")
     ] = Path(".queryeval-cache"),
+    strict: bool = False,
 ) -> None:
-    """Run each gold query as if a system had predicted it; exit 1 when the ceiling < 1.0."""
+    """Run each gold query as if a system had predicted it; exit 1 when the ceiling < 1.0
+    (and, with `strict`, when a gold is non-discriminating)."""
     from queryeval.cases import load_cases
     from queryeval.config import load_suite
     from queryeval.runner import selftest
@@ -29,11 +31,14 @@ def selftest_command(
         ctx.close()
     for item in report.failures:
         typer.echo(f"  {item.case_id} (gold {item.gold}): {item.status}: {item.explanation}")
+    for finding in report.findings:
+        typer.echo(f"  non-discriminating: {finding.line()}")
     ceiling = report.ceiling
     shown = "n/a" if ceiling is None else f"{ceiling:.3f}"
     typer.echo(
         f"{config.name}: {report.checked} gold queries checked, {len(report.failures)} failed, "
-        f"{len(report.skipped)} cases without a gold query; ceiling {shown}"
+        f"{len(report.findings)} non-discriminating, {len(report.skipped)} cases without a "
+        f"gold query; ceiling {shown}"
     )
-    if ceiling is not None and ceiling < 1.0:
+    if (ceiling is not None and ceiling < 1.0) or (strict and report.findings):
         raise typer.Exit(1)

@@ -34,6 +34,7 @@ def load_suite(path: str | Path) -> SuiteConfig:
         raise input_error(exc, path=path, located=doc) from None
     suite.base_dir = path.resolve().parent
     suite.source = path.resolve()
+    suite._lines = doc.lines
     _import_plugins(suite, path, doc)
     _check_scorers(suite, path, doc)
     _check_systems(suite, path, doc)

@@ -6,7 +6,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from queryeval._validation import duplicates
 from queryeval.config._systems import (
@@ -26,9 +26,8 @@ class _Model(BaseModel):
 
 
 class DatabaseConfig(_Model):
-    """A named database: an engine and where it lives (embedded by default)."""
-
-    model_config = ConfigDict(extra="allow")
+    """A named database: an engine and where it lives (embedded by default); the engine and
+    its options are checked against the engines when a run is planned."""
 
     engine: str
     path: str | None = None
@@ -151,7 +150,9 @@ class ScorerConfig(_Model):
     options: dict[str, Any] = Field(default_factory=dict)
     weight: float = Field(default=1.0, ge=0)
     required: bool = False
-    threshold: float | None = None
+    threshold: float | None = Field(
+        default=None, ge=0, le=1, description="pass threshold of the scorer's value"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -238,7 +239,9 @@ class SuiteConfig(_Model):
     databases: dict[str, DatabaseConfig] = Field(default_factory=dict)
     systems: list[SystemConfig] = Field(min_length=1)
     scorers: list[ScorerConfig] = Field(default_factory=list)
-    threshold: float | None = Field(default=None, description="pass threshold for the case")
+    threshold: float | None = Field(
+        default=None, ge=0, le=1, description="pass threshold for the case"
+    )
     gates: list[str] = Field(default_factory=list)
     baseline: BaselineConfig | None = None
     reports: list[ReportConfig] = Field(default_factory=lambda: [ReportConfig(kind="console")])
@@ -255,6 +258,20 @@ class SuiteConfig(_Model):
     # not from YAML: where the suite file lives, so relative paths resolve against it
     base_dir: Path = Field(default=Path("."), exclude=True)
     source: Path | None = Field(default=None, exclude=True)
+    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+
+    def line_of(self, loc: tuple[str | int, ...]) -> int | None:
+        """The suite file's line of `loc` (or of its nearest ancestor written there; a
+        preset's scorers point at `preset:`)."""
+        lines = self._lines
+        if loc and loc[0] == "scorers" and ("scorers",) not in lines and ("preset",) in lines:
+            return lines[("preset",)]
+        loc = tuple(loc)
+        while loc:
+            if loc in lines:
+                return lines[loc]
+            loc = loc[:-1]
+        return lines.get(())
 
     @field_validator("systems")
     @classmethod

@@ -8,12 +8,14 @@ from queryeval.engines._base import Engine, Execution, Limits
 from queryeval.engines._blame import Blame, blame
 from queryeval.engines._describe import describe_schema
 from queryeval.engines._factory import ENGINES, build_engine, engine_from_context
+from queryeval.engines._options import DatabaseOptions, database_problem
 from queryeval.engines._results import (
     ExecutionMemo,
     execute_query,
     gold_execution,
     run_prediction,
 )
+from queryeval.engines._twin import empty_twin
 from queryeval.engines._validity import (
     ValidityChecker,
     ValidityVerdict,
@@ -26,6 +28,7 @@ from queryeval.metrics import ResultSet
 __all__ = [
     "ENGINES",
     "Blame",
+    "DatabaseOptions",
     "Engine",
     "Execution",
     "ExecutionMemo",
@@ -36,7 +39,9 @@ __all__ = [
     "blame",
     "build_engine",
     "check_validity",
+    "database_problem",
     "describe_schema",
+    "empty_twin",
     "engine_from_context",
     "execute_query",
     "gold_execution",

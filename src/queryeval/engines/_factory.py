@@ -29,9 +29,11 @@ if TYPE_CHECKING:
     from queryeval.config import DatabaseConfig
     from queryeval.scorers import ScoringContext
 
-ENGINES = ("duckdb", "sqlite", "sqlalchemy", "kql", "kusto", "arcadedb", "neo4j")
+from queryeval.engines._options import ENGINE_ALIASES as _ALIASES
+from queryeval.engines._options import ENGINE_OPTIONS
+
+ENGINES = tuple(ENGINE_OPTIONS)
 _BUILD_LOCK = threading.Lock()  # ctx.resource is not thread-safe; building is rare
-_ALIASES = {"duckdb-kql": "kql", "cypher": "arcadedb", "sql": "sqlalchemy"}
 
 
 def _file_identity(path: Path) -> str:
@@ -112,10 +114,10 @@ def build_engine(name: str, config: DatabaseConfig, base_dir: Path, cache_dir: P
             if text_errors != "strict":  # the rows differ, so must the gold cache's key
                 identity = f"{identity}:text_errors={text_errors}"
             return SQLiteEngine(name, path, limits, identity, text_errors=text_errors)
-        from queryeval.engines._kql import KqlEngine
+        from queryeval.engines._kql import KqlEngine, parse_now
 
-        now = _now(options)
-        return KqlEngine(name, path, limits, f"{identity}:now={now.isoformat()}", now)
+        pinned = parse_now(options["now"]) if "now" in options else None
+        return KqlEngine(name, path, limits, identity, pinned)  # else: the data's latest time
 
     if kind == "sqlalchemy":
         need("url")

@@ -89,6 +89,34 @@ def translation_outcome(message: str, query: str, known: set[str]) -> tuple[Outc
     return "unsupported", f"duckdb-kql's translation failed: {message}"
 
 
+_TIME_TYPES = ("TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_NS", "TIMESTAMP_MS",
+               "TIMESTAMP_S", "DATE")  # fmt: skip
+
+
+def latest_timestamp(con: Any) -> dt.datetime | None:
+    """The latest timestamp (or date) in any column of the database on `con`, in UTC; None
+    when it holds none. Fixtures pin KQL's `now()` to it when `options.now` is not given."""
+    con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_catalog = current_database() AND data_type IN "
+        f"({', '.join(repr(t) for t in _TIME_TYPES)}) ORDER BY table_name, column_name"
+    )
+    latest: dt.datetime | None = None
+    for table, column in con.fetchall():
+        quoted_table = '"' + table.replace('"', '""') + '"'
+        quoted_column = '"' + column.replace('"', '""') + '"'
+        (value,) = con.execute(f"SELECT max({quoted_column}) FROM {quoted_table}").fetchone()
+        if value is None:
+            continue
+        if not isinstance(value, dt.datetime):  # a DATE: its midnight
+            value = dt.datetime.combine(value, dt.time())
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        value = value.astimezone(dt.UTC)
+        latest = value if latest is None or value > latest else latest
+    return latest
+
+
 class KqlEngine(Engine):
     """KQL on a DuckDB database file through duckdb-kql, read-only. duckdb-kql emulates
     Kusto: its parser's verdicts (`syntax`) are not the authority on KQL, and an error of
@@ -99,18 +127,27 @@ class KqlEngine(Engine):
     emulated_kinds = frozenset({"syntax"})
 
     def __init__(self, name: str, path: Path, limits: Limits, identity: str,
-                 now: dt.datetime) -> None:  # fmt: skip
+                 now: dt.datetime | None = None) -> None:  # fmt: skip
         super().__init__(name, limits, identity)
         import duckdb
 
         self.path = path
-        self.now = now
         # Not config-locked: duckdb-kql sets TimeZone=UTC on every query. KQL cannot
         # express a SET, ATTACH or COPY, so the lock would only stop the translator.
         config = duckdb_config(lock=False)
         self._con = duckdb.connect(str(path), config=config)
         self._con.execute("SET TimeZone = 'UTC'")
         self._lock = threading.Lock()
+        if now is not None:
+            self.now, self.now_source = now, "options.now"
+        else:  # pinned to the data, so `ago()` windows hold rows whenever the run happens
+            latest = latest_timestamp(self._con)
+            if latest is not None:
+                self.now, self.now_source = latest, "the latest timestamp in the data"
+            else:
+                self.now = dt.datetime.now(dt.UTC)
+                self.now_source = "the moment the engine started (no timestamp in the data)"
+        self.identity = f"{identity}:now={self.now.isoformat()}"
 
     def refusal(self, query: str) -> str | None:
         reason = kql.read_only_refusal(query)
@@ -185,7 +222,11 @@ class KqlEngine(Engine):
     def schema(self) -> dict[str, Any]:
         cursor = self._cursor()
         try:
-            return {"tables": duckdb_tables(cursor), "now": self.now.isoformat()}
+            return {
+                "tables": duckdb_tables(cursor),
+                "now": self.now.isoformat(),
+                "now_source": self.now_source,
+            }
         finally:
             cursor.close()
 

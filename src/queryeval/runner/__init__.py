@@ -11,11 +11,12 @@ from queryeval.runner._run import (
     plan_run,
     run_suite,
 )
-from queryeval.runner._selftest import SelftestReport, selftest
+from queryeval.runner._selftest import GoldFinding, SelftestReport, gold_findings, selftest
 from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 
 __all__ = [
     "COMPARISON",
+    "GoldFinding",
     "RUN",
     "SUMMARY",
     "RunPlan",
@@ -27,6 +28,7 @@ __all__ = [
     "case_passed",
     "compare_with_baseline",
     "default_out_dir",
+    "gold_findings",
     "load_baseline",
     "plan_run",
     "run_suite",

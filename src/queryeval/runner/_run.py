@@ -32,6 +32,7 @@ from queryeval.systems import (
     attach_systems,
     build_system,
     import_callable,
+    text_fields_for,
 )
 
 if TYPE_CHECKING:
@@ -118,20 +119,39 @@ def _hash_files(paths: Sequence[Path], contents: dict[Path, bytes]) -> str:
     return h.hexdigest()
 
 
+def suite_reads(scorers: Sequence[Scorer]) -> set[str]:
+    """What the scorers read of an output (a composite: what its components read)."""
+    reads: set[str] = set()
+    for scorer in scorers:
+        reads.add(scorer.reads)
+        reads |= suite_reads(getattr(scorer, "components", []))
+    return reads
+
+
 def plan_run(
-    suite: SuiteConfig, *, lazy: bool = False, contents: dict[Path, bytes] | None = None
+    suite: SuiteConfig,
+    *,
+    lazy: bool = False,
+    contents: dict[Path, bytes] | None = None,
+    baseline: bool = False,
 ) -> RunPlan:
-    """Load and check everything a run needs; InputError on any bad input. With `lazy`, cases
-    and predictions are left for the sharded workers to load and check; `contents` are the
-    input files' bytes when they were read already."""
+    """Load and check everything a run needs (see `queryeval.runner._check`); InputError on
+    any bad input, before anything runs. With `lazy`, cases and predictions are left for the
+    sharded workers to load and check; `contents` are the input files' bytes when they were
+    read already; `baseline`: a baseline run is given on the command line."""
+    from queryeval.runner._check import check_suite
+
+    places: dict[str, tuple[Path, int | None]] = {}
     with bulk_allocation():
-        cases = [] if lazy else load_cases(suite.cases, suite.base_dir)
+        cases = [] if lazy else load_cases(suite.cases, suite.base_dir, places)
     if not cases and not lazy:
         raise InputError("no cases matched", path=suite.source, where="cases")
     known = {c.id for c in cases}
     scorers = {cfg.label: build_scorer(cfg) for cfg in suite.scorers}
     if not scorers:
         raise InputError("no scorers configured (add 'scorers:' or a 'preset:')", path=suite.source)
+    check_suite(suite, scorers, cases, places, baseline=baseline)
+    text_fields = text_fields_for(suite_reads(list(scorers.values())))
     files = list(case_files(suite.cases, suite.base_dir))
     systems: list[SystemRun] = []
     for i, cfg in enumerate(suite.systems):
@@ -141,7 +161,7 @@ def plan_run(
             if lazy and not path.is_file():  # read later by the workers: checked here
                 raise InputError("cannot read predictions (no such file)", path=path)
             with bulk_allocation():
-                preds = None if lazy else PredictionsFile(path, known)
+                preds = None if lazy else PredictionsFile(path, known, text_fields)
             systems.append(SystemRun(cfg.name, {}, predictions=preds))
         elif cfg.callable:
             try:
@@ -155,7 +175,7 @@ def plan_run(
                     SystemRun(
                         name,
                         params,
-                        callable=CallableSystem(fn, params, cfg.timeout_s),
+                        callable=CallableSystem(fn, params, cfg.timeout_s, text_fields),
                         concurrency=cfg.concurrency,
                         group=cfg.name,
                     )
@@ -572,7 +592,7 @@ def run_suite(
     from queryeval.runner._sharded import shard_contents
 
     contents = shard_contents(suite)
-    plan = plan_run(suite, lazy=contents is not None, contents=contents)
+    plan = plan_run(suite, lazy=contents is not None, contents=contents, baseline=bool(baseline))
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
     runner = Runner(plan, out, progress=progress, use_cache=use_cache)

@@ -24,7 +24,7 @@ from queryeval.cases import Case, Output, Score, case_files
 from queryeval.errors import InputError
 from queryeval.scorers import Scorer, ScoringContext
 from queryeval.stats import RunColumns, SystemColumns
-from queryeval.systems import parse_prediction_line
+from queryeval.systems import CaseOutputs, parse_prediction_line, read_prediction_line
 
 if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
@@ -127,7 +127,14 @@ def read_inputs(runner: Runner) -> _Inputs:
     predictions: dict[str, _Lines] = {}
     for cfg in suite.systems:
         assert cfg.predictions
-        predictions[cfg.name] = _Lines.read([suite.resolve(cfg.predictions)], contents)
+        path = suite.resolve(cfg.predictions)
+        lines = predictions[cfg.name] = _Lines.read([path], contents)
+        if not any(raw.strip() for raw in lines.raw):
+            raise InputError(
+                "the predictions file is empty: expected one JSON record per case",
+                path=path,
+                line=1,
+            )
     return _Inputs(cases, predictions)
 
 
@@ -188,15 +195,13 @@ def _outputs(lines: _Lines, indexes: list[int]) -> Output:
     path = lines.paths[0]  # one predictions file per system
     if len(indexes) == 1:  # one record per case: the common case
         return parse_prediction_line(lines.raw[indexes[0]], path, indexes[0] + 1)[1]
-    output: Output | None = None
+    if not indexes:
+        return Output(error="no prediction for this case", failure="missing")
+    joined = CaseOutputs(path)  # several records: distinct attempt numbers, else an error
     for index in indexes:
-        _, out = parse_prediction_line(lines.raw[index], path, index + 1)
-        if output is None:
-            output = out
-        else:
-            output.attempts.extend(out.attempts)
-            output.error = out.error or output.error
-    return output if output is not None else Output(error="no prediction for this case")
+        joined.add(index + 1, read_prediction_line(lines.raw[index], path, index + 1))
+    (output,) = joined.outputs().values()
+    return output
 
 
 def _slice_outputs(

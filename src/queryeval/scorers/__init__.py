@@ -10,6 +10,7 @@ from queryeval.scorers._base import (
 )
 from queryeval.scorers._codelists import load_codelists
 from queryeval.scorers._estimate import estimate, judged_scorers
+from queryeval.scorers._policy import comparison_keys, comparison_policy, policy_problem
 from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer, scorer_class
 
 __all__ = [
@@ -19,10 +20,14 @@ __all__ = [
     "apply_rule",
     "ascore_case",
     "build_scorer",
+    "comparison_keys",
+    "comparison_policy",
     "estimate",
     "judged_scorers",
     "known_scorers",
     "load_codelists",
+
+    "policy_problem",
     "register_scorer",
     "score_case",
     "scorer_class",

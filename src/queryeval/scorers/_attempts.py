@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from queryeval.cases import Attempt, Case, Query, Target
 from queryeval.metrics.agentic import KG_CHECKS, AttemptSummary, summarize_attempt
@@ -52,6 +52,13 @@ class GradingOptions(BaseModel):
     comparison: dict[str, Any] = Field(
         default_factory=dict, description="compare_results policy; overrides suite.comparison"
     )
+
+    @field_validator("comparison")
+    @classmethod
+    def _typed_policy(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from queryeval.scorers._policy import comparison_policy
+
+        return comparison_policy(v)
 
 
 def gold_query(target: Target) -> Query | None:
@@ -130,7 +137,9 @@ class AttemptGrader:
         override = self.case.metadata.get("comparison")
         if isinstance(override, dict):
             policy.update(override)
-        return policy
+        from queryeval.scorers._policy import comparison_policy
+
+        return comparison_policy(policy)
 
     # -- grading -------------------------------------------------------------------------
 

@@ -83,6 +83,8 @@ class Scorer:
     # a query this scorer reads is judged by running it on the case's database (else only by
     # what needs no engine: empty, fenced, a write, the independent validity check)
     judged_by_execution: ClassVar[bool] = True
+    # runs the prediction on the case's database: every case must name one the suite has
+    needs_database: ClassVar[bool] = False
     # Pure, local and cheap: may run in forked workers on large runs; its aggregate() reads
     # only id, name, tags, metadata and labels of the cases.
     shardable: ClassVar[bool] = False
@@ -122,6 +124,23 @@ class Scorer:
         may name them); None when it cannot say (then any name is accepted). A failure
         reports every one of them as 0."""
         return None
+
+    def config_problems(self, suite: SuiteConfig) -> list[tuple[tuple[str | int, ...], str]]:
+        """What in this scorer's configuration the suite cannot honour, as (location under
+        the scorer's entry, e.g. ("options", "schemas"), what was expected); checked by
+        `validate` and before a run. Default: the `database` option names a database of
+        the suite."""
+        database = self.database_option
+        if database is not None and database not in suite.databases:
+            known = ", ".join(suite.databases) or "none"
+            return [
+                (("options", "database"), f"unknown database {database!r}; the suite has: {known}")
+            ]
+        return []
+
+    def check_inputs(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """Cheap checks of the cases this scorer will read (InputError naming the case), run
+        by `validate` and before a run. Default: nothing."""
 
     def not_applicable(self, case: Case) -> str | None:
         """Why this scorer cannot score `case` whatever the output (no target of its kind),

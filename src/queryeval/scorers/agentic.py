@@ -53,6 +53,7 @@ class AgenticScorer(Scorer):
 
     Options: ClassVar[type[BaseModel]] = AgenticOptions
     reads = "attempts"
+    needs_database = True
     options: AgenticOptions
 
     def sub_metrics(self) -> frozenset[str]:

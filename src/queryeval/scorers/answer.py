@@ -90,6 +90,19 @@ class AnswerScorer(Scorer):
             return frozenset({"judge_score"})
         return frozenset({"similarity", "judge_score"} if m == "hybrid" else {"similarity"})
 
+    def config_problems(self, suite: Any) -> list[tuple[tuple[str | int, ...], str]]:
+        """`semantic_dynamic` (or hybrid on it) needs its calibration file."""
+        problems = super().config_problems(suite)
+        if self._dynamic and not suite.resolve(self.options.calibration).is_file():
+            where = suite.resolve(self.options.calibration)
+            problems.append(
+                (
+                    ("options", "calibration"),
+                    f"calibration file not found: {where} (make it with `queryeval calibrate`)",
+                )
+            )
+        return problems
+
     def not_applicable(self, case: Case) -> str | None:
         """A case without an expected answer."""
         if case.id in self._refs or expected_answers(case):

@@ -155,6 +155,24 @@ class CompositeScorer(Scorer):
         """Each component's value under its label, and the weighted `total`."""
         return frozenset([*(c.label for c in self.components), "total"])
 
+    @property
+    def needs_database(self) -> bool:  # type: ignore[override]
+        """When a component does."""
+        return any(c.needs_database for c in self.components)
+
+    def config_problems(self, suite: Any) -> list[tuple[tuple[str | int, ...], str]]:
+        """Every component's, placed under its entry."""
+        return [
+            (("options", "components", i, *loc), message)
+            for i, comp in enumerate(self.components)
+            for loc, message in comp.config_problems(suite)
+        ]
+
+    def check_inputs(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """Every component's."""
+        for comp in self.components:
+            comp.check_inputs(cases, ctx)
+
     async def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:  # type: ignore[override]
         override = self._override(case)
         policy = override.unscored or self.options.unscored

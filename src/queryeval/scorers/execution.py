@@ -11,20 +11,18 @@ fails is the suite's problem, never the system's: the case is unscored, with the
 
 from __future__ import annotations
 
-import inspect
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from queryeval.cases import Case, Output, Query, Score, Target
 from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
+from queryeval.scorers._policy import comparison_policy, policy_problem
 from queryeval.scorers._registry import register_scorer
-
-_SET_BY_SCORER = {"gold_query", "language"}
 
 
 class ExecutionOptions(BaseModel):
@@ -50,6 +48,11 @@ class ExecutionOptions(BaseModel):
         description="spider_legacy: keep DISTINCT (the official --keep_distinct flag)",
     )
 
+    @field_validator("comparison")
+    @classmethod
+    def _typed_policy(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return comparison_policy(v)
+
 
 def target_query(target: Target) -> Query | None:
     """The target's gold query as a model (a bare string is shorthand for its text)."""
@@ -59,23 +62,13 @@ def target_query(target: Target) -> Query | None:
     return query
 
 
-def comparison_keys() -> set[str]:
-    """The policy keys `compare_results` accepts from a suite or a case."""
-    from queryeval.metrics import compare_results
-
-    params = inspect.signature(compare_results).parameters
-    return {name for name, p in params.items() if p.kind is p.KEYWORD_ONLY} - _SET_BY_SCORER
-
-
-def check_comparison(policy: dict[str, Any], where: str) -> None:
-    """An InputError for a policy key `compare_results` does not know."""
-    unknown = sorted(set(policy) - comparison_keys())
-    if unknown:
-        raise InputError(
-            f"unknown comparison option(s) {', '.join(unknown)}; expected some of "
-            f"{', '.join(sorted(comparison_keys()))}",
-            where=where,
-        )
+def check_comparison(policy: Any, where: str) -> None:
+    """An InputError for a policy `compare_results` cannot honour (an unknown key, a value
+    of the wrong type or out of range), naming the key and what it expects."""
+    problem = policy_problem(policy)
+    if problem is not None:
+        loc, message = problem
+        raise InputError(message, where=".".join([where, *map(str, loc)]))
 
 
 def case_database(case: Case, fallback: str | None, ctx: ScoringContext) -> str | None:
@@ -120,6 +113,7 @@ class _ExecutionScorer(Scorer):
     options: ExecutionOptions
     default_threshold = 1.0
     reads = "query"
+    needs_database = True
     needs_gold: ClassVar[bool] = True
     metric_names: ClassVar[tuple[str, ...]] = ()  # the sub-metrics this scorer reports
     uses_variants: ClassVar[bool] = False  # test-suite accuracy: exact on every variant
@@ -136,15 +130,15 @@ class _ExecutionScorer(Scorer):
             return None
         return "the case has no gold query or expected result"
 
-    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
-        """Check comparison policies (suite, scorer, cases) before anything runs."""
+    def check_inputs(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """The comparison policies (suite, cases) can be honoured (the scorer's own option
+        is typed when the scorer is built)."""
         if ctx.suite is not None:
             check_comparison(ctx.suite.comparison, "comparison")
-        check_comparison(self.options.comparison, f"scorers.{self.label}.options.comparison")
         known = set(ctx.suite.databases) if ctx.suite is not None else None
         for case in cases:
             policy = case.metadata.get("comparison")
-            if isinstance(policy, dict):
+            if policy is not None:
                 check_comparison(policy, f"case {case.id}: metadata.comparison")
             variants = case.metadata.get("variants")
             if variants is None:
@@ -157,6 +151,10 @@ class _ExecutionScorer(Scorer):
                 raise InputError(f"unknown database(s) {', '.join(unknown)}; the suite has "
                                  f"{', '.join(sorted(known or ())) or 'none'}",
                                  where=f"case {case.id}: metadata.variants")  # fmt: skip
+
+    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """Check the comparison policies before anything runs."""
+        self.check_inputs(cases, ctx)
 
     # -- locating things -----------------------------------------------------------------
 
@@ -219,7 +217,7 @@ class _ExecutionScorer(Scorer):
         override = case.metadata.get("comparison")
         if isinstance(override, dict):
             policy.update(override)
-        return policy
+        return comparison_policy(policy)  # typed: "1e-9" from a case file is a number
 
     @staticmethod
     def _execution_details(pred: Prediction) -> dict[str, Any]:

@@ -63,6 +63,7 @@ class LLMetricQScorer(Scorer):
 
     Options: ClassVar[type[BaseModel]] = LLMetricQOptions
     reads = "query"
+    needs_database = True
     options: LLMetricQOptions
 
     def sub_metrics(self) -> frozenset[str]:
@@ -141,6 +142,7 @@ class KGValidScorer(Scorer):
     options: KGValidOptions
     default_threshold = 1.0
     reads = "query"
+    needs_database = True
 
     def sub_metrics(self) -> frozenset[str]:
         """KG validity and the three checks' scores."""

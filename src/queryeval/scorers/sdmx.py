@@ -83,6 +83,14 @@ class TermSelectionScorer(Scorer):
             return "the case has no indicator_selection target"
         return None
 
+    def config_problems(self, suite: Any) -> list[tuple[tuple[str | int, ...], str]]:
+        """The `codelist` file exists."""
+        problems = super().config_problems(suite)
+        if self.options.codelist and not suite.resolve(self.options.codelist).is_file():
+            where = suite.resolve(self.options.codelist)
+            problems.append((("options", "codelist"), f"codelist file not found: {where}"))
+        return problems
+
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Load the SDMX-ML codelists once, when the suite names a file."""
         if self.options.codelist and ctx.suite is not None:

@@ -216,12 +216,25 @@ class WeaviateAstScorer(Scorer):
                 raise InputError(f"gold query: {exc}", where=f"case {case.id}: {where}") from None
         return golds
 
-    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
-        """Load the schemas and check every gold query once, so bad input stops the run
-        before any scoring (InputError naming the case)."""
+    def config_problems(self, suite: Any) -> list[tuple[tuple[str | int, ...], str]]:
+        """The `schemas` file exists."""
+        problems = super().config_problems(suite)
+        if self.options.schemas and not suite.resolve(self.options.schemas).is_file():
+            where = suite.resolve(self.options.schemas)
+            problems.append((("options", "schemas"), f"schemas file not found: {where}"))
+        return problems
+
+    def check_inputs(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """Every case's schema is known and every gold query reads (InputError naming the
+        case)."""
         for case in cases:
             _, schema = self._schema_for(case, ctx)
             self._golds(case, schema)
+
+    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """Load the schemas and check every gold query once, so bad input stops the run
+        before any scoring (InputError naming the case)."""
+        self.check_inputs(cases, ctx)
 
     # --- scoring --------------------------------------------------------------------------
 

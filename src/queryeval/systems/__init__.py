@@ -17,25 +17,35 @@ from queryeval.systems._endpoint import EndpointSystem, read_path, render_body
 from queryeval.systems._estimate import SystemEstimate, estimate_systems
 from queryeval.systems._model import ModelSystem
 from queryeval.systems._predictions import (
+    ANSWER,
+    CaseOutputs,
+    PredictionLine,
     PredictionsFile,
+    TextFields,
     parse_output,
     parse_prediction_line,
+    read_prediction_line,
+    text_fields_for,
 )
 from queryeval.systems._prompt import PromptTemplate, builtin_prompt, load_prompt
 from queryeval.systems._reply import ReadOutput, read_output
 from queryeval.systems._task import CaseTask, case_database, case_task
 
 __all__ = [
+    "ANSWER",
     "CallableSystem",
+    "CaseOutputs",
     "CaseTask",
     "EndpointSystem",
     "LiveSystem",
     "ModelSystem",
+    "PredictionLine",
     "PredictionsFile",
     "PromptTemplate",
     "ReadOutput",
     "SystemEstimate",
     "SystemProblem",
+    "TextFields",
     "attach_systems",
     "build_system",
     "builtin_prompt",
@@ -49,6 +59,8 @@ __all__ = [
     "parse_output",
     "parse_prediction_line",
     "read_output",
+    "read_prediction_line",
     "read_path",
     "render_body",
+    "text_fields_for",
 ]

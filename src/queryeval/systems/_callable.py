@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from queryeval.cases import Attempt, Case, Output
 from queryeval.errors import InputError
-from queryeval.systems._predictions import parse_output
+from queryeval.systems._predictions import ANSWER, TextFields, parse_output, unusable
 
 
 def import_callable(spec: str, base_dir: Path | None = None) -> Callable[..., Any]:
@@ -40,28 +40,33 @@ def import_callable(spec: str, base_dir: Path | None = None) -> Callable[..., An
     return obj
 
 
-def coerce_output(value: Any) -> Output:
-    """Whatever the callable returned, as an Output (Output, Attempt, dict or str)."""
+def coerce_output(value: Any, text_fields: TextFields = ANSWER) -> Output:
+    """Whatever the callable returned, as an Output (Output, Attempt, dict or str). A plain
+    string is the text of the suite's task (`text_fields`: the query of a text-to-SQL suite,
+    the answer of a RAG one)."""
     if isinstance(value, Output):
         return value
     if isinstance(value, Attempt):
         return Output(attempts=[value])
-    return parse_output(value)
+    return parse_output(value, text_fields)
 
 
 class CallableSystem:
-    """Calls `fn(case, **params)`; sync callables run in worker threads. Crashes and timeouts
-    become `Output.error`, never exceptions."""
+    """Calls `fn(case, **params)`; sync callables run in worker threads. Crashes, timeouts
+    and outputs of the wrong type become `Output.error` (the system's failure), never
+    exceptions."""
 
     def __init__(
         self,
         fn: Callable[..., Any],
         params: dict[str, Any] | None = None,
         timeout_s: float | None = None,
+        text_fields: TextFields = ANSWER,
     ) -> None:
         self.fn = fn
         self.params = params or {}
         self.timeout_s = timeout_s
+        self.text_fields = text_fields
         self.is_async = inspect.iscoroutinefunction(fn)
 
     async def generate(self, case: Case) -> Output:
@@ -75,14 +80,16 @@ class CallableSystem:
             else:
                 call = asyncio.to_thread(self.fn, case, **self.params)
             value = await asyncio.wait_for(call, self.timeout_s)
-            output = coerce_output(value)
         except TimeoutError:
-            output = Output(error=f"timed out after {self.timeout_s} s")
-        except (ValidationError, ValueError) as exc:
-            output = Output(error=f"unusable output: {exc}".splitlines()[0])
+            output = Output(error=f"timed out after {self.timeout_s} s", failure="system_timeout")
         except Exception as exc:
             tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            output = Output(error=f"system crashed: {tb}")
+            output = Output(error=f"system crashed: {tb}", failure="crashed")
+        else:
+            try:
+                output = coerce_output(value, self.text_fields)
+            except (ValidationError, ValueError) as exc:
+                output = unusable(exc)
         if output.latency_s is None:
             output.latency_s = time.perf_counter() - start
         return output

@@ -2,39 +2,84 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
-from queryeval._validation import input_error
 from queryeval.cases import Attempt, Output
 from queryeval.errors import InputError
 
 _OUTPUT_KEYS = set(Output.model_fields)
 # keys that mark the long form of a record (`output`, `attempts`, `error`), not one attempt
 _OUTPUT_KEYS_SEEN = frozenset({"output", "attempts", "error"})
+_RECORD_KEYS = ("case_id", "system", "attempt")  # about the record, not the output
+
+# The field a plain string fills: the query text for query tasks, the answer for RAG.
+TextFields = tuple[str, ...]
+ANSWER: TextFields = ("answer",)
 
 
-def parse_output(data: Any) -> Output:
+def text_fields_for(reads: set[str]) -> TextFields:
+    """Which field a plain string fills, from what the suite's scorers read: the query for
+    query tasks (SQL, KQL, Cypher, Weaviate), the answer for RAG, both when a suite scores
+    both (and the answer when no scorer says).
+
+    >>> text_fields_for({"query"}), text_fields_for({"answer", "output"})
+    (('query',), ('answer',))
+    """
+    query = bool(reads & {"query", "weaviate", "attempts"})
+    answer = "answer" in reads
+    if query and answer:
+        return ("query", "answer")
+    return ("query",) if query else ANSWER
+
+
+def parse_output(data: Any, text_fields: TextFields = ANSWER) -> Output:
     """An Output from a record: `{"output": {...}}`, `{"attempts": [...]}`, or the fields of
-    one Attempt at top level (`{"query": ...}`, `{"answer": ...}`, ...). A bare string is an
-    answer."""
+    one Attempt at top level (`{"query": ...}`, `{"answer": ...}`, ...). A plain string is the
+    text of the suite's task: it fills `text_fields` (("query",) for query suites,
+    ("answer",) for RAG)."""
     if isinstance(data, str):
-        return Output(attempts=[Attempt(answer=data)])
+        return Output(attempts=[Attempt.model_validate(dict.fromkeys(text_fields, data))])
     if not isinstance(data, dict):
-        raise ValueError("expected an object")
+        raise ValueError(f"expected an object or a string, got {type(data).__name__}")
     if "output" in data:
         inner = data["output"]
-        return parse_output(inner) if not isinstance(inner, dict) else Output.model_validate(inner)
+        if isinstance(inner, dict):
+            return Output.model_validate(inner)
+        return parse_output(inner, text_fields)
     if "attempts" in data or "error" in data:
         return Output.model_validate({k: v for k, v in data.items() if k in _OUTPUT_KEYS})
-    fields = {k: v for k, v in data.items() if k not in ("case_id", "system")}
+    fields = {k: v for k, v in data.items() if k not in _RECORD_KEYS}
     return Output(attempts=[Attempt.model_validate(fields)])
 
 
-def _fast_attempt(raw: bytes) -> tuple[str, Output] | None:
+def unusable(exc: Exception) -> Output:
+    """The Output of a system whose output cannot be read as one (the wrong type, a list
+    where a query belongs ...): the system's failure, never an input error."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"] if isinstance(p, str | int))
+        why = f"{where}: {first['msg']}" if where else str(first["msg"])
+    else:
+        why = str(exc)
+    return Output(error=f"unusable output: {why}"[:500], failure="invalid_output")
+
+
+@dataclass(frozen=True)
+class PredictionLine:
+    """One record of a predictions file: its case, its output, and the attempt number it
+    gives (None when it gives none)."""
+
+    case_id: str
+    output: Output
+    attempt: int | None = None
+
+
+def _fast_attempt(raw: bytes) -> PredictionLine | None:
     """The common shorthand record (one attempt's fields and a case_id) validated straight from
     JSON bytes in pydantic's core, wrapped as the one attempt of an Output (one call builds
     both); None when the record needs the general path."""
@@ -45,15 +90,20 @@ def _fast_attempt(raw: bytes) -> tuple[str, Output] | None:
     extra = output.attempts[0].__pydantic_extra__
     if extra is None or "case_id" not in extra or _OUTPUT_KEYS_SEEN.intersection(extra):
         return None  # no case id, or a record in the long form
+    if "attempt" in extra:
+        return None
     case_id = extra.pop("case_id")
     extra.pop("system", None)
     if not isinstance(case_id, str | int) or isinstance(case_id, bool):
         return None
-    return str(case_id), output
+    return PredictionLine(str(case_id), output)
 
 
-def parse_prediction_line(raw: bytes, path: Path, lineno: int) -> tuple[str, Output]:
-    """(case id, output) from one JSONL record; bad input is an InputError with its place."""
+def read_prediction_line(
+    raw: bytes, path: Path, lineno: int, text_fields: TextFields = ANSWER
+) -> PredictionLine:
+    """One JSONL record. A line that is not a JSON object with a `case_id` is bad input
+    (InputError with its place); an output that cannot be read is the system's failure."""
     fast = _fast_attempt(raw)
     if fast is not None:
         return fast
@@ -62,20 +112,84 @@ def parse_prediction_line(raw: bytes, path: Path, lineno: int) -> tuple[str, Out
     except orjson.JSONDecodeError as exc:
         raise InputError(f"invalid JSON ({exc})", path=path, line=lineno) from None
     if not isinstance(data, dict) or "case_id" not in data:
-        raise InputError("expected an object with a 'case_id'", path=path, line=lineno)
+        raise InputError(
+            'expected an object with a \'case_id\' ({"case_id": ..., "query": ...})',
+            path=path,
+            line=lineno,
+        )
+    attempt = data.get("attempt")
+    if attempt is not None and (not isinstance(attempt, int) or isinstance(attempt, bool)):
+        raise InputError(
+            f"'attempt' must be an integer (the attempt's number), not {attempt!r}",
+            path=path,
+            line=lineno,
+            where="attempt",
+        )
     try:
-        return str(data["case_id"]), parse_output(data)
-    except ValidationError as exc:
-        raise input_error(exc, path=path, line=lineno) from None
-    except ValueError as exc:
-        raise InputError(str(exc), path=path, line=lineno) from None
+        output = parse_output(data, text_fields)
+    except (ValidationError, ValueError) as exc:
+        output = unusable(exc)
+    return PredictionLine(str(data["case_id"]), output, attempt)
+
+
+def parse_prediction_line(raw: bytes, path: Path, lineno: int) -> tuple[str, Output]:
+    """(case id, output) from one JSONL record (see `read_prediction_line`)."""
+    line = read_prediction_line(raw, path, lineno)
+    return line.case_id, line.output
+
+
+class CaseOutputs:
+    """The records of one case, put together: one record, or several with distinct attempt
+    numbers (in that order). Two records for one case and attempt are an InputError naming
+    both lines (the last would otherwise silently win)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lines: dict[str, list[tuple[int, PredictionLine]]] = {}
+
+    def add(self, lineno: int, line: PredictionLine) -> None:
+        """Keep a record, refusing a second one for the same case and attempt."""
+        seen = self._lines.setdefault(line.case_id, [])
+        for other_no, other in seen:
+            if other.attempt is None or line.attempt is None or other.attempt == line.attempt:
+                what = "" if line.attempt is None else f" and attempt {line.attempt}"
+                raise InputError(
+                    f"a second prediction for case {line.case_id!r}{what} (the first is at "
+                    f"line {other_no}); expected one record per case, or records with "
+                    "distinct 'attempt' numbers",
+                    path=self.path,
+                    line=lineno,
+                    where="case_id",
+                )
+        seen.append((lineno, line))
+
+    def outputs(self) -> dict[str, Output]:
+        """case id -> its Output."""
+        return {case_id: join_outputs(lines) for case_id, lines in self._lines.items()}
+
+
+def join_outputs(lines: list[tuple[int, PredictionLine]]) -> Output:
+    """One Output from a case's records (several: attempts in attempt-number order)."""
+    if len(lines) == 1:
+        return lines[0][1].output
+    ordered = sorted(lines, key=lambda pair: pair[1].attempt or 0)
+    first = ordered[0][1].output.model_copy()
+    first.attempts = [a for _, line in ordered for a in line.output.attempts]
+    errors = [line.output for _, line in ordered if line.output.error]
+    if errors:
+        first.error, first.failure = errors[-1].error, errors[-1].failure
+    return first
 
 
 class PredictionsFile:
-    """Outputs read from a JSONL file, by case id. Several records for one case add attempts."""
+    """Outputs read from a JSONL file, by case id. An empty file, an unknown case id, or two
+    records for one case and attempt are InputErrors naming the line."""
 
-    def __init__(self, path: Path, known_ids: set[str] | None = None) -> None:
+    def __init__(
+        self, path: Path, known_ids: set[str] | None = None, text_fields: TextFields = ANSWER
+    ) -> None:
         self.path = path
+        self.text_fields = text_fields
         self.outputs: dict[str, Output] = {}
         self._load(known_ids)
 
@@ -84,28 +198,34 @@ class PredictionsFile:
             handle = self.path.open("rb")
         except OSError as exc:
             raise InputError(f"cannot read predictions ({exc.strerror})", path=self.path) from exc
+        by_case = CaseOutputs(self.path)
+        records = 0
         with handle:
             for lineno, raw in enumerate(handle, start=1):
                 if not raw.strip():
                     continue
-                case_id, output = parse_prediction_line(raw, self.path, lineno)
-                if known_ids is not None and case_id not in known_ids:
+                records += 1
+                line = read_prediction_line(raw, self.path, lineno, self.text_fields)
+                if known_ids is not None and line.case_id not in known_ids:
                     raise InputError(
-                        f"prediction for unknown case id {case_id!r}",
+                        f"prediction for unknown case id {line.case_id!r}",
                         path=self.path,
                         line=lineno,
                         where="case_id",
                     )
-                previous = self.outputs.get(case_id)
-                if previous is None:
-                    self.outputs[case_id] = output
-                else:
-                    previous.attempts.extend(output.attempts)
-                    previous.error = output.error or previous.error
+                by_case.add(lineno, line)
+        if not records:
+            raise InputError(
+                "the predictions file is empty: expected one JSON record per case, e.g. "
+                '{"case_id": "q1", "query": "SELECT ..."}',
+                path=self.path,
+                line=1,
+            )
+        self.outputs = by_case.outputs()
 
     def get(self, case_id: str) -> Output:
         """The saved output, or an Output whose error says none was saved."""
         out = self.outputs.get(case_id)
         if out is None:
-            return Output(error="no prediction for this case")
+            return Output(error="no prediction for this case", failure="missing")
         return out

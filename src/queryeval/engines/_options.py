@@ -1,0 +1,120 @@
+"""A suite's `databases:` entries checked before anything runs: a known engine, where the
+database lives, and every option typed and meant for that engine."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from queryeval.config import DatabaseConfig
+
+ENGINE_ALIASES = {"duckdb-kql": "kql", "cypher": "arcadedb", "sql": "sqlalchemy"}
+_COMMON = {"timeout_s", "max_rows", "max_bytes", "gold_cache"}
+# which options each engine reads (beyond the common ones)
+ENGINE_OPTIONS: dict[str, set[str]] = {
+    "duckdb": {"settings"},
+    "sqlite": {"text_errors"},
+    "sqlalchemy": set(),
+    "kql": {"now"},
+    "kusto": {"now", "database", "auth"},
+    "arcadedb": {"heap", "copy"},
+    "neo4j": {"database", "user", "user_env", "password", "password_env"},
+}
+# where each engine's database lives
+ENGINE_PLACES: dict[str, tuple[str, ...]] = {
+    "duckdb": ("path", "fixture", "url"),
+    "sqlite": ("path", "fixture", "url"),
+    "sqlalchemy": ("url",),
+    "kql": ("path", "fixture"),
+    "kusto": ("url",),
+    "arcadedb": ("path", "fixture", "url"),
+    "neo4j": ("url",),
+}
+
+
+class DatabaseOptions(BaseModel):
+    """Every option a database may set; `DatabaseConfig.options` is checked against it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_s: float = Field(default=30.0, gt=0, description="wall-clock limit of a query")
+    max_rows: int = Field(default=10_000, ge=1, description="rows kept of a result")
+    max_bytes: int = Field(default=64 * 2**20, ge=1, description="approximate bytes kept")
+    gold_cache: bool = Field(default=True, description="keep gold results on disk")
+    settings: dict[str, Any] = Field(default_factory=dict, description="DuckDB settings")
+    now: dt.datetime | None = Field(default=None, description="KQL's pinned now()")
+    database: str | None = None
+    auth: Literal["none", "az_cli", "managed_identity"] | None = None
+    heap: str = Field(default="1g", pattern=r"^\d+[kKmMgG]?$", description="JVM heap, e.g. 1g")
+    text_errors: Literal["strict", "ignore", "replace"] = Field(
+        default="strict", description="SQLite: how text that is not UTF-8 is read"
+    )
+    copy_: bool | None = Field(default=None, alias="copy")
+    user: str | None = None
+    user_env: str | None = None
+    password: str | None = None
+    password_env: str | None = None
+
+    @field_validator("now", mode="before")
+    @classmethod
+    def _instant(cls, v: Any) -> Any:
+        return v.replace("Z", "+00:00") if isinstance(v, str) else v
+
+
+def engine_kind(name: str) -> str:
+    """The engine an `engine:` value stands for (aliases resolved)."""
+    return ENGINE_ALIASES.get(name, name)
+
+
+def database_problem(
+    config: DatabaseConfig, base_dir: Path
+) -> tuple[tuple[str | int, ...], str] | None:
+    """What is wrong with one `databases:` entry, as (location inside it, message saying
+    what was expected), or None. Files and fixture seeds must exist."""
+    kind = engine_kind(config.engine)
+    if kind not in ENGINE_OPTIONS:
+        known = ", ".join([*ENGINE_OPTIONS, *ENGINE_ALIASES])
+        return ("engine",), f"unknown engine {config.engine!r}; expected one of {known}"
+    try:
+        DatabaseOptions.model_validate(config.options)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        loc = ("options", *(p for p in first["loc"] if isinstance(p, str | int)))
+        if first["type"] == "extra_forbidden":
+            return loc, f"unknown option; expected some of {', '.join(_allowed(kind))}"
+        return loc, str(first["msg"])
+    for key in config.options:
+        if key not in _COMMON and key not in ENGINE_OPTIONS[kind]:
+            allowed = ", ".join(_allowed(kind))
+            return ("options", key), f"not an option of engine {kind!r}; expected some of {allowed}"
+    places = ENGINE_PLACES[kind]
+    given = [p for p in ("path", "fixture", "url") if getattr(config, p)]
+    wrong = [p for p in given if p not in places]
+    if wrong:
+        return (wrong[0],), f"engine {kind!r} takes {' or '.join(places)}, not {wrong[0]}"
+    if not given:
+        return ("engine",), f"engine {kind!r} needs {' or '.join(places)}"
+    for place in ("path", "fixture"):
+        value = getattr(config, place)
+        if value:
+            resolved = _resolve(value, base_dir)
+            if not resolved.exists():
+                what = "database file or folder" if place == "path" else "fixture seed"
+                return (place,), f"{what} not found: {resolved}"
+    return None
+
+
+def _allowed(kind: str) -> list[str]:
+    return sorted(_COMMON | ENGINE_OPTIONS[kind])
+
+
+def _resolve(value: str, base_dir: Path) -> Path:
+    from pathlib import Path
+
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else base_dir / p

@@ -1,0 +1,258 @@
+"""A suite checked before anything runs (`validate`, and the start of `run`): everything it
+references exists and every option can be honoured. Each problem is an InputError naming
+the file, the line and what was expected (exit code 2); a run never starts on a
+configuration it cannot honour.
+
+Checked here, beyond what the suite model checks when it is read (types, unknown keys,
+thresholds in [0, 1], typed settings):
+
+- databases: a known engine, where it lives (the file or fixture seed exists), typed
+  options meant for that engine;
+- the comparison policy (suite and cases): known keys, typed values (`1e-9` a number,
+  `rows` / `columns` one of their choices);
+- the judge and embeddings sections, reports, the baseline run;
+- each scorer's configuration (`Scorer.config_problems`: databases it names, files it
+  reads) and its inputs (`Scorer.check_inputs`: gold queries that must parse ...);
+- gates: readable, naming a metric the scorers report, bounds of means in [0, 1], a
+  baseline for relative gates;
+- cases: databases they name exist; every case has a database when a scorer runs queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from queryeval.errors import InputError
+
+if TYPE_CHECKING:
+    from queryeval.cases import Case
+    from queryeval.config import SuiteConfig
+    from queryeval.scorers import Scorer
+
+Loc = tuple[str | int, ...]
+Places = Mapping[str, tuple[Path, int | None]]
+_COUNTS = {"system_errors", "cases"}  # gate metrics that are counts, not shares
+
+
+def suite_error(suite: SuiteConfig, loc: Loc, message: str) -> InputError:
+    """An InputError at `loc` of the suite file."""
+    where = ""
+    for part in loc:
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    return InputError(message, path=suite.source, line=suite.line_of(loc), where=where or None)
+
+
+def case_error(case_id: str, places: Places, where: str, message: str) -> InputError:
+    """An InputError at the case's place in its file."""
+    path, line = places.get(case_id, (None, None))
+    return InputError(message, path=path, line=line, where=f"case {case_id}: {where}")
+
+
+def _model_problem(model: type[BaseModel], data: Any) -> tuple[Loc, str] | None:
+    try:
+        model.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)  # a misspelt key before the field it missed
+        first = min(errors, key=lambda e: e["type"] != "extra_forbidden")
+        loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
+        if first["type"] == "extra_forbidden":
+            return loc, f"unknown option; expected some of {', '.join(model.model_fields)}"
+        return loc, str(first["msg"])
+    return None
+
+
+def check_suite(
+    suite: SuiteConfig,
+    scorers: Mapping[str, Scorer],
+    cases: Sequence[Case] = (),
+    places: Places | None = None,
+    *,
+    baseline: bool = False,
+) -> None:
+    """Every check of the module docstring; the first problem raises. `baseline`: a baseline
+    run is given on the command line (relative gates need one)."""
+    _databases(suite)
+    _sections(suite)
+    _scorers(suite, scorers)
+    _gates(suite, scorers, baseline=baseline or suite.baseline is not None)
+    if cases:
+        _cases(suite, scorers, cases, places or {})
+
+
+def _databases(suite: SuiteConfig) -> None:
+    from queryeval.engines import database_problem
+
+    for name, config in suite.databases.items():
+        problem = database_problem(config, suite.base_dir)
+        if problem is not None:
+            loc, message = problem
+            raise suite_error(suite, ("databases", name, *loc), message)
+
+
+def _sections(suite: SuiteConfig) -> None:
+    from queryeval.reports import report_kinds
+    from queryeval.scorers import policy_problem
+
+    for i, system in enumerate(suite.systems):
+        if system.predictions and not suite.resolve(system.predictions).is_file():
+            missing = suite.resolve(system.predictions)
+            raise suite_error(
+                suite, ("systems", i, "predictions"), f"predictions file not found: {missing}"
+            )
+
+    problem = policy_problem(suite.comparison)
+    if problem is not None:
+        raise suite_error(suite, ("comparison", *problem[0]), problem[1])
+    if suite.judge is not None:
+        from queryeval.judges import JudgeConfig
+
+        found = _model_problem(JudgeConfig, suite.judge)
+        if found is not None:
+            raise suite_error(suite, ("judge", *found[0]), found[1])
+        for name, path in (suite.judge.get("rubrics") or {}).items():
+            if not suite.resolve(str(path)).is_file():
+                where = ("judge", "rubrics", name)
+                raise suite_error(suite, where, f"rubric file not found: {suite.resolve(path)}")
+    if suite.embeddings is not None:
+        from queryeval.embeddings import EmbeddingsConfig
+
+        found = _model_problem(EmbeddingsConfig, suite.embeddings)
+        if found is not None:
+            raise suite_error(suite, ("embeddings", *found[0]), found[1])
+    kinds = report_kinds()
+    for i, report in enumerate(suite.reports):
+        if report.kind not in kinds:
+            message = f"unknown report kind {report.kind!r}; expected one of {', '.join(kinds)}"
+            raise suite_error(suite, ("reports", i), message)
+    if suite.baseline is not None:
+        run = suite.resolve(suite.baseline.run)
+        if not (run / "summary.json").is_file():
+            message = f"baseline run not found (no summary.json in {run})"
+            raise suite_error(suite, ("baseline", "run"), message)
+
+
+def _scorers(suite: SuiteConfig, scorers: Mapping[str, Scorer]) -> None:
+    for i, scorer in enumerate(scorers.values()):
+        for loc, message in scorer.config_problems(suite):
+            raise suite_error(suite, ("scorers", i, *loc), message)
+
+
+def metric_names(scorers: Mapping[str, Scorer]) -> tuple[set[str], bool]:
+    """(every metric a gate may name, whether some scorer cannot say its sub-metrics)."""
+    names = {"pass_rate", "system_errors", "cases"}
+    open_ended = False
+    counts: dict[str, int] = {}
+    for label, scorer in scorers.items():
+        names |= {label, f"{label}.mean", f"{label}.pass_rate", f"{label}.unscored_share"}
+        subs = scorer.sub_metrics()
+        if subs is None:
+            open_ended = True
+            continue
+        names |= {f"{label}.{s}" for s in subs}
+        for s in subs:
+            counts[s] = counts.get(s, 0) + 1
+    names |= {s for s, n in counts.items() if n == 1}  # a bare name unique across scorers
+    return names, open_ended
+
+
+def _gates(suite: SuiteConfig, scorers: Mapping[str, Scorer], *, baseline: bool) -> None:
+    from queryeval.stats import parse_gate
+
+    known, open_ended = metric_names(scorers)
+    for i, text in enumerate(suite.gates):
+        try:
+            gate = parse_gate(text)
+        except InputError as exc:
+            raise suite_error(suite, ("gates", i), exc.message) from None
+        head = gate.metric.partition(".")[0]
+        if gate.metric not in known and not (open_ended and head not in _COUNTS):
+            shown = ", ".join(sorted(known))
+            raise suite_error(
+                suite,
+                ("gates", i),
+                f"unknown metric {gate.metric!r} in gate {text!r}; expected one of {shown}",
+            )
+        share = (
+            gate.metric == "pass_rate"
+            or gate.metric in scorers
+            or gate.metric.endswith((".mean", ".pass_rate", ".unscored_share"))
+        )
+        if share and not gate.needs_baseline and not 0 <= gate.bound <= 1:
+            message = (
+                f"gate {text!r} compares a share with {gate.bound:g}; expected a bound in [0, 1]"
+            )
+            raise suite_error(suite, ("gates", i), message)
+        if gate.needs_baseline and not baseline:
+            message = (
+                f"gate {text!r} compares with a baseline run; expected 'baseline:' in the suite "
+                "or --baseline RUN_DIR"
+            )
+            raise suite_error(suite, ("gates", i), message)
+
+
+def _needing_database(scorers: Iterable[Scorer]) -> list[Scorer]:
+    return [s for s in scorers if s.needs_database]
+
+
+def _cases(
+    suite: SuiteConfig, scorers: Mapping[str, Scorer], cases: Sequence[Case], places: Places
+) -> None:
+    from queryeval.engines import case_database
+    from queryeval.scorers import ScoringContext, policy_problem
+
+    databases = suite.databases
+    ctx = ScoringContext(suite)
+    needing = _needing_database(scorers.values())
+    for case in cases:
+        for i, target in enumerate(case.targets):
+            named = getattr(target.query, "database", None)
+            if named and named not in databases:
+                where = (
+                    "target.query.database" if i == 0 else f"alternatives[{i - 1}].query.database"
+                )
+                raise case_error(case.id, places, where, _unknown_database(named, suite))
+        named = case.metadata.get("database")
+        if named is not None and str(named) not in databases:
+            raise case_error(case.id, places, "metadata.database", _unknown_database(named, suite))
+        policy = case.metadata.get("comparison")
+        if policy is not None:
+            problem = policy_problem(policy)
+            if problem is not None:
+                where = ".".join(["metadata.comparison", *map(str, problem[0])])
+                raise case_error(case.id, places, where, problem[1])
+        for scorer in needing:
+            if scorer.not_applicable(case) is not None:
+                continue
+            if case_database(case, ctx, scorer.database_option) is None:
+                expected = (
+                    "a 'databases:' entry in the suite"
+                    if not databases
+                    else "metadata.database, a 'database' on the gold query, or the scorer's "
+                    f"'database' option (the suite has {', '.join(databases)})"
+                )
+                raise case_error(
+                    case.id, places, "database",
+                    f"scorer {scorer.label!r} runs queries but no database is named for this "
+                    f"case; expected {expected}",
+                )  # fmt: skip
+    try:
+        for scorer in scorers.values():
+            for case in cases:
+                try:
+                    scorer.check_inputs([case], ctx)
+                except InputError as exc:
+                    if exc.path is not None:
+                        raise
+                    where = (exc.where or "").removeprefix(f"case {case.id}: ")
+                    raise case_error(case.id, places, where, exc.message) from None
+    finally:
+        ctx.close()
+
+
+def _unknown_database(name: Any, suite: SuiteConfig) -> str:
+    known = ", ".join(suite.databases) or "none"
+    return f"unknown database {name!r}; the suite has: {known}"
