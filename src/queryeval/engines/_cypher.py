@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from queryeval.cases import OutcomeKind
@@ -39,6 +40,9 @@ _LIMIT_CODES = (
 )
 _LIMIT_MESSAGES = ("heap budget exceeded", "java heap space", "outofmemoryerror",
                    "memory pool", "gc overhead limit exceeded")  # fmt: skip
+# ArcadeDB refusing a query because the queries running beside it hold its heap budget, or
+# its admission queue is full: a transient state of the server, retried once
+_CONTENTION = ("queries running now already hold", "queryadmission")
 
 
 def classify_neo4j(exc: BaseException) -> tuple[OutcomeKind, str] | None:
@@ -51,7 +55,10 @@ def classify_neo4j(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     message = getattr(exc, "message", None) or str(exc)
     if any(c in code for c in _TIMEOUT_CODES) or "command.timeout" in message:
         return "timeout", message
-    if any(c in code for c in _LIMIT_CODES) or any(m in message.lower() for m in _LIMIT_MESSAGES):
+    lowered = message.lower()
+    if any(m in lowered for m in _CONTENTION):  # other queries hold the budget: not this one's
+        return "engine_error", message
+    if any(c in code for c in _LIMIT_CODES) or any(m in lowered for m in _LIMIT_MESSAGES):
         return "resource_limit", message
     if isinstance(exc, ne.ServiceUnavailable | ne.SessionExpired | ne.IncompleteCommit):
         return "engine_error", message
@@ -64,6 +71,10 @@ def classify_neo4j(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     if "read only" in message.lower() or "read-only" in message.lower():
         return "refused", describe_refusal(message)
     return "runtime", f"{code}: {message}" if code else message
+
+
+def _contended(exc: BaseException) -> bool:
+    return any(m in str(exc).lower() for m in _CONTENTION)
 
 
 class CypherEngine(Engine):
@@ -145,6 +156,12 @@ class CypherEngine(Engine):
             ) from None
 
     def _run(self, query: str) -> RawResult:
+        try:
+            return self._bounded(query)
+        except Exception as exc:
+            if not _contended(exc):
+                raise
+        time.sleep(0.2)  # the heap other queries held is given back as they finish
         return self._bounded(query)
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:

@@ -66,10 +66,13 @@ _LOCK = threading.Lock()
 
 
 def register_validity_checker(language: str, checker: ValidityChecker | None) -> None:
-    """Use `checker` for `language` from now on (None removes it, also ruling out the
-    entry-point lookup)."""
+    """Use `checker` for `language` from now on; None removes the registration (the
+    entry-point group is looked at again on the next check)."""
     with _LOCK:
-        _CHECKERS[language.lower()] = checker
+        if checker is None:
+            _CHECKERS.pop(language.lower(), None)
+        else:
+            _CHECKERS[language.lower()] = checker
 
 
 def validity_checker(language: str) -> ValidityChecker | None:
