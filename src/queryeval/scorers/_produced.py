@@ -8,6 +8,9 @@ output the scorer reads (`Scorer.reads`) cannot be used, else None:
   timed out, an output of the wrong type;
 - no attempt (`missing`), or the attempt's field empty (`empty`);
 - an answer without a single word (`invalid_output`: `{`, punctuation);
+- a query in a markdown code fence (`invalid_output`: the system must return the query
+  itself; nothing is stripped, as Spider's and BIRD's scripts strip nothing, and in KQL a
+  fenced text is a valid string literal that would "run");
 - a query: run on the case's database (once per run, shared with the execution scorers) and
   judged by `queryeval.engines.blame` (`refused`, `syntax`, `schema`, `runtime`, `timeout`,
   `resource_limit`, `engine_could_not_run`); with no database, what can be told without
@@ -67,6 +70,12 @@ def check_output(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext
     if reads == "answer" and not any(ch.isalnum() for ch in str(value)):
         return Score.failure("invalid_output", "the answer has no words")
     if reads == "query":
+        if str(value).lstrip().startswith("```"):  # KQL would even run it, as a string
+            return Score.failure(
+                "invalid_output",
+                "the output is a markdown code block, not a query: a system must return "
+                "the query itself",
+            )
         return query_failure(scorer, case, attempt, ctx)
     return None
 

@@ -136,7 +136,10 @@ class WeaviateAstScorer(Scorer):
     options: WeaviateAstOptions
 
     def sub_metrics(self) -> frozenset[str]:
-        """Each component's score, and precision / recall / F1 of filters and aggregations."""
+        """Each component's score, and (default mode) precision / recall / F1 of filters and
+        aggregations."""
+        if self.options.mode == "legacy":
+            return frozenset(COMPONENT_NAMES)
         families = [f"{f}_{m}" for f in ("filters", "aggregations") for m in ("precision",
                     "recall", "f1")]  # fmt: skip
         return frozenset([*COMPONENT_NAMES, *families])

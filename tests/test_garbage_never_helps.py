@@ -1,0 +1,323 @@
+"""Garbage never helps: for every scorer family, on the example suites, replacing any subset
+of a system's outputs with any kind of garbage (empty, `{`, prose, the wrong type, a made-up
+function, a write, a markdown-fenced query, missing) never raises any mean, sub-metric,
+pass rate or gate verdict.
+
+Each family's cases are scored once per kind of garbage (on the real engines, embedder and
+a local judge that answers in prose, quoting what it judges); hypothesis then draws subsets
+and kinds, and the run's own summary and gate code decide the figures. Per case, a garbage
+output is a failure (0 everywhere, never a pass), except where a family reads the garbage
+as the output it wraps (`LENIENT`); a RAG answer in prose is an answer, scored as one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
+from queryeval.cases import Attempt, Case, Output, Score
+from queryeval.config import SuiteConfig, load_suite
+from queryeval.runner import case_passed, plan_run
+from queryeval.scorers import Scorer, ScoringContext, ascore_case
+from queryeval.stats import check_gates, summarize
+from queryeval.stats._columns import RunColumns
+from queryeval.systems import import_callable, read_prediction_line
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+KINDS = ("empty", "brace", "prose", "wrong_type", "made_up_function", "write", "fenced", "missing")
+PROSE = "I am sorry, I cannot answer that question from the information I have."
+MADE_UP = {
+    "sql": "SELECT no_such_function_xyz(1) AS x",
+    "kql": "Logs | extend x = no_such_function_xyz(Level) | take 3",
+    "cypher": "MATCH (n) RETURN no_such_function_xyz(n) AS x",
+    "weaviate": 'no_such_function_xyz(collection="Restaurants")',
+}
+WRITE = {
+    "sql": "DROP TABLE orders",
+    "kql": ".drop table Logs",
+    "cypher": "MATCH (n) DETACH DELETE n",
+    "weaviate": "client.collections.delete_all()",
+}
+# Kinds a family reads as the output they wrap: seed 000's Weaviate parser reads the JSON
+# inside a code fence (a fenced copy of the original scores as the original, never above).
+# A RAG answer in prose (or quoting a query) is an answer: scored as one, never above the
+# original; `{`, empty, the wrong type and missing are failures there too.
+LENIENT = {"weaviate": ("fenced",), "rag": ("prose", "made_up_function", "write", "fenced")}
+
+
+def garbage(kind: str, original: Output, language: str) -> Output:
+    """One kind of garbage in place of `original` (the fenced kind wraps the original's own
+    query, or answer, in a markdown fence)."""
+    final = original.final
+    if kind == "missing":
+        return Output(error="no prediction for this case", failure="missing")
+    if kind == "wrong_type":
+        field = {"rag": "answer", "sdmx": "indicator_selection"}.get(language, "query")
+        raw = json.dumps({"case_id": "x", field: {"not": ["a", "string"]}}).encode()
+        return read_prediction_line(raw, Path("garbage.jsonl"), 1).output
+    field = "answer" if language == "rag" else "query"
+    if kind == "fenced" and language == "rag":  # an answer that is a fenced query
+        return Output(attempts=[Attempt(answer=f"```sql\n{MADE_UP['sql']}\n```")])
+    if kind == "fenced":  # the original's own query, fenced
+        inner: Any = None
+        if final is not None:
+            inner = final.answer if language == "rag" else final.query
+            if inner is None and final.weaviate_query is not None:
+                inner = json.dumps(final.weaviate_query)
+            if inner is None and final.indicator_selection is not None:
+                inner = json.dumps(final.indicator_selection)
+        text = f"```{language}\n{inner or ''}\n```"
+    else:
+        text = {
+            "empty": "   ",
+            "brace": "{",
+            "prose": PROSE,
+            "made_up_function": MADE_UP.get(language, MADE_UP["sql"]),
+            "write": WRITE.get(language, WRITE["sql"]),
+        }[kind]
+    return Output(attempts=[Attempt(**{field: text})])
+
+
+@dataclass
+class Family:
+    """A family's suite, its cases and scorers, and every case's scores: the original output
+    and each kind of garbage."""
+
+    language: str
+    suite: SuiteConfig
+    cases: list[Case]
+    scorers: dict[str, Scorer]
+    original: dict[str, dict[str, Score]]
+    outputs: dict[str, Output]
+    replaced: dict[str, dict[str, dict[str, Score]]]  # kind -> case id -> label -> score
+
+
+def score_family(
+    suite: SuiteConfig, outputs: Mapping[str, Output], language: str, cache: Path
+) -> Family:
+    plan = plan_run(suite)
+    cases, scorers = plan.cases, plan.scorers
+    ctx = ScoringContext(suite, cache_dir=cache)
+
+    async def score(case: Case, output: Output) -> dict[str, Score]:
+        results = [await ascore_case(s, case, output, ctx) for s in scorers.values()]
+        return dict(zip(scorers, results, strict=True))
+
+    async def everything() -> tuple[dict[str, Any], dict[str, Any]]:
+        for scorer in scorers.values():
+            scorer.prepare(cases, ctx)
+        original = {c.id: await score(c, outputs[c.id]) for c in cases}
+        replaced = {
+            kind: {c.id: await score(c, garbage(kind, outputs[c.id], language)) for c in cases}
+            for kind in KINDS
+        }
+        await ctx.aclose()
+        return original, replaced
+
+    try:
+        original, replaced = asyncio.run(everything())
+    finally:
+        ctx.close()
+    return Family(language, suite, cases, scorers, original, dict(outputs), replaced)
+
+
+def saved_outputs(suite: SuiteConfig) -> dict[str, Output]:
+    plan = plan_run(suite)
+    preds = plan.systems[0].predictions
+    assert preds is not None
+    return {c.id: preds.get(c.id) for c in plan.cases}
+
+
+def with_cache(suite: SuiteConfig, cache: Path) -> SuiteConfig:
+    suite.settings.cache_dir = str(cache)
+    return suite
+
+
+# --- the families -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def _query_family(path: Path, language: str, cache: Path) -> Family:
+    suite = with_cache(load_suite(path), cache)
+    return score_family(suite, saved_outputs(suite), language, cache)
+
+
+def _fake_judge(req: ChatRequest) -> Reply:
+    """A judge that answers in prose, quoting the generated query, then scores the share of
+    the gold's tokens the query has (a rule, so garbage is judged on its merits too)."""
+    nonce = re.search(r'nonce="([0-9a-f]{16})"', req.content("system"))
+    assert nonce is not None
+    fence = rf'<data name="(\w+)" nonce="{nonce.group(1)}">\n(.*?)\n</data'
+    fields = dict(re.findall(fence, req.content("user"), re.S))
+    gold = set(re.findall(r"\w+", fields.get("gold_query", "")))
+    generated = fields.get("generated_query", "")
+    share = len(gold & set(re.findall(r"\w+", generated))) / max(1, len(gold))
+    return Reply.text(f'The generated query is "{generated}". Score: {share:.2f}')
+
+
+FAMILIES = ["sql", "kql", "judge_composite", "cypher_agentic", "weaviate", "sdmx", "rag"]
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family(request: pytest.FixtureRequest, cache: Path) -> Iterator[Family]:
+    name = request.param
+    if name == "sql":
+        yield _query_family(EXAMPLES / "sql" / "suite.yaml", "sql", cache)
+    elif name == "kql":
+        yield _query_family(EXAMPLES / "kql" / "suite.yaml", "kql", cache)
+    elif name == "cypher_agentic":
+        yield _query_family(EXAMPLES / "cypher" / "suite_agentic.yaml", "cypher", cache)
+    elif name == "weaviate":
+        yield _query_family(EXAMPLES / "weaviate" / "suite.yaml", "weaviate", cache)
+    elif name == "sdmx":
+        yield _query_family(EXAMPLES / "sdmx" / "suite.yaml", "sdmx", cache)
+    elif name == "judge_composite":
+        with FakeOpenAI(_fake_judge) as server:
+            suite = with_cache(load_suite(EXAMPLES / "kql" / "suite_seed002.yaml"), cache)
+            suite.judge = {"model": "judge", "base_url": server.base_url, "api_key_env": None}
+            yield score_family(suite, saved_outputs(suite), "kql", cache)
+    else:
+        yield _rag_family(cache)
+
+
+def _rag_family(cache: Path) -> Family:
+    suite = with_cache(load_suite(EXAMPLES / "rag" / "suite.yaml"), cache)
+    suite.systems = [suite.systems[0].model_copy(update={"params": None})]  # one configuration
+    plan = plan_run(suite)
+    answer = import_callable("examples.rag.system:answer", ROOT)
+    outputs = {
+        c.id: Output(attempts=[Attempt(answer=answer(c, top_k=3, chunk_size=50)["answer"])])
+        for c in plan.cases
+    }
+    return score_family(suite, outputs, "rag", cache)
+
+
+# --- per case: a garbage output is a failure, 0 everywhere --------------------------------------
+
+
+def test_every_kind_of_garbage_fails_every_scorer(family: Family) -> None:
+    for kind, by_case in family.replaced.items():
+        for case in family.cases:
+            original = family.original[case.id]
+            for label, score in by_case[case.id].items():
+                if score.status == "unscored":  # only a case the scorer cannot score at all
+                    assert original[label].status == "unscored", (kind, case.id, label)
+                    continue
+                where = (kind, case.id, label, score.explanation)
+                assert score.status == "ok" and score.value is not None, where
+                assert score.value <= _value(original[label]), where
+                assert score.passed is not True or original[label].passed is True, where
+                lenient = kind in LENIENT.get(family.language, ())
+                # a scorer of refinement loops grades every attempt itself (its own error
+                # types); the others see a failure before they compare anything
+                if not lenient and family.scorers[label].reads != "attempts":
+                    assert score.failure_reason is not None and score.value == 0.0, where
+                elif not lenient:
+                    assert score.value == 0.0, where
+                for name, value in (score.details.get("metrics") or {}).items():
+                    before = (original[label].details.get("metrics") or {}).get(name)
+                    assert value is None or before is None or value <= before + 1e-12, (
+                        *where,
+                        name,
+                    )
+
+
+def _value(score: Score) -> float:
+    return score.value if score.status == "ok" and score.value is not None else math.inf
+
+
+# --- any subset, any kinds: the run's summary and gates ----------------------------------------
+
+
+def summary_of(family: Family, replace: Mapping[str, str]) -> dict[str, Any]:
+    columns = RunColumns(["s"])
+    for case in family.cases:
+        kind = replace.get(case.id)
+        scores = family.original[case.id] if kind is None else family.replaced[kind][case.id]
+        output = family.outputs[case.id]
+        record = {
+            "system": "s",
+            "case_id": case.id,
+            "passed": case_passed(scores, family.scorers),
+            "error": output.error if kind is None else None,
+            "latency_s": None,
+            "cost": None,
+            "scores": {},
+        }
+        columns.add(record, scores)
+    return summarize(
+        "garbage",
+        family.cases,
+        columns,
+        family.scorers,
+        ["s"],
+        max_unscored_share=family.suite.settings.max_unscored_share,
+    )
+
+
+def figures(summary: Mapping[str, Any]) -> dict[str, float | None]:
+    """Every mean, sub-metric mean and pass rate of the summary, by name."""
+    entry = summary["systems"]["s"]
+    out: dict[str, float | None] = {"pass_rate": entry["pass_rate"]}
+    for label, s in entry["scorers"].items():
+        out[label] = s["mean"]
+        out[f"{label}.pass_rate"] = s["pass_rate"]
+        for name, m in s["metrics"].items():
+            out[f"{label}.{name}"] = m["mean"]
+    return out
+
+
+def gates_for(base: Mapping[str, float | None], suite: SuiteConfig) -> list[str]:
+    """The suite's gates, and for every figure gates at and around its original value."""
+    gates = list(suite.gates)
+    for name, value in base.items():
+        for bound in (0.1, 0.3, 0.5, 0.7, 0.9, 1.0, *(() if value is None else (value,))):
+            gates.append(f"{name} >= {bound!r}")
+    return [g for g in gates if "baseline" not in g]
+
+
+def _le(after: float | None, before: float | None) -> bool:
+    """Not raised: None (no figure) is below every figure."""
+    if after is None:
+        return True
+    return before is not None and after <= before + 1e-9
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_garbage_never_raises_a_figure_or_a_gate(family: Family, data: st.DataObject) -> None:
+    ids = [c.id for c in family.cases]
+    replace = data.draw(
+        st.dictionaries(st.sampled_from(ids), st.sampled_from(KINDS), max_size=len(ids)),
+        label="replacements",
+    )
+    base_summary = summary_of(family, {})
+    after_summary = summary_of(family, replace)
+    before, after = figures(base_summary), figures(after_summary)
+    raised = {k: (before.get(k), v) for k, v in after.items() if not _le(v, before.get(k))}
+    assert not raised, raised
+    gates = gates_for(before, family.suite)
+    passed_before = {
+        (g["gate"], g["system"]) for g in check_gates(gates, base_summary) if g["passed"]
+    }
+    newly = [g["gate"] for g in check_gates(gates, after_summary) if g["passed"]
+             and (g["gate"], g["system"]) not in passed_before]  # fmt: skip
+    assert not newly, newly
