@@ -111,7 +111,10 @@ def test_only_failures_while_the_evaluator_failed_is_no_mean() -> None:
     summary = summarize("t", cases, records, {"test_rule_down": scorer}, ["s"])
     s = summary["systems"]["s"]["scorers"]["test_rule_down"]
     assert s["mean"] is None and s["ci95"] is None and s["flagged"] is True
+    assert s["pass_rate"] is None  # the two failures' verdicts alone: no rate either
     assert (s["unscored"], s["failed_outputs"]) == (4, 2)
+    system = summary["systems"]["s"]
+    assert system["flagged"] is True and system["no_verdict_share"] == pytest.approx(4 / 6)
 
 
 def test_an_unscored_share_above_the_limit_is_flagged() -> None:

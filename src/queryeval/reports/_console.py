@@ -110,7 +110,12 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     for name, entry in systems.items():
         table = Table(
             title=f"{escape(str(summary.get('suite')))} — {escape(name)}: {entry['cases']} cases, "
-            f"pass rate {_pct(entry.get('pass_rate'))} {_ci(entry.get('pass_rate_ci95'))}",
+            f"pass rate {_pct(entry.get('pass_rate'))} {_ci(entry.get('pass_rate_ci95'))}"
+            + (
+                f" ⚠ {entry.get('no_verdict_share', 0):.0%} of the cases without a verdict"
+                if entry.get("flagged")
+                else ""
+            ),
             title_justify="left",
         )
         table.add_column("scorer / metric", no_wrap=True, min_width=18)

@@ -270,6 +270,8 @@ def _headline(summary: Mapping[str, Any], systems: list[str], labels: list[str])
                 "passed": e.get("passed", 0),
                 "failed": e.get("failed", 0),
                 "no_verdict": e.get("no_verdict", 0),
+                "flagged": bool(e.get("flagged")),
+                "no_verdict_share": e.get("no_verdict_share") or 0.0,
                 "system_errors": e.get("system_errors", 0),
                 "latency": e.get("latency_s"),
                 "cost": e.get("system_cost"),

@@ -102,12 +102,22 @@ class RunResult:
     def flags(self) -> list[dict[str, Any]]:
         """Means with more unscored (or error) cases than `settings.max_unscored_share`:
         {system, scorer, unscored_share}; `--strict` fails the run on any."""
-        return [
-            {"system": name, "scorer": label, "unscored_share": s.get("unscored_share")}
-            for name, entry in self.summary.get("systems", {}).items()
-            for label, s in entry.get("scorers", {}).items()
-            if s.get("flagged")
-        ]
+        flags = []
+        for name, entry in self.summary.get("systems", {}).items():
+            if entry.get("flagged"):
+                flags.append(
+                    {
+                        "system": name,
+                        "scorer": "pass_rate",
+                        "unscored_share": entry["no_verdict_share"],
+                    }
+                )
+            flags += [
+                {"system": name, "scorer": label, "unscored_share": s.get("unscored_share")}
+                for label, s in entry.get("scorers", {}).items()
+                if s.get("flagged")
+            ]
+        return flags
 
 
 def _hash_files(paths: Sequence[Path], contents: dict[Path, bytes]) -> str:

@@ -94,6 +94,8 @@ def summarize_scorer(
         "ci95": None if blind else _ci(values, seed),
         **_pass_counts(column.passed[present]),
     }
+    if blind:  # the verdicts are the failures' alone: no rate to show either
+        out["pass_rate"] = None
     out["unscored_share"] = share
     out["flagged"] = flagged
     if column.failures:
@@ -154,6 +156,11 @@ def summarize(
         }
         judged = table.passed[table.passed >= 0]
         entry["pass_rate_ci95"] = _ci((judged == 1).astype(np.float64), seed)
+        # cases without a verdict are the evaluator's: too many of them and the pass rate
+        # describes what could be judged, not the system
+        share = entry["no_verdict"] / entry["cases"] if entry["cases"] else 0.0
+        entry["no_verdict_share"] = share
+        entry["flagged"] = share > max_unscored_share + 1e-12
         latencies = table.latency[~np.isnan(table.latency)]
         if len(latencies):
             entry["latency_s"] = {
