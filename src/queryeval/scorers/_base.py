@@ -97,6 +97,11 @@ class Scorer:
         # how the scorer's verdict counts in the case's (see runner.case_passed)
         self.required = config is not None and config.required
         self.informational = config is not None and config.weight == 0
+        # read once: a missing attribute costs pydantic microseconds per case
+        fields = type(options).model_fields
+        self._attempt = str(options.attempt) if "attempt" in fields else "final"  # type: ignore[attr-defined]
+        database = options.database if "database" in fields else None  # type: ignore[attr-defined]
+        self._database = str(database) if database else None
 
     @property
     def label(self) -> str:
@@ -111,13 +116,12 @@ class Scorer:
     @property
     def attempt_choice(self) -> str:
         """Which attempt the scorer reads: `final` (default) or `first` (option `attempt`)."""
-        return str(getattr(self.options, "attempt", "final"))
+        return self._attempt
 
     @property
     def database_option(self) -> str | None:
         """The scorer's `database` option, for cases that name none."""
-        value = getattr(self.options, "database", None)
-        return str(value) if value else None
+        return self._database
 
     def sub_metrics(self) -> frozenset[str] | None:
         """The names of the sub-metrics this scorer reports in `details["metrics"]` (gates
@@ -224,8 +228,6 @@ def apply_rule(scorer: Scorer, score: Score) -> Score:
 
 
 def _precheck(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score | None:
-    from queryeval.scorers._produced import check_output
-
     why = scorer.not_applicable(case)
     if why is not None:
         return Score.unscored(why)
@@ -268,3 +270,6 @@ async def ascore_case(scorer: Scorer, case: Case, output: Output, ctx: ScoringCo
     except Exception as exc:
         score = _raised(exc)
     return apply_rule(scorer, score)
+
+
+from queryeval.scorers._produced import check_output  # noqa: E402  (it imports Scorer's types only)
