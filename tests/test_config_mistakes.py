@@ -178,6 +178,11 @@ MISTAKES = [
     # other sections
     Mistake("unknown report kind", suite("reports: [json]", "reports: [json, pdf]"),
             "suite.yaml", "reports:", "unknown report kind 'pdf'; expected one of"),
+    Mistake("html report option",
+            suite("reports: [json]", "reports: [{kind: html, options: {top: 5}}]"),
+            "suite.yaml", "reports:", "unknown option; expected some of title"),
+    Mistake("duckdb setting", suite("timeout_s: 2.0", "settings: {memory_limt: 1GB}"),
+            "suite.yaml", "sales:", "DuckDB refuses these settings"),
     Mistake("judge misspelt key", add("judge: {modle: gpt-4o-mini}"),
             "suite.yaml", "judge:", "judge.modle: unknown option; expected some of model"),
     Mistake("embeddings backend", add("embeddings: {backend: nope}"),

@@ -92,6 +92,10 @@ def database_problem(
         if key not in _COMMON and key not in ENGINE_OPTIONS[kind]:
             allowed = ", ".join(_allowed(kind))
             return ("options", key), f"not an option of engine {kind!r}; expected some of {allowed}"
+    if kind == "duckdb" and config.options.get("settings"):
+        problem = _duckdb_settings_problem(config.options["settings"])
+        if problem is not None:
+            return ("options", "settings"), problem
     places = ENGINE_PLACES[kind]
     given = [p for p in ("path", "fixture", "url") if getattr(config, p)]
     wrong = [p for p in given if p not in places]
@@ -118,3 +122,16 @@ def _resolve(value: str, base_dir: Path) -> Path:
 
     p = Path(value).expanduser()
     return p if p.is_absolute() else base_dir / p
+
+
+def _duckdb_settings_problem(settings: dict[str, Any]) -> str | None:
+    """Why DuckDB refuses these settings (tried on an empty in-memory database), or None."""
+    try:
+        import duckdb
+    except ImportError:  # pragma: no cover - the sql extra is not installed
+        return None
+    try:
+        duckdb.connect(":memory:", config={k: v for k, v in settings.items()}).close()
+    except duckdb.Error as exc:
+        return f"DuckDB refuses these settings: {str(exc).splitlines()[0]}"
+    return None

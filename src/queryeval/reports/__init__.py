@@ -98,6 +98,15 @@ def report_kinds() -> list[str]:
     return sorted(_WRITERS)
 
 
+def report_options_model(kind: str) -> Any:
+    """The pydantic model of a report kind's `options`, or None when it takes none."""
+    if kind == "html":
+        from queryeval.reports._html import HtmlOptions
+
+        return HtmlOptions
+    return None
+
+
 def write_reports(
     suite: SuiteConfig,
     out: Path,
@@ -143,4 +152,10 @@ def write_reports(
     return written
 
 
-__all__ = ["comparison_markdown", "comparison_text", "report_kinds", "write_reports"]
+__all__ = [
+    "comparison_markdown",
+    "comparison_text",
+    "report_kinds",
+    "report_options_model",
+    "write_reports",
+]

@@ -94,7 +94,7 @@ def _databases(suite: SuiteConfig) -> None:
 
 
 def _sections(suite: SuiteConfig) -> None:
-    from queryeval.reports import report_kinds
+    from queryeval.reports import report_kinds, report_options_model
     from queryeval.scorers import policy_problem
 
     for i, system in enumerate(suite.systems):
@@ -128,6 +128,14 @@ def _sections(suite: SuiteConfig) -> None:
         if report.kind not in kinds:
             message = f"unknown report kind {report.kind!r}; expected one of {', '.join(kinds)}"
             raise suite_error(suite, ("reports", i), message)
+        if report.options:
+            model = report_options_model(report.kind)
+            if model is None:
+                message = f"the {report.kind} report takes no options"
+                raise suite_error(suite, ("reports", i, "options"), message)
+            found = _model_problem(model, report.options)
+            if found is not None:
+                raise suite_error(suite, ("reports", i, "options", *found[0]), found[1])
     if suite.baseline is not None:
         run = suite.resolve(suite.baseline.run)
         if not (run / "summary.json").is_file():
