@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
 from queryeval.cases import Attempt, Case, Output, Score
-from queryeval.config import SuiteConfig, load_suite
+from queryeval.config import ScorerConfig, SuiteConfig, load_suite
 from queryeval.runner import case_passed, plan_run
 from queryeval.scorers import Scorer, ScoringContext, ascore_case
 from queryeval.stats import check_gates, summarize
@@ -159,12 +159,18 @@ def _query_family(path: Path, language: str, cache: Path) -> Family:
 
 
 def _fake_judge(req: ChatRequest) -> Reply:
-    """A judge that answers in prose, quoting the generated query, then scores the share of
-    the gold's tokens the query has (a rule, so garbage is judged on its merits too)."""
+    """A judge that answers in prose, quoting what it judges, then scores by a rule (so
+    garbage is judged on its merits too): a query by the share of the gold's tokens it has;
+    an answer 1 when it holds the expected answer's last word, else 0.2."""
     nonce = re.search(r'nonce="([0-9a-f]{16})"', req.content("system"))
     assert nonce is not None
     fence = rf'<data name="(\w+)" nonce="{nonce.group(1)}">\n(.*?)\n</data'
     fields = dict(re.findall(fence, req.content("user"), re.S))
+    if "generated_answer" in fields:
+        generated = fields["generated_answer"]
+        words = re.findall(r"\w+", fields.get("expected_answer", "").lower())
+        share = 1.0 if words and words[-1] in generated.lower() else 0.2
+        return Reply.text(f'The answer reads "{generated}". Score: {share:.2f}')
     gold = set(re.findall(r"\w+", fields.get("gold_query", "")))
     generated = fields.get("generated_query", "")
     share = len(gold & set(re.findall(r"\w+", generated))) / max(1, len(gold))
@@ -182,7 +188,9 @@ def family(request: pytest.FixtureRequest, cache: Path) -> Iterator[Family]:
     elif name == "kql":
         yield _query_family(EXAMPLES / "kql" / "suite.yaml", "kql", cache)
     elif name == "cypher_agentic":
-        yield _query_family(EXAMPLES / "cypher" / "suite_agentic.yaml", "cypher", cache)
+        suite = with_cache(load_suite(EXAMPLES / "cypher" / "suite_agentic.yaml"), cache)
+        suite.scorers.append(ScorerConfig(name="exact_match", weight=0))  # every text metric
+        yield score_family(suite, saved_outputs(suite), "cypher", cache)
     elif name == "weaviate":
         yield _query_family(EXAMPLES / "weaviate" / "suite.yaml", "weaviate", cache)
     elif name == "sdmx":
@@ -193,12 +201,19 @@ def family(request: pytest.FixtureRequest, cache: Path) -> Iterator[Family]:
             suite.judge = {"model": "judge", "base_url": server.base_url, "api_key_env": None}
             yield score_family(suite, saved_outputs(suite), "kql", cache)
     else:
-        yield _rag_family(cache)
+        with FakeOpenAI(_fake_judge) as server:
+            yield _rag_family(cache, server)
 
 
-def _rag_family(cache: Path) -> Family:
+def _rag_family(cache: Path, server: FakeOpenAI) -> Family:
     suite = with_cache(load_suite(EXAMPLES / "rag" / "suite.yaml"), cache)
     suite.systems = [suite.systems[0].model_copy(update={"params": None})]  # one configuration
+    suite.judge = {"model": "judge", "base_url": server.base_url, "api_key_env": None}
+    suite.scorers += [  # the judged answer methods too
+        ScorerConfig(name="llm_answer_correctness", weight=0),
+        ScorerConfig(name="answer", id="judged", weight=0,
+                     options={"evaluation_method": "llm_judge"}),
+    ]  # fmt: skip
     plan = plan_run(suite)
     answer = import_callable("examples.rag.system:answer", ROOT)
     outputs = {

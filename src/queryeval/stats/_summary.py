@@ -94,7 +94,11 @@ def summarize_scorer(
         "ci95": None if blind else _ci(values, seed),
         **_pass_counts(column.passed[present]),
     }
-    if blind:  # the verdicts are the failures' alone: no rate to show either
+    own_verdicts = present & ~failed & (column.passed >= 0)
+    no_threshold = scorer is not None and scorer.threshold is None
+    if blind or (no_threshold and not own_verdicts.any()):
+        # the verdicts are the failures' alone (a scorer without a threshold gives none of
+        # its own): no rate to show
         out["pass_rate"] = None
     out["unscored_share"] = share
     out["flagged"] = flagged
