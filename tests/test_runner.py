@@ -354,7 +354,7 @@ def test_sharded_run_over_several_case_files_with_blank_lines(tmp_path: Path) ->
     assert "a.jsonl:4" in info.value.message
 
 
-@pytest.mark.parametrize("change", ["swap", "attempts"])
+@pytest.mark.parametrize("change", ["swap", "attempts", "failures"])
 def test_sharded_run_with_predictions_out_of_line(tmp_path: Path, change: str) -> None:
     """Predictions in another order, or several per case, are grouped by case id (the
     line-for-line reading is only a shortcut) and give the serial run's summary."""
@@ -364,6 +364,10 @@ def test_sharded_run_with_predictions_out_of_line(tmp_path: Path, change: str) -
     lines = preds.read_text().splitlines()
     if change == "swap":
         lines[10], lines[50] = lines[50], lines[10]
+    elif change == "failures":  # failures in both shards: missing, the wrong type, empty
+        del lines[45]
+        lines[5] = json.dumps({"case_id": "case-5", "indicator_selection": "not a list"})
+        lines[50] = json.dumps({"case_id": "case-51", "answer": "no selection"})
     else:  # a second attempt for case-39, numbered (and the first given its number)
         first, second = json.loads(lines[39]), json.loads(lines[39])
         first["attempt"], second["attempt"] = 1, 2
@@ -380,6 +384,10 @@ def test_sharded_run_with_predictions_out_of_line(tmp_path: Path, change: str) -
     by_case = {r["case_id"]: r for r in read_records(tmp_path / "r1")}
     attempts = by_case["case-39"]["output"]["attempts"]
     assert len(attempts) == (2 if change == "attempts" else 1)
+    if change == "failures":
+        summary = json.loads((tmp_path / "r1" / "summary.json").read_text())
+        failures = summary["systems"]["sys"]["scorers"]["term_selection"]["failures"]
+        assert failures == {"empty": 1, "invalid_output": 1, "missing": 1}
 
 
 def test_sharded_run_cut_short_and_resumed_gives_the_same_summary(tmp_path: Path) -> None:
