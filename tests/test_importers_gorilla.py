@@ -180,7 +180,7 @@ def test_import_then_run_reproduces_every_stored_score(tmp_path: Path) -> None:
     assert published["late-model"]["reproduced_by"] == "gorilla_legacy"
 
     suite = load_suite(suite_dir / "suite.yaml")
-    suite.settings["cache_dir"] = str(tmp_path / "cache")
+    suite.settings.cache_dir = str(tmp_path / "cache")
     result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
     records = [
         json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().split("\n") if x
@@ -226,7 +226,7 @@ def test_results_alone_give_the_cases_and_a_query_file_alone_a_gold_system(
     report = import_gorilla([query_file], tmp_path / "from-queries")
     assert list(report.predictions) == ["gold"] and report.notes
     suite = load_suite(tmp_path / "from-queries" / "suite.yaml")
-    suite.settings["cache_dir"] = str(tmp_path / "cache")
+    suite.settings.cache_dir = str(tmp_path / "cache")
     result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
     for scorer in result.summary["systems"]["gold"]["scorers"].values():
         assert scorer["mean"] == 1.0

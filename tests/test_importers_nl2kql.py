@@ -76,7 +76,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 def run(suite_dir: Path, tmp: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     suite = load_suite(suite_dir / "suite.yaml")
-    suite.settings["cache_dir"] = str(tmp / "cache")
+    suite.settings.cache_dir = str(tmp / "cache")
     result = run_suite(suite, tmp / "run", progress=False, write_reports=False)
     lines = (tmp / "run" / "results.jsonl").read_text().splitlines()
     return result.summary, [json.loads(line) for line in lines]

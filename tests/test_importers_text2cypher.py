@@ -67,7 +67,7 @@ def test_parquet_rows_become_cypher_cases(tmp_path: Path) -> None:
     assert cases[1]["tags"] == ["hf_dataset"]
     assert any("neo4j_url" in note for note in report.notes)
     suite = load_suite(tmp_path / "suite" / "suite.yaml")
-    suite.settings["cache_dir"] = str(tmp_path / "cache")
+    suite.settings.cache_dir = str(tmp_path / "cache")
     result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
     assert result.summary["systems"]["gold"]["scorers"]["bleu"]["mean"] == pytest.approx(1.0)
 
@@ -82,7 +82,7 @@ def test_predictions_in_the_rows_make_a_system(tmp_path: Path) -> None:
     report = import_text2cypher([src], tmp_path / "suite")
     assert list(report.predictions) == ["model-x"]
     suite = load_suite(tmp_path / "suite" / "suite.yaml")
-    suite.settings["cache_dir"] = str(tmp_path / "cache")
+    suite.settings.cache_dir = str(tmp_path / "cache")
     result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
     scorers = result.summary["systems"]["model-x"]["scorers"]
     assert scorers["exact_match"]["mean"] == 0.5

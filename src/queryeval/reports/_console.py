@@ -74,6 +74,7 @@ def _print_breakdowns(entry: dict[str, Any], console: Console) -> None:
             table.add_row(*(_cell(v) for v in row))
         console.print(table)
 
+
 def _print_failures(entry: dict[str, Any], console: Console) -> None:
     """Per scorer: why outputs failed (0 in the mean), and a flagged unscored share."""
     from queryeval.cases import describe_failures

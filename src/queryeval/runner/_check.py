@@ -209,8 +209,8 @@ def _needing_database(scorers: Iterable[Scorer]) -> list[Scorer]:
 def _cases(
     suite: SuiteConfig, scorers: Mapping[str, Scorer], cases: Sequence[Case], places: Places
 ) -> None:
-    from queryeval.engines import case_database
     from queryeval.scorers import ScoringContext, policy_problem
+    from queryeval.scorers.execution import case_database
 
     databases = suite.databases
     ctx = ScoringContext(suite)
@@ -235,7 +235,7 @@ def _cases(
         for scorer in needing:
             if scorer.not_applicable(case) is not None:
                 continue
-            if case_database(case, ctx, scorer.database_option) is None:
+            if case_database(case, scorer.database_option, ctx) is None:
                 expected = (
                     "a 'databases:' entry in the suite"
                     if not databases

@@ -26,7 +26,6 @@ __all__ = [
     "judged_scorers",
     "known_scorers",
     "load_codelists",
-
     "policy_problem",
     "register_scorer",
     "score_case",

@@ -99,9 +99,9 @@ class Scorer:
         self.informational = config is not None and config.weight == 0
         # read once: a missing attribute costs pydantic microseconds per case
         fields = type(options).model_fields
-        self._attempt = str(options.attempt) if "attempt" in fields else "final"  # type: ignore[attr-defined]
+        self._attempt_option = str(options.attempt) if "attempt" in fields else "final"  # type: ignore[attr-defined]
         database = options.database if "database" in fields else None  # type: ignore[attr-defined]
-        self._database = str(database) if database else None
+        self._database_option = str(database) if database else None
 
     @property
     def label(self) -> str:
@@ -116,12 +116,12 @@ class Scorer:
     @property
     def attempt_choice(self) -> str:
         """Which attempt the scorer reads: `final` (default) or `first` (option `attempt`)."""
-        return self._attempt
+        return self._attempt_option
 
     @property
     def database_option(self) -> str | None:
         """The scorer's `database` option, for cases that name none."""
-        return self._database
+        return self._database_option
 
     def sub_metrics(self) -> frozenset[str] | None:
         """The names of the sub-metrics this scorer reports in `details["metrics"]` (gates

@@ -59,8 +59,8 @@ __all__ = [
     "parse_output",
     "parse_prediction_line",
     "read_output",
-    "read_prediction_line",
     "read_path",
+    "read_prediction_line",
     "render_body",
     "text_fields_for",
 ]
