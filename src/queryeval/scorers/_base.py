@@ -142,6 +142,20 @@ class Scorer:
             ]
         return []
 
+    def missing_files(
+        self, suite: SuiteConfig, **what: str
+    ) -> list[tuple[tuple[str | int, ...], str]]:
+        """The problems of file options that name no file: `what` maps an option to the
+        words for its file (`codelist="codelist file"`); options left unset are fine."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for option, words in what.items():
+            value = getattr(self.options, option, None)
+            if value and not suite.resolve(str(value)).is_file():
+                problems.append(
+                    ((("options", option)), f"{words} not found: {suite.resolve(str(value))}")
+                )
+        return problems
+
     def check_inputs(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Cheap checks of the cases this scorer will read (InputError naming the case), run
         by `validate` and before a run. Default: nothing."""

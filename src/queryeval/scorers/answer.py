@@ -93,14 +93,9 @@ class AnswerScorer(Scorer):
     def config_problems(self, suite: Any) -> list[tuple[tuple[str | int, ...], str]]:
         """`semantic_dynamic` (or hybrid on it) needs its calibration file."""
         problems = super().config_problems(suite)
-        if self._dynamic and not suite.resolve(self.options.calibration).is_file():
-            where = suite.resolve(self.options.calibration)
-            problems.append(
-                (
-                    ("options", "calibration"),
-                    f"calibration file not found: {where} (make it with `queryeval calibrate`)",
-                )
-            )
+        if self._dynamic:
+            words = "calibration file (made by `queryeval calibrate`)"
+            problems += self.missing_files(suite, calibration=words)
         return problems
 
     def not_applicable(self, case: Case) -> str | None:

@@ -85,11 +85,10 @@ class TermSelectionScorer(Scorer):
 
     def config_problems(self, suite: Any) -> list[tuple[tuple[str | int, ...], str]]:
         """The `codelist` file exists."""
-        problems = super().config_problems(suite)
-        if self.options.codelist and not suite.resolve(self.options.codelist).is_file():
-            where = suite.resolve(self.options.codelist)
-            problems.append((("options", "codelist"), f"codelist file not found: {where}"))
-        return problems
+        return [
+            *super().config_problems(suite),
+            *self.missing_files(suite, codelist="codelist file"),
+        ]
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Load the SDMX-ML codelists once, when the suite names a file."""

@@ -221,11 +221,7 @@ class WeaviateAstScorer(Scorer):
 
     def config_problems(self, suite: Any) -> list[tuple[tuple[str | int, ...], str]]:
         """The `schemas` file exists."""
-        problems = super().config_problems(suite)
-        if self.options.schemas and not suite.resolve(self.options.schemas).is_file():
-            where = suite.resolve(self.options.schemas)
-            problems.append((("options", "schemas"), f"schemas file not found: {where}"))
-        return problems
+        return [*super().config_problems(suite), *self.missing_files(suite, schemas="schemas file")]
 
     def check_inputs(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Every case's schema is known and every gold query reads (InputError naming the
