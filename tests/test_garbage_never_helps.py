@@ -30,8 +30,7 @@ from queryeval.cases import Attempt, Case, Output, Score
 from queryeval.config import ScorerConfig, SuiteConfig, load_suite
 from queryeval.runner import case_passed, plan_run
 from queryeval.scorers import Scorer, ScoringContext, ascore_case
-from queryeval.stats import check_gates, summarize
-from queryeval.stats._columns import RunColumns
+from queryeval.stats import RunColumns, check_gates, summarize
 from queryeval.systems import import_callable, read_prediction_line
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,9 +16,9 @@ from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 
 __all__ = [
     "COMPARISON",
-    "GoldFinding",
     "RUN",
     "SUMMARY",
+    "GoldFinding",
     "RunPlan",
     "RunResult",
     "RunStore",
