@@ -5,8 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # torch 2.13.0 (CPU build) is installed first and pinned, so nothing pulls a CUDA build.
 TORCH  := torch==2.13.0
+# Microsoft's KQL parser and analyzer for JavaScript (KQL validity: kql_syntax, kql_semantic),
+# installed into the environment when npm is present; queryeval finds it there.
+KUSTO_LANGUAGE := @kusto/language-service-next@12.4.1
+KUSTO_STAMP    := $(VENV)/kusto-language/.installed-12.4.1
 
-.PHONY: demo test lint typecheck unit browser bench bytecode clean help
+.PHONY: demo test lint typecheck unit browser bench bytecode clean help kusto-language
 
 help:
 	@echo "make demo   - create .venv, install, run the example suites, write reports"
@@ -28,9 +32,19 @@ $(STAMP): $(BIN)/python pyproject.toml
 bytecode:
 	$(BIN)/python -m compileall -q src
 
-install: $(STAMP)
+$(KUSTO_STAMP): | $(BIN)/python
+	@if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
+		npm install --prefix $(VENV)/kusto-language --no-audit --no-fund --no-save \
+			--loglevel=error $(KUSTO_LANGUAGE) && touch $(KUSTO_STAMP); \
+	else \
+		echo "note: node/npm not found; KQL validity (kql_syntax, kql_semantic) is unavailable"; \
+	fi
 
-demo: $(STAMP) bytecode
+kusto-language: $(KUSTO_STAMP)
+
+install: $(STAMP) $(KUSTO_STAMP)
+
+demo: $(STAMP) $(KUSTO_STAMP) bytecode
 	$(BIN)/python examples/demo.py
 
 # lint-imports checks the layers and private modules of pyproject's [tool.importlinter]
@@ -44,12 +58,12 @@ lint: $(STAMP)
 browser:
 	bash scripts/install-browser.sh
 
-unit: $(STAMP) bytecode browser
+unit: $(STAMP) $(KUSTO_STAMP) bytecode browser
 	$(BIN)/python -m pytest -q
 
 test: lint unit
 
-bench: $(STAMP) bytecode
+bench: $(STAMP) $(KUSTO_STAMP) bytecode
 	$(BIN)/python bench/run_all.py
 
 clean:

@@ -1,5 +1,6 @@
 """Execute generated queries in a sandbox: SQL (DuckDB, SQLite, SQLAlchemy URLs), KQL
-(duckdb-kql in process, Kusto endpoints) and Cypher (embedded ArcadeDB over Bolt, Neo4j).
+(duckdb-kql in process, Kusto endpoints) and Cypher (embedded ArcadeDB over Bolt, Neo4j); and
+offline KQL validity with Microsoft's Kusto.Language (a Node helper process).
 
 Importing this package imports no engine library; each is loaded when a database needs it.
 """
@@ -8,6 +9,18 @@ from queryeval.engines._base import Engine, Execution, Limits
 from queryeval.engines._blame import Blame, blame
 from queryeval.engines._describe import describe_schema
 from queryeval.engines._factory import ENGINES, build_engine, engine_from_context
+from queryeval.engines._kusto_language import (
+    KqlDiagnostic,
+    KqlSchema,
+    KqlValidator,
+    KqlValidatorError,
+    KqlValidatorTimeout,
+    KqlValidity,
+    KustoLanguageMissing,
+    kql_schema_from_context,
+    kql_validator_from_context,
+    kql_validity_in_context,
+)
 from queryeval.engines._options import DatabaseOptions, database_problem
 from queryeval.engines._results import (
     ExecutionMemo,
@@ -32,6 +45,13 @@ __all__ = [
     "Engine",
     "Execution",
     "ExecutionMemo",
+    "KqlDiagnostic",
+    "KqlSchema",
+    "KqlValidator",
+    "KqlValidatorError",
+    "KqlValidatorTimeout",
+    "KqlValidity",
+    "KustoLanguageMissing",
     "Limits",
     "ResultSet",
     "ValidityChecker",
@@ -45,6 +65,9 @@ __all__ = [
     "engine_from_context",
     "execute_query",
     "gold_execution",
+    "kql_schema_from_context",
+    "kql_validator_from_context",
+    "kql_validity_in_context",
     "register_validity_checker",
     "run_prediction",
     "validity_checker",

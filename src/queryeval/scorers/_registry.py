@@ -39,6 +39,8 @@ _BUILTIN: dict[str, str] = {
     "weaviate_ast": "queryeval.scorers.weaviate:WeaviateAstScorer",
     "spider_exact_match": "queryeval.scorers.benchmarks:SpiderExactMatchScorer",
     "bird_ves": "queryeval.scorers.benchmarks:BirdVesScorer",
+    "kql_syntax": "queryeval.scorers.kql_validity:KqlSyntaxScorer",
+    "kql_semantic": "queryeval.scorers.kql_validity:KqlSemanticScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 

@@ -1,0 +1,179 @@
+"""How much real-world KQL runs on the embedded KQL engine (duckdb-kql plus queryeval's
+extensions), measured on the development corpus in ../shared/data/kql (NL2KQL's Sentinel and
+Defender evaluation sets, Microsoft's Defender hunting queries, the Kusto docs' examples).
+
+A query counts as valid when Microsoft's Kusto.Language (npm @kusto/language-service-next,
+under Node) reports no error or warning against the corpus's documented table schemas;
+"runs" means the engine executed it on empty fixture tables built from those schemas. Prints,
+per source, queries / syntax-valid / valid / runs (and the share of valid queries that run),
+then which construct stopped each valid query that did not run.
+
+    python bench/bench_kql_coverage.py                     # every source (a few minutes)
+    python bench/bench_kql_coverage.py nl2kql_sentinel m365d --json out.json
+    python bench/bench_kql_coverage.py --from-json out.json   # the tables of a saved run
+
+Skips (exit 0) when the corpus is not there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as dt
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from queryeval.engines import KqlSchema, KqlValidator, KqlValidatorError  # noqa: E402
+from queryeval.engines._base import Limits  # noqa: E402
+from queryeval.engines._kql import KqlEngine  # noqa: E402
+
+SOURCES = ("nl2kql_sentinel", "nl2kql_defender", "m365d", "docs_all")
+_DUCKDB_TYPES = {"string": "VARCHAR", "datetime": "TIMESTAMP", "real": "DOUBLE",
+                 "int": "INTEGER", "long": "BIGINT", "dynamic": "JSON", "bool": "BOOLEAN",
+                 "guid": "UUID", "timespan": "INTERVAL", "decimal": "DECIMAL(38, 18)"}  # fmt: skip
+_CONSTRUCT = re.compile(r"unsupported KQL construct (?:'([^']*)'|\"([^\"]*)\")")
+_SPECIFIC = re.compile(r"^(source|expression|function|aggregate):")
+
+
+def corpus_dir() -> Path | None:
+    for candidate in (os.environ.get("QUERYEVAL_KQL_CORPUS"), "/work/shared/data/kql",
+                      ROOT.parent / "shared" / "data" / "kql",
+                      ROOT.parents[1] / "shared" / "data" / "kql"):  # fmt: skip
+        if candidate and (Path(candidate) / "table_schemas.json").is_file():
+            return Path(candidate)
+    return None
+
+
+def build_fixture(schemas: dict[str, dict[str, str]], path: Path) -> None:
+    """Empty tables with the documented columns (KQL types as DuckDB types)."""
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    for table, columns in schemas.items():
+        seen: set[str] = set()
+        defs = []
+        for column, kind in columns.items():
+            if column.lower() in seen:  # DuckDB folds case; Kusto does not
+                continue
+            seen.add(column.lower())
+            quoted = column.replace('"', '""')
+            defs.append(f'"{quoted}" {_DUCKDB_TYPES.get(kind, "VARCHAR")}')
+        if defs:
+            con.execute(f'CREATE TABLE "{table}" ({", ".join(defs)})')
+    con.close()
+
+
+def construct_of(kind: str, message: str) -> str:
+    """The construct that stopped a query, from the engine's message."""
+    match = _CONSTRUCT.search(message)
+    if match:
+        name = match.group(1) or match.group(2)
+        if name.startswith(("let function:", "extend:", "summarize:")):
+            return name.split(":")[0] + ":" + ("..." if ":" in name else "")
+        return name
+    if kind == "unsupported":
+        return message.split(":")[0][:70]
+    return f"{kind}: {message.splitlines()[0][:60]}"
+
+
+def measure(corpus: Path, sources: list[str]) -> list[dict[str, Any]]:
+    schemas = json.loads((corpus / "table_schemas.json").read_text())
+    rows: list[dict[str, Any]] = []
+    for source in sources:
+        with (corpus / f"{source}.jsonl").open() as handle:
+            for line in handle:
+                record = json.loads(line)
+                rows.append({"id": record["id"], "source": source, "query": record["query"]})
+    schema = KqlSchema.from_tables(schemas)
+    start = time.perf_counter()
+    with KqlValidator() as validator:
+        missing = validator.missing()
+        if missing:
+            raise SystemExit(f"bench_kql_coverage: {missing}")
+        for row in rows:
+            try:
+                verdict = validator.check(row["query"], schema)
+                row["syntax_ok"], row["valid"] = verdict.syntax_ok, verdict.semantic_ok
+            except KqlValidatorError as exc:
+                row["syntax_ok"] = row["valid"] = False
+                row["validity_error"] = str(exc)
+    validate_s = time.perf_counter() - start
+    with tempfile.TemporaryDirectory(prefix="qe-kql-coverage-") as tmp:
+        path = Path(tmp) / "fixture.duckdb"
+        build_fixture(schemas, path)
+        now = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
+        engine = KqlEngine("corpus", path, Limits(timeout_s=10), "corpus", now)
+        start = time.perf_counter()
+        for row in rows:
+            outcome = engine.execute(row["query"]).outcome
+            row["kind"], row["message"] = outcome.kind, outcome.message
+        execute_s = time.perf_counter() - start
+        engine.close()
+    print(f"validated {len(rows)} queries in {validate_s:.1f} s, executed in {execute_s:.1f} s "
+          f"(load {os.getloadavg()[0]:.2f})")  # fmt: skip
+    return rows
+
+
+def report(rows: list[dict[str, Any]]) -> None:
+    by_source: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    stops: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for row in rows:
+        counts = by_source[row["source"]]
+        counts["queries"] += 1
+        counts["syntax valid"] += bool(row["syntax_ok"])
+        if not row["valid"]:
+            continue
+        counts["valid"] += 1
+        if row["kind"] == "ok":
+            counts["runs"] += 1
+        else:
+            counts[row["kind"]] += 1
+            stops[construct_of(row["kind"], row["message"])][row["source"]] += 1
+    sources = list(by_source)
+    print("\n| source | queries | syntax-valid | valid | runs | runs / valid | unsupported "
+          "| other failures |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for source in sources:
+        c = by_source[source]
+        other = c["valid"] - c["runs"] - c["unsupported"]
+        share = 100 * c["runs"] / c["valid"] if c["valid"] else 0.0
+        print(f"| {source} | {c['queries']} | {c['syntax valid']} | {c['valid']} | {c['runs']} | "
+              f"{share:.1f} % | {c['unsupported']} | {other} |")  # fmt: skip
+    print("\n| what stopped a valid query | " + " | ".join(sources) + " | all |")
+    print("|---|" + "---:|" * (len(sources) + 1))
+    for construct, per in sorted(stops.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+        cells = " | ".join(str(per.get(s, "")) for s in sources)
+        print(f"| `{construct}` | {cells} | {sum(per.values())} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sources", nargs="*", default=list(SOURCES))
+    parser.add_argument("--json", type=Path, help="write every query's outcome here")
+    parser.add_argument("--from-json", type=Path, help="print the tables of a saved --json run")
+    args = parser.parse_args()
+    if args.from_json:
+        report(json.loads(args.from_json.read_text()))
+        return 0
+    corpus = corpus_dir()
+    if corpus is None:
+        print("bench_kql_coverage: the KQL corpus (../shared/data/kql) is not here; skipped")
+        return 0
+    rows = measure(corpus, args.sources)
+    report(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""NL2KQL's offline metrics with Microsoft's Kusto.Language: `kql_syntax` (1 when the
+generated KQL parses without a diagnostic) and `kql_semantic` (1 when parsing and analysis
+against the case's database schema report nothing: no unknown table, column or function, no
+type error).
+
+Both need Node.js and the npm package `@kusto/language-service-next` (`make install` puts it
+in the environment); a suite that asks for them without it stops before anything is scored.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from queryeval.cases import Case, Output, Score
+from queryeval.errors import InputError
+from queryeval.scorers._base import Scorer, ScoringContext
+from queryeval.scorers._registry import register_scorer
+
+
+class KqlValidityOptions(BaseModel):
+    """Options of `kql_syntax` and `kql_semantic`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    database: str | None = Field(
+        default=None, description="database whose schema the analyzer uses when the case "
+        "names none (gold query's database, metadata.database); default: the suite's only one"
+    )  # fmt: skip
+    attempt: Literal["final", "first"] = "final"
+
+
+class _KqlValidityScorer(Scorer):
+    Options: ClassVar[type[BaseModel]] = KqlValidityOptions
+    options: KqlValidityOptions
+    default_threshold = 1.0
+    uses_schema: ClassVar[bool] = True
+
+    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """Stop the run (bad configuration) when Node or Kusto.Language is missing."""
+        from queryeval.engines import kql_validator_from_context
+
+        missing = kql_validator_from_context(ctx).missing()
+        if missing:
+            raise InputError(missing, where=f"scorers.{self.label}")
+
+    def _database(self, case: Case, ctx: ScoringContext) -> str | None:
+        from queryeval.scorers.execution import target_query
+
+        for target in case.targets:
+            query = target_query(target)
+            if query is not None and query.database:
+                return query.database
+        if case.metadata.get("database"):
+            return str(case.metadata["database"])
+        if self.options.database:
+            return self.options.database
+        names = list(ctx.suite.databases) if ctx.suite is not None else []
+        return names[0] if len(names) == 1 else None
+
+    def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
+        from queryeval.engines import (
+            KqlValidatorError,
+            KqlValidatorTimeout,
+            kql_validity_in_context,
+        )
+
+        attempt = output.final if self.options.attempt == "final" else output.first
+        query = (attempt.query if attempt is not None else None) or ""
+        if not str(query).strip():
+            if output.error:
+                return self.system_failed(output)
+            return Score(value=0.0, explanation="no query was produced",
+                         details={"metrics": {self.name: 0.0}})  # fmt: skip
+        database = None
+        if self.uses_schema:
+            database = getattr(attempt, "database", None) or self._database(case, ctx)
+            if database is None:
+                return Score.unscored("no database for this case: set the scorer's "
+                                      "'database', the gold query's 'database' or "
+                                      "metadata.database")  # fmt: skip
+        try:
+            validity = kql_validity_in_context(ctx, str(query), database)
+        except KqlValidatorTimeout as exc:  # over a limit: the query's fault
+            return Score(value=0.0, explanation=str(exc), details={"validity": {"timeout": True}})
+        except KqlValidatorError as exc:  # the analyzer itself failed: not the system's
+            return Score.failed(f"Kusto.Language gave no verdict: {exc}")
+        ok = self.verdict(validity)
+        details: dict[str, Any] = {"validity": validity.to_dict(),
+                                   "metrics": {self.name: 1.0 if ok else 0.0}}  # fmt: skip
+        if database is not None:
+            details["database"] = database
+        return Score(value=1.0 if ok else 0.0, details=details,
+                     explanation="" if ok else validity.message())  # fmt: skip
+
+    def verdict(self, validity: Any) -> bool:
+        raise NotImplementedError
+
+    def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
+        """How often each diagnostic code was the reason for a 0."""
+        codes: Counter[str] = Counter()
+        for s in scores:
+            validity = s.details.get("validity") or {}
+            for d in (*validity.get("syntax", ()), *validity.get("semantic", ())):
+                codes[d["code"]] += 1
+        return {"diagnostic_codes": dict(codes.most_common())}
+
+
+@register_scorer("kql_syntax")
+class KqlSyntaxScorer(_KqlValidityScorer):
+    """NL2KQL's syntax score: 1 when Kusto.Language's parser reports no diagnostic."""
+
+    uses_schema = False
+
+    def verdict(self, validity: Any) -> bool:
+        return bool(validity.syntax_ok)
+
+
+@register_scorer("kql_semantic")
+class KqlSemanticScorer(_KqlValidityScorer):
+    """NL2KQL's semantic score: 1 when parsing and analysis against the database schema
+    report no error or warning (tables, columns, functions, types)."""
+
+    def verdict(self, validity: Any) -> bool:
+        return bool(validity.semantic_ok)
