@@ -110,7 +110,8 @@ def test_a_runaway_query_times_out_and_the_next_one_runs(cache: Path) -> None:
         ("Logs | where NoSuchColumn == 1", "schema"),
         ("NoSuchTable | take 1", "schema"),
         ("Logs | evaluate autocluster()", "unsupported"),
-        ("Logs | summarize percentiles(DurationMs, 95)", "unsupported"),
+        ("Logs | make-series n = count() on Timestamp step 1h", "unsupported"),
+        ("Logs | summarize percentiles(DurationMs, 95)", "ok"),  # queryeval rewrites it
         (".show tables", "ok"),
     ],
 )

@@ -1,9 +1,16 @@
 """KQL in process with duckdb-kql: KQL translated to DuckDB SQL and run on a read-only
-DuckDB connection, with `now()` pinned so `ago()` answers the same all run long."""
+DuckDB connection, with `now()` pinned so `ago()` answers the same all run long.
+
+Before duckdb-kql sees a query, queryeval rewrites the real-world KQL it does not cover into
+KQL it does, or refuses what it would answer wrongly (`_kql_rewrite`), and adds rows to its
+function tables (`_kql_functions`). Dynamic (JSON) values come back decoded, as Kusto's own
+client returns them: `make_list(pack(...))` is a list of dicts, not of JSON texts.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import threading
 from pathlib import Path
@@ -23,6 +30,9 @@ from queryeval.engines._duckdb import (
     duckdb_tables,
     run_on_cursor,
 )
+from queryeval.engines._kql_functions import REFUSED_MARKER
+from queryeval.engines._kql_functions import install as install_kql_functions
+from queryeval.engines._kql_rewrite import KqlRefused, rewrite_kql
 from queryeval.languages import kql
 
 
@@ -40,10 +50,15 @@ def parse_now(value: Any) -> dt.datetime:
 def classify_kql(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     """duckdb-kql's error taxonomy as outcome kinds (None for other exceptions): its KQL
     parser's `syntax` (an emulator's: see `KqlEngine.emulated_kinds`), unknown names
-    (`schema`), constructs it does not translate (`unsupported`)."""
+    (`schema`), constructs it does not translate (`unsupported`); what queryeval refuses
+    (`KqlRefused`, or at run time) is `unsupported` too."""
     from duckdb_kql import KqlError, KqlSchemaError, KqlSyntaxError, KqlUnsupportedError
     from duckdb_kql.errors import KqlScriptError
 
+    if isinstance(exc, KqlRefused):
+        return "unsupported", f"refused by queryeval: {exc}"
+    if REFUSED_MARKER in str(exc):
+        return "unsupported", str(exc)[str(exc).index(REFUSED_MARKER) :]
     if isinstance(exc, KqlScriptError) and exc.__cause__ is not None:
         return classify_kql(exc.__cause__)
     if not isinstance(exc, KqlError):
@@ -148,6 +163,7 @@ class KqlEngine(Engine):
                 self.now = dt.datetime.now(dt.UTC)
                 self.now_source = "the moment the engine started (no timestamp in the data)"
         self.identity = f"{identity}:now={self.now.isoformat()}"
+        install_kql_functions()
 
     def refusal(self, query: str) -> str | None:
         reason = kql.read_only_refusal(query)
@@ -157,18 +173,43 @@ class KqlEngine(Engine):
         with self._lock:
             return self._con.cursor()
 
+    def prepare(self, query: str) -> str:
+        """`query` as duckdb-kql runs it (queryeval's rewrites applied); KqlRefused when
+        queryeval will not run it."""
+        return rewrite_kql(query, self._columns_of)
+
+    def _columns_of(self, query: str) -> list[tuple[str, str]]:
+        """The output columns of a KQL query (name, DuckDB type), without running it."""
+        import duckdb_kql
+        from duckdb_kql.engine import schema
+
+        prepared = self.prepare(query)
+        cursor = self._cursor()
+        try:
+            sql = duckdb_kql.to_sql(
+                prepared, schema=schema(cursor), allow_write=False, query_now=self.now
+            )
+            with Deadline(self.limits.timeout_s, cursor.interrupt):
+                cursor.execute(f"SELECT * FROM ({sql}) AS _qe LIMIT 0", sql.parameters or None)
+            return [(str(d[0]), str(d[1])) for d in cursor.description or []]
+        finally:
+            cursor.close()
+
     def _run(self, query: str) -> RawResult:
         import duckdb_kql
 
+        prepared = self.prepare(query)
         cursor = self._cursor()
         try:
-            return run_on_cursor(
+            raw = run_on_cursor(
                 cursor,
-                lambda: duckdb_kql.execute(cursor, query, allow_write=False, query_now=self.now),
+                lambda: duckdb_kql.execute(cursor, prepared, allow_write=False, query_now=self.now),
                 self.limits,
             )
+            types = [str(d[1]) for d in cursor.description or []]
         finally:
             cursor.close()
+        return decode_dynamic(raw, types)
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
         return (
@@ -195,10 +236,11 @@ class KqlEngine(Engine):
         import duckdb_kql
         from duckdb_kql.engine import schema
 
+        prepared = self.prepare(query)
         cursor = self._cursor()
         try:
             sql = duckdb_kql.to_sql(
-                query, schema=schema(cursor), allow_write=False, query_now=self.now
+                prepared, schema=schema(cursor), allow_write=False, query_now=self.now
             )
             return str(sql)
         finally:
@@ -208,11 +250,12 @@ class KqlEngine(Engine):
         import duckdb_kql
         from duckdb_kql.engine import schema
 
+        prepared = self.prepare(query)
         cursor = self._cursor()
         try:
             with Deadline(self.limits.timeout_s, cursor.interrupt):
                 sql = duckdb_kql.to_sql(
-                    query, schema=schema(cursor), allow_write=False, query_now=self.now
+                    prepared, schema=schema(cursor), allow_write=False, query_now=self.now
                 )
                 cursor.execute(f"EXPLAIN {sql}", sql.parameters or None)
             return str(sql)
@@ -232,3 +275,28 @@ class KqlEngine(Engine):
 
     def close(self) -> None:
         self._con.close()
+
+
+def _decoder(type_name: str) -> Any:
+    """How to decode a value of a DuckDB column type holding JSON (None: leave it)."""
+    if type_name == "JSON":
+        return lambda v: json.loads(v) if isinstance(v, str) else v
+    if type_name.endswith("[]"):
+        inner = _decoder(type_name[:-2])
+        if inner is not None:
+            return lambda v: [inner(x) for x in v] if isinstance(v, list) else v
+    return None
+
+
+def decode_dynamic(raw: RawResult, types: list[str]) -> RawResult:
+    """Dynamic values as Kusto's client gives them: JSON text (DuckDB's JSON type, also
+    inside lists) decoded to Python values."""
+    decoders = [_decoder(t) for t in types]
+    if not any(decoders) or len(decoders) != len(raw.columns):
+        return raw
+    rows = [
+        tuple(d(v) if d is not None and v is not None else v
+              for d, v in zip(decoders, row, strict=True))
+        for row in raw.rows
+    ]  # fmt: skip
+    return RawResult(raw.columns, rows, raw.truncated, raw.notes)

@@ -1,0 +1,128 @@
+"""Rows queryeval adds to duckdb-kql's function tables.
+
+duckdb-kql keeps its coverage as data: `duckdb_kql.translate.functions` maps each KQL
+scalar and aggregate function to a DuckDB SQL template ("growing support means adding rows
+and tests, not writing new logic"), and 1.1 has no other way to register one. queryeval adds
+rows there, once, when the first KQL engine is built (`install()`): only under names
+duckdb-kql does not map, so nothing it answers changes, except two rows known to answer
+wrongly (base64 decoding, see below), replaced only while they are the known wrong ones.
+Any other code using duckdb_kql in the same process sees the added names too.
+
+Every template follows Kusto's documented behaviour and is tested against hand-computed
+results in tests/test_kql_coverage.py. Runtime refusals raise a DuckDB error whose message
+starts with `REFUSED_MARKER`, which the KQL engine reports as `unsupported`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+REFUSED_MARKER = "queryeval refused:"
+_LOCK = threading.Lock()
+_INSTALLED = False
+
+# duckdb-kql 1.1's make_set / make_list templates, whose FILTER clause the `_if` and sized
+# variants extend; a different template (another duckdb-kql) leaves those variants out.
+_NOT_NULL_FILTER = "FILTER (WHERE {0} IS NOT NULL)"
+_KNOWN_BASE64 = "coalesce(TRY_CAST(TRY_CAST(from_base64({0}) AS VARCHAR) AS VARCHAR), '')"
+# Kusto's base64_decode_tostring answers '' when the decoded bytes are not UTF-8 (its docs'
+# example); DuckDB's cast of such bytes to VARCHAR gives escaped text instead. What Kusto does
+# with text that is not base64 at all is not documented, so that is refused at run time.
+_BASE64_TEXT = r"^([A-Za-z0-9+/]{{4}})*([A-Za-z0-9+/]{{2}}==|[A-Za-z0-9+/]{{3}}=)?$"
+_BASE64_DECODE = (
+    "(CASE WHEN {0} IS NULL THEN '' "
+    f"WHEN regexp_full_match({{0}}, '{_BASE64_TEXT}') "
+    "THEN coalesce(try(decode(from_base64({0}))), '') "
+    f"ELSE error('{REFUSED_MARKER} base64_decode_tostring of text that is not base64 "
+    "(what Kusto answers is not established)') END)"
+)
+
+
+def _ordered_distinct(array_sql: str) -> str:
+    """Distinct elements of a JSON[] expression, first occurrence first, as JSON."""
+    return (
+        f"to_json(list_transform([{array_sql}], lambda _qe_l: "
+        "list_filter(_qe_l, lambda _qe_x, _qe_i: list_position(_qe_l, _qe_x) = _qe_i))[1])"
+    )
+
+
+def _json_array(arg: str) -> str:
+    return f"CAST(to_json({arg}) AS JSON[])"
+
+
+def _set_union() -> str:
+    return _ordered_distinct(f"list_concat({_json_array('{0}')}, {_json_array('{1}')})")
+
+
+def _set_difference() -> str:
+    right = _json_array("{1}")
+    return _ordered_distinct(
+        f"list_filter({_json_array('{0}')}, lambda _qe_y: NOT list_contains({right}, _qe_y))"
+    )
+
+
+def _set_intersect() -> str:
+    right = _json_array("{1}")
+    return _ordered_distinct(
+        f"list_filter({_json_array('{0}')}, lambda _qe_y: list_contains({right}, _qe_y))"
+    )
+
+
+def _sized(template: str, size_slot: str) -> str:
+    """An aggregate's template cut to its first `size_slot` elements, as a JSON array."""
+    return f"to_json(list_slice(CAST(to_json({template}) AS JSON[]), 1, {size_slot}))"
+
+
+def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
+    """(scalar rows, aggregate rows) to add, built from duckdb-kql's own templates."""
+    aggregate = functions.AggregateSpec
+    scalar = functions.FunctionSpec
+    aggregates: list[Any] = []
+    for name, prefix in (("make_set", "set"), ("make_list", "list")):
+        base = functions.AGGREGATE_FUNCTIONS.get(name)
+        if base is None or _NOT_NULL_FILTER not in base.template:
+            continue
+        conditional = base.template.replace(
+            _NOT_NULL_FILTER, "FILTER (WHERE {0} IS NOT NULL AND ({1}))"
+        )
+        aggregates += [
+            aggregate(f"{name}_if", conditional, (2,), name_prefix=prefix, rules=("R4",),
+                      note="queryeval: make_*(x) over the rows where the predicate holds"),
+            # the sized forms the rewriter calls for `make_set(x, n)` and the deprecated
+            # `makeset(x)` (128): duckdb-kql's own make_set ignores a maxSize
+            aggregate(f"queryeval_{name}", _sized(base.template, "{1}"), (2,),
+                      name_prefix=prefix, note="queryeval: make_* cut to maxSize"),
+            aggregate(f"queryeval_{name}_if", _sized(conditional, "{2}"), (3,),
+                      name_prefix=prefix, note="queryeval: make_*_if cut to maxSize"),
+        ]  # fmt: skip
+    scalars = [
+        scalar("set_union", "template", _set_union(), (2,), ("R9",), "queryeval"),
+        scalar("set_difference", "template", _set_difference(), (2,), ("R9",), "queryeval"),
+        scalar("set_intersect", "template", _set_intersect(), (2,), ("R9",), "queryeval"),
+    ]
+    return scalars, aggregates
+
+
+def install() -> None:
+    """Add queryeval's rows to duckdb-kql's tables (once per process; idempotent)."""
+    global _INSTALLED
+    with _LOCK:
+        if _INSTALLED:
+            return
+        from duckdb_kql.translate import functions
+
+        scalars, aggregates = _rows(functions)
+        for spec in scalars:
+            functions.SCALAR_FUNCTIONS.setdefault(spec.name, spec)
+        for spec in aggregates:
+            functions.AGGREGATE_FUNCTIONS.setdefault(spec.name, spec)
+        for name in ("base64_decode_tostring", "base64_decodestring"):
+            row = functions.SCALAR_FUNCTIONS.get(name)
+            if row is not None and row.template == _KNOWN_BASE64:
+                functions.SCALAR_FUNCTIONS[name] = functions.FunctionSpec(
+                    name, "template", _BASE64_DECODE, (1,), row.rules,
+                    "queryeval: '' for bytes that are not UTF-8, refused for text that is "
+                    "not base64",
+                )  # fmt: skip
+        _INSTALLED = True

@@ -1,0 +1,946 @@
+"""Real-world KQL that duckdb-kql 1.1 refuses, rewritten into KQL it runs, and the KQL it
+would answer wrongly, refused.
+
+duckdb-kql translates KQL to DuckDB SQL and refuses what it does not cover; its coverage is
+data (function tables, see `_kql_functions`) plus a translator with no extension point for
+operators. What cannot be a row of its tables is rewritten here, at the KQL level, before
+duckdb-kql sees the query: each rule finds one construct in duckdb-kql's own syntax tree
+(`duckdb_kql.parse`), replaces its source text by equivalent KQL that duckdb-kql covers,
+and raises `KqlRefused` instead when the equivalence does not hold for that use (a name or
+type it cannot know, an option it cannot honour). Rules and what they do:
+
+- string literals with escapes duckdb-kql decodes wrongly (`\\u00e9`, `\\x41`, `\\a`, octal):
+  decoded by Kusto's rules and written back with the escapes it reads right;
+- named arguments of a `let` function, which duckdb-kql binds by position: put in order;
+  named arguments of a built-in function: refused;
+- the deprecated aggregates `makeset`/`makelist` (default maxSize 128) and `argmax`/`argmin`
+  (their own result names), `parsejson`, `notempty`: the current functions;
+- `make_set`/`make_list` (and `_if`) with a maxSize, which duckdb-kql ignores: queryeval's
+  sized rows;
+- `percentiles(x, p1, p2, ...)`: one `percentile` per point, named as Kusto names them;
+- `mv-expand todynamic(Col)` / `parse_json(Col)` (and a path on it) without a name: named
+  as Kusto names it;
+- `project-reorder`: a `project` of the listed columns then the others in input order;
+- `take n` / `top n` of a `let n = <integer>`: the integer;
+- `bin_at(value, size, fixed)`: `bin` shifted by the fixed point's offset.
+
+    >>> rewrite_kql("T | summarize makeset(a) by b")
+    'T | summarize queryeval_make_set(a, 128) by b'
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+#: (prefix KQL) -> its output columns as (name, DuckDB type); None where no engine is at hand.
+ColumnsOf = Callable[[str], list[tuple[str, str]]]
+
+_MAX_PASSES = 12
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
+
+
+class KqlRefused(Exception):
+    """queryeval will not hand this query to duckdb-kql: it would answer it wrongly, or the
+    construct is outside what it runs. The message names the construct."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace `query[start:stop]` by `text`."""
+
+    start: int
+    stop: int
+    text: str
+
+
+# -- the syntax tree ---------------------------------------------------------------------------
+
+
+def _kind(node: Any) -> str:
+    name = type(node).__name__
+    return name[:-7] if name.endswith("Context") else name
+
+
+def _is_token(node: Any) -> bool:
+    return hasattr(node, "symbol")
+
+
+def _span(node: Any) -> tuple[int, int]:
+    """[start, stop) character offsets of a node or token."""
+    if _is_token(node):
+        return node.symbol.start, node.symbol.stop + 1
+    stop = node.stop.stop + 1 if node.stop is not None else node.start.start
+    return node.start.start, max(stop, node.start.start)
+
+
+def _children(node: Any) -> list[Any]:
+    return list(getattr(node, "children", None) or [])
+
+
+def _rules(node: Any) -> list[Any]:
+    return [c for c in _children(node) if not _is_token(c)]
+
+
+def _walk(node: Any) -> Iterator[Any]:
+    yield node
+    for child in _children(node):
+        if not _is_token(child):
+            yield from _walk(child)
+
+
+def _tokens(node: Any) -> Iterator[Any]:
+    for child in _children(node):
+        if _is_token(child):
+            yield child
+        else:
+            yield from _tokens(child)
+
+
+def _collapse(node: Any) -> Any:
+    """The innermost node of a chain of single-child wrappers."""
+    while True:
+        kids = _children(node)
+        if len(kids) != 1 or _is_token(kids[0]):
+            return node
+        node = kids[0]
+
+
+def _parent(node: Any, *kinds: str) -> Any | None:
+    p = getattr(node, "parentCtx", None)
+    while p is not None:
+        if _kind(p) in kinds:
+            return p
+        p = getattr(p, "parentCtx", None)
+    return None
+
+
+_NAME_NODES = ("IdentifierName", "IdentifierOrKeywordOrEscapedName", "EscapedName",
+               "IdentifierOrExtendedKeywordOrEscapedName", "ParameterName")  # fmt: skip
+
+
+def _name_of(node: Any) -> str | None:
+    """The identifier a name node spells (`a`, `['a b']`), or None."""
+    node = _collapse(node)
+    if _is_token(node):
+        text = node.symbol.text
+    elif _kind(node) in ("SimpleNameReference", *_NAME_NODES):
+        text = "".join(t.symbol.text for t in _tokens(node))
+    else:
+        return None
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
+            return inner[1:-1]
+        return None
+    return text if _IDENT.match(text) else None
+
+
+def quote_name(name: str) -> str:
+    """A column name as KQL source (`['a b']` when it is not a plain identifier)."""
+    if _IDENT.match(name):
+        return name
+    return "['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
+
+
+@dataclass
+class _Call:
+    """A function call: its node, name token and arguments (name clause text or None)."""
+
+    node: Any
+    name_token: Any
+    name: str
+    args: list[Any]
+
+    def arg_names(self) -> list[str | None]:
+        """Each argument's `name =` (None when positional; "" when not a plain name)."""
+        out: list[str | None] = []
+        for arg in self.args:
+            named = _collapse(arg)
+            clause = next((c for c in _rules(named) if _kind(c) == "NamedExpressionNameClause"),
+                          None)  # fmt: skip
+            out.append((_name_of(_rules(clause)[0]) or "") if clause is not None else None)
+        return out
+
+    def arg_value(self, i: int) -> Any:
+        """The argument's expression node (without a `name =` clause)."""
+        named = _collapse(self.args[i])
+        rules = _rules(named)
+        if rules and _kind(rules[0]) == "NamedExpressionNameClause":
+            return rules[1]
+        return named
+
+
+def _calls(tree: Any) -> Iterator[_Call]:
+    for node in _walk(tree):
+        if _kind(node) != "NamedFunctionCallExpression":
+            continue
+        kids = _children(node)
+        if not kids or _is_token(kids[0]):
+            continue
+        tokens = list(_tokens(kids[0]))
+        if len(tokens) != 1:
+            continue
+        args = [c for c in kids if not _is_token(c) and _kind(c) == "ArgumentExpression"]
+        yield _Call(node, tokens[0], tokens[0].symbol.text, args)
+
+
+def _as_column(node: Any) -> str | None:
+    """The column a bare name reference names, else None."""
+    node = _collapse(node)
+    if _kind(node) in ("SimpleNameReference", "NameReferenceWithDataScope", *_NAME_NODES):
+        return _name_of(node)
+    return None
+
+
+def _integer_literal(node: Any) -> int | None:
+    node = _collapse(node)
+    if _kind(node) in ("LongLiteralExpression", "IntLiteralExpression"):
+        try:
+            return int(node.getText())
+        except ValueError:
+            return None
+    return None
+
+
+def _number_literal(node: Any) -> str | None:
+    node = _collapse(node)
+    if _kind(node) in ("LongLiteralExpression", "IntLiteralExpression", "RealLiteralExpression"):
+        text = str(node.getText())
+        return text if re.fullmatch(r"\d+(\.\d+)?", text) else None
+    return None
+
+
+# -- the rewriting loop ------------------------------------------------------------------------
+
+
+@dataclass
+class _Query:
+    text: str
+    tree: Any
+    columns_of: ColumnsOf | None
+    notes: list[str] = field(default_factory=list)
+
+    def source(self, node: Any) -> str:
+        start, stop = _span(node)
+        return self.text[start:stop]
+
+    def lets(self) -> dict[str, Any]:
+        """Top-level `let` declarations: name -> declaration node."""
+        out: dict[str, Any] = {}
+        for node in _walk(self.tree):
+            if _kind(node) in ("LetVariableDeclaration", "LetFunctionDeclaration"):
+                names = [c for c in _rules(node) if _kind(c) in _NAME_NODES]
+                name = _name_of(names[0]) if names else None
+                if name:
+                    out.setdefault(name, node)
+        return out
+
+    def columns_before(self, operator: Any, what: str) -> list[tuple[str, str]]:
+        """The columns flowing into the piped operator `operator` (via the engine)."""
+        if self.columns_of is None:
+            raise KqlRefused(f"{what} needs the input columns, and no engine is at hand")
+        piped = _parent(operator, "PipedOperator")
+        pipe = _parent(operator, "PipeExpression")
+        if piped is None or pipe is None:
+            raise KqlRefused(f"{what} outside a pipeline")
+        start, _ = _span(pipe)
+        bar, _ = _span(piped)
+        statement = _parent(pipe, "Statement")
+        if statement is not None and _parent(statement, "LetFunctionBody") is not None:
+            raise KqlRefused(f"{what} inside a function body")
+        top = statement
+        while top is not None and _parent(top, "Statement") is not None:
+            top = _parent(top, "Statement")
+        if _parent(pipe, "LetFunctionBody") is not None:
+            raise KqlRefused(f"{what} inside a function body")
+        head = self.text[: _span(top)[0]] if top is not None else ""
+        prefix = head + self.text[start:bar]
+        try:
+            return self.columns_of(prefix)
+        except KqlRefused:
+            raise
+        except Exception as exc:
+            raise KqlRefused(f"{what}: the input columns are unknown ({exc})") from None
+
+
+def rewrite_kql(query: str, columns_of: ColumnsOf | None = None) -> str:
+    """`query` as KQL duckdb-kql runs with the same answer, or KqlRefused. A query that
+    does not parse is returned unchanged (duckdb-kql reports the syntax error)."""
+    from duckdb_kql import KqlSyntaxError
+    from duckdb_kql import parse as parse_kql
+
+    text = query
+    for _ in range(_MAX_PASSES):
+        try:
+            tree = parse_kql(text).tree
+        except KqlSyntaxError:
+            return text
+        q = _Query(text, tree, columns_of)
+        edits: list[Edit] = []
+        for rule in RULES:
+            edits.extend(e for e in rule(q) if text[e.start : e.stop] != e.text)
+        if not edits:
+            return text
+        text = _apply(text, edits)
+    raise KqlRefused("the query kept changing under rewriting")
+
+
+def _apply(text: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping edits (the outermost first; nested ones wait a pass)."""
+    chosen: list[Edit] = []
+    for edit in sorted(edits, key=lambda e: (e.start, -e.stop)):
+        if chosen and edit.start < chosen[-1].stop:
+            continue
+        chosen.append(edit)
+    out, pos = [], 0
+    for edit in chosen:
+        out.append(text[pos : edit.start])
+        out.append(edit.text)
+        pos = edit.stop
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# -- rule: string literals ---------------------------------------------------------------------
+
+# an escape duckdb-kql decodes differently from Kusto, after any run of escaped backslashes
+_WRONG_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\[uxabfv0-9]")
+_SIMPLE_ESCAPES = {"'": "'", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "n": "\n",
+                   "r": "\r", "t": "\t", "v": "\v"}  # fmt: skip
+
+
+def decode_kql_string(body: str) -> str:
+    """The value of a regular (not verbatim) KQL string literal's body, by Kusto.Language's
+    rules: `\\uXXXX` (UTF-16 units), `\\xXX`, up to three octal digits, the C escapes, and
+    any other escaped character standing for itself.
+
+    >>> decode_kql_string(r"caf\\u00e9 \\x41\\101\\t!")
+    'café AA\\t!'
+    """
+    units: list[int] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in _SIMPLE_ESCAPES:
+                units.extend(_utf16(_SIMPLE_ESCAPES[nxt]))
+                i += 2
+            elif nxt in "ux":
+                width = 4 if nxt == "u" else 2
+                digits = re.match(f"[0-9A-Fa-f]{{1,{width}}}", body[i + 2 : i + 2 + width])
+                if digits is None:
+                    raise KqlRefused(f"string escape \\{nxt} without hexadecimal digits")
+                units.append(int(digits.group(0), 16))
+                i += 2 + len(digits.group(0))
+            elif nxt.isdigit():
+                digits = re.match(r"[0-7]{1,3}", body[i + 1 : i + 4])
+                if digits is None:
+                    raise KqlRefused(f"string escape \\{nxt} is not octal")
+                units.append(int(digits.group(0), 8) & 0xFFFF)
+                i += 1 + len(digits.group(0))
+            else:
+                units.extend(_utf16(nxt))
+                i += 2
+        else:
+            units.extend(_utf16(ch))
+            i += 1
+    data = b"".join(u.to_bytes(2, "little") for u in units)
+    try:
+        return data.decode("utf-16-le")
+    except UnicodeDecodeError:
+        raise KqlRefused("a string literal holds an unpaired UTF-16 surrogate") from None
+
+
+def _literal_value(text: str) -> str:
+    """The value of one string literal's source text (regular or verbatim)."""
+    verbatim = text.startswith("@")
+    body = text[1:] if verbatim else text
+    if len(body) < 2 or body[0] not in "'\"" or body[-1] != body[0]:
+        raise KqlRefused("a string literal of an unexpected form")
+    quote, inner = body[0], body[1:-1]
+    return inner.replace(quote * 2, quote) if verbatim else decode_kql_string(inner)
+
+
+def _utf16(text: str) -> list[int]:
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
+
+
+def _encode_for_duckdb_kql(value: str, quote: str) -> str:
+    """A literal duckdb-kql decodes to `value` (it reads \\\\, \\', \\", \\n, \\r, \\t)."""
+    out = [quote]
+    for ch in value:
+        if ch in ("\\", quote):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\0":
+            raise KqlRefused("a string literal holds a NUL character")
+        else:
+            out.append(ch)
+    out.append(quote)
+    return "".join(out)
+
+
+def _string_literals(q: _Query) -> list[Edit]:
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "StringLiteralExpression":
+            continue
+        for token in _tokens(node):
+            text = token.symbol.text
+            if not text or text[0] not in "'\"" or not _WRONG_ESCAPE.search(text):
+                continue  # verbatim (@'...'), obfuscated (h'...') and multi-line ones keep theirs
+            quote = text[0]
+            body = text[1:-1] if len(text) >= 2 and text[-1] == quote else text[1:]
+            value = decode_kql_string(body)
+            start, stop = _span(token)
+            edits.append(Edit(start, stop, _encode_for_duckdb_kql(value, quote)))
+    return edits
+
+
+# -- rule: named arguments ---------------------------------------------------------------------
+
+
+def _let_function_parameters(declaration: Any, q: _Query) -> list[tuple[str, str | None]]:
+    params = next((c for c in _rules(declaration) if _kind(c) == "LetFunctionParameterList"), None)
+    out: list[tuple[str, str | None]] = []
+    if params is None:
+        return out
+    for param in _rules(params):
+        if _kind(param) != "ScalarParameter":
+            raise KqlRefused("named arguments of a function with a tabular parameter")
+        kids = _rules(param)
+        name = _name_of(kids[0])
+        if name is None:
+            raise KqlRefused("named arguments: a parameter name is not plain")
+        default = next((c for c in kids if _kind(c) == "ScalarParameterDefault"), None)
+        value = None
+        if default is not None:
+            value = q.source(_rules(default)[0])
+        out.append((name, value))
+    return out
+
+
+def _named_arguments(q: _Query) -> list[Edit]:
+    edits = []
+    lets = None
+    for call in _calls(q.tree):
+        names = call.arg_names()
+        if all(n is None for n in names):
+            continue
+        lets = q.lets() if lets is None else lets
+        declaration = lets.get(call.name)
+        if declaration is None or _kind(declaration) != "LetFunctionDeclaration":
+            raise KqlRefused(
+                f"named arguments to {call.name}(): duckdb-kql would bind them by position"
+            )
+        params = _let_function_parameters(declaration, q)
+        first_named = next(i for i, n in enumerate(names) if n is not None)
+        if any(n is None for n in names[first_named:]):
+            raise KqlRefused(f"{call.name}(): a positional argument after a named one")
+        given: dict[str, str] = {}
+        for i, name in enumerate(names):
+            key = name if name is not None else (params[i][0] if i < len(params) else None)
+            if key is None or key not in dict(params) or key in given:
+                raise KqlRefused(f"{call.name}(): argument {name or i} matches no parameter")
+            given[key] = q.source(call.arg_value(i))
+        ordered: list[str] = []
+        for pname, default in params:
+            if pname in given:
+                ordered.append(given[pname])
+            elif default is not None:
+                ordered.append(default)
+            else:
+                raise KqlRefused(f"{call.name}(): no value for parameter {pname}")
+        first, last = _span(call.args[0])[0], _span(call.args[-1])[1]
+        edits.append(Edit(first, last, ", ".join(ordered)))
+    return edits
+
+
+# -- rule: deprecated and size-limited aggregates ---------------------------------------------
+
+_RENAMES = {"parsejson": "parse_json", "notempty": "isnotempty"}
+_DEPRECATED_LISTS = {"makeset": "make_set", "makelist": "make_list"}
+# aggregates with a maxSize argument (its position), which duckdb-kql's own rows ignore
+_SIZED = {"make_set": 1, "make_list": 1, "make_set_if": 2, "make_list_if": 2}
+
+
+def _aggregates(q: _Query) -> list[Edit]:
+    """Deprecated names to current ones; a maxSize honoured through queryeval's sized rows
+    (`_kql_functions`), which keep Kusto's result names (`set_x`, `list_x`)."""
+    edits = []
+    for call in _calls(q.tree):
+        lower = call.name.lower()
+        start, stop = _span(call.name_token)
+        if lower in _RENAMES:
+            edits.append(Edit(start, stop, _RENAMES[lower]))
+        elif lower in _DEPRECATED_LISTS and len(call.args) in (1, 2):
+            edits.append(Edit(start, stop, f"queryeval_{_DEPRECATED_LISTS[lower]}"))
+            if len(call.args) == 1:  # the deprecated forms keep at most 128 elements
+                end = _span(call.args[0])[1]
+                edits.append(Edit(end, end, ", 128"))
+        elif lower in _SIZED and len(call.args) == _SIZED[lower] + 1:
+            edits.append(Edit(start, stop, f"queryeval_{lower}"))
+    return edits
+
+
+def _is_named(call: _Call) -> bool:
+    """The call is the whole of a `name = call` expression."""
+    parent = _parent(call.node, "NamedExpression")
+    if parent is None:
+        return False
+    rules = _rules(parent)
+    return bool(rules) and _kind(rules[0]) == "NamedExpressionNameClause"
+
+
+def _is_whole_expression(call: _Call) -> Any | None:
+    """The NamedExpression whose whole value is this call, else None."""
+    parent = _parent(call.node, "NamedExpression")
+    if parent is None:
+        return None
+    value = _rules(parent)[-1]
+    return parent if _collapse(value) is call.node else None
+
+
+# -- rule: percentiles -------------------------------------------------------------------------
+
+
+def _percentiles(q: _Query) -> list[Edit]:
+    edits = []
+    for call in _calls(q.tree):
+        if call.name.lower() != "percentiles":
+            continue
+        whole = _is_whole_expression(call)
+        if whole is None or _parent(call.node, "SummarizeOperator") is None:
+            raise KqlRefused("percentiles() inside a larger expression")
+        points = [_number_literal(call.arg_value(i)) for i in range(1, len(call.args))]
+        if not points or any(p is None for p in points):
+            raise KqlRefused("percentiles() with points that are not number literals")
+        value = q.source(call.arg_value(0))
+        rules = _rules(whole)
+        names: list[str]
+        if _kind(rules[0]) == "NamedExpressionNameClause":
+            listed = next((c for c in _rules(rules[0]) if _kind(c) == "NamedExpressionNameList"),
+                          None)  # fmt: skip
+            if listed is None:
+                raise KqlRefused("percentiles() with one name for several results")
+            names = [n for n in (_name_of(c) for c in _rules(listed)) if n]
+            if len(names) != len(points):
+                raise KqlRefused("percentiles(): as many names as points are needed")
+        else:
+            column = _as_column(call.arg_value(0))
+            if column is None:
+                raise KqlRefused("percentiles() of an expression without names")
+            names = [f"percentile_{column}_{str(p).replace('.', '_')}" for p in points]
+        parts = [f"{quote_name(n)} = percentile({value}, {p})"
+                 for n, p in zip(names, points, strict=True)]  # fmt: skip
+        a, b = _span(whole)
+        edits.append(Edit(a, b, ", ".join(parts)))
+    return edits
+
+
+# -- rule: deprecated argmax / argmin ----------------------------------------------------------
+
+
+def _argmax(q: _Query) -> list[Edit]:
+    edits = []
+    for call in _calls(q.tree):
+        lower = call.name.lower()
+        if lower not in ("argmax", "argmin"):
+            continue
+        summarize = _parent(call.node, "SummarizeOperator")
+        whole = _is_whole_expression(call)
+        if summarize is None or whole is None or _is_named(call):
+            raise KqlRefused(f"{call.name}() outside the plain `summarize {call.name}(...)` form")
+        prefix = "max" if lower == "argmax" else "min"
+        primary = _as_column(call.arg_value(0))
+        if primary is None:
+            raise KqlRefused(f"{call.name}() of an expression")
+        by = [_as_column(_collapse(n)) for c in _rules(summarize)
+              if _kind(c) == "SummarizeOperatorByClause" for n in _rules(c)]  # fmt: skip
+        renames = [(f"{prefix}_{primary}", primary)]
+        for i in range(1, len(call.args)):
+            value = _collapse(call.arg_value(i))
+            if _kind(value) in ("StarExpression", "Wildcard") or q.source(value).strip() == "*":
+                columns = [name for name, _ in q.columns_before(summarize, call.name)]
+                returned = [c for c in columns if c != primary and c not in by]
+            else:
+                column = _as_column(value)
+                if column is None:
+                    raise KqlRefused(f"{call.name}() returning an expression")
+                returned = [column] if column != primary and column not in by else []
+            for column in returned:
+                if all(old != column for _, old in renames):
+                    renames.append((f"{prefix}_{primary}_{column}", column))
+        others = [r for r in _rules(summarize) if r is not whole and _kind(r) == "NamedExpression"]
+        if others:
+            raise KqlRefused(f"{call.name}() beside other aggregates")
+        a, b = _span(call.name_token)
+        edits.append(Edit(a, b, "arg_" + prefix))
+        end = _span(summarize)[1]
+        renamed = ", ".join(f"{quote_name(new)} = {quote_name(old)}" for new, old in renames)
+        edits.append(Edit(end, end, f" | project-rename {renamed}"))
+    return edits
+
+
+# -- rule: mv-expand of an unnamed todynamic(Col) ------------------------------------------------
+
+_TO_DYNAMIC = {"todynamic", "parse_json", "parsejson", "toobject"}
+
+
+def _mv_expand_names(q: _Query) -> list[Edit]:
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) not in ("MvexpandOperator", "MvExpandOperator"):
+            continue
+        for item in _rules(node):
+            if _kind(item) != "MvexpandOperatorExpression":
+                continue
+            named = next((c for c in _rules(item) if _kind(c) == "NamedExpression"), None)
+            if named is None or _kind(_rules(named)[0]) == "NamedExpressionNameClause":
+                continue
+            value = _collapse(_rules(named)[-1])
+            name = _dynamic_source_name(value)
+            if name is None:
+                continue  # left for duckdb-kql to run or refuse
+            start, _ = _span(named)
+            edits.append(Edit(start, start, f"{quote_name(name)} = "))
+    return edits
+
+
+def _dynamic_source_name(value: Any) -> str | None:
+    """Kusto's name for `todynamic(Col)` (Col) or a path on it (`Col_x`); None otherwise."""
+    if _kind(value) == "NamedFunctionCallExpression":
+        calls = list(_calls(value))
+        call = calls[0] if calls else None
+        if call is None or call.node is not value or call.name.lower() not in _TO_DYNAMIC:
+            return None
+        if len(call.args) != 1:
+            return None
+        return _as_column(call.arg_value(0))
+    if _kind(value) == "FunctionCallOrPathPathExpression":
+        parts = _rules(value)
+        if len(parts) != 2:
+            return None
+        base = _dynamic_source_name(_collapse(parts[0]))
+        if base is None:
+            return None
+        member = [t.symbol.text for t in _tokens(parts[1])]
+        if len(member) == 2 and member[0] == "." and _IDENT.match(member[1]):
+            return f"{base}_{member[1]}"
+        if len(member) == 3 and member[0] == "[" and member[2] == "]":
+            key = member[1]
+            if len(key) >= 2 and key[0] == key[-1] and key[0] in "'\"" and "\\" not in key:
+                return f"{base}_{key[1:-1]}"
+        return None
+    return None
+
+
+# -- rule: project-reorder ---------------------------------------------------------------------
+
+
+def _project_reorder(q: _Query) -> list[Edit]:
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "ProjectReorderOperator":
+            continue
+        patterns: list[str] = []
+        for item in _rules(node):
+            if _kind(item) != "ProjectReorderExpression":
+                continue
+            if len(list(_tokens(item))) != len(list(_tokens(_rules(item)[0]))):
+                raise KqlRefused("project-reorder with asc/desc/granny ordering")
+            text = "".join(t.symbol.text for t in _tokens(item))
+            name = _name_of(_rules(item)[0]) if "*" not in text else None
+            patterns.append(name if name is not None else text)
+        columns = [name for name, _ in q.columns_before(node, "project-reorder")]
+        first: list[str] = []
+        for pattern in patterns:
+            if "*" in pattern:
+                matched = [c for c in columns if fnmatch.fnmatchcase(c, pattern)]
+            else:
+                matched = [pattern] if pattern in columns else []
+                if not matched:
+                    raise KqlRefused(f"project-reorder: no column {pattern!r}")
+            first.extend(c for c in matched if c not in first)
+        order = first + [c for c in columns if c not in first]
+        a, b = _span(node)
+        edits.append(Edit(a, b, "project " + ", ".join(quote_name(c) for c in order)))
+    return edits
+
+
+# -- rule: take/top of a let-bound integer -----------------------------------------------------
+
+
+def _let_counts(q: _Query) -> list[Edit]:
+    edits = []
+    lets = None
+    for node in _walk(q.tree):
+        if _kind(node) not in ("TakeOperator", "TopOperator", "TopHittersOperator"):
+            continue
+        rules = _rules(node)
+        if not rules:
+            continue
+        count = _collapse(rules[0])
+        name = _as_column(count)
+        if name is None:
+            continue
+        lets = q.lets() if lets is None else lets
+        declaration = lets.get(name)
+        if declaration is None or _kind(declaration) != "LetVariableDeclaration":
+            continue
+        value = _integer_literal(_rules(declaration)[-1])
+        if value is None:
+            continue
+        a, b = _span(count)
+        edits.append(Edit(a, b, str(value)))
+    return edits
+
+
+# -- rule: bin_at --------------------------------------------------------------------------------
+
+
+_DATETIME_CALLS = {"datetime", "now", "ago", "todatetime", "startofday", "startofweek",
+                   "startofmonth", "startofyear", "endofday", "endofweek", "endofmonth",
+                   "endofyear", "datetime_add", "make_datetime"}  # fmt: skip
+
+
+def _bin_at_kind(node: Any) -> str | None:
+    """"datetime" or "number" when the fixed point's type shows in its text, else None
+    (a timespan, whose `bin` duckdb-kql computes as a datetime inside an expression)."""
+    node = _collapse(node)
+    if _number_literal(node) is not None:
+        return "number"
+    if _kind(node) in ("DateTimeLiteralExpression",):
+        return "datetime"
+    calls = list(_calls(node))
+    if calls and calls[0].node is node and calls[0].name.lower() in _DATETIME_CALLS:
+        return "datetime"
+    return None
+
+
+def _bin_at(q: _Query) -> list[Edit]:
+    edits = []
+    for call in _calls(q.tree):
+        if call.name.lower() != "bin_at" or len(call.args) != 3:
+            continue
+        if _bin_at_kind(call.arg_value(2)) is None:
+            raise KqlRefused("bin_at() whose fixed point is not a datetime or a number")
+        value, size, fixed = (f"({q.source(call.arg_value(i))})" for i in range(3))
+        offset = f"({fixed} - bin({fixed}, {size}))"
+        expression = f"(bin({value} - {offset}, {size}) + {offset})"
+        whole = _is_whole_expression(call)
+        a, b = _span(call.node)
+        in_where = _parent(call.node, "WhereOperator") is not None
+        if whole is not None and not _is_named(call) and not in_where:
+            column = _as_column(call.arg_value(0))
+            if column is None:
+                raise KqlRefused("bin_at() of an expression without a name")
+            expression = f"{quote_name(column)} = {expression}"
+            a, b = _span(whole)
+        edits.append(Edit(a, b, expression))
+    return edits
+
+
+# -- rule: split with an index ------------------------------------------------------------------
+
+
+def _split_index(q: _Query) -> list[Edit]:
+    """`split(s, d, i)`: the i-th piece in an array (empty when there is none)."""
+    edits = []
+    for call in _calls(q.tree):
+        if call.name.lower() != "split" or len(call.args) != 3:
+            continue
+        index = _integer_literal(call.arg_value(2))
+        if index is None or index < 0:
+            raise KqlRefused("split() with an index that is not a non-negative integer")
+        text, delimiter = q.source(call.arg_value(0)), q.source(call.arg_value(1))
+        a, b = _span(call.node)
+        edits.append(Edit(a, b, f"array_slice(split({text}, {delimiter}), {index}, {index})"))
+    return edits
+
+
+# -- rule: top-nested with one level -------------------------------------------------------------
+
+
+def _top_nested(q: _Query) -> list[Edit]:
+    """`top-nested N of Col by Agg [asc|desc]` (one level, no `with others`): the top N
+    groups of a summarize, named as Kusto names them (`Col`, `aggregated_Col`)."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "TopNestedOperator":
+            continue
+        parts = [p for p in _rules(node) if _kind(p) == "TopNestedOperatorPart"]
+        if len(parts) != 1 or len(_rules(node)) != 1:
+            raise KqlRefused("top-nested with several levels or `with others`")
+        pieces = _rules(parts[0])
+        if len(pieces) != 3 or "others" in q.source(parts[0]).lower():
+            raise KqlRefused("top-nested with `with others`")
+        count = _integer_literal(pieces[0])
+        if count is None:
+            raise KqlRefused("top-nested whose count is not an integer literal")
+        of_name, of_value = _named_parts(q, pieces[1])
+        if of_name is None:
+            raise KqlRefused("top-nested of an expression without a name")
+        ordering = ""
+        by = pieces[2]
+        if _kind(by) == "OrderedExpression":
+            kids = _rules(by)
+            ordering = q.source(kids[1]).strip().lower() if len(kids) > 1 else ""
+            if ordering not in ("", "asc", "desc"):
+                raise KqlRefused("top-nested with a nulls ordering")
+            by = kids[0]
+        agg_name, agg_value = _named_parts(q, by)
+        agg_name = agg_name or f"aggregated_{of_name}"
+        named_agg, named_of = quote_name(agg_name), quote_name(of_name)
+        text = f"summarize {named_agg} = {agg_value} by {named_of} = {of_value} "
+        text += f"| top {count} by {named_agg} {ordering}".rstrip()
+        a, b = _span(node)
+        edits.append(Edit(a, b, text))
+    return edits
+
+
+def _named_parts(q: _Query, named: Any) -> tuple[str | None, str]:
+    """(`name` or the column's own name or None, the value's text) of a NamedExpression."""
+    named = _collapse(named) if _kind(named) != "NamedExpression" else named
+    rules = _rules(named)
+    if rules and _kind(rules[0]) == "NamedExpressionNameClause":
+        return _name_of(_rules(rules[0])[0]), q.source(rules[1])
+    return _as_column(named), q.source(named)
+
+
+# -- rule: join on `a and b` -------------------------------------------------------------------
+
+
+def _join_conjunction(q: _Query) -> list[Edit]:
+    """`join ... on $left.a == $right.b and $left.c == $right.d`: the conditions as a list,
+    which duckdb-kql reads (its grammar takes the `and` into the last column name)."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "JoinOperatorOnClause":
+            continue
+        condition = _collapse(_rules(node)[0]) if _rules(node) else None
+        if condition is None or _kind(condition) != "LogicalAndExpression":
+            continue
+        terms = [condition]
+        ands = [c for c in _rules(condition) if _kind(c) == "LogicalAndOperation"]
+        if not all("$left." in q.source(t) and "$right." in q.source(t) for t in ands):
+            continue
+        for operation in ands:
+            token = next(t for t in _children(operation) if _is_token(t))
+            if token.symbol.text.lower() != "and":
+                break
+            a, b = _span(token)
+            edits.append(Edit(a - 1 if q.text[a - 1 : a] == " " else a, b, ","))
+        del terms
+    return edits
+
+
+# -- rule: pack() with computed keys -----------------------------------------------------------
+
+
+def _pack_keys(q: _Query) -> list[Edit]:
+    """Keys of `pack`/`bag_pack` given as expressions, made strings (as Kusto requires; a
+    dynamic key is its string)."""
+    edits = []
+    for call in _calls(q.tree):
+        if call.name.lower() not in ("pack", "bag_pack", "pack_dictionary"):
+            continue
+        for i in range(0, len(call.args), 2):
+            key = _collapse(call.arg_value(i))
+            if _kind(key) == "StringLiteralExpression":
+                continue
+            keyed = list(_calls(key))
+            if keyed and keyed[0].node is key and keyed[0].name.lower() == "tostring":
+                continue
+            a, b = _span(key)
+            edits.append(Edit(a, b, f"tostring({q.source(key)})"))
+    return edits
+
+
+# -- rule: a parenthesized pipeline head ---------------------------------------------------------
+
+
+def _parenthesized_source(q: _Query) -> list[Edit]:
+    """`(T | ops) | more` is `T | ops | more`; duckdb-kql takes no parenthesized source."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "PipeExpression":
+            continue
+        kids = _rules(node)
+        head = _collapse(kids[0]) if kids else None
+        if len(kids) < 2 or _kind(head) != "ParenthesizedExpression":
+            continue
+        if any(_kind(k) != "PipedOperator" for k in kids[1:]):
+            continue
+        inner = _rules(head)
+        if len(inner) != 1 or _kind(inner[0]) != "Expression":
+            continue
+        a, b = _span(head)
+        edits.append(Edit(a, b, q.source(inner[0])))
+    return edits
+
+
+# -- rule: extractjson -------------------------------------------------------------------------
+
+_JSON_PATH = re.compile(
+    r"^\$((\.[A-Za-z_][A-Za-z_0-9]*)|(\[\d+\])|(\['[^'\\]*'\])|(\[\"[^\"\\]*\"\]))*$"
+)
+_CONVERSIONS = {"string": "tostring", "long": "tolong", "int": "toint", "real": "toreal",
+                "double": "toreal", "bool": "tobool", "boolean": "tobool",
+                "datetime": "todatetime", "guid": "toguid", "timespan": "totimespan",
+                "dynamic": ""}  # fmt: skip
+
+
+def _extract_json(q: _Query) -> list[Edit]:
+    """`extract_json(path, text[, typeof(T)])` for a plain JSONPath (`$.a.b`, `$['a']`,
+    `$.a[0]`): the element of `parse_json(text)`, as a string or converted to T."""
+    edits = []
+    for call in _calls(q.tree):
+        if call.name.lower() not in ("extractjson", "extract_json") or len(call.args) not in (2, 3):
+            continue
+        path_node = _collapse(call.arg_value(0))
+        if _kind(path_node) != "StringLiteralExpression":
+            raise KqlRefused("extract_json() with a path that is not a literal")
+        path = _literal_value(q.source(path_node))
+        if not _JSON_PATH.match(path):
+            raise KqlRefused(f"extract_json() with the JSONPath {path!r}")
+        convert = "tostring"
+        if len(call.args) == 3:
+            kind = re.fullmatch(r"typeof\(\s*(\w+)\s*\)", q.source(call.arg_value(2)).strip())
+            if kind is None or kind.group(1).lower() not in _CONVERSIONS:
+                raise KqlRefused("extract_json() to a type it cannot convert to")
+            convert = _CONVERSIONS[kind.group(1).lower()]
+        element = f"parse_json({q.source(call.arg_value(1))}){path[1:]}"
+        a, b = _span(call.node)
+        edits.append(Edit(a, b, f"{convert}({element})" if convert else element))
+    return edits
+
+
+RULES: tuple[Callable[[_Query], list[Edit]], ...] = (
+    _string_literals,
+    _named_arguments,
+    _aggregates,
+    _percentiles,
+    _argmax,
+    _mv_expand_names,
+    _project_reorder,
+    _let_counts,
+    _bin_at,
+    _split_index,
+    _top_nested,
+    _join_conjunction,
+    _pack_keys,
+    _parenthesized_source,
+    _extract_json,
+)
