@@ -32,7 +32,7 @@ from queryeval.engines._duckdb import (
 )
 from queryeval.engines._kql_functions import REFUSED_MARKER
 from queryeval.engines._kql_functions import install as install_kql_functions
-from queryeval.engines._kql_rewrite import KqlRefused, rewrite_kql
+from queryeval.engines._kql_rewrite import KqlRefused, Rewritten, rewrite_kql
 from queryeval.languages import kql
 
 
@@ -173,39 +173,45 @@ class KqlEngine(Engine):
         with self._lock:
             return self._con.cursor()
 
-    def prepare(self, query: str) -> str:
-        """`query` as duckdb-kql runs it (queryeval's rewrites applied); KqlRefused when
-        queryeval will not run it."""
-        return rewrite_kql(query, self._columns_of)
+    def prepare(self, query: str, functions: tuple[str, ...] = ()) -> Rewritten:
+        """`query` as duckdb-kql runs it (queryeval's rewrites applied) with the stored
+        functions it needs; KqlRefused when queryeval will not run it."""
+        return rewrite_kql(query, self._columns_of, functions)
 
-    def _columns_of(self, query: str) -> list[tuple[str, str]]:
+    def _columns_of(self, query: str, functions: tuple[str, ...]) -> list[tuple[str, str]]:
         """The output columns of a KQL query (name, DuckDB type), without running it."""
-        import duckdb_kql
-        from duckdb_kql.engine import schema
-
-        prepared = self.prepare(query)
+        prepared = self.prepare(query, functions)
         cursor = self._cursor()
         try:
-            sql = duckdb_kql.to_sql(
-                prepared, schema=schema(cursor), allow_write=False, query_now=self.now
-            )
+            sql = self._to_sql(cursor, prepared)
             with Deadline(self.limits.timeout_s, cursor.interrupt):
                 cursor.execute(f"SELECT * FROM ({sql}) AS _qe LIMIT 0", sql.parameters or None)
             return [(str(d[0]), str(d[1])) for d in cursor.description or []]
         finally:
             cursor.close()
 
+    def _to_sql(self, cursor: Any, prepared: Rewritten) -> Any:
+        import duckdb_kql
+        from duckdb_kql.engine import schema
+
+        return duckdb_kql.to_sql(
+            prepared.text, schema=schema(cursor), allow_write=False, query_now=self.now,
+            functions=list(prepared.functions),
+        )  # fmt: skip
+
     def _run(self, query: str) -> RawResult:
         import duckdb_kql
 
         prepared = self.prepare(query)
+        functions = list(prepared.functions)
         cursor = self._cursor()
         try:
-            raw = run_on_cursor(
-                cursor,
-                lambda: duckdb_kql.execute(cursor, prepared, allow_write=False, query_now=self.now),
-                self.limits,
-            )
+
+            def start() -> object:
+                return duckdb_kql.execute(cursor, prepared.text, allow_write=False,
+                                          query_now=self.now, functions=functions)  # fmt: skip
+
+            raw = run_on_cursor(cursor, start, self.limits)
             types = [str(d[1]) for d in cursor.description or []]
         finally:
             cursor.close()
@@ -233,30 +239,19 @@ class KqlEngine(Engine):
 
     def translate(self, query: str) -> str:
         """The DuckDB SQL duckdb-kql makes of `query` (with the clock pinned)."""
-        import duckdb_kql
-        from duckdb_kql.engine import schema
-
         prepared = self.prepare(query)
         cursor = self._cursor()
         try:
-            sql = duckdb_kql.to_sql(
-                prepared, schema=schema(cursor), allow_write=False, query_now=self.now
-            )
-            return str(sql)
+            return str(self._to_sql(cursor, prepared))
         finally:
             cursor.close()
 
     def explain(self, query: str) -> str:
-        import duckdb_kql
-        from duckdb_kql.engine import schema
-
         prepared = self.prepare(query)
         cursor = self._cursor()
         try:
             with Deadline(self.limits.timeout_s, cursor.interrupt):
-                sql = duckdb_kql.to_sql(
-                    prepared, schema=schema(cursor), allow_write=False, query_now=self.now
-                )
+                sql = self._to_sql(cursor, prepared)
                 cursor.execute(f"EXPLAIN {sql}", sql.parameters or None)
             return str(sql)
         finally:

@@ -97,6 +97,8 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
                       name_prefix=prefix, note="queryeval: make_*_if cut to maxSize"),
         ]  # fmt: skip
     scalars = [
+        # a fresh random guid per call, as Kusto's (results with it are never comparable)
+        scalar("new_guid", "template", "gen_random_uuid()", (0,), (), "queryeval"),
         scalar("set_union", "template", _set_union(), (2,), ("R9",), "queryeval"),
         scalar("set_difference", "template", _set_difference(), (2,), ("R9",), "queryeval"),
         scalar("set_intersect", "template", _set_intersect(), (2,), ("R9",), "queryeval"),

@@ -22,9 +22,14 @@ type it cannot know, an option it cannot honour). Rules and what they do:
   as Kusto names it;
 - `project-reorder`: a `project` of the listed columns then the others in input order;
 - `take n` / `top n` of a `let n = <integer>`: the integer;
-- `bin_at(value, size, fixed)`: `bin` shifted by the fixed point's offset.
+- `bin_at(value, size, fixed)`: `bin` shifted by the fixed point's offset;
+- `let` views and functions with a tabular body: stored functions (duckdb-kql's
+  `functions=`), which it expands where they are called as Kusto does;
+- `split(s, d, i)`, `indexof(s, x, start)`, `extract_json(path, text[, typeof(T)])`,
+  single-level `top-nested`, `join ... on A and B`, `pack` with computed keys, and a
+  parenthesized pipeline head: the KQL duckdb-kql reads for them.
 
-    >>> rewrite_kql("T | summarize makeset(a) by b")
+    >>> rewrite_kql("T | summarize makeset(a) by b").text
     'T | summarize queryeval_make_set(a, 128) by b'
 """
 
@@ -36,8 +41,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-#: (prefix KQL) -> its output columns as (name, DuckDB type); None where no engine is at hand.
-ColumnsOf = Callable[[str], list[tuple[str, str]]]
+#: (prefix KQL, stored functions) -> its output columns as (name, DuckDB type).
+ColumnsOf = Callable[[str, tuple[str, ...]], list[tuple[str, str]]]
 
 _MAX_PASSES = 12
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
@@ -46,6 +51,16 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 class KqlRefused(Exception):
     """queryeval will not hand this query to duckdb-kql: it would answer it wrongly, or the
     construct is outside what it runs. The message names the construct."""
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """The query as duckdb-kql is to run it, and the stored-function definitions it needs
+    (`let` functions and views with a tabular body, which duckdb-kql runs only as stored
+    functions: its `functions=` argument)."""
+
+    text: str
+    functions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -222,7 +237,7 @@ class _Query:
     text: str
     tree: Any
     columns_of: ColumnsOf | None
-    notes: list[str] = field(default_factory=list)
+    functions: list[str] = field(default_factory=list)
 
     def source(self, node: Any) -> str:
         start, stop = _span(node)
@@ -260,31 +275,42 @@ class _Query:
         head = self.text[: _span(top)[0]] if top is not None else ""
         prefix = head + self.text[start:bar]
         try:
-            return self.columns_of(prefix)
+            return self.columns_of(prefix, tuple(self.functions))
         except KqlRefused:
             raise
         except Exception as exc:
             raise KqlRefused(f"{what}: the input columns are unknown ({exc})") from None
 
 
-def rewrite_kql(query: str, columns_of: ColumnsOf | None = None) -> str:
+def rewrite_kql(query: str, columns_of: ColumnsOf | None = None,
+                functions: tuple[str, ...] = ()) -> Rewritten:  # fmt: skip
     """`query` as KQL duckdb-kql runs with the same answer, or KqlRefused. A query that
     does not parse is returned unchanged (duckdb-kql reports the syntax error)."""
     from duckdb_kql import KqlSyntaxError
     from duckdb_kql import parse as parse_kql
 
     text = query
+    hoisted = list(functions)
     for _ in range(_MAX_PASSES):
         try:
             tree = parse_kql(text).tree
         except KqlSyntaxError:
-            return text
-        q = _Query(text, tree, columns_of)
+            tree = None
+        if tree is None:  # not KQL it parses (a control command, a syntax error): as is
+            return Rewritten(text, tuple(hoisted))
+        q = _Query(text, tree, columns_of, hoisted)
         edits: list[Edit] = []
         for rule in RULES:
-            edits.extend(e for e in rule(q) if text[e.start : e.stop] != e.text)
+            try:
+                found = rule(q)
+            except KqlRefused:
+                raise
+            except Exception as exc:  # a query shape the rule does not know: not run
+                raise KqlRefused(f"queryeval's {rule.__name__.strip('_')} rewrite failed: "
+                                 f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
+            edits.extend(e for e in found if text[e.start : e.stop] != e.text)
         if not edits:
-            return text
+            return Rewritten(text, tuple(hoisted))
         text = _apply(text, edits)
     raise KqlRefused("the query kept changing under rewriting")
 
@@ -716,7 +742,7 @@ _DATETIME_CALLS = {"datetime", "now", "ago", "todatetime", "startofday", "starto
 
 
 def _bin_at_kind(node: Any) -> str | None:
-    """"datetime" or "number" when the fixed point's type shows in its text, else None
+    """ "datetime" or "number" when the fixed point's type shows in its text, else None
     (a timespan, whose `bin` duckdb-kql computes as a datetime inside an expression)."""
     node = _collapse(node)
     if _number_literal(node) is not None:
@@ -927,7 +953,88 @@ def _extract_json(q: _Query) -> list[Edit]:
     return edits
 
 
+# -- rule: tabular let functions and views as stored functions ---------------------------------
+
+
+def _hoist_functions(q: _Query) -> list[Edit]:
+    """Top-level `let F = view() {...}` and `let F = (scalar params) { tabular body }`,
+    which duckdb-kql refuses, handed to it as stored functions instead. Kusto expands
+    both where they are called; the query's top-level `let` names must be unique, so
+    that a name in the body means at the call what it meant at the declaration."""
+    statements = [c for c in _rules(q.tree.getChild(0)) if _kind(c) == "Statement"] if (
+        q.tree.getChildCount() and _kind(q.tree.getChild(0)) == "Query"
+    ) else []  # fmt: skip
+    declarations = []
+    for statement in statements:
+        let = _rules(statement)[0] if _rules(statement) else None
+        if let is not None and _kind(let) == "LetStatement":
+            declarations.append(_rules(let)[0])
+    names = [_name_of(next((c for c in _rules(d) if _kind(c) in _NAME_NODES), d))
+             for d in declarations]  # fmt: skip
+    edits = []
+    for declaration in declarations:
+        kind = _kind(declaration)
+        if kind not in ("LetViewDeclaration", "LetFunctionDeclaration"):
+            continue
+        body = next((c for c in _rules(declaration) if _kind(c) == "LetFunctionBody"), None)
+        params = next((c for c in _rules(declaration) if _kind(c) == "LetFunctionParameterList"),
+                      None)  # fmt: skip
+        if body is None or (kind == "LetFunctionDeclaration" and not _tabular_body(body)):
+            continue
+        if params is not None and any(_kind(p) != "ScalarParameter" for p in _rules(params)):
+            continue  # a tabular parameter: duckdb-kql's own `invoke` path
+        name = _name_of(next(c for c in _rules(declaration) if _kind(c) in _NAME_NODES))
+        if name is None or names.count(name) != 1 or len(set(names)) != len(names):
+            raise KqlRefused("a tabular let function among repeated let names")
+        start, stop = _span(body)
+        definition = (f"function {name}({q.source(params) if params is not None else ''}) "
+                      f"{{ {q.text[start + 1 : stop - 1]} }}")  # fmt: skip
+        statement = _parent(declaration, "Statement")
+        a, b = _span(statement)
+        rest = q.text[b:]
+        semicolon = re.match(r"\s*;", rest)
+        b += semicolon.end() if semicolon else 0
+        edits.append(Edit(a, b, ""))
+        q.functions.append(definition)
+    return edits
+
+
+def _tabular_body(body: Any) -> bool:
+    """A function body ending in a pipeline (or holding statements of its own)."""
+    if any(_kind(c) == "LetFunctionBodyStatement" for c in _rules(body)):
+        return True
+    last = next((c for c in reversed(_rules(body)) if _kind(c) == "Expression"), None)
+    pipe = _collapse(last) if last is not None else None
+    while pipe is not None and _kind(pipe) != "PipeExpression" and len(_rules(pipe)) == 1:
+        pipe = _rules(pipe)[0]
+    return pipe is not None and any(_kind(c) == "PipedOperator" for c in _rules(pipe))
+
+
+# -- rule: indexof with a start ----------------------------------------------------------------
+
+
+def _indexof_start(q: _Query) -> list[Edit]:
+    """`indexof(s, x, start)` for a non-negative literal start and a non-empty literal x:
+    the first match at or after start, counted from the beginning, -1 when none."""
+    edits = []
+    for call in _calls(q.tree):
+        if call.name.lower() != "indexof" or len(call.args) != 3:
+            continue
+        start = _integer_literal(call.arg_value(2))
+        lookup = _collapse(call.arg_value(1))
+        if start is None or start < 0 or _kind(lookup) != "StringLiteralExpression":
+            raise KqlRefused("indexof() with a start that is not a non-negative literal")
+        if not _literal_value(q.source(lookup)):
+            raise KqlRefused("indexof() of an empty string with a start")
+        found = f"indexof(substring({q.source(call.arg_value(0))}, {start}), {q.source(lookup)})"
+        a, b = _span(call.node)
+        edits.append(Edit(a, b, f"iff({found} < 0, -1, {found} + {start})"))
+    return edits
+
+
 RULES: tuple[Callable[[_Query], list[Edit]], ...] = (
+    _hoist_functions,
+    _indexof_start,
     _string_literals,
     _named_arguments,
     _aggregates,
