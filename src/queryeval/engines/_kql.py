@@ -176,17 +176,44 @@ class KqlEngine(Engine):
     def prepare(self, query: str, functions: tuple[str, ...] = ()) -> Rewritten:
         """`query` as duckdb-kql runs it (queryeval's rewrites applied) with the stored
         functions it needs; KqlRefused when queryeval will not run it."""
-        return rewrite_kql(query, self._columns_of, functions)
+        return rewrite_kql(query, self, functions)
 
-    def _columns_of(self, query: str, functions: tuple[str, ...]) -> list[tuple[str, str]]:
+    def columns(self, query: str, functions: tuple[str, ...]) -> list[tuple[str, str]]:
         """The output columns of a KQL query (name, DuckDB type), without running it."""
+        rows = self._inspect(query, functions, "SELECT * FROM ({sql}) AS _qe LIMIT 0")
+        return rows[0]
+
+    def bag_slots(
+        self, query: str, functions: tuple[str, ...], column: str
+    ) -> list[tuple[str, list[str]]]:
+        """The top-level keys of the bags in `column` of the query's rows, with the JSON types
+        of their values (runs the query, within the limits)."""
+        value = 'CAST(_qe."' + column.replace('"', '""') + '" AS JSON)'
+        around = (
+            f"SELECT j.key, list(DISTINCT j.type) FROM ({{sql}}) AS _qe, json_each({value}) AS j "
+            f"WHERE json_type({value}) = 'OBJECT' GROUP BY j.key"
+        )
+        _, rows = self._inspect(query, functions, around)
+        return [(str(key), [str(t) for t in types]) for key, types in rows]
+
+    def _inspect(self, query: str, functions: tuple[str, ...],
+                 around: str) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:  # fmt: skip
+        """Run `around` (SQL with `{sql}` for the query's translation) under the limits:
+        (columns with their types, at most max_rows rows)."""
         prepared = self.prepare(query, functions)
         cursor = self._cursor()
         try:
             sql = self._to_sql(cursor, prepared)
-            with Deadline(self.limits.timeout_s, cursor.interrupt):
-                cursor.execute(f"SELECT * FROM ({sql}) AS _qe LIMIT 0", sql.parameters or None)
-            return [(str(d[0]), str(d[1])) for d in cursor.description or []]
+            with Deadline(self.limits.timeout_s, cursor.interrupt) as deadline:
+                try:
+                    cursor.execute(around.replace("{sql}", str(sql)), sql.parameters or None)
+                    rows = cursor.fetchmany(self.limits.max_rows)
+                except Exception:
+                    if deadline.fired:
+                        raise KqlRefused("inspecting the input ran past the time limit") from None
+                    raise
+            columns = [(str(d[0]), str(d[1])) for d in cursor.description or []]
+            return columns, rows
         finally:
             cursor.close()
 

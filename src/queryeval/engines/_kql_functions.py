@@ -39,6 +39,19 @@ _BASE64_DECODE = (
 )
 
 
+_INTEGERS = "('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER')"
+_RANGE = (
+    f"(CASE WHEN typeof({{0}}) IN {_INTEGERS} AND typeof({{1}}) IN {_INTEGERS} "
+    f"AND typeof({{2}}) IN {_INTEGERS} AND {{2}} <> 0 "
+    "AND (TRY_CAST({1} AS BIGINT) - TRY_CAST({0} AS BIGINT)) // TRY_CAST({2} AS BIGINT) "
+    "< 1048576 THEN to_json(CASE WHEN sign({1} - {0}) IN (0, sign({2})) THEN "
+    "generate_series(TRY_CAST({0} AS BIGINT), TRY_CAST({1} AS BIGINT), TRY_CAST({2} AS BIGINT))"
+    " ELSE [] END) "
+    f"ELSE error('{REFUSED_MARKER} range() other than of integers, or of over 1,048,576 "
+    "elements') END)"
+)
+
+
 def _ordered_distinct(array_sql: str) -> str:
     """Distinct elements of a JSON[] expression, first occurrence first, as JSON."""
     return (
@@ -97,6 +110,10 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
                       name_prefix=prefix, note="queryeval: make_*_if cut to maxSize"),
         ]  # fmt: skip
     scalars = [
+        # range(start, stop, step) over integers, stop included, at most 1,048,576 elements
+        # as Kusto's; other types are refused at run time (the two-argument form gets its
+        # step from the rewriter)
+        scalar("range", "template", _RANGE, (3,), ("R9",), "queryeval"),
         # a fresh random guid per call, as Kusto's (results with it are never comparable)
         scalar("new_guid", "template", "gen_random_uuid()", (0,), (), "queryeval"),
         scalar("set_union", "template", _set_union(), (2,), ("R9",), "queryeval"),

@@ -39,10 +39,20 @@ import fnmatch
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-#: (prefix KQL, stored functions) -> its output columns as (name, DuckDB type).
-ColumnsOf = Callable[[str, tuple[str, ...]], list[tuple[str, str]]]
+
+class Inspector(Protocol):
+    """What some rules need to know about the data: asked of the engine, in KQL."""
+
+    def columns(self, query: str, functions: tuple[str, ...]) -> list[tuple[str, str]]:
+        """The output columns of `query` as (name, DuckDB type), without running it."""
+
+    def bag_slots(self, query: str, functions: tuple[str, ...],
+                  column: str) -> list[tuple[str, list[str]]]:  # fmt: skip
+        """The top-level keys of the property bags in `column` of `query`'s rows, with the
+        JSON types of their non-null values (DuckDB's json_each names)."""
+
 
 _MAX_PASSES = 12
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
@@ -236,7 +246,7 @@ def _number_literal(node: Any) -> str | None:
 class _Query:
     text: str
     tree: Any
-    columns_of: ColumnsOf | None
+    inspector: Inspector | None
     functions: list[str] = field(default_factory=list)
 
     def source(self, node: Any) -> str:
@@ -256,7 +266,27 @@ class _Query:
 
     def columns_before(self, operator: Any, what: str) -> list[tuple[str, str]]:
         """The columns flowing into the piped operator `operator` (via the engine)."""
-        if self.columns_of is None:
+        inspector, prefix = self._before(operator, what)
+        try:
+            return inspector.columns(prefix, tuple(self.functions))
+        except KqlRefused:
+            raise
+        except Exception as exc:
+            raise KqlRefused(f"{what}: the input columns are unknown ({exc})") from None
+
+    def slots_before(self, operator: Any, column: str, what: str) -> list[tuple[str, list[str]]]:
+        """The property-bag keys of `column` flowing into `operator` (runs the input)."""
+        inspector, prefix = self._before(operator, what)
+        try:
+            return inspector.bag_slots(prefix, tuple(self.functions), column)
+        except KqlRefused:
+            raise
+        except Exception as exc:
+            raise KqlRefused(f"{what}: the input's keys are unknown ({exc})") from None
+
+    def _before(self, operator: Any, what: str) -> tuple[Inspector, str]:
+        """The engine and the KQL of everything flowing into `operator`."""
+        if self.inspector is None:
             raise KqlRefused(f"{what} needs the input columns, and no engine is at hand")
         piped = _parent(operator, "PipedOperator")
         pipe = _parent(operator, "PipeExpression")
@@ -273,16 +303,10 @@ class _Query:
         if _parent(pipe, "LetFunctionBody") is not None:
             raise KqlRefused(f"{what} inside a function body")
         head = self.text[: _span(top)[0]] if top is not None else ""
-        prefix = head + self.text[start:bar]
-        try:
-            return self.columns_of(prefix, tuple(self.functions))
-        except KqlRefused:
-            raise
-        except Exception as exc:
-            raise KqlRefused(f"{what}: the input columns are unknown ({exc})") from None
+        return self.inspector, head + self.text[start:bar]
 
 
-def rewrite_kql(query: str, columns_of: ColumnsOf | None = None,
+def rewrite_kql(query: str, inspector: Inspector | None = None,
                 functions: tuple[str, ...] = ()) -> Rewritten:  # fmt: skip
     """`query` as KQL duckdb-kql runs with the same answer, or KqlRefused. A query that
     does not parse is returned unchanged (duckdb-kql reports the syntax error)."""
@@ -298,7 +322,7 @@ def rewrite_kql(query: str, columns_of: ColumnsOf | None = None,
             tree = None
         if tree is None:  # not KQL it parses (a control command, a syntax error): as is
             return Rewritten(text, tuple(hoisted))
-        q = _Query(text, tree, columns_of, hoisted)
+        q = _Query(text, tree, inspector, hoisted)
         edits: list[Edit] = []
         for rule in RULES:
             try:
@@ -1032,7 +1056,146 @@ def _indexof_start(q: _Query) -> list[Edit]:
     return edits
 
 
+# -- rule: between a datetime and a timespan ------------------------------------------------------
+
+
+def _between_span(q: _Query) -> list[Edit]:
+    """`x between (A .. span)`: Kusto reads a timespan upper bound as A + span."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "BetweenEqualityExpression":
+            continue
+        bounds = [r for r in _rules(node)]
+        if len(bounds) != 2:
+            continue
+        low, high = (_collapse(b) for b in bounds)
+        if _kind(high) != "TimeSpanLiteralExpression":
+            continue
+        if _kind(low) == "TimeSpanLiteralExpression" or _number_literal(low) is not None:
+            continue  # a timespan range: the upper bound is itself
+        a, b = _span(high)
+        edits.append(Edit(a, b, f"(({q.source(low)}) + {q.source(high)})"))
+    return edits
+
+
+# -- rule: range() of two arguments ------------------------------------------------------------
+
+
+def _range_step(q: _Query) -> list[Edit]:
+    """`range(start, stop)`: the default step 1 made explicit (queryeval's `range` row)."""
+    edits = []
+    for call in _calls(q.tree):
+        if call.name.lower() == "range" and len(call.args) == 2:
+            end = _span(call.args[-1])[1]
+            edits.append(Edit(end, end, ", 1"))
+    return edits
+
+
+# -- rule: partition by K (top 1 by X) -----------------------------------------------------------
+
+
+def _partition_top(q: _Query) -> list[Edit]:
+    """`partition by K (top 1 by X [asc|desc])`: per K the row with the largest (smallest)
+    X, which is `summarize arg_max(X, *) by K` (`arg_min`), in the input's column order."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "PartitionOperator":
+            continue
+        body = next((c for c in _rules(node) if _kind(c) == "PartitionOperatorSubExpressionBody"),
+                    None)  # fmt: skip
+        key = next((c for c in _rules(node) if _kind(c) == "EntityExpression"), None)
+        top = _rules(body)[0] if body is not None and len(_rules(body)) == 1 else None
+        while top is not None and _kind(top) in ("PipeSubExpression", "AfterPipeOperator"):
+            kids = _rules(top)
+            if len(kids) != 1:
+                break
+            top = kids[0]
+        if key is None or top is None or _kind(top) != "TopOperator":
+            raise KqlRefused("partition with a subquery other than `top 1 by X`")
+        count, ordered = _rules(top)
+        if _integer_literal(count) != 1:
+            raise KqlRefused("partition with `top N` for N other than 1")
+        kids = _rules(ordered) if _kind(ordered) == "OrderedExpression" else [ordered]
+        ordering = (q.source(kids[1]).strip().lower() if len(kids) > 1 else "") or "desc"
+        if ordering not in ("asc", "desc"):
+            raise KqlRefused("partition ... top 1 with a nulls ordering")
+        by = _as_column(kids[0])
+        partition_key = _name_of(next(c for c in _walk(key) if _kind(c) in _NAME_NODES))
+        if by is None or partition_key is None:
+            raise KqlRefused("partition ... top 1 by an expression")
+        columns = [quote_name(c) for c, _ in q.columns_before(node, "partition")]
+        aggregate = "arg_max" if ordering == "desc" else "arg_min"
+        a, b = _span(node)
+        text = f"summarize {aggregate}({quote_name(by)}, *) by {quote_name(partition_key)}"
+        edits.append(Edit(a, b, f"{text} | project {', '.join(columns)}"))
+    return edits
+
+
+# -- rule: evaluate bag_unpack ---------------------------------------------------------------------
+
+# json_each's types of a slot's non-null values -> the column Kusto gives it
+_SLOT_TYPES = {
+    frozenset({"VARCHAR"}): "tostring",
+    frozenset({"BOOLEAN"}): "tobool",
+    frozenset({"DOUBLE"}): "toreal",
+    frozenset({"UBIGINT"}): "tolong",
+    frozenset({"BIGINT"}): "tolong",
+    frozenset({"UBIGINT", "BIGINT"}): "tolong",
+}
+
+
+def _bag_unpack(q: _Query) -> list[Edit]:
+    """`evaluate bag_unpack(Col [, 'prefix'])`: one column per top-level key found in the
+    input's bags (so the input is run first), typed as its values when they share a type and
+    dynamic otherwise, after the input's other columns in key order (as Kusto's documented
+    example orders them); a key colliding with an input column is refused, as Kusto does."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "EvaluateOperator":
+            continue
+        calls = [c for c in _calls(node) if _collapse(_rules(node)[-1]) is c.node]
+        if not calls or calls[0].name.lower() != "bag_unpack":
+            continue
+        call = calls[0]
+        if len(_rules(node)) != 1 or len(call.args) not in (1, 2) or any(call.arg_names()):
+            raise KqlRefused("bag_unpack with options, conflicts or an output schema")
+        column = _as_column(call.arg_value(0))
+        prefix = ""
+        if len(call.args) == 2:
+            literal = _collapse(call.arg_value(1))
+            if _kind(literal) != "StringLiteralExpression":
+                raise KqlRefused("bag_unpack with a prefix that is not a literal")
+            prefix = _literal_value(q.source(literal))
+        if column is None:
+            raise KqlRefused("bag_unpack of an expression")
+        inputs = [c for c, _ in q.columns_before(node, "bag_unpack") if c != column]
+        slots = sorted(q.slots_before(node, column, "bag_unpack"))
+        parts = []
+        for key, types in slots:
+            name = prefix + key
+            if name in inputs:
+                raise KqlRefused(f"bag_unpack: the key {key!r} is also an input column")
+            convert = _SLOT_TYPES.get(frozenset(t for t in types if t != "NULL"), "")
+            value = f"{quote_name(column)}[{_kql_string(key)}]"
+            parts.append(f"{quote_name(name)} = {convert}({value})" if convert else
+                         f"{quote_name(name)} = {value}")  # fmt: skip
+        project = ", ".join(quote_name(c) for c in [*inputs, *(prefix + k for k, _ in slots)])
+        text = (f"extend {', '.join(parts)} | project {project}" if parts
+                else f"project {project}")  # fmt: skip
+        a, b = _span(node)
+        edits.append(Edit(a, b, text))
+    return edits
+
+
+def _kql_string(value: str) -> str:
+    return _encode_for_duckdb_kql(value, "'")
+
+
 RULES: tuple[Callable[[_Query], list[Edit]], ...] = (
+    _between_span,
+    _range_step,
+    _partition_top,
+    _bag_unpack,
     _hoist_functions,
     _indexof_start,
     _string_literals,
