@@ -52,6 +52,19 @@ _RANGE = (
 )
 
 
+def _make_bag(condition: str) -> str:
+    """make_bag: the property bags of the group merged at the top level; for a key in
+    several bags one of its values (Kusto: "an arbitrary value"); values that are not bags
+    are skipped; `{}` when there is none."""
+    bag = "TRY_CAST({0} AS JSON)"
+    return (
+        "coalesce((SELECT json_group_object(_qe_e.key, _qe_e.value) FROM (SELECT DISTINCT ON "
+        f"(_qe_e.key) _qe_e.key, _qe_e.value FROM unnest(list({bag}) FILTER (WHERE "
+        f"json_type({bag}) = 'OBJECT'{condition})) AS _qe_u(b), json_each(_qe_u.b) AS _qe_e) "
+        "AS _qe_e), '{{}}')"
+    )
+
+
 def _ordered_distinct(array_sql: str) -> str:
     """Distinct elements of a JSON[] expression, first occurrence first, as JSON."""
     return (
@@ -109,6 +122,12 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
             aggregate(f"queryeval_{name}_if", _sized(conditional, "{2}"), (3,),
                       name_prefix=prefix, note="queryeval: make_*_if cut to maxSize"),
         ]  # fmt: skip
+    aggregates += [
+        aggregate("make_bag", _make_bag(""), (1,), name_prefix="bag", rules=("R4", "R9"),
+                  note="queryeval: top-level merge, one value per key"),
+        aggregate("make_bag_if", _make_bag(" AND ({1})"), (2,), name_prefix="bag",
+                  rules=("R4", "R9"), note="queryeval: make_bag where the predicate holds"),
+    ]  # fmt: skip
     scalars = [
         # range(start, stop, step) over integers, stop included, at most 1,048,576 elements
         # as Kusto's; other types are refused at run time (the two-argument form gets its
