@@ -166,8 +166,16 @@ def test_named_arguments_of_a_let_function_are_bound_by_name(kql: Engine) -> Non
     assert result == [(4, 3)]
 
 
-def test_named_arguments_of_a_builtin_are_refused(kql: Engine) -> None:
-    assert "by position" in refused(kql, "print strcat_delim(delimiter='-', 'a', 'b')")
+def test_named_arguments_of_a_builtin_bind_by_position_and_name_the_result(kql: Engine) -> None:
+    # Kusto.Language binds a built-in's arguments by position whatever their names
+    # (`round(precision=2, number=1.234)` is a type error there); the first one's name
+    # names an unnamed result of a function named after its first argument
+    columns, result = rows(kql, "E | summarize n = count() by bin(Day = Ts, 1d) | order by Day asc")
+    assert columns == ["Day", "n"]
+    assert result == [(dt.datetime(2024, 1, 1), 2), (dt.datetime(2024, 1, 2), 1)]
+    _, result = rows(kql, "print x = strcat_delim(delimiter = '-', 'a', 'b')")
+    assert result == [("a-b",)]
+    assert "naming its result" in refused(kql, "print strcat_delim(delimiter = '-', 'a')")
 
 
 def test_unicode_hex_and_octal_escapes_are_decoded(kql: Engine) -> None:
@@ -190,6 +198,68 @@ def test_base64_of_bytes_that_are_not_utf8_is_empty_and_invalid_base64_refused(
                      'b = base64_decode_tostring("U3RyaW5n0KHR0tGA0L7Rh9C60LA=")')  # fmt: skip
     assert result == [("Kusto", "")]
     assert "not base64" in refused(kql, 'print base64_decode_tostring("abc")')
+
+
+def test_between_a_datetime_and_a_timespan(kql: Engine) -> None:
+    _, result = rows(kql, "E | where Ts between (datetime(2024-01-01 01:00) .. 1h) | project Dev")
+    assert result == [("a",)]
+
+
+def test_range_of_integers_includes_its_end(kql: Engine) -> None:
+    _, result = rows(kql, "print a = range(1, 4), b = range(10, 1, -4), c = range(3, 1, 1)")
+    assert result == [([1, 2, 3, 4], [10, 6, 2], [])]
+    assert "range()" in refused(kql, "print range(1.5, 3, 0.5)")
+
+
+def test_partition_with_top_one_is_the_row_per_key(kql: Engine) -> None:
+    columns, result = rows(kql, "E | partition by Dev (top 1 by Ts) | order by Dev asc")
+    assert columns == ["Ts", "Dev", "Ok", "Doc", "D"]
+    assert [(r[1], r[0]) for r in result] == [("a", dt.datetime(2024, 1, 1, 1, 30)),
+                                              ("b", dt.datetime(2024, 1, 2))]  # fmt: skip
+    assert "top N" in refused(kql, "E | partition by Dev (top 2 by Ts)")
+
+
+def test_bag_unpack_types_its_columns_and_orders_them_by_key(kql: Engine) -> None:
+    columns, result = rows(kql, "E | extend b = pack('z', Dev, 'k', D.k, 'ok', Ok) "
+                           "| project Ts, b | evaluate bag_unpack(b, 'p_') | order by Ts asc")  # fmt: skip
+    assert columns == ["Ts", "p_k", "p_ok", "p_z"]
+    assert [r[1:] for r in result] == [([1, 2], True, "a"), ([3], False, "a"), (None, True, "b")]
+    assert "input column" in refused(kql, "E | extend b = pack('Dev', 1) | evaluate bag_unpack(b)")
+
+
+def test_make_bag_merges_the_group_top_level(kql: Engine) -> None:
+    _, result = rows(kql, "E | summarize b = make_bag(pack(Dev, Ok)), e = make_bag_if(D, false)")
+    assert result == [({"a": result[0][0]["a"], "b": True}, {})]
+    assert result[0][0]["a"] in (True, False)
+
+
+def test_tabular_let_functions_and_views(kql: Engine) -> None:
+    _, result = rows(kql, "let V = view() { let d = 'a'; E | where Dev == d }; "
+                     "let F = (ok:bool) { E | where Ok == ok }; V | join kind=inner (F(true)) "
+                     "on Ts | project Dev, Ok")  # fmt: skip
+    assert result == [("a", True)]
+
+
+def test_single_level_top_nested(kql: Engine) -> None:
+    columns, result = rows(kql, "E | top-nested 1 of Dev by count()")
+    assert columns == ["Dev", "aggregated_Dev"] and result == [("a", 2)]
+    assert "levels" in refused(kql, "E | top-nested 1 of Dev by count(), top-nested 1 of Ok "
+                               "by count()")  # fmt: skip
+
+
+def test_split_indexof_extract_json_and_pack_keys(kql: Engine) -> None:
+    _, result = rows(kql, "print a = split('x:y', ':', 1), b = split('x:y', ':', 4), "
+                     "c = indexof('abcabc', 'b', 2), d = indexof('abc', 'b', 5), "
+                     "e = extract_json('$.a.b', '{\"a\": {\"b\": \"v\"}}'), "
+                     "f = extractjson(\"$['n']\", '{\"n\": 5}', typeof(long)), "
+                     "g = pack(strcat('k', '1'), 1)")  # fmt: skip
+    assert result == [(["y"], [], 4, -1, "v", 5, {"k1": 1})]
+
+
+def test_join_on_a_conjunction_and_a_parenthesized_head(kql: Engine) -> None:
+    _, result = rows(kql, "(E | project Dev, Ok) | join kind=inner (E | project Dev, Ok, Ts) "
+                     "on $left.Dev == $right.Dev and $left.Ok == $right.Ok | count")  # fmt: skip
+    assert result == [(3,)]
 
 
 # -- the rewriter on its own -------------------------------------------------------------------

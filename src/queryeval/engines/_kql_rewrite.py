@@ -461,6 +461,22 @@ def _string_literals(q: _Query) -> list[Edit]:
 # -- rule: named arguments ---------------------------------------------------------------------
 
 
+def _builtin_named_arguments(call: _Call, names: list[str | None]) -> list[Edit]:
+    edits = []
+    for i, name in enumerate(names):
+        if name is not None:
+            edits.append(Edit(_span(call.args[i])[0], _span(call.arg_value(i))[0], ""))
+    parent = _parent(call.node, "NamedExpression")
+    whole = parent is not None and _collapse(_rules(parent)[-1]) is call.node
+    unnamed = whole and _kind(_rules(parent)[0]) != "NamedExpressionNameClause"
+    if unnamed and names[0] is not None:
+        if call.name.lower() not in _FIRST_ARGUMENT_NAMED or not names[0]:
+            raise KqlRefused(f"{call.name}() with a named first argument naming its result")
+        a = _span(call.node)[0]
+        edits.append(Edit(a, a, f"{quote_name(names[0])} = "))
+    return edits
+
+
 def _let_function_parameters(declaration: Any, q: _Query) -> list[tuple[str, str | None]]:
     params = next((c for c in _rules(declaration) if _kind(c) == "LetFunctionParameterList"), None)
     out: list[tuple[str, str | None]] = []
@@ -481,7 +497,26 @@ def _let_function_parameters(declaration: Any, q: _Query) -> list[tuple[str, str
     return out
 
 
+# Built-in functions whose unnamed result takes its first argument's name (Kusto.Language's
+# ResultNameKind.FirstArgument; `bin(x = Ts, 1h)` is a column named x).
+# fmt: off
+_FIRST_ARGUMENT_NAMED = frozenset({
+    "abs", "acos", "asin", "atan", "atan2", "bin", "bin_at", "binary_all_and", "binary_all_or",
+    "binary_all_xor", "binary_and", "binary_not", "binary_or", "binary_shift_left",
+    "binary_shift_right", "binary_xor", "bitset_count_ones", "ceiling", "cos", "erf", "erfc",
+    "exp", "exp10", "exp2", "floor", "format_bytes", "format_datetime", "format_timespan",
+    "gamma", "log", "log10", "log2", "loggamma", "parse_csv", "parse_json", "parse_xml",
+    "parsejson", "pow", "round", "sin", "split", "sqrt", "startofday", "tan", "tobool",
+    "toboolean", "todatetime", "todecimal", "todouble", "todynamic", "toguid", "tohex",
+    "toint", "tolong", "toobject", "toreal", "tostring", "totime", "totimespan",
+})
+# fmt: on
+
+
 def _named_arguments(q: _Query) -> list[Edit]:
+    """Named arguments: to a `let` function, bound by name (duckdb-kql binds by position);
+    to a built-in, where Kusto.Language binds by position and the name only names an
+    unnamed result, the names dropped (and the result named when Kusto names it so)."""
     edits = []
     lets = None
     for call in _calls(q.tree):
@@ -490,10 +525,11 @@ def _named_arguments(q: _Query) -> list[Edit]:
             continue
         lets = q.lets() if lets is None else lets
         declaration = lets.get(call.name)
-        if declaration is None or _kind(declaration) != "LetFunctionDeclaration":
-            raise KqlRefused(
-                f"named arguments to {call.name}(): duckdb-kql would bind them by position"
-            )
+        if declaration is None:
+            edits.extend(_builtin_named_arguments(call, names))
+            continue
+        if _kind(declaration) != "LetFunctionDeclaration":
+            raise KqlRefused(f"named arguments to {call.name}, which is not a function")
         params = _let_function_parameters(declaration, q)
         first_named = next(i for i, n in enumerate(names) if n is not None)
         if any(n is None for n in names[first_named:]):
