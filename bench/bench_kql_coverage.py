@@ -4,7 +4,7 @@ Defender evaluation sets, Microsoft's Defender hunting queries, the Kusto docs' 
 
 A query counts as valid when Microsoft's Kusto.Language (npm @kusto/language-service-next,
 under Node) reports no error or warning against the corpus's documented table schemas;
-"runs" means the engine executed it on empty fixture tables built from those schemas (a 30 s
+"runs" means the engine executed it on empty fixture tables built from those schemas (a 60 s
 limit per query: the figure is about what runs, not how fast, on a shared machine). Prints,
 per source, queries / syntax-valid / valid / runs (and the share of valid queries that run),
 then which construct stopped each valid query that did not run.
@@ -112,7 +112,7 @@ def measure(corpus: Path, sources: list[str]) -> list[dict[str, Any]]:
         path = Path(tmp) / "fixture.duckdb"
         build_fixture(schemas, path)
         now = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
-        engine = KqlEngine("corpus", path, Limits(timeout_s=30), "corpus", now)
+        engine = KqlEngine("corpus", path, Limits(timeout_s=60), "corpus", now)
         start = time.perf_counter()
         for row in rows:
             outcome = engine.execute(row["query"]).outcome

@@ -67,8 +67,11 @@ def test_makeset_is_make_set_capped_at_128_named_set(kql: Engine) -> None:
 
 
 def test_make_set_and_make_list_honour_max_size(kql: Engine) -> None:
-    columns, result = rows(kql, "T | where V < 10 | summarize s = make_set(Name, 3), "
-                           "l = make_list(V, 2), make_list(V) by G | order by G asc")  # fmt: skip
+    columns, result = rows(
+        kql,
+        "T | where V < 10 | summarize s = make_set(Name, 3), "
+        "l = make_list(V, 2), make_list(V) by G | order by G asc",
+    )
     assert columns == ["G", "s", "l", "list_V"]
     for g, s, lst, full in result:
         assert len(s) == 3 and len(set(s)) == 3 and len(lst) == 2
@@ -83,8 +86,9 @@ def test_makelist_keeps_duplicates_and_caps_at_128(kql: Engine) -> None:
 
 
 def test_make_set_if_and_make_list_if(kql: Engine) -> None:
-    columns, result = rows(kql, "T | where V < 6 | summarize make_set_if(Name, V > 2), "
-                           "x = make_list_if(V, G == 1)")  # fmt: skip
+    columns, result = rows(
+        kql, "T | where V < 6 | summarize make_set_if(Name, V > 2), x = make_list_if(V, G == 1)"
+    )
     assert columns == ["set_Name", "x"]
     (names, odd), *_ = result
     assert sorted(names) == ["n003", "n004", "n005"]
@@ -92,8 +96,11 @@ def test_make_set_if_and_make_list_if(kql: Engine) -> None:
 
 
 def test_percentiles_split_into_named_percentiles(kql: Engine) -> None:
-    columns, result = rows(kql, "T | where V between (1 .. 10) and Name != 'n001' or V == 1 "
-                           "| summarize percentiles(V, 50, 90)")  # fmt: skip
+    columns, result = rows(
+        kql,
+        "T | where V between (1 .. 10) and Name != 'n001' or V == 1 "
+        "| summarize percentiles(V, 50, 90)",
+    )
     # values 1, 1, 2, ..., 10 (eleven values): nearest-rank 50th is the 6th = 5, 90th the
     # 10th (ceil(9.9)) = 9
     assert columns == ["percentile_V_50", "percentile_V_90"]
@@ -117,8 +124,11 @@ def test_argmax_and_argmin_keep_their_deprecated_names(kql: Engine) -> None:
 def test_mv_expand_of_unnamed_todynamic_is_named_after_its_column(kql: Engine) -> None:
     columns, result = rows(kql, "E | project Dev, Doc | mv-expand todynamic(Doc) to typeof(string)")
     assert columns == ["Dev", "Doc"]
-    assert sorted((d, x) for d, x in result if x is not None) == [("a", "x"), ("a", "y"),
-                                                                  ("a", "z")]  # fmt: skip
+    assert sorted((d, x) for d, x in result if x is not None) == [
+        ("a", "x"),
+        ("a", "y"),
+        ("a", "z"),
+    ]
     columns, result = rows(kql, "E | project Dev, D | mv-expand parse_json(D).k to typeof(long)")
     assert columns == ["Dev", "D", "D_k"]
     assert sorted(x for *_, x in result if x is not None) == [1, 2, 3]
@@ -143,8 +153,10 @@ def test_bin_at_matches_the_documented_examples(kql: Engine) -> None:
         "c = bin_at(datetime(2017-05-17 10:20:00.0), 7d, datetime(2017-06-04 00:00:00.0))",
     )
     assert result == [(4.5, dt.datetime(2017, 5, 14, 12), dt.datetime(2017, 5, 14))]
-    columns, result = rows(kql, "E | summarize n = count() by bin_at(Ts, 1d, datetime(2024-01-01 "
-                           "12:00)) | order by Ts asc")  # fmt: skip
+    columns, result = rows(
+        kql,
+        "E | summarize n = count() by bin_at(Ts, 1d, datetime(2024-01-01 12:00)) | order by Ts asc",
+    )
     assert columns == ["Ts", "n"]
     assert result == [(dt.datetime(2023, 12, 31, 12), 2), (dt.datetime(2024, 1, 1, 12), 1)]
     # a timespan fixed point: duckdb-kql bins an interval expression as a datetime
@@ -152,9 +164,12 @@ def test_bin_at_matches_the_documented_examples(kql: Engine) -> None:
 
 
 def test_set_functions_keep_first_occurrence_order(kql: Engine) -> None:
-    _, result = rows(kql, "print u = set_union(dynamic([1, 2, 3]), dynamic([3, 4, 1])), "
-                     "d = set_difference(dynamic([1, 2, 3, 2]), dynamic([2])), "
-                     "i = set_intersect(dynamic([3, 1, 2, 3]), dynamic([2, 3]))")  # fmt: skip
+    _, result = rows(
+        kql,
+        "print u = set_union(dynamic([1, 2, 3]), dynamic([3, 4, 1])), "
+        "d = set_difference(dynamic([1, 2, 3, 2]), dynamic([2])), "
+        "i = set_intersect(dynamic([3, 1, 2, 3]), dynamic([2, 3]))",
+    )
     assert result == [([1, 2, 3, 4], [1, 3], [3, 2])]
 
 
@@ -184,8 +199,11 @@ def test_unicode_hex_and_octal_escapes_are_decoded(kql: Engine) -> None:
 
 
 def test_make_list_of_objects_gives_objects(kql: Engine) -> None:
-    _, result = rows(kql, "E | where Dev == 'a' | order by Ts asc "
-                     "| summarize l = make_list(pack('dev', Dev, 'ok', Ok)), s = make_set(D)")  # fmt: skip
+    _, result = rows(
+        kql,
+        "E | where Dev == 'a' | order by Ts asc "
+        "| summarize l = make_list(pack('dev', Dev, 'ok', Ok)), s = make_set(D)",
+    )
     lst, s = result[0]
     assert lst == [{"dev": "a", "ok": True}, {"dev": "a", "ok": False}]
     assert sorted(s, key=str) == [{"k": [1, 2]}, {"k": [3]}]
@@ -194,8 +212,11 @@ def test_make_list_of_objects_gives_objects(kql: Engine) -> None:
 def test_base64_of_bytes_that_are_not_utf8_is_empty_and_invalid_base64_refused(
     kql: Engine,
 ) -> None:
-    _, result = rows(kql, 'print a = base64_decode_tostring("S3VzdG8="), '
-                     'b = base64_decode_tostring("U3RyaW5n0KHR0tGA0L7Rh9C60LA=")')  # fmt: skip
+    _, result = rows(
+        kql,
+        'print a = base64_decode_tostring("S3VzdG8="), '
+        'b = base64_decode_tostring("U3RyaW5n0KHR0tGA0L7Rh9C60LA=")',
+    )
     assert result == [("Kusto", "")]
     assert "not base64" in refused(kql, 'print base64_decode_tostring("abc")')
 
@@ -214,14 +235,19 @@ def test_range_of_integers_includes_its_end(kql: Engine) -> None:
 def test_partition_with_top_one_is_the_row_per_key(kql: Engine) -> None:
     columns, result = rows(kql, "E | partition by Dev (top 1 by Ts) | order by Dev asc")
     assert columns == ["Ts", "Dev", "Ok", "Doc", "D"]
-    assert [(r[1], r[0]) for r in result] == [("a", dt.datetime(2024, 1, 1, 1, 30)),
-                                              ("b", dt.datetime(2024, 1, 2))]  # fmt: skip
+    assert [(r[1], r[0]) for r in result] == [
+        ("a", dt.datetime(2024, 1, 1, 1, 30)),
+        ("b", dt.datetime(2024, 1, 2)),
+    ]
     assert "top N" in refused(kql, "E | partition by Dev (top 2 by Ts)")
 
 
 def test_bag_unpack_types_its_columns_and_orders_them_by_key(kql: Engine) -> None:
-    columns, result = rows(kql, "E | extend b = pack('z', Dev, 'k', D.k, 'ok', Ok) "
-                           "| project Ts, b | evaluate bag_unpack(b, 'p_') | order by Ts asc")  # fmt: skip
+    columns, result = rows(
+        kql,
+        "E | extend b = pack('z', Dev, 'k', D.k, 'ok', Ok) "
+        "| project Ts, b | evaluate bag_unpack(b, 'p_') | order by Ts asc",
+    )
     assert columns == ["Ts", "p_k", "p_ok", "p_z"]
     assert [r[1:] for r in result] == [([1, 2], True, "a"), ([3], False, "a"), (None, True, "b")]
     assert "input column" in refused(kql, "E | extend b = pack('Dev', 1) | evaluate bag_unpack(b)")
@@ -234,31 +260,41 @@ def test_make_bag_merges_the_group_top_level(kql: Engine) -> None:
 
 
 def test_tabular_let_functions_and_views(kql: Engine) -> None:
-    _, result = rows(kql, "let V = view() { let d = 'a'; E | where Dev == d }; "
-                     "let F = (ok:bool) { E | where Ok == ok }; V | join kind=inner (F(true)) "
-                     "on Ts | project Dev, Ok")  # fmt: skip
+    _, result = rows(
+        kql,
+        "let V = view() { let d = 'a'; E | where Dev == d }; "
+        "let F = (ok:bool) { E | where Ok == ok }; V | join kind=inner (F(true)) "
+        "on Ts | project Dev, Ok",
+    )
     assert result == [("a", True)]
 
 
 def test_single_level_top_nested(kql: Engine) -> None:
     columns, result = rows(kql, "E | top-nested 1 of Dev by count()")
     assert columns == ["Dev", "aggregated_Dev"] and result == [("a", 2)]
-    assert "levels" in refused(kql, "E | top-nested 1 of Dev by count(), top-nested 1 of Ok "
-                               "by count()")  # fmt: skip
+    assert "levels" in refused(
+        kql, "E | top-nested 1 of Dev by count(), top-nested 1 of Ok by count()"
+    )
 
 
 def test_split_indexof_extract_json_and_pack_keys(kql: Engine) -> None:
-    _, result = rows(kql, "print a = split('x:y', ':', 1), b = split('x:y', ':', 4), "
-                     "c = indexof('abcabc', 'b', 2), d = indexof('abc', 'b', 5), "
-                     "e = extract_json('$.a.b', '{\"a\": {\"b\": \"v\"}}'), "
-                     "f = extractjson(\"$['n']\", '{\"n\": 5}', typeof(long)), "
-                     "g = pack(strcat('k', '1'), 1)")  # fmt: skip
+    _, result = rows(
+        kql,
+        "print a = split('x:y', ':', 1), b = split('x:y', ':', 4), "
+        "c = indexof('abcabc', 'b', 2), d = indexof('abc', 'b', 5), "
+        'e = extract_json(\'$.a.b\', \'{"a": {"b": "v"}}\'), '
+        "f = extractjson(\"$['n']\", '{\"n\": 5}', typeof(long)), "
+        "g = pack(strcat('k', '1'), 1)",
+    )
     assert result == [(["y"], [], 4, -1, "v", 5, {"k1": 1})]
 
 
 def test_join_on_a_conjunction_and_a_parenthesized_head(kql: Engine) -> None:
-    _, result = rows(kql, "(E | project Dev, Ok) | join kind=inner (E | project Dev, Ok, Ts) "
-                     "on $left.Dev == $right.Dev and $left.Ok == $right.Ok | count")  # fmt: skip
+    _, result = rows(
+        kql,
+        "(E | project Dev, Ok) | join kind=inner (E | project Dev, Ok, Ts) "
+        "on $left.Dev == $right.Dev and $left.Ok == $right.Ok | count",
+    )
     assert result == [(3,)]
 
 

@@ -17,9 +17,11 @@ from queryeval.engines._kusto_language import (
     KqlValidatorTimeout,
     KqlValidity,
     KustoLanguageMissing,
+    independent_verdict,
     kql_schema_from_context,
     kql_validator_from_context,
     kql_validity_in_context,
+    shared_validator,
 )
 from queryeval.engines._options import DatabaseOptions, database_problem
 from queryeval.engines._results import (
@@ -65,10 +67,12 @@ __all__ = [
     "engine_from_context",
     "execute_query",
     "gold_execution",
+    "independent_verdict",
     "kql_schema_from_context",
     "kql_validator_from_context",
     "kql_validity_in_context",
     "register_validity_checker",
     "run_prediction",
+    "shared_validator",
     "validity_checker",
 ]

@@ -133,6 +133,15 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         # as Kusto's; other types are refused at run time (the two-argument form gets its
         # step from the rewriter)
         scalar("range", "template", _RANGE, (3,), ("R9",), "queryeval"),
+        # indexof(s, x, start) for the rewriter (start >= 0): each argument evaluated once
+        scalar(
+            "queryeval_indexof",
+            "template",
+            "coalesce(nullif(position({1} IN substring({0}, {2} + 1)), 0) + {2} - 1, -1)",
+            (3,),
+            ("R11",),
+            "queryeval: indexof from a start",
+        ),
         # a fresh random guid per call, as Kusto's (results with it are never comparable)
         scalar("new_guid", "template", "gen_random_uuid()", (0,), (), "queryeval"),
         scalar("set_union", "template", _set_union(), (2,), ("R9",), "queryeval"),

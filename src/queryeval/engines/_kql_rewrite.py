@@ -55,7 +55,8 @@ class Inspector(Protocol):
 
 
 _MAX_PASSES = 12
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")  # a name that needs no quoting
+_NAME = re.compile(r"^[A-Za-z_0-9]*[A-Za-z_][A-Za-z_0-9]*$")  # a name KQL reads unquoted
 
 
 class KqlRefused(Exception):
@@ -161,7 +162,7 @@ def _name_of(node: Any) -> str | None:
         if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
             return inner[1:-1]
         return None
-    return text if _IDENT.match(text) else None
+    return text if _NAME.match(text) else None
 
 
 def quote_name(name: str) -> str:
@@ -1075,7 +1076,9 @@ def _tabular_body(body: Any) -> bool:
 
 def _indexof_start(q: _Query) -> list[Edit]:
     """`indexof(s, x, start)` for a non-negative literal start and a non-empty literal x:
-    the first match at or after start, counted from the beginning, -1 when none."""
+    the first match at or after start, counted from the beginning, -1 when none (queryeval's
+    row, which reads each argument once: a rewrite in KQL repeated them, and duckdb-kql's
+    own `substring` repeats its arguments again)."""
     edits = []
     for call in _calls(q.tree):
         if call.name.lower() != "indexof" or len(call.args) != 3:
@@ -1086,9 +1089,8 @@ def _indexof_start(q: _Query) -> list[Edit]:
             raise KqlRefused("indexof() with a start that is not a non-negative literal")
         if not _literal_value(q.source(lookup)):
             raise KqlRefused("indexof() of an empty string with a start")
-        found = f"indexof(substring({q.source(call.arg_value(0))}, {start}), {q.source(lookup)})"
-        a, b = _span(call.node)
-        edits.append(Edit(a, b, f"iff({found} < 0, -1, {found} + {start})"))
+        a, b = _span(call.name_token)
+        edits.append(Edit(a, b, "queryeval_indexof"))
     return edits
 
 

@@ -21,6 +21,7 @@ report nothing (unknown tables, columns and functions, type errors, unreachable 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
@@ -38,6 +39,7 @@ from typing import Any
 PACKAGE = "@kusto/language-service-next"
 PACKAGE_VERSION = "12.4.1"  # the version `make install` puts under .venv/kusto-language
 _HELPER = Path(__file__).with_name("kusto_language.js")
+_MEMO_SIZE = 100_000  # verdicts kept (a run asks about each query from several scorers)
 _BLOCKING = ("Error", "Warning")  # severities that make a query invalid (Kusto's own)
 # KQL's scalar types, as Kusto.Language names them; anything else is a DuckDB type name.
 _KQL_TYPES = {"bool", "boolean", "int", "long", "real", "double", "decimal", "string",
@@ -222,6 +224,7 @@ class KqlValidator:
         self._schemas: set[str] = set()
         self._lock = threading.Lock()
         self._next_id = 0
+        self._memo: dict[tuple[str | None, str], KqlValidity] = {}
 
     # -- the helper process ------------------------------------------------------------------
 
@@ -312,7 +315,11 @@ class KqlValidator:
         if not query.strip():
             empty = KqlDiagnostic("empty", "Error", "the query is empty", 0, 0)
             return KqlValidity((empty,), (), schema.key if schema else None, self.version)
+        key = (schema.key if schema is not None else None, query)
         with self._lock:
+            known = self._memo.get(key)
+            if known is not None:
+                return known
             if self._proc is None or self._proc.poll() is not None:
                 self._stop()
                 self._start()
@@ -323,12 +330,17 @@ class KqlValidator:
             if schema is not None:
                 request["schema"] = schema.key
             reply = self._ask(request, self.timeout_s)
-        syntax = tuple(KqlDiagnostic.from_json(d) for d in reply.get("syntax", []))
-        seen = set(syntax)
-        semantic = tuple(
-            d for d in (KqlDiagnostic.from_json(x) for x in reply.get("all", [])) if d not in seen
-        )
-        return KqlValidity(syntax, semantic, schema.key if schema else None, self.version)
+            syntax = tuple(KqlDiagnostic.from_json(d) for d in reply.get("syntax", []))
+            seen = set(syntax)
+            semantic = tuple(
+                d for d in (KqlDiagnostic.from_json(x) for x in reply.get("all", []))
+                if d not in seen
+            )  # fmt: skip
+            validity = KqlValidity(syntax, semantic, key[0], self.version)
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = validity
+            return validity
 
     def close(self) -> None:
         """Stop the helper process (a later check starts a new one)."""
@@ -342,40 +354,29 @@ class KqlValidator:
         self.close()
 
 
-# -- one validator per run, verdicts memoised ----------------------------------------------------
+# -- one validator per process, verdicts memoised ------------------------------------------------
 
-_BUILD_LOCK = threading.Lock()
+_SHARED_LOCK = threading.Lock()
+_SHARED: KqlValidator | None = None
 MAX_QUERY_CHARS = 200_000  # longer generated "queries" are over a limit, never sent
 
 
-class _Verdicts:
-    """(schema key, query) -> KqlValidity or the KqlValidatorError it gave; each query is
-    checked once per run whichever scorers ask, concurrent askers waiting for one check."""
-
-    def __init__(self) -> None:
-        self._done: dict[tuple[str | None, str], KqlValidity | KqlValidatorError] = {}
-        self._gates: dict[tuple[str | None, str], threading.Lock] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str | None, str], run: Any) -> KqlValidity:
-        with self._lock:
-            gate = self._gates.setdefault(key, threading.Lock())
-        with gate:
-            if key not in self._done:
-                try:
-                    self._done[key] = run()
-                except KqlValidatorError as exc:
-                    self._done[key] = exc
-        verdict = self._done[key]
-        if isinstance(verdict, KqlValidatorError):
-            raise verdict
-        return verdict
+def shared_validator() -> KqlValidator:
+    """The process's validator: one Node helper, started by its first check, shared by the
+    scorers, `validate` and the independent validity check, stopped at exit (or when its
+    stdin closes with this process)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = KqlValidator()
+            atexit.register(_SHARED.close)
+        return _SHARED
 
 
 def kql_validator_from_context(ctx: Any) -> KqlValidator:
-    """The run's validator (one Node helper for the whole run), built on first use."""
-    with _BUILD_LOCK:
-        return ctx.resource("kql-validity:validator", KqlValidator)
+    """The validator a run uses: the process's (`shared_validator`)."""
+    del ctx  # one helper serves every run of the process
+    return shared_validator()
 
 
 def kql_schema_from_context(ctx: Any, database: str) -> KqlSchema:
@@ -386,20 +387,68 @@ def kql_schema_from_context(ctx: Any, database: str) -> KqlSchema:
         engine = engine_from_context(ctx, database)
         return KqlSchema.from_tables(engine.schema().get("tables", {}), database)
 
-    with _BUILD_LOCK:
-        return ctx.resource(f"kql-validity:schema:{database}", build)
+    return ctx.resource(f"kql-validity:schema:{database}", build)
+
+
+def over_limit(query: str) -> KqlValidity | None:
+    """The verdict on a query too long to send (None when it is not)."""
+    if len(query) <= MAX_QUERY_CHARS:
+        return None
+    limit = KqlDiagnostic("limit", "Error", f"the query is over {MAX_QUERY_CHARS:,} "
+                          "characters and was not checked", 0, 0)  # fmt: skip
+    return KqlValidity((limit,), ())
 
 
 def kql_validity_in_context(ctx: Any, query: str, database: str | None) -> KqlValidity:
-    """Kusto.Language's verdict on `query` against `database`'s schema (None: no database),
-    once per run; KqlValidatorError when there is none to be had."""
-    if len(query) > MAX_QUERY_CHARS:
-        limit = KqlDiagnostic("limit", "Error", f"the query is over {MAX_QUERY_CHARS:,} "
-                              "characters and was not checked", 0, 0)  # fmt: skip
-        return KqlValidity((limit,), ())
+    """Kusto.Language's verdict on `query` against `database`'s schema (None: no database);
+    KqlValidatorError when there is none to be had."""
+    too_long = over_limit(query)
+    if too_long is not None:
+        return too_long
     schema = kql_schema_from_context(ctx, database) if database is not None else None
-    validator = kql_validator_from_context(ctx)
-    with _BUILD_LOCK:
-        verdicts = ctx.resource("kql-validity:verdicts", _Verdicts)
-    key = (schema.key if schema is not None else None, query)
-    return verdicts.get(key, lambda: validator.check(query, schema))
+    return kql_validator_from_context(ctx).check(query, schema)
+
+
+# -- the independent validity check ------------------------------------------------------------
+
+_UNKNOWN_NAME = "does not refer to any known"
+_UNREACHABLE = "does not refer to a reachable cluster"
+
+
+def independent_verdict(
+    query: str,
+    tables: Mapping[str, Mapping[str, str]] | None,
+    validator: KqlValidator | None = None,
+) -> tuple[str, str | None, str]:
+    """Whether `query` is valid KQL against `tables` ({table: {column: type}}), decided by
+    Kusto.Language: ("valid", None, ""), ("invalid", "syntax" | "schema", why) or
+    ("unknown", None, why) when it cannot tell (Node missing, the analyzer failed, a cluster
+    it has no schema for).
+
+    Unknown tables, columns and functions are `schema`; every other diagnostic (the parser's,
+    type errors) is `syntax`.
+    """
+    too_long = over_limit(query)
+    if too_long is not None:
+        return "invalid", "syntax", too_long.message()
+    validator = validator or shared_validator()
+    missing = validator.missing()
+    if missing:
+        return "unknown", None, missing
+    schema = KqlSchema.from_tables(tables) if tables is not None else None
+    try:
+        validity = validator.check(query, schema)
+    except KqlValidatorTimeout as exc:
+        return "invalid", "syntax", str(exc)
+    except KqlValidatorError as exc:
+        return "unknown", None, str(exc)
+    if validity.semantic_ok:
+        return "valid", None, ""
+    if not validity.syntax_ok:
+        return "invalid", "syntax", validity.message()
+    blocking = [d for d in validity.semantic if d.severity in _BLOCKING]
+    if all(_UNREACHABLE in d.message for d in blocking):
+        return "unknown", None, validity.message()
+    if any(_UNKNOWN_NAME in d.message for d in blocking):
+        return "invalid", "schema", validity.message()
+    return "invalid", "syntax", validity.message()
