@@ -124,7 +124,7 @@ def measure(corpus: Path, sources: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def report(rows: list[dict[str, Any]]) -> None:
+def report(rows: list[dict[str, Any]], top: int | None = None) -> None:
     by_source: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     stops: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for row in rows:
@@ -151,9 +151,16 @@ def report(rows: list[dict[str, Any]]) -> None:
               f"{share:.1f} % | {c['unsupported']} | {other} |")  # fmt: skip
     print("\n| what stopped a valid query | " + " | ".join(sources) + " | all |")
     print("|---|" + "---:|" * (len(sources) + 1))
-    for construct, per in sorted(stops.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+    ranked = sorted(stops.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+    left = 0
+    for rank, (construct, per) in enumerate(ranked):
+        if top is not None and rank >= top and set(per) <= {"docs_all"}:
+            left += sum(per.values())
+            continue
         cells = " | ".join(str(per.get(s, "")) for s in sources)
         print(f"| `{construct}` | {cells} | {sum(per.values())} |")
+    if left:
+        print(f"\n(and {left} docs examples stopped by constructs outside the top {top})")
 
 
 def main() -> int:
@@ -161,16 +168,18 @@ def main() -> int:
     parser.add_argument("sources", nargs="*", default=list(SOURCES))
     parser.add_argument("--json", type=Path, help="write every query's outcome here")
     parser.add_argument("--from-json", type=Path, help="print the tables of a saved --json run")
+    parser.add_argument("--top", type=int, help="construct rows: the top N, and every one "
+                        "that stops a non-docs query")  # fmt: skip
     args = parser.parse_args()
     if args.from_json:
-        report(json.loads(args.from_json.read_text()))
+        report(json.loads(args.from_json.read_text()), args.top)
         return 0
     corpus = corpus_dir()
     if corpus is None:
         print("bench_kql_coverage: the KQL corpus (../shared/data/kql) is not here; skipped")
         return 0
     rows = measure(corpus, args.sources)
-    report(rows)
+    report(rows, args.top)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
