@@ -267,6 +267,16 @@ def test_tabular_let_functions_and_views(kql: Engine) -> None:
         "on Ts | project Dev, Ok",
     )
     assert result == [("a", True)]
+    # views inside a view (innermost first), and a body that needs a rewrite itself
+    _, result = rows(
+        kql,
+        "let V = view() { let d = 'b'; let W = view() { E | where Dev == d }; W }; "
+        "let S = view() { E | summarize makeset(Dev) }; V | project Dev, s = toscalar(S)",
+    )
+    assert result == [("b", ["a", "b"])] or result == [("b", ["b", "a"])]
+    assert "repeated let names" in refused(
+        kql, "let V = view() { let d = 1; E }; let d = 2; V | take 1"
+    )
 
 
 def test_single_level_top_nested(kql: Engine) -> None:

@@ -324,20 +324,29 @@ def rewrite_kql(query: str, inspector: Inspector | None = None,
         if tree is None:  # not KQL it parses (a control command, a syntax error): as is
             return Rewritten(text, tuple(hoisted))
         q = _Query(text, tree, inspector, hoisted)
-        edits: list[Edit] = []
-        for rule in RULES:
-            try:
-                found = rule(q)
-            except KqlRefused:
-                raise
-            except Exception as exc:  # a query shape the rule does not know: not run
-                raise KqlRefused(f"queryeval's {rule.__name__.strip('_')} rewrite failed: "
-                                 f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
-            edits.extend(e for e in found if text[e.start : e.stop] != e.text)
+        edits = _edits(q, RULES)
+        if not edits:  # the rest done: function bodies are final, hand them over
+            edits = _edits(q, (_hoist_functions,))
         if not edits:
             return Rewritten(text, tuple(hoisted))
         text = _apply(text, edits)
     raise KqlRefused("the query kept changing under rewriting")
+
+
+def _edits(q: _Query, rules: tuple[Callable[[_Query], list[Edit]], ...]) -> list[Edit]:
+    edits: list[Edit] = []
+    for rule in rules:
+        try:
+            found = rule(q)
+        except KqlRefused:
+            raise
+        except Exception as exc:  # a query shape the rule does not know: not run
+            raise KqlRefused(
+                f"queryeval's {rule.__name__.strip('_')} rewrite failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        edits.extend(e for e in found if q.text[e.start : e.stop] != e.text)
+    return edits
 
 
 def _apply(text: str, edits: list[Edit]) -> str:
@@ -1018,46 +1027,47 @@ def _extract_json(q: _Query) -> list[Edit]:
 
 
 def _hoist_functions(q: _Query) -> list[Edit]:
-    """Top-level `let F = view() {...}` and `let F = (scalar params) { tabular body }`,
-    which duckdb-kql refuses, handed to it as stored functions instead. Kusto expands
-    both where they are called; the query's top-level `let` names must be unique, so
-    that a name in the body means at the call what it meant at the declaration."""
-    statements = [c for c in _rules(q.tree.getChild(0)) if _kind(c) == "Statement"] if (
-        q.tree.getChildCount() and _kind(q.tree.getChild(0)) == "Query"
-    ) else []  # fmt: skip
-    declarations = []
-    for statement in statements:
-        let = _rules(statement)[0] if _rules(statement) else None
-        if let is not None and _kind(let) == "LetStatement":
-            declarations.append(_rules(let)[0])
-    names = [_name_of(next((c for c in _rules(d) if _kind(c) in _NAME_NODES), d))
-             for d in declarations]  # fmt: skip
+    """`let F = view() {...}` and `let F = (scalar params) { tabular body }`, which
+    duckdb-kql refuses as `let`, handed to it as stored functions instead, innermost first
+    (run once every other rule is done, so their bodies are final). Kusto expands both
+    where they are called; every `let` name of the query must be unique, so that a name in
+    a body means at the call what it meant at the declaration."""
+    declarations = [n for n in _walk(q.tree) if _kind(n) in _LET_DECLARATIONS]
+    names = [_declared_name(d) for d in declarations]
     edits = []
     for declaration in declarations:
-        kind = _kind(declaration)
-        if kind not in ("LetViewDeclaration", "LetFunctionDeclaration"):
+        if _kind(declaration) not in ("LetViewDeclaration", "LetFunctionDeclaration"):
             continue
         body = next((c for c in _rules(declaration) if _kind(c) == "LetFunctionBody"), None)
-        params = next((c for c in _rules(declaration) if _kind(c) == "LetFunctionParameterList"),
-                      None)  # fmt: skip
-        if body is None or (kind == "LetFunctionDeclaration" and not _tabular_body(body)):
+        params = next(
+            (c for c in _rules(declaration) if _kind(c) == "LetFunctionParameterList"), None
+        )
+        if body is None or not (_kind(declaration) == "LetViewDeclaration" or _tabular_body(body)):
             continue
         if params is not None and any(_kind(p) != "ScalarParameter" for p in _rules(params)):
             continue  # a tabular parameter: duckdb-kql's own `invoke` path
-        name = _name_of(next(c for c in _rules(declaration) if _kind(c) in _NAME_NODES))
-        if name is None or names.count(name) != 1 or len(set(names)) != len(names):
+        if any(_kind(n) in ("LetViewDeclaration", "LetFunctionDeclaration") and n is not declaration
+               for n in _walk(body)):  # fmt: skip
+            continue  # its inner functions go first
+        name = _declared_name(declaration)
+        if name is None or len(set(names)) != len(names):
             raise KqlRefused("a tabular let function among repeated let names")
         start, stop = _span(body)
-        definition = (f"function {name}({q.source(params) if params is not None else ''}) "
-                      f"{{ {q.text[start + 1 : stop - 1]} }}")  # fmt: skip
-        statement = _parent(declaration, "Statement")
-        a, b = _span(statement)
-        rest = q.text[b:]
-        semicolon = re.match(r"\s*;", rest)
-        b += semicolon.end() if semicolon else 0
-        edits.append(Edit(a, b, ""))
-        q.functions.append(definition)
+        signature = q.source(params) if params is not None else ""
+        q.functions.append(f"function {name}({signature}) {{ {q.text[start + 1 : stop - 1]} }}")
+        statement = _parent(declaration, "LetFunctionBodyStatement", "Statement")
+        a, b = _span(statement if statement is not None else declaration)
+        semicolon = re.match(r"\s*;", q.text[b:])
+        edits.append(Edit(a, b + (semicolon.end() if semicolon else 0), ""))
     return edits
+
+
+_LET_DECLARATIONS = ("LetVariableDeclaration", "LetFunctionDeclaration", "LetViewDeclaration")
+
+
+def _declared_name(declaration: Any) -> str | None:
+    node = next((c for c in _rules(declaration) if _kind(c) in _NAME_NODES), None)
+    return _name_of(node) if node is not None else None
 
 
 def _tabular_body(body: Any) -> bool:
@@ -1234,7 +1244,6 @@ RULES: tuple[Callable[[_Query], list[Edit]], ...] = (
     _range_step,
     _partition_top,
     _bag_unpack,
-    _hoist_functions,
     _indexof_start,
     _string_literals,
     _named_arguments,
