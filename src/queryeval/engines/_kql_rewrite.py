@@ -928,9 +928,9 @@ def _join_conjunction(q: _Query) -> list[Edit]:
         condition = _collapse(_rules(node)[0]) if _rules(node) else None
         if condition is None or _kind(condition) != "LogicalAndExpression":
             continue
-        terms = [condition]
         ands = [c for c in _rules(condition) if _kind(c) == "LogicalAndOperation"]
-        if not all("$left." in q.source(t) and "$right." in q.source(t) for t in ands):
+        terms = [_rules(condition)[0], *ands]
+        if not all("$left." in q.source(t) and "$right." in q.source(t) for t in terms):
             continue
         for operation in ands:
             token = next(t for t in _children(operation) if _is_token(t))
@@ -938,7 +938,6 @@ def _join_conjunction(q: _Query) -> list[Edit]:
                 break
             a, b = _span(token)
             edits.append(Edit(a - 1 if q.text[a - 1 : a] == " " else a, b, ","))
-        del terms
     return edits
 
 
