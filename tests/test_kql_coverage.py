@@ -140,6 +140,11 @@ def test_project_reorder_puts_listed_columns_first(kql: Engine) -> None:
     assert "asc" in refused(kql, "E | project-reorder Dev asc")
 
 
+def test_count_of_a_predicate_is_countif_named_count_column(kql: Engine) -> None:
+    columns, result = rows(kql, "E | summarize count(Ok), n = count(Dev == 'a')")
+    assert columns == ["count_Ok", "n"] and result == [(2, 2)]
+
+
 def test_take_of_a_let_bound_count(kql: Engine) -> None:
     _, result = rows(kql, "let n = 2; T | order by V asc | take n")
     assert [r[2] for r in result] == [0, 0]

@@ -22,6 +22,7 @@ type it cannot know, an option it cannot honour). Rules and what they do:
   as Kusto names it;
 - `project-reorder`: a `project` of the listed columns then the others in input order;
 - `take n` / `top n` of a `let n = <integer>`: the integer;
+- `count(p)` (Kusto's obsolete `countif(p)`): `countif`, named `count_p`;
 - `bin_at(value, size, fixed)`: `bin` shifted by the fixed point's offset;
 - `let` views and functions with a tabular body: stored functions (duckdb-kql's
   `functions=`), which it expands where they are called as Kusto does;
@@ -1125,6 +1126,33 @@ def _between_span(q: _Query) -> list[Edit]:
     return edits
 
 
+# -- rule: count(predicate) ---------------------------------------------------------------------
+
+
+def _count_predicate(q: _Query) -> list[Edit]:
+    """`count(p)`, Kusto's obsolete spelling of `countif(p)` (p must be a bool), named
+    `count_p` for a column p as Kusto names it."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "CountExpression":
+            continue
+        args = _rules(node)
+        if len(args) != 1:
+            continue
+        parent = _parent(node, "NamedExpression")
+        whole = parent is not None and _collapse(_rules(parent)[-1]) is node
+        named = whole and _kind(_rules(parent)[0]) == "NamedExpressionNameClause"
+        text = f"countif({q.source(args[0])})"
+        if whole and not named:
+            column = _as_column(args[0])
+            if column is None:
+                raise KqlRefused("count() of an expression without a name")
+            text = f"{quote_name('count_' + column)} = {text}"
+        a, b = _span(node)
+        edits.append(Edit(a, b, text))
+    return edits
+
+
 # -- rule: range() of two arguments ------------------------------------------------------------
 
 
@@ -1240,6 +1268,7 @@ def _kql_string(value: str) -> str:
 
 RULES: tuple[Callable[[_Query], list[Edit]], ...] = (
     _between_span,
+    _count_predicate,
     _range_step,
     _partition_top,
     _bag_unpack,
