@@ -140,6 +140,25 @@ def test_project_reorder_puts_listed_columns_first(kql: Engine) -> None:
     assert "asc" in refused(kql, "E | project-reorder Dev asc")
 
 
+def test_make_series_fills_the_missing_bins_with_the_default(kql: Engine) -> None:
+    columns, result = rows(
+        kql,
+        "let width = 12h; E | make-series n = count(), o = countif(Ok) default = -1 on Ts "
+        "from datetime(2024-01-01) to datetime(2024-01-02 12:00) step width by Dev "
+        "| order by Dev asc",
+    )
+    # bins 01-01 00:00, 12:00, 01-02 00:00; a: rows at 00:00 (ok) and 01:30; b: 01-02 00:00
+    assert columns == ["Dev", "n", "o", "Ts"]
+    bins = [dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 1, 12), dt.datetime(2024, 1, 2)]
+    assert result == [("a", [2, 0, 0], [1, -1, -1], bins), ("b", [0, 0, 1], [-1, -1, 1], bins)]
+    columns, _ = rows(kql, "E | make-series count() on Ts from ago(1000d) to now() step 1d")
+    assert columns == ["count_", "Ts"]
+    assert "from" in refused(kql, "E | make-series count() on Ts step 1d")
+    assert "no rows" in refused(
+        kql, "E | where Dev == 'z' | make-series count() on Ts from ago(9d) to now() step 1d"
+    )
+
+
 def test_count_of_a_predicate_is_countif_named_count_column(kql: Engine) -> None:
     columns, result = rows(kql, "E | summarize count(Ok), n = count(Dev == 'a')")
     assert columns == ["count_Ok", "n"] and result == [(2, 2)]

@@ -23,6 +23,8 @@ type it cannot know, an option it cannot honour). Rules and what they do:
 - `project-reorder`: a `project` of the listed columns then the others in input order;
 - `take n` / `top n` of a `let n = <integer>`: the integer;
 - `count(p)` (Kusto's obsolete `countif(p)`): `countif`, named `count_p`;
+- `make-series ... on T from A to B step S` over datetimes: per-bin summaries gathered into
+  arrays with the default filled in (queryeval's series rows);
 - `bin_at(value, size, fixed)`: `bin` shifted by the fixed point's offset;
 - `let` views and functions with a tabular body: stored functions (duckdb-kql's
   `functions=`), which it expands where they are called as Kusto does;
@@ -1126,6 +1128,113 @@ def _between_span(q: _Query) -> list[Edit]:
     return edits
 
 
+# -- rule: make-series -----------------------------------------------------------------------------
+
+# aggregates whose unnamed result is named prefix_column (prefix = the function's name)
+_SERIES_AGGREGATES = {"count", "countif", "sum", "sumif", "avg", "avgif", "min", "max",
+                      "dcount", "dcountif", "stdev", "variance"}  # fmt: skip
+
+
+def _make_series(q: _Query) -> list[Edit]:
+    """`make-series Agg [default=D], ... on T from A to B step S [by G, ...]` with a datetime
+    axis and explicit bounds: each group's aggregates per bin `A + k*S < B` (the rows with
+    A <= T < B), a bin without rows holding D (0 when not given), as arrays in bin order,
+    then the axis itself as an array named T; columns by, aggregates, axis, as Kusto orders
+    them. Without `from`/`to`, or over a number axis, it is refused."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "MakeSeriesOperator":
+            continue
+        parts = _rules(node)
+        aggregations = [p for p in parts if _kind(p) == "MakeSeriesOperatorAggregation"]
+        on = next((p for p in parts if _kind(p) == "MakeSeriesOperatorOnClause"), None)
+        bounds = next((p for p in parts if _kind(p) == "MakeSeriesOperatorFromToStepClause"),
+                      None)  # fmt: skip
+        by = next((p for p in parts if _kind(p) == "MakeSeriesOperatorByClause"), None)
+        known = {"MakeSeriesOperatorAggregation", "MakeSeriesOperatorOnClause",
+                 "MakeSeriesOperatorFromToStepClause", "MakeSeriesOperatorByClause"}  # fmt: skip
+        if on is None or bounds is None or any(_kind(p) not in known for p in parts):
+            raise KqlRefused("make-series without from/to/step, or with options")
+        axis = _as_column(_rules(on)[0])
+        limits = _rules(bounds)
+        words = [t.symbol.text.lower() for t in _children(bounds) if _is_token(t)]
+        if axis is None or words != ["from", "to", "step"] or len(limits) != 3:
+            raise KqlRefused("make-series without from, to and step, or on an expression")
+        start, end, step = (q.source(x) for x in limits)
+        if not (_datetime_like(q, limits[0]) and _datetime_like(q, limits[1])
+                and _timespan_like(q, limits[2])):  # fmt: skip
+            raise KqlRefused("make-series other than over datetimes with a timespan step")
+        groups = [q.source(g) for g in _rules(by)] if by is not None else []
+        values, series = [], []
+        for i, aggregation in enumerate(aggregations):
+            named = _rules(aggregation)[0]
+            name, value = _named_parts(q, named)
+            if name is None:
+                name = _series_name(q, _collapse(named))
+            default = "0"
+            clause = [c for c in _rules(aggregation) if _kind(c) ==
+                      "MakeSeriesOperatorExpressionDefaultClause"]  # fmt: skip
+            if clause:
+                default = q.source(_rules(clause[0])[0])
+            values.append(f"_qe_v{i} = {value}")
+            series.append(f"{quote_name(name)} = queryeval_series(_qe_v{i}, _qe_bin, "
+                          f"{start}, {end}, {step}, {default})")  # fmt: skip
+        keys = ", ".join([*groups, f"_qe_bin = bin_at({quote_name(axis)}, {step}, {start})"])
+        by_groups = f" by {', '.join(quote_name(_named_parts(q, g)[0] or '') for g in _rules(by))}"
+        if by is not None and any(_named_parts(q, g)[0] is None for g in _rules(by)):
+            raise KqlRefused("make-series by an expression without a name")
+        text = (f"where {quote_name(axis)} >= {start} and {quote_name(axis)} < {end} "
+                f"| summarize {', '.join(values)} by {keys} "
+                f"| summarize {', '.join(series)}, {quote_name(axis)} = "
+                f"queryeval_series_axis(_qe_bin, {start}, {end}, {step})"
+                f"{by_groups if by is not None else ''}")  # fmt: skip
+        a, b = _span(node)
+        edits.append(Edit(a, b, text))
+    return edits
+
+
+def _series_name(q: _Query, aggregate: Any) -> str:
+    """Kusto's name for an unnamed make-series aggregate (as summarize names it)."""
+    if _kind(aggregate) == "CountExpression" and not _rules(aggregate):
+        return "count_"
+    calls = list(_calls(aggregate))
+    if (
+        not calls
+        or calls[0].node is not aggregate
+        or calls[0].name.lower() not in (_SERIES_AGGREGATES)
+    ):
+        raise KqlRefused("make-series of an unnamed aggregate it cannot name")
+    call = calls[0]
+    column = _as_column(call.arg_value(0)) if call.args else None
+    if column is None:
+        raise KqlRefused("make-series of an unnamed aggregate of an expression")
+    return f"{call.name.lower()}_{column}"
+
+
+def _datetime_like(q: _Query, node: Any) -> bool:
+    """The expression is visibly a datetime (a literal, a datetime function, or a `let`
+    name bound to one)."""
+    if _bin_at_kind(node) == "datetime":
+        return True
+    name = _as_column(node)
+    declaration = q.lets().get(name) if name else None
+    if declaration is not None and _kind(declaration) == "LetVariableDeclaration":
+        return _bin_at_kind(_rules(declaration)[-1]) == "datetime"
+    source = q.source(node).strip()
+    return bool(re.fullmatch(r"(datetime\(.*\)|now\(\)|ago\(.*\))\s*[-+].*", source))
+
+
+def _timespan_like(q: _Query, node: Any) -> bool:
+    node = _collapse(node)
+    if _kind(node) == "TimeSpanLiteralExpression":
+        return True
+    name = _as_column(node)
+    declaration = q.lets().get(name) if name else None
+    if declaration is None or _kind(declaration) != "LetVariableDeclaration":
+        return False
+    return _kind(_collapse(_rules(declaration)[-1])) == "TimeSpanLiteralExpression"
+
+
 # -- rule: count(predicate) ---------------------------------------------------------------------
 
 
@@ -1268,6 +1377,7 @@ def _kql_string(value: str) -> str:
 
 RULES: tuple[Callable[[_Query], list[Edit]], ...] = (
     _between_span,
+    _make_series,
     _count_predicate,
     _range_step,
     _partition_top,
