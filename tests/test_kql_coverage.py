@@ -201,8 +201,13 @@ def test_set_functions_keep_first_occurrence_order(kql: Engine) -> None:
 
 
 def test_named_arguments_of_a_let_function_are_bound_by_name(kql: Engine) -> None:
-    _, result = rows(kql, "let f = (a:long, b:long = 2) { a - b }; print f(b=1, a=5), f(a=5)")
-    assert result == [(4, 3)]
+    _, result = rows(
+        kql, "let f = (a:long, b:long = 2) { a - b }; print f(b=1, a=5), f(a=5), f(a=7, 1)"
+    )
+    assert result == [(4, 3, 6)]
+    assert "matches no parameter" in refused(
+        kql, "let f = (a:long, b:long) { a - b }; print f(b=1, 2)"
+    )
 
 
 def test_named_arguments_of_a_builtin_bind_by_position_and_name_the_result(kql: Engine) -> None:

@@ -544,9 +544,8 @@ def _named_arguments(q: _Query) -> list[Edit]:
         if _kind(declaration) != "LetFunctionDeclaration":
             raise KqlRefused(f"named arguments to {call.name}, which is not a function")
         params = _let_function_parameters(declaration, q)
-        first_named = next(i for i, n in enumerate(names) if n is not None)
-        if any(n is None for n in names[first_named:]):
-            raise KqlRefused(f"{call.name}(): a positional argument after a named one")
+        # a positional argument takes the parameter at its position (as Kusto.Language
+        # binds `f(a = 1, "x")`); one that meets a named one is refused below
         given: dict[str, str] = {}
         for i, name in enumerate(names):
             key = name if name is not None else (params[i][0] if i < len(params) else None)
