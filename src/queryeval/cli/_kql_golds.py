@@ -17,9 +17,8 @@ def kql_gold_problems(suite: SuiteConfig, cases: Sequence[Case],
     from queryeval.engines import engine_from_context, kql_validity_in_context, shared_validator
     from queryeval.engines._kusto_language import KqlValidatorError
     from queryeval.scorers import ScoringContext
-    from queryeval.scorers.execution import target_query
+    from queryeval.scorers.execution import case_database, target_query
 
-    names = list(suite.databases)
     # embedded KQL only: a Kusto server's schema would be fetched over the network
     kql = {n for n, db in suite.databases.items() if db.engine in ("kql", "duckdb-kql")}
     if not kql:
@@ -35,8 +34,7 @@ def kql_gold_problems(suite: SuiteConfig, cases: Sequence[Case],
                 query = target_query(target)
                 if query is None:
                     continue
-                database = (query.database or case.metadata.get("database")
-                            or (names[0] if len(names) == 1 else None))  # fmt: skip
+                database = query.database or case_database(case, None, ctx)
                 if database not in kql:
                     continue
                 if engine_from_context(ctx, str(database)).language != "kql":

@@ -479,10 +479,7 @@ def _builtin_named_arguments(call: _Call, names: list[str | None]) -> list[Edit]
     for i, name in enumerate(names):
         if name is not None:
             edits.append(Edit(_span(call.args[i])[0], _span(call.arg_value(i))[0], ""))
-    parent = _parent(call.node, "NamedExpression")
-    whole = parent is not None and _collapse(_rules(parent)[-1]) is call.node
-    unnamed = whole and _kind(_rules(parent)[0]) != "NamedExpressionNameClause"
-    if unnamed and names[0] is not None:
+    if _unnamed_whole(call.node) is not None and names[0] is not None:
         if call.name.lower() not in _FIRST_ARGUMENT_NAMED or not names[0]:
             raise KqlRefused(f"{call.name}() with a named first argument naming its result")
         a = _span(call.node)[0]
@@ -592,22 +589,40 @@ def _aggregates(q: _Query) -> list[Edit]:
     return edits
 
 
+def _whole_of(node: Any) -> Any | None:
+    """The NamedExpression whose whole value is `node`, else None."""
+    parent = _parent(node, "NamedExpression")
+    if parent is None or _collapse(_rules(parent)[-1]) is not node:
+        return None
+    return parent
+
+
+def _unnamed_whole(node: Any) -> Any | None:
+    """The NamedExpression whose whole value is `node` and that has no `name =`, else None
+    (Kusto then names the result after the expression)."""
+    whole = _whole_of(node)
+    if whole is None or _kind(_rules(whole)[0]) == "NamedExpressionNameClause":
+        return None
+    return whole
+
+
+def _result_name(argument: Any, prefix: str, what: str) -> str:
+    """`prefix` + the column `argument` names, quoted: Kusto's name for an unnamed result
+    named after its first argument; refused for an argument that is not a column."""
+    column = _as_column(argument)
+    if column is None:
+        raise KqlRefused(f"{what} of an expression without a name")
+    return quote_name(prefix + column)
+
+
 def _is_named(call: _Call) -> bool:
     """The call is the whole of a `name = call` expression."""
-    parent = _parent(call.node, "NamedExpression")
-    if parent is None:
-        return False
-    rules = _rules(parent)
-    return bool(rules) and _kind(rules[0]) == "NamedExpressionNameClause"
+    return _whole_of(call.node) is not None and _unnamed_whole(call.node) is None
 
 
 def _is_whole_expression(call: _Call) -> Any | None:
     """The NamedExpression whose whole value is this call, else None."""
-    parent = _parent(call.node, "NamedExpression")
-    if parent is None:
-        return None
-    value = _rules(parent)[-1]
-    return parent if _collapse(value) is call.node else None
+    return _whole_of(call.node)
 
 
 # -- rule: percentiles -------------------------------------------------------------------------
@@ -837,14 +852,10 @@ def _bin_at(q: _Query) -> list[Edit]:
         value, size, fixed = (f"({q.source(call.arg_value(i))})" for i in range(3))
         offset = f"({fixed} - bin({fixed}, {size}))"
         expression = f"(bin({value} - {offset}, {size}) + {offset})"
-        whole = _is_whole_expression(call)
+        whole = _unnamed_whole(call.node)
         a, b = _span(call.node)
-        in_where = _parent(call.node, "WhereOperator") is not None
-        if whole is not None and not _is_named(call) and not in_where:
-            column = _as_column(call.arg_value(0))
-            if column is None:
-                raise KqlRefused("bin_at() of an expression without a name")
-            expression = f"{quote_name(column)} = {expression}"
+        if whole is not None and _parent(call.node, "WhereOperator") is None:
+            expression = f"{_result_name(call.arg_value(0), '', 'bin_at()')} = {expression}"
             a, b = _span(whole)
         edits.append(Edit(a, b, expression))
     return edits
@@ -1247,15 +1258,9 @@ def _count_predicate(q: _Query) -> list[Edit]:
         args = _rules(node)
         if len(args) != 1:
             continue
-        parent = _parent(node, "NamedExpression")
-        whole = parent is not None and _collapse(_rules(parent)[-1]) is node
-        named = whole and _kind(_rules(parent)[0]) == "NamedExpressionNameClause"
         text = f"countif({q.source(args[0])})"
-        if whole and not named:
-            column = _as_column(args[0])
-            if column is None:
-                raise KqlRefused("count() of an expression without a name")
-            text = f"{quote_name('count_' + column)} = {text}"
+        if _unnamed_whole(node) is not None:
+            text = f"{_result_name(args[0], 'count_', 'count()')} = {text}"
         a, b = _span(node)
         edits.append(Edit(a, b, text))
     return edits

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from queryeval.cases import Case, Output, Score
 from queryeval.errors import InputError
@@ -22,14 +22,12 @@ from queryeval.scorers._registry import register_scorer
 
 
 class KqlValidityOptions(BaseModel):
-    """Options of `kql_syntax` and `kql_semantic`."""
+    """Options of `kql_syntax` and `kql_semantic`: the database whose schema the analyzer
+    uses when the case names none, and which attempt is checked."""
 
     model_config = ConfigDict(extra="forbid")
 
-    database: str | None = Field(
-        default=None, description="database whose schema the analyzer uses when the case "
-        "names none (gold query's database, metadata.database); default: the suite's only one"
-    )  # fmt: skip
+    database: str | None = None
     attempt: Literal["final", "first"] = "final"
 
 
@@ -48,18 +46,9 @@ class _KqlValidityScorer(Scorer):
             raise InputError(missing, where=f"scorers.{self.label}")
 
     def _database(self, case: Case, ctx: ScoringContext) -> str | None:
-        from queryeval.scorers.execution import target_query
+        from queryeval.scorers.execution import case_database
 
-        for target in case.targets:
-            query = target_query(target)
-            if query is not None and query.database:
-                return query.database
-        if case.metadata.get("database"):
-            return str(case.metadata["database"])
-        if self.options.database:
-            return self.options.database
-        names = list(ctx.suite.databases) if ctx.suite is not None else []
-        return names[0] if len(names) == 1 else None
+        return case_database(case, self.options.database, ctx)
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
         from queryeval.engines import (
