@@ -22,6 +22,7 @@ report nothing (unknown tables, columns and functions, type errors, unreachable 
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import hashlib
 import json
@@ -225,6 +226,7 @@ class KqlValidator:
         self._lock = threading.Lock()
         self._next_id = 0
         self._memo: dict[tuple[str | None, str], KqlValidity] = {}
+        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
 
     # -- the helper process ------------------------------------------------------------------
 
@@ -245,21 +247,41 @@ class KqlValidator:
         self._schemas = set()
         self._proc = subprocess.Popen(
             [self.node, str(_HELPER), str(self.package)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, encoding="utf-8", bufsize=1,
         )  # fmt: skip
         threading.Thread(
             target=self._read, args=(self._proc, self._lines), name="queryeval-kusto-language",
             daemon=True,
         ).start()  # fmt: skip
+        self._stderr = collections.deque(maxlen=20)
+        threading.Thread(
+            target=self._read_errors, args=(self._proc, self._stderr),
+            name="queryeval-kusto-language-stderr", daemon=True,
+        ).start()  # fmt: skip
         reply = self._ask({"op": "hello"}, self.start_timeout_s)
         self.version = str(reply.get("version", ""))
+
+    def _said(self) -> str:
+        """What Node reported on stderr before it stopped (its error line first)."""
+        lines = [x for x in self._stderr if x.strip()]
+        errors = [x for x in lines if "Error" in x] or lines[-2:]
+        return (": " + " | ".join(errors[:2])) if errors else ""
+
+    @staticmethod
+    def _read_errors(proc: subprocess.Popen[str], tail: collections.deque[str]) -> None:
+        """Keep the last lines Node wrote to stderr (and never let the pipe fill up)."""
+        assert proc.stderr is not None
+        with contextlib.suppress(ValueError, OSError):  # closed by _stop
+            for line in proc.stderr:
+                tail.append(line.rstrip())
 
     @staticmethod
     def _read(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
+        with contextlib.suppress(ValueError, OSError):  # closed by _stop
+            for line in proc.stdout:
+                lines.put(line)
         lines.put(None)
 
     def _stop(self) -> None:
@@ -274,8 +296,9 @@ class KqlValidator:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
 
     def _ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         proc = self._proc
@@ -297,9 +320,13 @@ class KqlValidator:
                     f"Kusto.Language gave no verdict within {timeout_s:g}s"
                 ) from None
             if line is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(2)
                 code = proc.poll()
                 self._stop()
-                raise KqlValidatorError(f"the Kusto.Language helper exited (code {code})")
+                raise KqlValidatorError(
+                    f"the Kusto.Language helper exited (code {code}){self._said()}"
+                )
             reply = json.loads(line)
             if reply.get("id") != ident:
                 continue  # a late answer to a request that timed out
