@@ -153,6 +153,16 @@ def test_make_series_fills_the_missing_bins_with_the_default(kql: Engine) -> Non
     assert result == [("a", [2, 0, 0], [1, -1, -1], bins), ("b", [0, 0, 1], [-1, -1, 1], bins)]
     columns, _ = rows(kql, "E | make-series count() on Ts from ago(1000d) to now() step 1d")
     assert columns == ["count_", "Ts"]
+    # `name=func(x)`, which duckdb-kql's grammar splits, and let-bound bounds
+    columns, result = rows(
+        kql,
+        "let t0 = datetime(2024-01-01); let t1 = datetime(2024-01-03); let w = 1d; "
+        "E | extend v = iff(Ok, 1, 0) | make-series s=sum(v) on Ts from t0 to t1 step w",
+    )
+    assert columns == ["s", "Ts"] and result[0][0] == [1, 1]
+    assert "kind=nonempty" in refused(
+        kql, "E | make-series kind=nonempty count() on Ts from ago(9d) to now() step 1d"
+    )
     assert "from" in refused(kql, "E | make-series count() on Ts step 1d")
     assert "no rows" in refused(
         kql, "E | where Dev == 'z' | make-series count() on Ts from ago(9d) to now() step 1d"

@@ -847,7 +847,8 @@ def _bin_at(q: _Query) -> list[Edit]:
     for call in _calls(q.tree):
         if call.name.lower() != "bin_at" or len(call.args) != 3:
             continue
-        if _bin_at_kind(call.arg_value(2)) is None:
+        fixed = call.arg_value(2)
+        if _bin_at_kind(fixed) is None and not _datetime_like(q, fixed):
             raise KqlRefused("bin_at() whose fixed point is not a datetime or a number")
         value, size, fixed = (f"({q.source(call.arg_value(i))})" for i in range(3))
         offset = f"({fixed} - bin({fixed}, {size}))"
@@ -1156,15 +1157,15 @@ def _make_series(q: _Query) -> list[Edit]:
         if _kind(node) != "MakeSeriesOperator":
             continue
         parts = _rules(node)
-        aggregations = [p for p in parts if _kind(p) == "MakeSeriesOperatorAggregation"]
         on = next((p for p in parts if _kind(p) == "MakeSeriesOperatorOnClause"), None)
         bounds = next((p for p in parts if _kind(p) == "MakeSeriesOperatorFromToStepClause"),
                       None)  # fmt: skip
         by = next((p for p in parts if _kind(p) == "MakeSeriesOperatorByClause"), None)
         known = {"MakeSeriesOperatorAggregation", "MakeSeriesOperatorOnClause",
-                 "MakeSeriesOperatorFromToStepClause", "MakeSeriesOperatorByClause"}  # fmt: skip
+                 "MakeSeriesOperatorFromToStepClause", "MakeSeriesOperatorByClause",
+                 "RelaxedQueryOperatorParameter"}  # fmt: skip
         if on is None or bounds is None or any(_kind(p) not in known for p in parts):
-            raise KqlRefused("make-series without from/to/step, or with options")
+            raise KqlRefused("make-series without from/to/step")
         axis = _as_column(_rules(on)[0])
         limits = _rules(bounds)
         words = [t.symbol.text.lower() for t in _children(bounds) if _is_token(t)]
@@ -1176,16 +1177,10 @@ def _make_series(q: _Query) -> list[Edit]:
             raise KqlRefused("make-series other than over datetimes with a timespan step")
         groups = [q.source(g) for g in _rules(by)] if by is not None else []
         values, series = [], []
-        for i, aggregation in enumerate(aggregations):
-            named = _rules(aggregation)[0]
-            name, value = _named_parts(q, named)
-            if name is None:
-                name = _series_name(q, _collapse(named))
+        for i, (name, value, clause) in enumerate(_series_aggregations(q, parts)):
             default = "0"
-            clause = [c for c in _rules(aggregation) if _kind(c) ==
-                      "MakeSeriesOperatorExpressionDefaultClause"]  # fmt: skip
-            if clause:
-                default = q.source(_rules(clause[0])[0])
+            if clause is not None:
+                default = q.source(_rules(clause)[0])
             values.append(f"_qe_v{i} = {value}")
             series.append(f"{quote_name(name)} = queryeval_series(_qe_v{i}, _qe_bin, "
                           f"{start}, {end}, {step}, {default})")  # fmt: skip
@@ -1201,6 +1196,42 @@ def _make_series(q: _Query) -> list[Edit]:
         a, b = _span(node)
         edits.append(Edit(a, b, text))
     return edits
+
+
+def _series_aggregations(q: _Query, parts: list[Any]) -> list[tuple[str, str, Any]]:
+    """(name, aggregate text, default clause or None) of each make-series aggregate.
+    duckdb-kql's grammar reads `name=func(x)` as the operator parameter `name=func`
+    followed by the aggregate `(x)`; the two are put back together here (the operator's own
+    parameters, `kind=` and `hint.*`, are refused)."""
+    out: list[tuple[str, str, Any]] = []
+    glued: tuple[str, str] | None = None
+    for part in parts:
+        if _kind(part) == "RelaxedQueryOperatorParameter":
+            text = q.source(part)
+            name, _, function = (x.strip() for x in text.partition("="))
+            if name.lower() == "kind" or name.lower().startswith("hint.") or not function:
+                raise KqlRefused(f"make-series with the option {text}")
+            glued = (name, function)
+            continue
+        if _kind(part) != "MakeSeriesOperatorAggregation":
+            continue
+        named = _rules(part)[0]
+        defaults = [
+            c for c in _rules(part) if _kind(c) == "MakeSeriesOperatorExpressionDefaultClause"
+        ]
+        clause = defaults[0] if defaults else None
+        if glued is not None:
+            value = _collapse(named)
+            if _kind(value) != "ParenthesizedExpression":
+                raise KqlRefused("make-series with an operator parameter")
+            out.append((glued[0], glued[1] + q.source(value), clause))
+            glued = None
+            continue
+        given, text = _named_parts(q, named)
+        out.append((given or _series_name(q, _collapse(named)), text, clause))
+    if glued is not None:
+        raise KqlRefused("make-series with an operator parameter")
+    return out
 
 
 def _series_name(q: _Query, aggregate: Any) -> str:
