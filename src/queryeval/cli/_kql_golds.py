@@ -14,8 +14,12 @@ def kql_gold_problems(suite: SuiteConfig, cases: Sequence[Case],
                       cache_dir: Path) -> tuple[list[str], str | None]:  # fmt: skip
     """(one line per gold KQL query Kusto.Language finds invalid, a note when nothing could
     be checked). Golds on databases of other languages, or with no database, are skipped."""
-    from queryeval.engines import engine_from_context, kql_validity_in_context, shared_validator
-    from queryeval.engines._kusto_language import KqlValidatorError
+    from queryeval.engines import (
+        KqlValidatorError,
+        engine_from_context,
+        kql_validity_in_context,
+        shared_validator,
+    )
     from queryeval.scorers import ScoringContext
     from queryeval.scorers.execution import case_database, target_query
 

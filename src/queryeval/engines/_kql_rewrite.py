@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from queryeval.languages.kql import decode_string, quote_name
+
 
 class Inspector(Protocol):
     """What some rules need to know about the data: asked of the engine, in KQL."""
@@ -166,13 +168,6 @@ def _name_of(node: Any) -> str | None:
             return inner[1:-1]
         return None
     return text if _NAME.match(text) else None
-
-
-def quote_name(name: str) -> str:
-    """A column name as KQL source (`['a b']` when it is not a plain identifier)."""
-    if _IDENT.match(name):
-        return name
-    return "['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
 
 
 @dataclass
@@ -372,51 +367,15 @@ def _apply(text: str, edits: list[Edit]) -> str:
 
 # an escape duckdb-kql decodes differently from Kusto, after any run of escaped backslashes
 _WRONG_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\[uxabfv0-9]")
-_SIMPLE_ESCAPES = {"'": "'", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "n": "\n",
-                   "r": "\r", "t": "\t", "v": "\v"}  # fmt: skip
 
 
-def decode_kql_string(body: str) -> str:
-    """The value of a regular (not verbatim) KQL string literal's body, by Kusto.Language's
-    rules: `\\uXXXX` (UTF-16 units), `\\xXX`, up to three octal digits, the C escapes, and
-    any other escaped character standing for itself.
-
-    >>> decode_kql_string(r"caf\\u00e9 \\x41\\101\\t!")
-    'café AA\\t!'
-    """
-    units: list[int] = []
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt in _SIMPLE_ESCAPES:
-                units.extend(_utf16(_SIMPLE_ESCAPES[nxt]))
-                i += 2
-            elif nxt in "ux":
-                width = 4 if nxt == "u" else 2
-                digits = re.match(f"[0-9A-Fa-f]{{1,{width}}}", body[i + 2 : i + 2 + width])
-                if digits is None:
-                    raise KqlRefused(f"string escape \\{nxt} without hexadecimal digits")
-                units.append(int(digits.group(0), 16))
-                i += 2 + len(digits.group(0))
-            elif nxt.isdigit():
-                digits = re.match(r"[0-7]{1,3}", body[i + 1 : i + 4])
-                if digits is None:
-                    raise KqlRefused(f"string escape \\{nxt} is not octal")
-                units.append(int(digits.group(0), 8) & 0xFFFF)
-                i += 1 + len(digits.group(0))
-            else:
-                units.extend(_utf16(nxt))
-                i += 2
-        else:
-            units.extend(_utf16(ch))
-            i += 1
-    data = b"".join(u.to_bytes(2, "little") for u in units)
+def _decode(body: str) -> str:
+    """A string literal's body decoded by Kusto's rules; refused when it holds an unpaired
+    UTF-16 surrogate or a malformed escape."""
     try:
-        return data.decode("utf-16-le")
-    except UnicodeDecodeError:
-        raise KqlRefused("a string literal holds an unpaired UTF-16 surrogate") from None
+        return decode_string(body)
+    except ValueError as exc:
+        raise KqlRefused(str(exc)) from None
 
 
 def _literal_value(text: str) -> str:
@@ -426,12 +385,7 @@ def _literal_value(text: str) -> str:
     if len(body) < 2 or body[0] not in "'\"" or body[-1] != body[0]:
         raise KqlRefused("a string literal of an unexpected form")
     quote, inner = body[0], body[1:-1]
-    return inner.replace(quote * 2, quote) if verbatim else decode_kql_string(inner)
-
-
-def _utf16(text: str) -> list[int]:
-    data = text.encode("utf-16-le", "surrogatepass")
-    return [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
+    return inner.replace(quote * 2, quote) if verbatim else _decode(inner)
 
 
 def _encode_for_duckdb_kql(value: str, quote: str) -> str:
@@ -465,7 +419,7 @@ def _string_literals(q: _Query) -> list[Edit]:
                 continue  # verbatim (@'...'), obfuscated (h'...') and multi-line ones keep theirs
             quote = text[0]
             body = text[1:-1] if len(text) >= 2 and text[-1] == quote else text[1:]
-            value = decode_kql_string(body)
+            value = _decode(body)
             start, stop = _span(token)
             edits.append(Edit(start, stop, _encode_for_duckdb_kql(value, quote)))
     return edits

@@ -9,7 +9,15 @@ from collections.abc import Mapping
 from queryeval.languages._lexer import CLOSE, OPEN, Token, check_brackets, split_tokens, unquote
 from queryeval.languages._order import OrderInfo, SortKey
 
-__all__ = ["NAMES", "order_by_pipes", "read_only_refusal", "tokenize", "top_level_order"]
+__all__ = [
+    "NAMES",
+    "decode_string",
+    "order_by_pipes",
+    "quote_name",
+    "read_only_refusal",
+    "tokenize",
+    "top_level_order",
+]
 
 NAMES = frozenset({"kql", "kusto"})
 """The language names that mean KQL."""
@@ -307,3 +315,70 @@ def _string_end(text: str, i: int, quote: str, verbatim: bool) -> int:
             return j + 1
         j += 1
     return len(text)
+
+
+# --- string literals and names --------------------------------------------------------------------
+
+_SIMPLE_ESCAPES = {"'": "'", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "n": "\n",
+                   "r": "\r", "t": "\t", "v": "\v"}  # fmt: skip
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
+
+
+def decode_string(body: str) -> str:
+    """The value of a regular (not verbatim) KQL string literal's body, by Kusto.Language's
+    rules (`KustoFacts.DecodeEscapes`): `\\uXXXX` (UTF-16 units), `\\xXX`, up to three octal
+    digits, the C escapes, and any other escaped character standing for itself. ValueError
+    for an unpaired surrogate or an escape without its digits.
+
+    >>> decode_string(r"caf\\u00e9 \\x41\\101\\t!")
+    'café AA\\t!'
+    """
+    units: list[int] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in _SIMPLE_ESCAPES:
+                units.extend(_utf16(_SIMPLE_ESCAPES[nxt]))
+                i += 2
+            elif nxt in "ux":
+                width = 4 if nxt == "u" else 2
+                digits = re.match(f"[0-9A-Fa-f]{{1,{width}}}", body[i + 2 : i + 2 + width])
+                if digits is None:
+                    raise ValueError(f"string escape \\{nxt} without hexadecimal digits")
+                units.append(int(digits.group(0), 16))
+                i += 2 + len(digits.group(0))
+            elif nxt.isdigit():
+                digits = re.match(r"[0-7]{1,3}", body[i + 1 : i + 4])
+                if digits is None:
+                    raise ValueError(f"string escape \\{nxt} is not octal")
+                units.append(int(digits.group(0), 8) & 0xFFFF)
+                i += 1 + len(digits.group(0))
+            else:
+                units.extend(_utf16(nxt))
+                i += 2
+        else:
+            units.extend(_utf16(ch))
+            i += 1
+    data = b"".join(u.to_bytes(2, "little") for u in units)
+    try:
+        return data.decode("utf-16-le")
+    except UnicodeDecodeError:
+        raise ValueError("a string literal holds an unpaired UTF-16 surrogate") from None
+
+
+def _utf16(text: str) -> list[int]:
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
+
+
+def quote_name(name: str) -> str:
+    """A column name as KQL source: as is when plain, else `['...']`.
+
+    >>> quote_name("Level"), quote_name("5 min")
+    ('Level', "['5 min']")
+    """
+    if _PLAIN_NAME.match(name):
+        return name
+    return "['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
