@@ -118,7 +118,13 @@ def test_without_node_or_the_package_the_message_says_how_to_install(
 # -- the scorers in a run ----------------------------------------------------------------------
 
 
-def write_suite(tmp: Path, predictions: list[dict[str, Any]], golds: list[str]) -> Path:
+def write_suite(
+    tmp: Path,
+    predictions: list[dict[str, Any]],
+    golds: list[str],
+    scorers: list[str] | None = None,
+    extra: tuple[str, ...] = (),
+) -> Path:
     cases = [
         {"id": f"c{i}", "conversation": [{"content": "q", "target": {"query": g}}]}
         for i, g in enumerate(golds)
@@ -136,7 +142,7 @@ def write_suite(tmp: Path, predictions: list[dict[str, Any]], golds: list[str]) 
             }
         },
         "systems": [{"name": "s", "predictions": "preds.jsonl"}],
-        "scorers": [{"name": "kql_syntax"}, {"name": "kql_semantic"}],
+        "scorers": [{"name": n} for n in (scorers or ["kql_syntax", "kql_semantic", *extra])],
         "reports": ["json"],
     }
     path = tmp / "suite.yaml"
@@ -186,11 +192,64 @@ def test_a_suite_asking_for_the_scorers_without_kusto_language_stops(
 
 
 @needs_kusto_language
-def test_validate_names_a_gold_that_is_not_valid_kql(tmp_path: Path) -> None:
-    good = write_suite(tmp_path, PREDICTIONS[:1], [GOLD])
-    ok = CliRunner().invoke(app, ["validate", str(good)])
+def test_validate_flags_a_gold_that_is_not_valid_kql(tmp_path: Path) -> None:
+    good = write_suite(tmp_path, PREDICTIONS[:1], [GOLD], extra=("executes",))
+    ok = CliRunner().invoke(app, ["validate", str(good), "--strict"])
     assert ok.exit_code == 0, ok.output
-    bad = write_suite(tmp_path, PREDICTIONS[:1], ["Logs | where Levl == 'x' | count"])
-    run = CliRunner().invoke(app, ["validate", str(bad)])
-    assert run.exit_code == 2
-    assert "case c0: gold 0 is not valid KQL" in run.output and "Levl" in run.output
+    # flagged whether or not the engine runs it
+    bad = write_suite(
+        tmp_path, PREDICTIONS[:1], ["Logs | where Levl == 'x' | count"], extra=("executes",)
+    )
+    run = CliRunner().invoke(app, ["validate", str(bad), "--strict"])
+    assert run.exit_code == 1
+    assert "c0 (gold 0): invalid: not valid KQL (Kusto.Language)" in run.output
+    assert "Levl" in run.output
+
+
+# -- the relabelling: valid KQL the engine cannot run is the evaluator's; invalid, the system's
+
+
+RELABEL = [
+    # valid KQL the embedded engine does not run (a construct it lacks)
+    {"case_id": "c0", "query": "Logs | summarize percentiles_array(DurationMs, 95)"},
+    # the same construct over a column that does not exist: invalid
+    {"case_id": "c1", "query": "Logs | summarize percentiles_array(NoSuchColumn, 95)"},
+    # valid KQL duckdb-kql's own parser rejects (it reports `syntax`)
+    {"case_id": "c2", "query": "Logs | serialize | extend p = prev(Level) | count"},
+    # a syntax error
+    {"case_id": "c3", "query": "Logs | wher Level == 'Error'"},
+]
+
+
+def relabel_run(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    from queryeval.config import load_suite
+    from queryeval.runner import run_suite
+
+    predictions = [{**p, "language": "kql"} for p in RELABEL]
+    suite = write_suite(tmp_path, predictions, [GOLD] * 4, scorers=["execution_match"])
+    result = run_suite(load_suite(suite), tmp_path / "run", progress=False)
+    records = [json.loads(line) for line in (result.out_dir / "results.jsonl").open()]
+    return {r["case_id"]: r["scores"]["execution_match"] for r in records}
+
+
+@needs_kusto_language
+def test_valid_kql_the_engine_cannot_run_is_unscored_and_invalid_kql_fails(
+    tmp_path: Path,
+) -> None:
+    scores = relabel_run(tmp_path)
+    for case in ("c0", "c2"):  # the engine's fault: unscored, never a 0
+        assert scores[case]["status"] == "unscored", scores[case]
+        assert "Kusto.Language" in scores[case]["explanation"]
+    assert scores["c1"]["value"] == 0 and scores["c1"]["details"]["failure"] == "schema"
+    assert "NoSuchColumn" in scores["c1"]["explanation"]
+    assert scores["c3"]["value"] == 0 and scores["c3"]["details"]["failure"] == "syntax"
+
+
+def test_without_kusto_language_the_engine_gap_fails_and_is_reported_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kusto_language, "_SHARED", KqlValidator(node="", package=None))
+    monkeypatch.setattr(kusto_language._SHARED, "package", None)
+    scores = relabel_run(tmp_path)
+    assert scores["c0"]["value"] == 0
+    assert scores["c0"]["details"]["failure"] == "engine_could_not_run"

@@ -118,8 +118,9 @@ def validate(
     golds: Annotated[
         bool,
         typer.Option(
-            help="run the gold queries: flag golds that fail, return no rows, or return the "
-            "same rows on empty tables (non-discriminating)"
+            help="run the gold queries: flag golds that fail, are not valid in their language "
+            "(KQL: Kusto.Language), return no rows, or return the same rows on empty tables "
+            "(non-discriminating)"
         ),
     ] = True,
     strict: Annotated[bool, typer.Option(help="exit 1 when a gold is flagged")] = False,
@@ -138,6 +139,9 @@ def validate(
         raise fail_input(exc) from None
     for finding in findings:
         typer.echo(f"warning: {finding.line()}", err=True)
+    note = _kql_note(config)
+    if note and golds:
+        typer.echo(f"note: {note}", err=True)
     typer.echo(
         f"ok: {len(plan.cases)} cases, {len(plan.systems)} system configuration(s), "
         f"scorers: {', '.join(plan.scorers)}"
@@ -145,6 +149,17 @@ def validate(
     )
     if strict and findings:
         raise typer.Exit(code=1)
+
+
+def _kql_note(config: Any) -> str | None:
+    """Why gold KQL queries were not checked with Kusto.Language, when a KQL database is
+    configured and Node or the package is missing."""
+    from queryeval.engines import shared_validator
+
+    if not any(db.engine in ("kql", "duckdb-kql", "kusto") for db in config.databases.values()):
+        return None
+    missing = shared_validator().missing()
+    return f"gold KQL queries not checked with Kusto.Language: {missing}" if missing else None
 
 
 def _gold_findings(plan: Any) -> list[Any]:

@@ -453,7 +453,8 @@ def independent_verdict(
     it has no schema for).
 
     Unknown tables, columns and functions are `schema`; every other diagnostic (the parser's,
-    type errors) is `syntax`.
+    type errors) is `syntax`. Without `tables` only the syntax is judged (a query naming
+    anything is `unknown` then).
     """
     too_long = over_limit(query)
     if too_long is not None:
@@ -473,9 +474,40 @@ def independent_verdict(
         return "valid", None, ""
     if not validity.syntax_ok:
         return "invalid", "syntax", validity.message()
+    if schema is None:  # names cannot be checked without the database's schema
+        return "unknown", None, f"no schema to check names against ({validity.message()})"
     blocking = [d for d in validity.semantic if d.severity in _BLOCKING]
     if all(_UNREACHABLE in d.message for d in blocking):
         return "unknown", None, validity.message()
     if any(_UNKNOWN_NAME in d.message for d in blocking):
         return "invalid", "schema", validity.message()
     return "invalid", "syntax", validity.message()
+
+
+class KustoLanguageChecker:
+    """The independent KQL validity checker (`queryeval.engines.ValidityChecker`): Kusto.Language
+    against the engine's schema. Published under the entry-point group `queryeval.validity`
+    as `kql` (`kql_validity_checker`), so it is loaded the first time KQL is checked."""
+
+    name = "Kusto.Language"
+
+    def __init__(self, validator: KqlValidator | None = None) -> None:
+        self._validator = validator
+
+    def check(
+        self, query: str, *, schema: dict[str, Any] | None = None, dialect: str | None = None
+    ) -> Any:
+        """The verdict on `query` against `schema` (`{"tables": {table: {column: type}}}`)."""
+        from queryeval.engines._validity import ValidityVerdict
+
+        del dialect  # one KQL
+        tables = schema.get("tables") if isinstance(schema, Mapping) else None
+        validity, kind, message = independent_verdict(
+            query, tables, self._validator or shared_validator()
+        )
+        return ValidityVerdict(validity, kind, message, self.name)  # type: ignore[arg-type]
+
+
+def kql_validity_checker() -> KustoLanguageChecker:
+    """The `queryeval.validity` entry point for KQL."""
+    return KustoLanguageChecker()

@@ -5,7 +5,9 @@ broken (fails, times out, or is nondeterministic under the comparison policy).
 `gold_findings` also flags golds that cannot tell a right prediction from a wrong one
 (`non-discriminating`): a gold that returns no rows (any query returning nothing matches
 it), or one that returns the same result on empty tables of the same schema (a query that
-ignores the data matches it: a `count()` of an empty `ago()` window is 0 either way).
+ignores the data matches it: a `count()` of an empty `ago()` window is 0 either way); and
+golds the language's independent validity check finds invalid against their database's
+schema (`invalid`: KQL by Kusto.Language), even when the engine runs them.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class GoldFinding:
 
     case_id: str
     gold: int
-    kind: str  # failed | no_rows | same_on_empty
+    kind: str  # failed | invalid | no_rows | same_on_empty
     message: str
 
     def line(self) -> str:
@@ -118,6 +120,9 @@ def gold_findings(
                 name = query.database or database
                 if name is None or name not in suite.databases:
                     continue
+                invalid = _invalid(engine_from_context(ctx, name), query.text)
+                if invalid is not None:
+                    found.append(GoldFinding(case.id, index, "invalid", invalid))
                 run = gold_execution(ctx, name, query.text)
                 if not run.ok:
                     o = run.outcome
@@ -153,3 +158,20 @@ def gold_findings(
                 twin.close()
         scratch.cleanup()
     return found
+
+
+def _invalid(engine: Engine, query: str) -> str | None:
+    """Why the independent validity check of the engine's language rejects `query` against
+    its schema (None: valid, or no check for that language, or no verdict)."""
+    from queryeval.engines import check_validity, validity_checker
+
+    if validity_checker(engine.language) is None:
+        return None
+    try:
+        schema = engine.cached_schema()
+    except Exception:  # no schema: no verdict on the names
+        return None
+    verdict = check_validity(engine.language, query, schema=schema, dialect=engine.dialect)
+    if verdict.validity != "invalid":
+        return None
+    return f"not valid {engine.language.upper()} ({verdict.checker}): {verdict.message}"

@@ -35,6 +35,8 @@ class _KqlValidityScorer(Scorer):
     Options: ClassVar[type[BaseModel]] = KqlValidityOptions
     options: KqlValidityOptions
     default_threshold = 1.0
+    reads = "query"
+    judged_by_execution = False  # judged by Kusto.Language, whatever the engine can run
     uses_schema: ClassVar[bool] = True
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
@@ -57,13 +59,10 @@ class _KqlValidityScorer(Scorer):
             kql_validity_in_context,
         )
 
+        # a missing or empty query, a crashed system, a write: failures before this point
         attempt = output.final if self.options.attempt == "final" else output.first
-        query = (attempt.query if attempt is not None else None) or ""
-        if not str(query).strip():
-            if output.error:
-                return self.system_failed(output)
-            return Score(value=0.0, explanation="no query was produced",
-                         details={"metrics": {self.name: 0.0}})  # fmt: skip
+        assert attempt is not None
+        query = str(attempt.query or "")
         database = None
         if self.uses_schema:
             database = getattr(attempt, "database", None) or self._database(case, ctx)
@@ -72,9 +71,9 @@ class _KqlValidityScorer(Scorer):
                                       "'database', the gold query's 'database' or "
                                       "metadata.database")  # fmt: skip
         try:
-            validity = kql_validity_in_context(ctx, str(query), database)
-        except KqlValidatorTimeout as exc:  # over a limit: the query's fault
-            return Score(value=0.0, explanation=str(exc), details={"validity": {"timeout": True}})
+            validity = kql_validity_in_context(ctx, query, database)
+        except KqlValidatorTimeout as exc:  # a limit the query broke
+            return Score.failure("timeout", f"{exc} (Kusto.Language)")
         except KqlValidatorError as exc:  # the analyzer itself failed: not the system's
             return Score.failed(f"Kusto.Language gave no verdict: {exc}")
         ok = self.verdict(validity)
