@@ -233,7 +233,7 @@ class KqlValidator:
     def missing(self) -> str | None:
         """What is not installed, with how to install it; None when Node and the package
         were found (the helper may still fail to start)."""
-        if not self.node:
+        if not self.node or not (Path(self.node).is_file() or shutil.which(self.node)):
             return "Node.js not found. " + install_hint()
         if self.package is None:
             return f"{PACKAGE} not found. " + install_hint()
