@@ -12,7 +12,8 @@ type it cannot know, an option it cannot honour). Rules and what they do:
 - string literals with escapes duckdb-kql decodes wrongly (`\\u00e9`, `\\x41`, `\\a`, octal):
   decoded by Kusto's rules and written back with the escapes it reads right;
 - named arguments of a `let` function, which duckdb-kql binds by position: put in order;
-  named arguments of a built-in function: refused;
+  of a built-in, which Kusto.Language binds by position: the names dropped, the first one
+  naming an unnamed result as Kusto names it;
 - the deprecated aggregates `makeset`/`makelist` (default maxSize 128) and `argmax`/`argmin`
   (their own result names), `parsejson`, `notempty`: the current functions;
 - `make_set`/`make_list` (and `_if`) with a maxSize, which duckdb-kql ignores: queryeval's
@@ -26,8 +27,11 @@ type it cannot know, an option it cannot honour). Rules and what they do:
 - `make-series ... on T from A to B step S` over datetimes: per-bin summaries gathered into
   arrays with the default filled in (queryeval's series rows);
 - `bin_at(value, size, fixed)`: `bin` shifted by the fixed point's offset;
-- `let` views and functions with a tabular body: stored functions (duckdb-kql's
-  `functions=`), which it expands where they are called as Kusto does;
+- `x between (A .. span)`: `A .. A + span`; `range(a, b)`: its step 1 made explicit;
+- `partition by K (top 1 by X)`: `arg_max`; `evaluate bag_unpack(c)`: typed columns for the
+  keys found in the input (which is run first);
+- `let` views and functions with a tabular body (nested ones first): stored functions
+  (duckdb-kql's `functions=`), which it expands where they are called as Kusto does;
 - `split(s, d, i)`, `indexof(s, x, start)`, `extract_json(path, text[, typeof(T)])`,
   single-level `top-nested`, `join ... on A and B`, `pack` with computed keys, and a
   parenthesized pipeline head: the KQL duckdb-kql reads for them.
