@@ -61,7 +61,7 @@ def test_plugin_runs_suites_and_lists_failing_gates(tmp_path: Path) -> None:
 def test_plugin_import_is_light() -> None:
     code = (
         "import sys, queryeval.pytest; "
-        "heavy = [m for m in ('numpy', 'openpyxl', 'jinja2', 'queryeval.runner', "
+        "heavy = [m for m in ('numpy', 'openpyxl', 'xlsxwriter', 'jinja2', 'queryeval.runner', "
         "'queryeval.stats', 'pydantic') if m in sys.modules]; print(heavy)"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}

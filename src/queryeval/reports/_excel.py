@@ -2,13 +2,14 @@
 then one sheet per scorer with its details, the judge's verdicts, the components of the
 scorers' aggregates, the gates, and a comparison of grid configurations.
 
-Written in openpyxl's write-only mode (rows stream to disk), so big runs stay fast and small
-in memory; numbers stay numbers with formats, headers are frozen and filtered.
+Each sheet is built just before it is written, and written by XlsxWriter in constant-memory
+mode (`_xlsx`: rows stream to disk), so big runs stay fast and small in memory; numbers stay
+numbers with formats, headers are frozen and filtered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +21,9 @@ from queryeval.reports._excel_sheets import (
     judge_table,
     scorer_table,
 )
-from queryeval.reports._xlsx import Table, sheet_title, write_table
+from queryeval.reports._xlsx import Sheet, StyledRows, Table, sheet_title, write_workbook
 
 if TYPE_CHECKING:
-    from openpyxl import Workbook
-
     from queryeval.scorers import Scorer
 
 _WRAP_WIDTH = 60
@@ -201,36 +200,40 @@ def _breakdown_rows(entry: Mapping[str, Any]) -> list[tuple[list[Any], str]]:
     return rows
 
 
-def _write_statistics(wb: Workbook, summary: Mapping[str, Any]) -> None:
-    """The Statistics sheet: blocks of figures, floats as 0.000, columns up to 40 wide."""
-    from openpyxl.cell import WriteOnlyCell
-    from openpyxl.styles import Font
-    from openpyxl.utils import get_column_letter
-
-    ws = wb.create_sheet("Statistics")
-    rows = _statistics_rows(summary)
-    widths: dict[int, int] = {}
-    for values, _ in rows:
-        for i, v in enumerate(values, start=1):
-            if v is not None:
-                widths[i] = max(widths.get(i, 0), len(str(v)))
-    for i, w in widths.items():
-        ws.column_dimensions[get_column_letter(i)].width = min(max(10, w + 2), 40)
-    fonts = {"bold": Font(bold=True), "title": Font(bold=True, size=12)}
-    for values, style in rows:
-        out: list[Any] = []
-        for i, v in enumerate(values):
-            bold = style == "bold" or (style in ("title", "first-bold") and i == 0)
-            if isinstance(v, float) or bold:
-                cell = WriteOnlyCell(ws, v)
-                if isinstance(v, float):
-                    cell.number_format = "0.000"
-                if bold:
-                    cell.font = fonts["title" if style == "title" else "bold"]
-                out.append(cell)
-            else:
-                out.append(v)
-        ws.append(out)
+def workbook_sheets(
+    summary: Mapping[str, Any],
+    cases: Sequence[Case],
+    records: Sequence[Mapping[str, Any]],
+    scorers: Mapping[str, Scorer],
+) -> Iterator[tuple[str, Sheet]]:
+    """The workbook's sheets in order, each built when the writer asks for it: `Overview`,
+    `Statistics`, a sheet per scorer, then `Judge`, `Components`, `Gates` and
+    `Configurations` when they apply."""
+    by_id = {c.id: c for c in cases}
+    order = {c.id: i for i, c in enumerate(cases)}
+    systems = list(summary.get("systems", {}))
+    position = {s: i for i, s in enumerate(systems)}
+    ordered = sorted(
+        records,
+        key=lambda r: (position.get(r["system"], 0), order.get(r["case_id"], 0)),
+    )
+    yield "Overview", _overview(by_id, ordered, scorers, multi_system=len(systems) > 1)
+    yield "Statistics", StyledRows(_statistics_rows(summary))
+    taken = ["Overview", "Statistics", "Judge", "Components", "Gates", "Configurations"]
+    for label, scorer in scorers.items():
+        title = sheet_title(label, taken)
+        taken.append(title)
+        yield title, scorer_table(label, scorer, ordered)
+    optional: list[tuple[str, Callable[[], Table | None]]] = [
+        ("Judge", lambda: judge_table(by_id, ordered)),
+        ("Components", lambda: components_table(summary)),
+        ("Gates", lambda: gates_table(summary)),
+        ("Configurations", lambda: configurations_table(summary)),
+    ]
+    for title, build in optional:
+        table = build()
+        if table is not None:
+            yield title, table
 
 
 def write_excel(
@@ -240,38 +243,5 @@ def write_excel(
     records: Sequence[Mapping[str, Any]],
     scorers: Mapping[str, Scorer],
 ) -> Path:
-    """Write report.xlsx: `Overview` (one row per case), `Statistics` (dataset metrics), then
-    a sheet per scorer, `Judge`, `Components`, `Gates` and `Configurations` when they apply."""
-    from openpyxl import Workbook
-
-    wb = Workbook(write_only=True)
-    by_id = {c.id: c for c in cases}
-    order = {c.id: i for i, c in enumerate(cases)}
-    systems = list(summary.get("systems", {}))
-    position = {s: i for i, s in enumerate(systems)}
-    ordered = sorted(
-        records,
-        key=lambda r: (position.get(r["system"], 0), order.get(r["case_id"], 0)),
-    )
-    write_table(wb, "Overview", _overview(by_id, ordered, scorers, multi_system=len(systems) > 1))
-    _write_statistics(wb, summary)
-    taken = ["Overview", "Statistics", "Judge", "Components", "Gates", "Configurations"]
-    for label, scorer in scorers.items():
-        title = sheet_title(label, taken)
-        taken.append(title)
-        write_table(wb, title, scorer_table(label, scorer, ordered))
-    judge = judge_table(by_id, ordered)
-    if judge is not None:
-        write_table(wb, "Judge", judge)
-    components = components_table(summary)
-    if components is not None:
-        write_table(wb, "Components", components)
-    gates = gates_table(summary)
-    if gates is not None:
-        write_table(wb, "Gates", gates)
-    grid = configurations_table(summary)
-    if grid is not None:
-        write_table(wb, "Configurations", grid)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    wb.save(path)
-    return path
+    """Write report.xlsx with the sheets of `workbook_sheets`."""
+    return write_workbook(path, workbook_sheets(summary, cases, records, scorers))

@@ -50,7 +50,7 @@ _VERSIONED = (
     "rapidfuzz",
     "sacrebleu",
     "sqlglot",
-    "openpyxl",
+    "xlsxwriter",
 )
 
 
