@@ -1,26 +1,27 @@
 """Benchmark: compare two 1,000,000-row x 5-column results, order- and column-order-free.
 
-Each measurement runs in a fresh subprocess that builds the data, resets the kernel's
+Each measurement runs in a fresh subprocess pinned to one core (so pyarrow's thread pool
+gets no more cores than the pure-Python sides) that builds the data, resets the kernel's
 peak-RSS counter (``/proc/self/clear_refs``), runs the comparison once and reports the
-wall time and the peak RSS above the level before the comparison (this sees Arrow and
-NumPy memory, which ``tracemalloc`` does not). Alternatives measured in the same run:
+wall time, the CPU time and the peak RSS above the level before the comparison (this sees
+Arrow and NumPy memory, which ``tracemalloc`` does not). The cases run in interleaved
+rounds; medians are reported. Alternatives measured in the same run:
 
 - ``counter``: ``collections.Counter`` over row tuples (pred columns reordered by name
   first), the multiset intersection counted with ``&``: what a user would write;
 - ``arrow_group_by``: pyarrow ``group_by`` over all five columns of both sides at once.
 
-Usage: ``python bench/bench_compare.py [--rows N] [--repeat R]``.
+Usage: ``python bench/bench_compare.py [--rows N] [--rounds R] [--cores C] [--quick]``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness as h
 
 CASES = {
     "queryeval_arrow": "queryeval compare_results, Arrow-backed results (as engines return)",
@@ -62,16 +63,6 @@ def make_tables(n: int, seed: int = 7) -> tuple[object, object]:
     return pred, gold
 
 
-def _rss_status() -> dict[str, float]:
-    values = {}
-    with open("/proc/self/status") as status:
-        for line in status:
-            key, _, rest = line.partition(":")
-            if key in {"VmRSS", "VmHWM"}:
-                values[key] = int(rest.split()[0]) / 1024
-    return values
-
-
 def run_case(case: str, n: int) -> dict[str, float]:
     """Build the data, run one comparison, return seconds, extra peak MiB and the answer."""
     import gc
@@ -97,13 +88,8 @@ def run_case(case: str, n: int) -> dict[str, float]:
     else:
         pred_arg, gold_arg = pred_table, gold_table
     gc.collect()
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")  # reset VmHWM (peak RSS) to the current RSS
-        resettable = True
-    except OSError:
-        resettable = False
-    before = _rss_status()["VmRSS"]
+    resettable = h.peak_reset()
+    before = h.rss_mib()["VmRSS"]
     cpu_start = time.process_time()
     start = time.perf_counter()
     if case.startswith("queryeval"):
@@ -130,56 +116,51 @@ def run_case(case: str, n: int) -> dict[str, float]:
         matched = int(np.minimum(pred_counts, gold_counts).sum())
     seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
-    after = _rss_status()
-    peak = after["VmHWM"] - before if resettable else float("nan")
+    peak = h.rss_mib()["VmHWM"] - before if resettable else float("nan")
     return {"seconds": seconds, "cpu_seconds": cpu, "extra_peak_mib": peak, "matched": matched}
 
 
-def _measure(case: str, n: int) -> dict[str, float]:
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    here = str(Path(__file__).resolve().parent)
-    code = (
-        f"import json, sys; sys.path.insert(0, {src!r}); sys.path.insert(0, {here!r});"
-        f"import bench_compare as b; print(json.dumps(b.run_case({case!r}, {n})))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--cases", nargs="*", default=list(CASES))
-    args = parser.parse_args()
-
-    print(f"{args.rows:,} rows x 5 columns per side; {args.repeat} fresh processes per case")
-    results: dict[str, dict[str, float]] = {}
-    for case in args.cases:
-        runs = [_measure(case, args.rows) for _ in range(args.repeat)]
-        results[case] = {
-            "seconds": statistics.median(r["seconds"] for r in runs),
-            "seconds_min": min(r["seconds"] for r in runs),
-            "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
-            "extra_peak_mib": max(r["extra_peak_mib"] for r in runs),
-            "matched": runs[0]["matched"],
-        }
-    baseline = results.get("counter", {}).get("seconds")
-    print(
-        f"{'case':<18}{'median s':>10}{'min s':>9}{'cpu s':>9}{'peak MiB':>10}"
-        f"{'vs Counter':>12}{'matched':>11}"
+    args = h.options(
+        __doc__.splitlines()[0],
+        full={"rows": 1_000_000, "rounds": 3, "cores": 1},
+        quick={"rows": 100_000, "rounds": 3, "cores": 1},
+        extra=lambda p: p.add_argument("--cases", nargs="*", default=list(CASES)),
     )
-    for case, r in results.items():
-        ratio = f"{baseline / r['seconds']:.1f}x" if baseline else "-"
-        print(
-            f"{case:<18}{r['seconds']:>10.3f}{r['seconds_min']:>9.3f}{r['cpu_seconds']:>9.3f}"
-            f"{r['extra_peak_mib']:>10.0f}{ratio:>12}{r['matched']:>11,}"
+    print(f"{args.rows:,} rows x 5 columns per side; one fresh process per measurement")
+    print(h.machine())
+
+    def side(case: str) -> h.Side:
+        code = (
+            f"import json, bench_compare as b; print(json.dumps(b.run_case({case!r}, {args.rows})))"
         )
-    answers = {r["matched"] for r in results.values()}
+        return h.Side(case, lambda: h.child_json(code, cores=args.cores), cores=args.cores)
+
+    timings = h.interleaved([side(c) for c in args.cases], args.rounds)
+    reference = "counter" if "counter" in timings else None
+    print(h.table(timings, reference=reference))
+    print(f"{'case':<18}{'cpu s':>9}{'peak MiB':>10}{'matched':>11}")
+    for case, t in timings.items():
+        print(
+            f"{case:<18}{t.extra_median('cpu_seconds'):>9.3f}"
+            f"{max(e['extra_peak_mib'] for e in t.extra):>10.0f}{t.extra[0]['matched']:>11,}"
+        )
+    answers = {e["matched"] for t in timings.values() for e in t.extra}
     print("all cases agree on the matched row count:", len(answers) == 1)
     for case, text in CASES.items():
-        if case in results:
+        if case in timings:
             print(f"  {case}: {text}")
+    if "queryeval_arrow" in timings and reference:
+        ours, base = timings["queryeval_arrow"], timings[reference]
+        peak = max(e["extra_peak_mib"] for e in ours.extra)
+        h.record(
+            "compare",
+            f"result comparison, {args.rows:,} x 5, multiset, by name",
+            f"{ours.median:.2f} s, +{peak:.0f} MiB (Arrow-backed)",
+            against=f"Counter {base.median:.2f} s",
+            note=f"{h.ratio(ours, base)} Counter's time; {args.cores} core each, "
+            f"median of {args.rounds}",
+        )
 
 
 if __name__ == "__main__":

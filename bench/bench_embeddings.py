@@ -4,8 +4,18 @@ sentence-transformers encode of the same texts with the same model, in the same 
 Prints pairs/s for: the raw `model.encode` (what a user would write), queryeval cold (empty
 embedding cache: prepare() embeds the references, concurrent score() calls share batches),
 queryeval warm (a new embedder and scorer on the same cache directory, as a second run), and
-queryeval with only 4 / 64 concurrent score() calls (a runner with little concurrency).
-Run: `.venv/bin/python bench/bench_embeddings.py [N] [--device cpu|cuda] [--threads 1]`.
+queryeval with only 4 / 64 concurrent score() calls (a runner with little concurrency). The
+sides run in interleaved rounds in one process with the same torch threads; medians.
+
+GPU path (runs when CUDA is present, prints "no GPU" otherwise): --gpu-pairs pairs (default
+100,000: 200,000 sentences) scored end to end (embed both sides, cosine, threshold) on one
+GPU by sentence-transformers `encode` (fp32, batch 64: what a user writes), `encode` on an
+fp16 copy of the model (batch 512), the pipelined fp16 encoder of bench/_gpu_encode.py
+(length-sorted batches of 512, tokenization in a background thread overlapping the forward
+pass), and queryeval's `answer` scorer on the GPU; interleaved, medians, sentences/s.
+
+Run: `.venv/bin/python bench/bench_embeddings.py [--n 10000] [--device cpu|cuda]
+[--threads 1] [--gpu-pairs 100000] [--quick]`.
 """
 
 from __future__ import annotations
@@ -14,17 +24,21 @@ import argparse
 import asyncio
 import platform
 import random
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
 
+import _harness as h  # noqa: E402
+from _gpu_encode import check_against_encode, half_copy, pipelined_verdicts  # noqa: E402
 from queryeval.cases import Attempt, Case, Output, Score  # noqa: E402
 from queryeval.config import ScorerConfig, SuiteConfig  # noqa: E402
 from queryeval.embeddings import LocalBackend  # noqa: E402
@@ -125,26 +139,151 @@ def queryeval_score(
     return elapsed, scores, batches
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("n", nargs="?", type=int, default=10_000)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved raw/queryeval rounds")
-    parser.add_argument("--small", type=int, default=2_000, help="pairs for the in-flight runs")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
-    args = parser.parse_args()
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)  # both sides run under the same setting
+def cpu_section(args: argparse.Namespace, model: Any) -> None:
+    """Raw encode against queryeval cold and warm, on `args.device`; then batch sizes."""
     pairs = make_pairs(args.n)
     data = as_cases(pairs)
+    n = args.n
+    results: dict[str, Any] = {}
 
+    def raw() -> float:
+        seconds, results["raw"] = raw_encode(model, pairs, 64)
+        return seconds
+
+    def ours() -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            cold_s, scores, batches = queryeval_score(data, Path(tmp), args.device)
+            warm_s, warm_scores, _ = queryeval_score(data, Path(tmp), args.device)
+        results["cold"], results["warm"], results["batches"] = scores, warm_scores, batches
+        results.setdefault("warm_s", []).append(warm_s)
+        return cold_s
+
+    raw_label, cold_label = "raw sentence-transformers encode", "queryeval, cold cache"
+    threads = f"{_threads()} thr"
+    timings = h.interleaved(
+        [h.Side(raw_label, raw, threads), h.Side(cold_label, ours, threads)], args.rounds
+    )
+    values = [s.value for s in results["cold"]]
+    assert [s.value for s in results["warm"]] == values == results["raw"]
+    warm = statistics.median(results["warm_s"])
+    print(f"{n:,} pairs ({2 * n:,} distinct texts), semantic_fixed at 0.75, on {model.device}")
+    print(h.table(timings, reference=raw_label, per=(n, "pairs/s")))
+    r, c = timings[raw_label], timings[cold_label]
+    print(f"  queryeval, warm cache: {n / warm:9.1f} pairs/s = {c.median / warm:.0f}x the cold run")
+    print("  verdicts identical to the raw loop: yes (asserted)")
+    h.record(
+        "embeddings",
+        f"semantic_fixed, {n:,} answer pairs ({model.device})",
+        f"{n / c.median:.1f} pairs/s cold = {r.median / c.median:.1%} of raw; warm {n / warm:,.0f}",
+        against=f"raw encode {n / r.median:.1f} pairs/s, same process and threads",
+        note=f"median of {args.rounds}",
+    )
+
+    small = pairs[: args.small]
+    small_data = as_cases(small)
+    raw_small = statistics.median(raw_encode(model, small, 64)[0] for _ in range(3))
+    for workers in (4, 64, None):
+        with tempfile.TemporaryDirectory() as tmp:
+            took, _, b = queryeval_score(small_data, Path(tmp), args.device, workers=workers)
+        label = f"{workers} in flight" if workers else "all in flight"
+        print(
+            f"  {len(small):,} pairs, {label:>14}: {len(small) / took:9.1f} pairs/s, "
+            f"{b} batch(es), {raw_small / took:.1%} of raw (one run)",
+            flush=True,
+        )
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def gpu_section(args: argparse.Namespace) -> None:
+    """The GPU path: end-to-end semantic scoring on one CUDA device, four ways."""
+    import torch
+
+    if not torch.cuda.is_available():
+        print("GPU: no GPU (torch.cuda.is_available() is False): the GPU path was not run")
+        h.record("embeddings", "GPU semantic scoring", "no GPU", note="not measured")
+        return
+    name = torch.cuda.get_device_name(0)
+    model = LocalBackend("all-MiniLM-L6-v2", device="cuda").model
+    half = half_copy(model)
+    pairs = make_pairs(args.gpu_pairs)
+    answers, references = [a for a, _ in pairs], [r for _, r in pairs]
+    n, sentences = len(pairs), 2 * len(pairs)
+    for m in (model, half):  # warm-up: kernels, allocator
+        m.encode(answers[:2048], batch_size=512, show_progress_bar=False)
+    torch.cuda.synchronize()
+    got: dict[str, list[float]] = {}
+
+    def encode_side(key: str, m: Any, batch: int) -> Any:
+        def run() -> float:
+            seconds, got[key] = raw_encode(m, pairs, batch)
+            return seconds
+
+        return run
+
+    def pipelined() -> float:
+        start = time.perf_counter()
+        got["pipelined"], _ = pipelined_verdicts(half, answers, references, 0.75, 512)
+        return time.perf_counter() - start
+
+    subset = pairs[: min(n, args.gpu_scorer_pairs)]
+    subset_data = as_cases(subset)
+
+    def scorer() -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            seconds, _, _ = queryeval_score(subset_data, Path(tmp), "cuda")
+        return seconds * n / len(subset)  # scaled to n pairs for the table (rate unchanged)
+
+    base = "st encode fp32, batch 64"
+    sides = [
+        h.Side(base, encode_side("fp32", model, 64), "1 GPU"),
+        h.Side("st encode fp16 model, batch 512", encode_side("fp16", half, 512), "1 GPU"),
+        h.Side("pipelined fp16, batch 512, tokenizer thread", pipelined, "1 GPU"),
+        h.Side(f"queryeval answer scorer ({len(subset):,} pairs, scaled)", scorer, "1 GPU"),
+    ]
+    timings = h.interleaved(sides, args.rounds)
+    agree = sum(a == b for a, b in zip(got["pipelined"], got["fp32"], strict=True)) / n
+    print(f"GPU {name}: {n:,} pairs = {sentences:,} sentences end to end (embed, cosine, 0.75)")
+    print(h.table(timings, reference=base, per=(sentences, "sentences/s")))
+    print(f"  pipelined fp16 verdicts equal to fp32 encode's on {agree:.4%} of pairs")
+    best = timings["pipelined fp16, batch 512, tokenizer thread"]
+    h.record(
+        "embeddings",
+        f"GPU semantic scoring, {sentences:,} sentences ({name})",
+        f"pipelined fp16 {sentences / best.median:,.0f} sentences/s",
+        against=f"st encode fp32 {sentences / timings[base].median:,.0f} sentences/s, same GPU",
+        note=f"target >= 100,000 sentences/s; median of {args.rounds}; "
+        f"verdicts agree on {agree:.2%}",
+    )
+
+
+def main() -> int:
+    def extra(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--device", default="auto")
+        parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+        parser.add_argument("--skip-gpu", action="store_true")
+
+    args = h.options(
+        __doc__.splitlines()[0],
+        full={"n": 10_000, "rounds": 3, "small": 2_000, "gpu_pairs": 100_000,
+              "gpu_scorer_pairs": 20_000},
+        quick={"n": 100, "rounds": 2, "small": 64, "gpu_pairs": 20_000,
+               "gpu_scorer_pairs": 5_000},
+        extra=extra,
+    )  # fmt: skip
+    import torch
+
+    threads = args.threads or (1 if args.quick else 0)  # --quick: one thread (busy machines)
+    if threads:
+        torch.set_num_threads(threads)  # both sides run under the same setting
+    print(h.machine())
     t0 = time.perf_counter()
     model = LocalBackend("all-MiniLM-L6-v2", device=args.device).model
     load_s = time.perf_counter() - t0
-    import torch
-
     print(
         f"python {platform.python_version()}, torch {torch.__version__} "
         f"({torch.get_num_threads()} threads), device {model.device}; "
@@ -152,48 +291,14 @@ def main() -> int:
         flush=True,
     )
     model.encode(["warm-up"] * 64, batch_size=64, show_progress_bar=False)
-
-    n = args.n
-    raw_times, cold_times, warm_times = [], [], []
-    for r in range(args.rounds):  # interleaved, best of each: a busy machine hurts both alike
-        raw_s, raw_values = raw_encode(model, pairs, 64)
-        with tempfile.TemporaryDirectory() as tmp:
-            cold_s, scores, batches = queryeval_score(data, Path(tmp), args.device)
-            warm_s, warm_scores, _ = queryeval_score(data, Path(tmp), args.device)
-        assert [s.value for s in warm_scores] == [s.value for s in scores] == raw_values
-        raw_times.append(raw_s)
-        cold_times.append(cold_s)
-        warm_times.append(warm_s)
-        print(
-            f"round {r + 1}: raw {raw_s:.1f} s, queryeval cold {cold_s:.1f} s "
-            f"({batches} answer batch), warm {warm_s:.2f} s",
-            flush=True,
-        )
-    raw_best, cold_best, warm_best = min(raw_times), min(cold_times), min(warm_times)
-    print(f"{n:,} pairs ({2 * n:,} distinct texts), semantic_fixed at 0.75, best of {args.rounds}")
-    print(f"  raw sentence-transformers encode : {n / raw_best:9.1f} pairs/s")
-    print(
-        f"  queryeval, cold cache            : {n / cold_best:9.1f} pairs/s  "
-        f"= {raw_best / cold_best:.1%} of raw"
-    )
-    print(
-        f"  queryeval, warm cache            : {n / warm_best:9.1f} pairs/s  "
-        f"= {cold_best / warm_best:.0f}x the cold run"
-    )
-    print("  verdicts identical to the raw loop: yes (asserted)")
-
-    small = pairs[: args.small]
-    small_data = as_cases(small)
-    raw_small = min(raw_encode(model, small, 64)[0] for _ in range(2))
-    for workers in (4, 64, None):
-        with tempfile.TemporaryDirectory() as tmp:
-            s, _, b = queryeval_score(small_data, Path(tmp), args.device, workers=workers)
-        label = f"{workers} in flight" if workers else "all in flight"
-        print(
-            f"  {len(small):,} pairs, {label:>14}: {len(small) / s:9.1f} pairs/s, "
-            f"{b} batch(es), {raw_small / s:.1%} of raw",
-            flush=True,
-        )
+    # the GPU path's pipelined encoder, checked on this device against encode (fp32 here)
+    texts = [a for pair in make_pairs(64, seed=1) for a in pair]
+    diff = check_against_encode(model, texts)
+    print(f"pipelined encoder vs encode on {model.device} (fp32): max |diff| {diff:.1e}")
+    assert diff < 1e-4, diff
+    cpu_section(args, model)
+    if not args.skip_gpu:
+        gpu_section(args)
     return 0
 
 

@@ -1,7 +1,12 @@
 """Engine figures: sandbox overhead per query against plain DuckDB, the gold cache against
 re-running the golds, and how long an embedded ArcadeDB takes to start.
 
-    python bench/bench_engines.py            (about a minute; starts one ArcadeDB)
+Sandboxed and plain DuckDB run in the same process with DuckDB's default threads on both
+sides, in interleaved rounds (medians); the gold cache is measured cold (a new cache folder
+each round: execute and store) and warm (a new context on the filled folder), interleaved.
+ArcadeDB's start is one measurement (skipped under --quick).
+
+    .venv/bin/python bench/bench_engines.py [--rounds 15] [--quick]   (about a minute)
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
 
+import _harness as h  # noqa: E402
 from queryeval.cases import load_cases  # noqa: E402
 from queryeval.config import DatabaseConfig, load_suite  # noqa: E402
 from queryeval.engines import build_engine, gold_execution  # noqa: E402
@@ -29,18 +35,11 @@ def gold_queries(suite_path: Path) -> list[str]:
             if t.query is not None and (t.query.database or "sales") == "sales"]  # fmt: skip
 
 
-def best_of(repeats: int, action: object) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()  # type: ignore[operator]
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main() -> None:
     import duckdb
 
+    args = h.options(__doc__.splitlines()[0], full={"rounds": 15}, quick={"rounds": 7})
+    print(h.machine())
     suite_path = ROOT / "examples" / "sql" / "suite.yaml"
     queries = gold_queries(suite_path)
     cache = Path(tempfile.mkdtemp(prefix="qe-bench-"))
@@ -49,43 +48,79 @@ def main() -> None:
     copy = cache / "plain.duckdb"  # DuckDB refuses a 2nd configuration of one open file
     shutil.copy(engine.path, copy)  # type: ignore[attr-defined]
     raw = duckdb.connect(str(copy), read_only=True)
+    threads = raw.execute("SELECT current_setting('threads')").fetchone()[0]  # type: ignore[index]
+
+    passes = 5  # the golds run 5 times per round: ~0.1 s, long enough to time on a busy box
 
     def sandboxed() -> None:
-        for q in queries:
+        for q in queries * passes:
             assert engine.execute(q).ok
 
     def plain() -> None:
-        for q in queries:
+        for q in queries * passes:
             raw.execute(q).fetchall()
 
-    t_sandbox, t_plain = best_of(5, sandboxed), best_of(5, plain)
-    n = len(queries)
-    print(f"SQL golds ({n} queries on DuckDB), best of 5:")
-    print(f"  sandboxed engine.execute : {t_sandbox / n * 1000:7.2f} ms/query")
-    print(f"  plain duckdb execute     : {t_plain / n * 1000:7.2f} ms/query")
-    print(f"  overhead ratio           : {t_sandbox / t_plain:7.2f} x")
+    n = len(queries) * passes
+    sandbox, direct = "sandboxed engine.execute", "plain duckdb execute().fetchall()"
+    timings = h.interleaved(
+        [h.Side(sandbox, sandboxed, f"{threads} thr"), h.Side(direct, plain, f"{threads} thr")],
+        args.rounds,
+        progress=False,
+    )
+    print(f"SQL golds ({n} queries on DuckDB, {threads} DuckDB threads on both sides):")
+    print(h.table(timings, reference=direct))
+    ours, base = timings[sandbox], timings[direct]
+    h.record(
+        "engines",
+        f"sandboxed DuckDB query ({len(queries)} example golds x {passes})",
+        f"{ours.median / n * 1000:.2f} ms/query",
+        against=f"plain DuckDB {base.median / n * 1000:.2f} ms/query",
+        note=f"{h.ratio(ours, base)}; median of {args.rounds}",
+    )
     raw.close()
     engine.close()
 
     suite = load_suite(suite_path)
-    first = ScoringContext(suite, cache_dir=cache)
-    cold_start = time.perf_counter()
-    for q in queries:
-        gold_execution(first, "sales", q)
-    cold = time.perf_counter() - cold_start
-    first.close()
-    warm_times = []
-    for _ in range(3):
-        ctx = ScoringContext(suite, cache_dir=cache)
-        ctx.resource("engine:sales", lambda: build_engine("sales", config, suite.base_dir, cache))
+
+    def timed_golds(folder: Path) -> float:
+        """Seconds for every gold through a new context on `folder` (its engine built
+        before the clock starts)."""
+        ctx = ScoringContext(suite, cache_dir=folder)
+        ctx.resource("engine:sales", lambda: build_engine("sales", config, suite.base_dir, folder))
         start = time.perf_counter()
         for q in queries:
             gold_execution(ctx, "sales", q)
-        warm_times.append(time.perf_counter() - start)
+        took = time.perf_counter() - start
         ctx.close()
-    warm = min(warm_times)
-    print(f"gold results ({n} golds): executed and stored {cold * 1000:.1f} ms, "
-          f"from the disk cache {warm * 1000:.1f} ms ({cold / warm:.1f} x faster)")  # fmt: skip
+        return took
+
+    def cold() -> float:
+        return timed_golds(Path(tempfile.mkdtemp(prefix="qe-cold-", dir=cache)))
+
+    warm_dir = Path(tempfile.mkdtemp(prefix="qe-warm-", dir=cache))
+    timed_golds(warm_dir)  # fills the cache the warm side reads
+
+    def warm() -> float:
+        return timed_golds(warm_dir)
+
+    gold = h.interleaved(
+        [h.Side("executed and stored", cold, 1), h.Side("from the disk cache", warm, 1)],
+        args.rounds,
+        progress=False,
+    )
+    print(f"gold results ({len(queries)} golds):")
+    print(h.table(gold, reference="from the disk cache"))
+    c, w = gold["executed and stored"], gold["from the disk cache"]
+    h.record(
+        "engines",
+        f"{len(queries)} gold results from the cache",
+        f"{w.median * 1000:.1f} ms",
+        against=f"executing and storing them {c.median * 1000:.1f} ms",
+        note=f"{c.median / w.median:.0f}x faster; median of {args.rounds}",
+    )
+    if args.quick:
+        print("ArcadeDB start: skipped under --quick")
+        return
 
     seed = ROOT / "examples" / "cypher" / "fixtures" / "movies.yaml"
     graph = DatabaseConfig(engine="arcadedb", fixture=str(seed))
@@ -102,10 +137,12 @@ def main() -> None:
     start = time.perf_counter()
     cypher.close()
     stop = time.perf_counter() - start
-    print(
-        f"ArcadeDB: fixture build + start + warm-up {first_start:.1f} s "
-        f"(server process start {server_start:.1f} s), stop {stop:.2f} s; "
-        f"a 65-row query {statistics.median(query_times) * 1000:.1f} ms (median of 20)"
+    h.record(
+        "engines",
+        "embedded ArcadeDB: fixture build + start + warm-up",
+        f"{first_start:.1f} s (server process {server_start:.1f} s), stop {stop:.2f} s",
+        note=f"one start; a 65-row Cypher query over Bolt "
+        f"{statistics.median(query_times) * 1000:.1f} ms (median of 20)",
     )
 
 

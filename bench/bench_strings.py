@@ -1,39 +1,36 @@
 """Speed of queryeval's string metrics against the libraries a user would otherwise call.
 
-    PYTHONPATH=src python bench/bench_strings.py [--pairs 20000] [--repeat 3]
+    .venv/bin/python bench/bench_strings.py [--pairs 20000] [--rounds 3] [--quick]
 
-Times BLEU + ROUGE-L + Jaro-Winkler + Jaccard on seeded Cypher/SQL query pairs: queryeval's
-batch functions, its per-pair functions, and sacrebleu.sentence_bleu, rouge-score's
-RougeScorer(["rougeL"]) and jellyfish.jaro_winkler_similarity called per pair, all in the
-same run, and checks that the values agree.
+Times BLEU, ROUGE-L, Jaro-Winkler and Jaccard on seeded Cypher/SQL query pairs three ways,
+in the same process (one core, one thread each) and interleaved rounds, medians reported:
+queryeval's batch functions (`bleu_many`, ...), its per-pair functions (what a scorer calls,
+one case at a time), and the references called per pair (sacrebleu.sentence_bleu,
+rouge-score's RougeScorer(["rougeL"]), jellyfish.jaro_winkler_similarity, Python sets). The
+values are checked to agree.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _harness as h
 from _pairs import query_pairs
 from queryeval.metrics import bleu, jaccard, jaro_winkler, rouge_l
 from queryeval.metrics.text import bleu_many, jaccard_many, jaro_winkler_many, rouge_l_many
 
-
-def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Best wall time of `repeat` runs and the last result."""
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+METRICS = ("BLEU", "ROUGE-L", "Jaro-Winkler", "Jaccard")
+REFERENCES = {
+    "BLEU": "sacrebleu.sentence_bleu",
+    "ROUGE-L": "rouge-score RougeScorer",
+    "Jaro-Winkler": "jellyfish",
+    "Jaccard": "Python sets",
+}
 
 
 def _python_jaccard(p: str, r: str) -> float:
@@ -42,10 +39,11 @@ def _python_jaccard(p: str, r: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pairs", type=int, default=20_000)
-    parser.add_argument("--repeat", type=int, default=3, help="runs of queryeval's timings")
-    args = parser.parse_args()
+    args = h.options(
+        __doc__.splitlines()[0],
+        full={"pairs": 20_000, "rounds": 3},
+        quick={"pairs": 2_000, "rounds": 3},
+    )
     logging.getLogger("sacrebleu").setLevel(logging.ERROR)
 
     import jellyfish
@@ -56,64 +54,82 @@ def main() -> None:
     preds = [p for p, _ in pairs]
     refs = [r for _, r in pairs]
     print(
-        f"{len(pairs)} (prediction, reference) query pairs, mean length "
-        f"{sum(map(len, preds + refs)) / (2 * len(pairs)):.0f} characters"
+        f"{len(pairs):,} (prediction, reference) query pairs, mean length "
+        f"{sum(map(len, preds + refs)) / (2 * len(pairs)):.0f} characters; {h.machine()}"
     )
-
-    ours: dict[str, tuple[float, list[float]]] = {}
-    ours["BLEU"] = _best(lambda: bleu_many(preds, refs), args.repeat)
-    ours["ROUGE-L"] = _best(lambda: rouge_l_many(preds, refs), args.repeat)
-    ours["Jaro-Winkler"] = _best(lambda: jaro_winkler_many(preds, refs), args.repeat)
-    ours["Jaccard"] = _best(lambda: jaccard_many(preds, refs), args.repeat)
-    ours_total = sum(t for t, _ in ours.values())
-    start_cpu = time.process_time()
-    for batch in (bleu_many, rouge_l_many, jaro_winkler_many, jaccard_many):
-        batch(preds, refs)
-    ours_cpu = time.process_time() - start_cpu
-    single = {
-        "BLEU": _best(lambda: [bleu(p, r) for p, r in pairs], 1)[0],
-        "ROUGE-L": _best(lambda: [rouge_l(p, r) for p, r in pairs], 1)[0],
-        "Jaro-Winkler": _best(lambda: [jaro_winkler(p, r) for p, r in pairs], 1)[0],
-        "Jaccard": _best(lambda: [jaccard(p, r) for p, r in pairs], 1)[0],
-    }
-
     scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
-    theirs = {
-        "BLEU": (
-            "sacrebleu.sentence_bleu",
-            _best(lambda: [sacrebleu.sentence_bleu(p, [r]).score / 100 for p, r in pairs], 1),
-        ),
-        "ROUGE-L": (
-            "rouge_score RougeScorer",
-            _best(lambda: [scorer.score(r, p)["rougeL"].fmeasure for p, r in pairs], 1),
-        ),
-        "Jaro-Winkler": (
-            "jellyfish",
-            _best(lambda: [jellyfish.jaro_winkler_similarity(p, r) for p, r in pairs], 1),
-        ),
-        "Jaccard": ("Python sets", _best(lambda: [_python_jaccard(p, r) for p, r in pairs], 1)),
+    work: dict[str, dict[str, Callable[[], list[float]]]] = {
+        "batch": {
+            "BLEU": lambda: bleu_many(preds, refs),
+            "ROUGE-L": lambda: rouge_l_many(preds, refs),
+            "Jaro-Winkler": lambda: jaro_winkler_many(preds, refs),
+            "Jaccard": lambda: jaccard_many(preds, refs),
+        },
+        "per pair": {
+            "BLEU": lambda: [bleu(p, r) for p, r in pairs],
+            "ROUGE-L": lambda: [rouge_l(p, r) for p, r in pairs],
+            "Jaro-Winkler": lambda: [jaro_winkler(p, r) for p, r in pairs],
+            "Jaccard": lambda: [jaccard(p, r) for p, r in pairs],
+        },
+        "reference": {
+            "BLEU": lambda: [sacrebleu.sentence_bleu(p, [r]).score / 100 for p, r in pairs],
+            "ROUGE-L": lambda: [scorer.score(r, p)["rougeL"].fmeasure for p, r in pairs],
+            "Jaro-Winkler": lambda: [jellyfish.jaro_winkler_similarity(p, r) for p, r in pairs],
+            "Jaccard": lambda: [_python_jaccard(p, r) for p, r in pairs],
+        },
     }
+    values: dict[tuple[str, str], list[float]] = {}
+
+    def side(kind: str, metric: str) -> h.Side:
+        def run() -> None:
+            values[kind, metric] = work[kind][metric]()
+
+        return h.Side(f"{metric} {kind}", run, cores=1)
+
+    sides = [side(kind, m) for m in METRICS for kind in work]
+    timings = h.interleaved(sides, args.rounds, progress=False)
+    print(h.table(timings))
+
+    def med(kind: str, metric: str) -> float:
+        return timings[f"{metric} {kind}"].median
 
     print(
-        f"\n{'metric':<14}{'queryeval batch':>16}{'per pair':>10}  {'reference':<26}"
-        f"{'time':>8}{'ratio':>8}{'max |diff|':>12}"
+        f"\n{'metric':<14}{'batch':>9}{'per pair':>10}  {'reference':<26}{'time':>8}"
+        f"{'ref/batch':>10}{'ref/pair':>9}{'max |diff|':>12}"
     )
-    for name, (t, values) in ours.items():
-        label, (t_ref, ref_values) = theirs[name]
-        diff = max(abs(a - b) for a, b in zip(values, ref_values, strict=True))
-        print(
-            f"{name:<14}{t:>15.3f}s{single[name]:>9.3f}s  {label:<26}{t_ref:>7.2f}s"
-            f"{t_ref / t:>7.1f}x{diff:>12.1e}"
+    for m in METRICS:
+        diff = max(
+            abs(a - b) for a, b in zip(values["batch", m], values["reference", m], strict=True)
         )
-    ref_total = sum(t for _, (t, _) in theirs.values())
+        print(
+            f"{m:<14}{med('batch', m):>8.3f}s{med('per pair', m):>9.3f}s  {REFERENCES[m]:<26}"
+            f"{med('reference', m):>7.2f}s{med('reference', m) / med('batch', m):>9.1f}x"
+            f"{med('reference', m) / med('per pair', m):>8.2f}x{diff:>12.1e}"
+        )
+    total: dict[str, float] = {k: sum(med(k, m) for m in METRICS) for k in work}
     print(
-        f"{'all four':<14}{ours_total:>15.3f}s{sum(single.values()):>9.3f}s  "
-        f"{'the references':<26}{ref_total:>7.2f}s{ref_total / ours_total:>7.1f}x"
+        f"{'all four':<14}{total['batch']:>8.3f}s{total['per pair']:>9.3f}s  "
+        f"{'the references':<26}{total['reference']:>7.2f}s"
+        f"{total['reference'] / total['batch']:>9.1f}x"
+        f"{total['reference'] / total['per pair']:>8.2f}x"
     )
-    print(f"\nqueryeval: best of {args.repeat} runs; per pair and references: one run.")
-    print(f"queryeval batch, all four, CPU time of one more run: {ours_cpu:.3f}s")
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"load average (1, 5, 15 min) at the end: {load} on {os.cpu_count()} CPUs")
+    print(f"medians of {args.rounds} interleaved rounds; one thread each, same process")
+    rounds = f"median of {args.rounds}, 1 core each"
+    h.record(
+        "strings",
+        f"BLEU+ROUGE-L+Jaro-Winkler+Jaccard, {args.pairs:,} pairs, batch",
+        f"{total['batch']:.2f} s",
+        against=f"the references per pair {total['reference']:.2f} s",
+        note=f"{total['reference'] / total['batch']:.1f}x faster; {rounds}",
+    )
+    bleu_ratio = med("reference", "BLEU") / med("per pair", "BLEU")
+    h.record(
+        "strings",
+        f"bleu() per pair, {args.pairs:,} pairs",
+        f"{med('per pair', 'BLEU'):.2f} s",
+        against=f"sacrebleu.sentence_bleu {med('reference', 'BLEU'):.2f} s",
+        note=f"sacreBLEU takes {bleu_ratio:.2f}x bleu()'s time; {rounds}",
+    )
 
 
 if __name__ == "__main__":

@@ -3,24 +3,26 @@
 Prints wall and CPU seconds for queryeval's `weaviate_ast` (default and legacy mode, on
 parsed queries and straight from JSON dicts) and, measured in the same run, for the
 alternative a user would otherwise run: weaviate-gorilla's scorer on its pydantic models
-(re-typed here from the seed's rules, printing removed). Run:
-`PYTHONPATH=src python bench/bench_weaviate.py [n]`.
+(re-typed here from the seed's rules, printing removed). All variants run in one process
+(one thread each) in interleaved rounds; medians of wall and CPU seconds are reported. Run:
+`.venv/bin/python bench/bench_weaviate.py [--n 100000] [--rounds 3] [--quick]`.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness as h
 from queryeval.metrics import parse_query, weaviate_ast
 
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
 RNG = random.Random(0)
 
 # --- a workload: gold queries and predictions with the errors models make ---------------------
@@ -207,57 +209,85 @@ MODELS = [(WeaviateQuery.model_validate(p), WeaviateQuery.model_validate(g)) for
 # --- timing -------------------------------------------------------------------------------
 
 
-def timed(label: str, pairs: list[Any], fn: Callable[[Any, Any], Any]) -> float:
-    rounds, rest = divmod(N, len(pairs))
+def timed(n: int, pairs: list[Any], fn: Callable[[Any, Any], Any]) -> Callable[[], dict]:
+    """A side's run: `n` comparisons cycling over `pairs`; wall and CPU seconds."""
+    rounds, rest = divmod(n, len(pairs))
     work = pairs * rounds + pairs[:rest]
-    wall, cpu = time.perf_counter(), time.process_time()
-    for p, g in work:
-        fn(p, g)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(f"{label:<58} {wall:7.3f} s wall  {cpu:7.3f} s cpu  {1e6 * cpu / N:6.2f} us/cmp")
-    return cpu
+
+    def run() -> dict[str, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        for p, g in work:
+            fn(p, g)
+        return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+
+    return run
+
+
+DEFAULT = "queryeval default, parsed"
+ORIGINAL = "original rules, models validated once"
+FROM_DICTS = "queryeval default, from JSON dicts"
+LEGACY_DICTS = "queryeval legacy, from JSON dicts"
+ORIGINAL_DICTS = "original rules, validating dicts each time"
 
 
 def main() -> None:
+    args = h.options(
+        __doc__.splitlines()[0], full={"n": 100_000, "rounds": 3}, quick={"n": 10_000, "rounds": 3}
+    )
     # the same numbers, checked before timing: legacy == the original on every pair
     for (p, g), (mp, mg) in zip(PARSED, MODELS, strict=True):
         assert weaviate_ast(p, g, mode="legacy").score == gorilla_score(mp, mg)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(
-        f"{N:,} comparisons over {len(PAIRS)} distinct pairs; load average {load:.2f}; "
-        f"{os.cpu_count()} cores"
-    )
-    default = timed("queryeval weaviate_ast, default mode, parsed queries", PARSED, weaviate_ast)
-    timed(
-        "queryeval weaviate_ast, legacy mode, parsed queries",
-        PARSED,
-        lambda p, g: weaviate_ast(p, g, mode="legacy"),
-    )
-    timed(
-        "queryeval weaviate_ast, default + partial credit + fuzzy",
-        PARSED,
-        lambda p, g: weaviate_ast(
-            p, g, partial_credit=True, fuzzy_properties=True, numeric_equivalence=True
+    print(f"{args.n:,} comparisons over {len(PAIRS)} distinct pairs; {h.machine()}")
+    n = args.n
+    sides = [
+        h.Side(DEFAULT, timed(n, PARSED, weaviate_ast), 1),
+        h.Side(
+            "queryeval legacy, parsed",
+            timed(n, PARSED, lambda p, g: weaviate_ast(p, g, mode="legacy")),
+            1,
         ),
-    )
-    from_dicts = timed("queryeval weaviate_ast, default mode, from JSON dicts", PAIRS, weaviate_ast)
-    legacy_dicts = timed(
-        "queryeval weaviate_ast, legacy mode, from JSON dicts",
-        PAIRS,
-        lambda p, g: weaviate_ast(p, g, mode="legacy"),
-    )
-    original = timed("original rules on pydantic models (validated once)", MODELS, gorilla_score)
-    original_v = timed(
-        "original rules, validating the dicts each time",
-        PAIRS,
-        lambda p, g: gorilla_score(
-            WeaviateQuery.model_validate(p), WeaviateQuery.model_validate(g)
+        h.Side(
+            "queryeval default + partial + fuzzy",
+            timed(
+                n,
+                PARSED,
+                lambda p, g: weaviate_ast(
+                    p, g, partial_credit=True, fuzzy_properties=True, numeric_equivalence=True
+                ),
+            ),
+            1,
         ),
-    )
-    print(
-        f"ratio default/original (parsed inputs): {default / original:.1f}x; "
-        f"from dicts vs original validating dicts: {from_dicts / original_v:.2f}x (default), "
-        f"{legacy_dicts / original_v:.2f}x (legacy)"
+        h.Side(FROM_DICTS, timed(n, PAIRS, weaviate_ast), 1),
+        h.Side(LEGACY_DICTS, timed(n, PAIRS, lambda p, g: weaviate_ast(p, g, mode="legacy")), 1),
+        h.Side(ORIGINAL, timed(n, MODELS, gorilla_score), 1),
+        h.Side(
+            ORIGINAL_DICTS,
+            timed(
+                n,
+                PAIRS,
+                lambda p, g: gorilla_score(
+                    WeaviateQuery.model_validate(p), WeaviateQuery.model_validate(g)
+                ),
+            ),
+            1,
+        ),
+    ]
+    timings = h.interleaved(sides, args.rounds, progress=False)
+    print(h.table(timings, reference=ORIGINAL))
+    print(f"{'side':<44}{'median CPU s':>13}{'us/cmp (CPU)':>14}")
+    for t in timings.values():
+        cpu = t.extra_median("cpu")
+        print(f"{t.label:<44}{cpu:>13.3f}{1e6 * cpu / n:>14.2f}")
+    default, original = timings[DEFAULT], timings[ORIGINAL]
+    h.record(
+        "weaviate",
+        f"weaviate_ast, {n:,} comparisons, default mode",
+        f"{default.median:.2f} s wall, {default.extra_median('cpu'):.2f} s CPU",
+        against=f"weaviate-gorilla's rules {original.median:.2f} s wall",
+        note=f"{h.ratio(default, original)} the original's time (which returns one float); "
+        f"from JSON dicts {h.ratio(timings[FROM_DICTS], timings[ORIGINAL_DICTS])} (default), "
+        f"{h.ratio(timings[LEGACY_DICTS], timings[ORIGINAL_DICTS])} (legacy); "
+        f"median of {args.rounds}",
     )
 
 

@@ -1,0 +1,104 @@
+"""A pipelined sentence-transformers encoder for the GPU path of bench_embeddings.py: the
+texts are sorted by length (less padding), a background thread tokenizes batch k+1 (into
+pinned memory on CUDA) while the device runs batch k in fp16, and the pooled, normalised
+vectors stay on the device until the cosines are taken.
+
+This is the benchmark's prototype of what the embeddings service could do on a GPU; the
+service itself (queryeval.embeddings.LocalBackend) still calls `SentenceTransformer.encode`.
+It runs on any device (fp32 on CPU, where `check_against_encode` verifies it).
+"""
+
+from __future__ import annotations
+
+import copy
+import queue
+import threading
+from typing import Any
+
+_DONE = object()
+
+
+def half_copy(model: Any) -> Any:
+    """An fp16 copy of a SentenceTransformer (the original stays fp32 for the baseline)."""
+    return copy.deepcopy(model).half()
+
+
+def _tokenizer(model: Any) -> Any:
+    # sentence-transformers >= 5 names it `preprocess`; 3.x and 4.x `tokenize`
+    return getattr(model, "preprocess", None) or model.tokenize
+
+
+def pipelined_encode(model: Any, texts: list[str], batch_size: int = 512, depth: int = 4) -> Any:
+    """Normalised embeddings of `texts` as a (len(texts), dim) float tensor on the model's
+    device, in input order. Tokenization runs `depth` batches ahead in a thread."""
+    import torch
+
+    device = model.device
+    cuda = device.type == "cuda"
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    tokenize = _tokenizer(model)
+    batches: queue.Queue[Any] = queue.Queue(maxsize=depth)
+
+    def produce() -> None:
+        try:
+            for start in range(0, len(order), batch_size):
+                index = order[start : start + batch_size]
+                features = tokenize([texts[i] for i in index])
+                if cuda:
+                    features = {
+                        k: v.pin_memory() if torch.is_tensor(v) else v for k, v in features.items()
+                    }
+                batches.put((index, features))
+        except BaseException as exc:  # handed to the consumer, raised there
+            batches.put(exc)
+        batches.put(_DONE)
+
+    worker = threading.Thread(target=produce, name="bench-tokenize", daemon=True)
+    worker.start()
+    # sentence-transformers >= 6 renamed get_sentence_embedding_dimension
+    dim = (
+        getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    )()
+    out = torch.empty((len(texts), dim), dtype=torch.float32, device=device)
+    with torch.inference_mode():
+        while (item := batches.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            index, features = item
+            features = {
+                k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v
+                for k, v in features.items()
+            }
+            vectors = model(features)["sentence_embedding"].float()
+            where = torch.as_tensor(index, device=device)
+            out[where] = torch.nn.functional.normalize(vectors, dim=1)
+    worker.join()
+    return out
+
+
+def pipelined_verdicts(
+    model: Any, answers: list[str], references: list[str], threshold: float, batch_size: int
+) -> tuple[list[float], Any]:
+    """End-to-end semantic scoring of (answer, reference) pairs: embed both sides, cosine per
+    pair on the device, threshold; returns (verdicts, cosines as a CPU tensor)."""
+    import torch
+
+    vectors = pipelined_encode(model, answers + references, batch_size)
+    n = len(answers)
+    cosines = (vectors[:n] * vectors[n:]).sum(dim=1)
+    if vectors.device.type == "cuda":
+        torch.cuda.synchronize()
+    cos = cosines.cpu()
+    return [1.0 if c >= threshold else 0.0 for c in cos.tolist()], cos
+
+
+def check_against_encode(model: Any, texts: list[str]) -> float:
+    """Largest |difference| between the pipelined encoder's vectors and `encode`'s on the
+    model's own device and dtype (a test of the pipeline's bookkeeping)."""
+    import torch
+
+    mine = pipelined_encode(model, texts, batch_size=16).cpu()
+    theirs = torch.as_tensor(
+        model.encode(texts, batch_size=16, normalize_embeddings=True, show_progress_bar=False)
+    )
+    return float((mine - theirs).abs().max())
