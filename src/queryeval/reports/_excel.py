@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from queryeval.cases import Case, Score, describe_failures
+from queryeval.cases import Case, describe_failures
 from queryeval.reports._excel_sheets import (
+    ReportColumns,
     components_table,
     configurations_table,
     gates_table,
@@ -35,6 +36,7 @@ def _overview(
     records: Sequence[Mapping[str, Any]],
     scorers: Mapping[str, Scorer],
     multi_system: bool,
+    columns_of: ReportColumns,
 ) -> Table:
     """Seed 001's Overview: one row per case (and system), the scorers' own columns."""
     extra_cols: list[str] = []
@@ -55,9 +57,9 @@ def _overview(
             sd = rec["scores"].get(label)
             if sd is None:
                 continue
-            score = Score.model_construct(**sd)
-            row[label] = score.value if score.status == "ok" else score.status
-            for col, value in scorer.report_columns(score).items():
+            status = sd.get("status", "ok")
+            row[label] = sd.get("value") if status == "ok" else status
+            for col, value in columns_of(label, scorer, sd).items():
                 key = col if len(scorers) == 1 else f"{label}: {col}"
                 row[key] = value
                 if key not in extra_cols:
@@ -217,13 +219,14 @@ def workbook_sheets(
         records,
         key=lambda r: (position.get(r["system"], 0), order.get(r["case_id"], 0)),
     )
-    yield "Overview", _overview(by_id, ordered, scorers, multi_system=len(systems) > 1)
+    columns_of = ReportColumns()
+    yield "Overview", _overview(by_id, ordered, scorers, len(systems) > 1, columns_of)
     yield "Statistics", StyledRows(_statistics_rows(summary))
     taken = ["Overview", "Statistics", "Judge", "Components", "Gates", "Configurations"]
     for label, scorer in scorers.items():
         title = sheet_title(label, taken)
         taken.append(title)
-        yield title, scorer_table(label, scorer, ordered)
+        yield title, scorer_table(label, scorer, ordered, columns_of)
     optional: list[tuple[str, Callable[[], Table | None]]] = [
         ("Judge", lambda: judge_table(by_id, ordered)),
         ("Components", lambda: components_table(summary)),

@@ -49,14 +49,44 @@ def _flatten(details: Mapping[str, Any], skip_text: set[str]) -> dict[str, Any]:
     return out
 
 
+class ReportColumns:
+    """Each stored score's `scorer.report_columns`, computed once: the Overview and the
+    scorer's own sheet both show them (on SDMX runs they are half the time of building the
+    workbook). A score whose columns cannot be computed shows none: a report must not die on
+    one odd stored score. `last=True` hands the columns over and forgets them."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[int, str], dict[str, Any]] = {}
+
+    def __call__(
+        self, label: str, scorer: Scorer, sd: Mapping[str, Any], *, last: bool = False
+    ) -> dict[str, Any]:
+        key = (id(sd), label)
+        got = self._memo.pop(key, None) if last else self._memo.get(key)
+        if got is None:
+            try:
+                got = scorer.report_columns(Score.model_construct(**sd))
+            except Exception:
+                got = {}
+            if not last:
+                self._memo[key] = got
+        return got
+
+
 def _in_unit(values: list[Any]) -> bool:
     nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
     return bool(nums) and all(0 <= v <= 1 for v in nums)
 
 
-def scorer_table(label: str, scorer: Scorer, records: Sequence[Mapping[str, Any]]) -> Table:
+def scorer_table(
+    label: str,
+    scorer: Scorer,
+    records: Sequence[Mapping[str, Any]],
+    columns_of: ReportColumns | None = None,
+) -> Table:
     """One row per (system, case) with the scorer's value, verdict, sub-metrics, report
     columns, its other details and its explanation."""
+    columns_of = columns_of or ReportColumns()
     rows: list[dict[str, Any]] = []
     metric_cols: list[str] = []
     extra_cols: list[str] = []
@@ -77,10 +107,7 @@ def scorer_table(label: str, scorer: Scorer, records: Sequence[Mapping[str, Any]
             row[name] = v
             if name not in metric_cols:
                 metric_cols.append(name)
-        try:
-            extra = scorer.report_columns(Score.model_construct(**sd))
-        except Exception:  # a report must not die on one odd stored score
-            extra = {}
+        extra = columns_of(label, scorer, sd, last=True)
         for col, v in extra.items():
             key = f"report: {col}"
             row[key] = v
