@@ -1,4 +1,4 @@
-"""Benchmark: 10,000 answer pairs scored by `answer` with semantic_fixed, against the raw
+"""Benchmark: 5,000 answer pairs scored by `answer` with semantic_fixed, against the raw
 sentence-transformers encode of the same texts with the same model, in the same process.
 
 Prints pairs/s for: the raw `model.encode` (what a user would write), queryeval cold (empty
@@ -14,7 +14,7 @@ fp16 copy of the model (batch 512), the pipelined fp16 encoder of bench/_gpu_enc
 (length-sorted batches of 512, tokenization in a background thread overlapping the forward
 pass), and queryeval's `answer` scorer on the GPU; interleaved, medians, sentences/s.
 
-Run: `.venv/bin/python bench/bench_embeddings.py [--n 10000] [--device cpu|cuda]
+Run: `.venv/bin/python bench/bench_embeddings.py [--n 5000] [--device cpu|cuda]
 [--threads 1] [--gpu-pairs 100000] [--quick]`.
 """
 
@@ -277,7 +277,7 @@ def main() -> int:
 
     args = h.options(
         __doc__.splitlines()[0],
-        full={"n": 10_000, "rounds": 3, "small": 2_000, "gpu_pairs": 100_000,
+        full={"n": 5_000, "rounds": 3, "small": 1_000, "gpu_pairs": 100_000,
               "gpu_scorer_pairs": 20_000},
         quick={"n": 100, "rounds": 2, "small": 64, "gpu_pairs": 20_000,
                "gpu_scorer_pairs": 5_000},
