@@ -1,5 +1,5 @@
-"""The `>>>` examples in the docstrings of queryeval.metrics and queryeval.languages run, and
-every public function of those packages has one."""
+"""The `>>>` examples in the docstrings of queryeval.metrics, queryeval.languages and
+queryeval.log run, and every public function of those packages has one."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from types import ModuleType
 import pytest
 
 import queryeval.languages
+import queryeval.log
 import queryeval.metrics
 
-PACKAGES = (queryeval.metrics, queryeval.languages)
+PACKAGES = (queryeval.metrics, queryeval.languages, queryeval.log)
 
 
 def _modules() -> list[str]:

@@ -19,10 +19,11 @@ from openpyxl.utils import get_column_letter
 
 from excel_reference import write_workbook_openpyxl
 from queryeval.config import load_suite
+from queryeval.log import read_log
 from queryeval.reports import _xlsx
 from queryeval.reports._excel import workbook_sheets
 from queryeval.reports._xlsx import StyledRows, Table, write_workbook
-from queryeval.runner import RunStore, plan_run, run_suite
+from queryeval.runner import plan_run, run_suite
 from reports_plugin import make_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _sheets_of(run: Path, suite_path: Path) -> list[tuple[str, Any]]:
     plan = plan_run(load_suite(suite_path))
-    records = list(RunStore(run).records())
+    records = read_log(run).records
     summary = json.loads((run / "summary.json").read_text())
     return list(workbook_sheets(summary, plan.cases, records, plan.scorers))
 

@@ -3,6 +3,7 @@ with bootstrap CIs, the side-by-side of methods, and the LLM judge's re-ranking 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -49,14 +50,14 @@ def grid_report(
     run_dir: Path, *, rank_by: str | None = None, top_n: int | None = None, judge: bool = True
 ) -> dict[str, Any]:
     """The grid analysis of a run as a JSON-able dict (also saved as grid.json)."""
-    from queryeval.runner import RUN, RunStore
+    from queryeval.log import RUN, LogWriter, read_log
     from queryeval.stats import format_leaderboard, grid_section
 
-    store = RunStore(run_dir)
-    info = store.read_json(RUN)
+    log = read_log(run_dir)
+    info = log.info
     if info is None:
         raise InputError("not a run directory (no run.json)", path=run_dir)
-    records = list(store.records())
+    records = log.records
     labels = list(info.get("scorers") or {})
     if not labels:
         raise InputError("the run has no scorers", path=Path(run_dir) / RUN)
@@ -103,12 +104,12 @@ def grid_report(
                 lines.append(format_leaderboard(final.board, title="final ranking by the judge"))
         section["text"] = "\n".join(lines)
         out["grids"][base] = section
-    store.write_json(GRID_FILE, out)
+    LogWriter(run_dir).write_json(GRID_FILE, out)
     return out
 
 
 def _judge_top(
-    info: dict[str, Any], records: list[dict[str, Any]], board: Leaderboard, top_n: int
+    info: Mapping[str, Any], records: Sequence[Mapping[str, Any]], board: Leaderboard, top_n: int
 ) -> FinalRanking:
     """The judge's ranking of the board's top N, from the outputs stored in the run."""
     import asyncio

@@ -12,28 +12,22 @@ from queryeval.errors import InputError
 def report_command(run_dir: Path) -> None:
     """Re-summarise and re-write the reports the run's suite asks for."""
     from queryeval.config import load_suite
+    from queryeval.log import COMPARISON, SUMMARY, LogWriter, read_log
     from queryeval.reports import write_reports
-    from queryeval.runner import (
-        COMPARISON,
-        RUN,
-        SUMMARY,
-        RunStore,
-        compare_with_baseline,
-        load_baseline,
-        plan_run,
-    )
+    from queryeval.runner import compare_with_baseline, load_baseline, plan_run
     from queryeval.stats import check_gates, summarize
 
-    store = RunStore(run_dir)
-    info = store.read_json(RUN)
-    if info is None or not info.get("suite_file"):
+    log = read_log(run_dir)
+    info = log.info or {}
+    suite_file = info.get("suite_file")
+    if not suite_file:
         raise InputError("not a run directory (no run.json)", path=run_dir)
-    suite = load_suite(Path(info["suite_file"]))
+    suite = load_suite(Path(suite_file))
     plan = plan_run(suite)
     summary = summarize(
         suite.name,
         plan.cases,
-        list(store.records()),
+        log.records,
         plan.scorers,
         [s.name for s in plan.systems],
         seed=suite.seed,
@@ -47,12 +41,12 @@ def report_command(run_dir: Path) -> None:
     summary["gates"] = check_gates(
         suite.gates, summary, baseline.summary if baseline is not None else None
     )
-    store.write_json(SUMMARY, summary)
-    comparison = None
+    writer = LogWriter(run_dir)
+    writer.write_json(SUMMARY, summary)
+    log.summary = summary
+    log.comparison = None
     if baseline is not None:
-        comparison = compare_with_baseline(suite, baseline, list(store.records()), run_dir)
-        store.write_json(COMPARISON, comparison)
-    for kind, path in write_reports(
-        suite, run_dir, plan.cases, summary, store, plan.scorers, comparison=comparison
-    ).items():
+        log.comparison = compare_with_baseline(suite, baseline, log.records, run_dir)
+        writer.write_json(COMPARISON, log.comparison)
+    for kind, path in write_reports(suite, log, plan.cases, plan.scorers).items():
         typer.echo(f"{kind}: {path}")

@@ -12,16 +12,11 @@ from queryeval.runner._run import (
     run_suite,
 )
 from queryeval.runner._selftest import GoldFinding, SelftestReport, gold_findings, selftest
-from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 
 __all__ = [
-    "COMPARISON",
-    "RUN",
-    "SUMMARY",
     "GoldFinding",
     "RunPlan",
     "RunResult",
-    "RunStore",
     "Runner",
     "SelftestReport",
     "cache_dir",

@@ -8,12 +8,13 @@ from typing import Any
 
 from queryeval.config import SuiteConfig
 from queryeval.errors import InputError
-from queryeval.stats import RunData, compare_records, load_run, pair_systems, parse_gate
+from queryeval.log import RunLog, read_log
+from queryeval.stats import compare_records, pair_systems, parse_gate
 
 
 def load_baseline(
     suite: SuiteConfig, override: Path | None, system_names: Sequence[str]
-) -> RunData | None:
+) -> RunLog | None:
     """The baseline run (`--baseline` wins over the suite's `baseline:`), or None. Fails
     before anything runs when a gate needs a baseline and there is none, when the baseline
     did not finish, or when its systems cannot be paired with the suite's."""
@@ -33,7 +34,7 @@ def load_baseline(
                 where="gates",
             )
         return None
-    run = load_run(path)
+    run = read_log(path)
     if run.summary is None:
         raise InputError("the baseline run has no summary.json (did it finish?)", path=path)
     wanted = suite.baseline.systems if suite.baseline is not None else []
@@ -47,7 +48,7 @@ def load_baseline(
 
 def compare_with_baseline(
     suite: SuiteConfig,
-    baseline: RunData,
+    baseline: RunLog,
     records: Sequence[Mapping[str, Any]],
     out_dir: Path,
 ) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 import orjson
 
@@ -21,8 +21,21 @@ from queryeval._gc import bulk_allocation
 from queryeval.cases import Attempt, Case, Output, Score, case_files, load_cases
 from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
+from queryeval.log import (
+    COMPARISON,
+    RUN,
+    SUMMARY,
+    GateResult,
+    LogWriter,
+    Record,
+    RunInfo,
+    RunLog,
+    ScoreRecord,
+    Summary,
+    iter_records,
+    read_json,
+)
 from queryeval.runner._progress import Progress
-from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
 from queryeval.scorers import Scorer, ScoringContext, ascore_case, build_scorer, score_case
 from queryeval.stats import RunColumns
 from queryeval.systems import (
@@ -34,9 +47,6 @@ from queryeval.systems import (
     import_callable,
     text_fields_for,
 )
-
-if TYPE_CHECKING:
-    from queryeval.stats import RunData
 
 _VERSIONED = (
     "pydantic",
@@ -87,8 +97,8 @@ class RunResult:
     """What a finished run produced."""
 
     out_dir: Path
-    summary: dict[str, Any]
-    gates: list[dict[str, Any]]
+    summary: Summary
+    gates: list[GateResult]
     reports: dict[str, Path]
     new_records: int
     skipped: int
@@ -226,9 +236,9 @@ def case_passed(scores: dict[str, Score], scorers: dict[str, Scorer]) -> bool | 
     return verdict
 
 
-def _score_json(score: Score) -> dict[str, Any]:
+def _score_json(score: Score) -> ScoreRecord:
     """A score as stored: what is set, and always its status (details are JSON already)."""
-    out: dict[str, Any] = {"value": score.value, "status": score.status}
+    out: ScoreRecord = {"value": score.value, "status": score.status}
     if score.passed is not None:
         out["passed"] = score.passed
     if score.details:
@@ -262,7 +272,7 @@ def output_json(output: Output) -> bytes | str:
 
 def _record(
     system: str, case: Case, output: Output, scores: dict[str, Score], scorers: dict[str, Scorer]
-) -> dict[str, Any]:
+) -> Record:
     cost = output.cost
     if cost is None:
         costs = [a.cost for a in output.attempts if a.cost is not None]
@@ -290,7 +300,7 @@ class Runner:
         # what the summary needs of every record, kept in memory so it is not read back
         self.columns = RunColumns([s.name for s in plan.systems])
         self.done: set[tuple[str, str]] = set()
-        self.store = RunStore(out_dir)
+        self.store = LogWriter(out_dir)
         self.progress = progress
         self.ctx = ScoringContext(plan.suite, cache_dir=cache_dir(plan.suite))
         self._errors: dict[str, int] = {}  # scorer label -> error scores so far
@@ -300,9 +310,9 @@ class Runner:
 
     # --- run metadata -------------------------------------------------------------------
 
-    def _run_json(self, previous: dict[str, Any] | None, status: str) -> dict[str, Any]:
+    def _run_json(self, previous: dict[str, Any] | None, status: str) -> RunInfo:
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        info: dict[str, Any] = dict(previous or {})
+        info = cast(RunInfo, dict(previous or {}))
         info.setdefault("started_at", now)
         info.update(
             {
@@ -349,28 +359,21 @@ class Runner:
     def run(self, *, resume: bool = False, overwrite: bool = False) -> tuple[int, int]:
         """Generate and score every (system, case) not yet stored. Returns (new, skipped)."""
         store = self.store
-        if store.exists() and not (resume or overwrite):
+        if store.has_results() and not (resume or overwrite):
             raise InputError(
                 "this directory already holds a run; pass --resume to continue it or "
                 "--overwrite to replace it",
                 path=store.results_path,
             )
         if overwrite and not resume:
-            for name in (
-                store.results_path,
-                store.dir / RUN,
-                store.dir / SUMMARY,
-                store.dir / COMPARISON,
-            ):
-                with contextlib.suppress(FileNotFoundError):
-                    name.unlink()
-        previous = store.read_json(RUN) if resume else None
+            store.clear()
+        previous = read_json(store.dir, RUN) if resume else None
         if resume:
             self._check_resume(previous)
             store.repair_tail()
         done = self.done = set()
         if resume:
-            for record in store.records():
+            for record in iter_records(store.dir):
                 self.columns.add(record)
                 done.add((record["system"], record["case_id"]))
         store.write_json(RUN, self._run_json(previous, "running"))
@@ -477,7 +480,7 @@ class Runner:
         finally:
             await self.ctx.aclose()  # async clients close inside the loop they live in
 
-    def _keep(self, record: dict[str, Any], scores: dict[str, Score]) -> None:
+    def _keep(self, record: Record, scores: dict[str, Score]) -> None:
         self.store.append(record)
         self.columns.add(record, scores)
         for label, score in scores.items():
@@ -504,9 +507,7 @@ class Runner:
 
     # --- after the run ------------------------------------------------------------------
 
-    def finish(
-        self, baseline: RunData | None = None
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def finish(self, baseline: RunLog | None = None) -> tuple[Summary, list[GateResult]]:
         """Write summary.json (from the stored records) and mark run.json complete. Gates
         relative to a baseline are checked against the `baseline` run's summary."""
         from queryeval.stats import check_gates, summarize
@@ -527,7 +528,7 @@ class Runner:
         )
         summary["gates"] = gates
         self.store.write_json(SUMMARY, summary)
-        previous = self.store.read_json(RUN)
+        previous = read_json(self.store.dir, RUN)
         info = self._run_json(previous, "complete")
         if baseline is not None:
             info["baseline"] = str(baseline.path)
@@ -608,26 +609,17 @@ def run_suite(
     runner = Runner(plan, out, progress=progress, use_cache=use_cache)
     new, skipped = runner.run(resume=resume, overwrite=overwrite)
     summary, gates = runner.finish(base)
-    comparison = None
+    log = RunLog(str(out), out, summary, cast(RunInfo, read_json(out, RUN)))
     if base is not None:
-        comparison = compare_with_baseline(suite, base, list(runner.store.records()), out)
-        runner.store.write_json(COMPARISON, comparison)
+        log.comparison = compare_with_baseline(suite, base, log.records, out)
+        runner.store.write_json(COMPARISON, log.comparison)
     if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
         plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
     reports: dict[str, Path] = {}
     if write_reports:
         from queryeval.reports import write_reports as _write
 
-        reports = _write(
-            suite,
-            out,
-            plan.cases,
-            summary,
-            runner.store,
-            plan.scorers,
-            extra=extra_reports,
-            comparison=comparison,
-        )
+        reports = _write(suite, log, plan.cases, plan.scorers, extra=extra_reports)
     return RunResult(out, summary, gates, reports, new, skipped)
 
 

@@ -28,9 +28,9 @@ from queryeval.systems import CaseOutputs, parse_prediction_line, read_predictio
 
 if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
+    from queryeval.log import LogWriter
     from queryeval.runner._progress import Progress
     from queryeval.runner._run import Runner
-    from queryeval.runner._store import RunStore
 
 MIN_CASES = 20_000  # below this, forking costs more than it saves
 _CHUNK = 2_000  # records a worker aggregates (and reports as progress) at a time
@@ -286,7 +286,7 @@ class _GatedWriter:
     """A worker's encoded records, written in batches (one system call each) once the parent
     has checked every worker's inputs; until its go they are held, so scoring starts at once."""
 
-    def __init__(self, store: RunStore, conn: Connection) -> None:
+    def __init__(self, store: LogWriter, conn: Connection) -> None:
         self.store = store
         self.conn = conn
         self.batch: list[bytes] = []

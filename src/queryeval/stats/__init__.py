@@ -29,7 +29,6 @@ from queryeval.stats._grid import (
     scores_by_config,
 )
 from queryeval.stats._mcnemar import McNemarResult, mcnemar_test
-from queryeval.stats._rundata import RunData, load_run
 from queryeval.stats._summary import summarize, summarize_scorer
 
 __all__ = [
@@ -47,7 +46,6 @@ __all__ = [
     "RankCorrelation",
     "RunColumns",
     "RunComparison",
-    "RunData",
     "SystemColumns",
     "SystemComparison",
     "base_system",
@@ -58,7 +56,6 @@ __all__ = [
     "format_leaderboard",
     "grid_section",
     "leaderboard",
-    "load_run",
     "mcnemar_test",
     "mean_ci",
     "mean_or_none",

@@ -16,16 +16,16 @@ from typing import Any
 import numpy as np
 
 from queryeval.errors import InputError
+from queryeval.log import RunLog, as_log
 from queryeval.stats._bootstrap import DEFAULT_RESAMPLES, Interval, mean_ci
 from queryeval.stats._mcnemar import McNemarResult, mcnemar_test
-from queryeval.stats._rundata import RunData, as_run
 
 BETTER = "better"
 WORSE = "worse"
 NO_DIFFERENCE = "no significant difference"
 PASS = "pass"
 
-RunLike = str | Path | RunData | Sequence[Mapping[str, Any]]
+RunLike = str | Path | RunLog | Sequence[Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,8 +338,8 @@ def compare_runs(
     Continuous metrics are judged by the paired bootstrap CI of the mean difference at
     level 1 - alpha (seeded); pass/fail by McNemar's test at `alpha`.
     """
-    a = as_run(run_a, "A")
-    b = as_run(run_b, "B")
+    a = as_log(run_a, "A")
+    b = as_log(run_b, "B")
     return compare_records(
         a.records,
         b.records,

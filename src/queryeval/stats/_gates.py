@@ -13,9 +13,10 @@ import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from queryeval.errors import InputError
+from queryeval.log import GateResult
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -129,7 +130,7 @@ def check_gates(
     gates: list[str],
     summary: Mapping[str, Any],
     baseline: Mapping[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[GateResult]:
     """Every gate for every system: {gate, system, value, passed}, plus `bound` and
     `baseline_value` for baseline-relative gates. `baseline` is the baseline run's summary;
     a relative gate without one is bad input (InputError), never a silent pass."""
@@ -141,7 +142,7 @@ def check_gates(
             "or set 'baseline:' in the suite",
             where="gates",
         )
-    results = []
+    results: list[GateResult] = []
     for gate in parsed:
         for system, entry in summary.get("systems", {}).items():
             value = metric_value(entry, gate.metric)
@@ -157,5 +158,5 @@ def check_gates(
                 result["passed"] = gate.check(value, bound)
             else:
                 result["passed"] = gate.check(value)
-            results.append(result)
+            results.append(cast(GateResult, result))
     return results

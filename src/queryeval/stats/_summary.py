@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from queryeval.log import Summary
 from queryeval.stats._bootstrap import mean_ci
 from queryeval.stats._columns import (
     ABSENT,
@@ -139,7 +140,7 @@ def summarize(
     system_names: Sequence[str],
     seed: int = 0,
     max_unscored_share: float = DEFAULT_MAX_UNSCORED_SHARE,
-) -> dict[str, Any]:
+) -> Summary:
     """The whole summary from the stored records (any order; put in case order here), or
     from their columns as a run collected them. `max_unscored_share`: a scorer whose share
     of unscored and error cases is above it is `flagged`."""

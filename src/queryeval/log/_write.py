@@ -1,29 +1,32 @@
-"""The run directory: append-only results.jsonl, run.json, summary.json.
+"""The one writer of a run directory: results.jsonl appended record by record, the JSON
+files written whole and atomically.
 
-Each finished (system, case) is one JSON line, written and flushed as it completes, so a
-killed run loses nothing that was finished. On resume a torn last line is cut off.
+Each finished (system, case) is one JSON line handed to the OS as it completes (the file is
+unbuffered), so a killed run loses nothing that was finished; `repair_tail` cuts the torn
+last line such a kill may leave, before a resumed run appends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from queryeval.errors import InputError
-
-RESULTS = "results.jsonl"
-RUN = "run.json"
-SUMMARY = "summary.json"
-COMPARISON = "comparison.json"
+from queryeval.log._schema import COMPARISON, RESULTS, RUN, SUMMARY
 
 
 def json_default(obj: Any) -> Any:
     """What orjson cannot write itself: named tuples (as arrays), decimals, sets, models;
-    anything else as text."""
+    anything else as text.
+
+    >>> from decimal import Decimal
+    >>> json_default(Decimal("1.5")), json_default({2, 1}), json_default(Decimal("NaN"))
+    (1.5, [1, 2], 'NaN')
+    """
     if isinstance(obj, tuple):  # first: named tuples are by far the most common here
         return list(obj)
     from decimal import Decimal
@@ -38,35 +41,46 @@ def json_default(obj: Any) -> Any:
     return str(obj)
 
 
-class RunStore:
-    """Reads and appends the records of one run directory."""
+def encode_record(record: Mapping[str, Any]) -> bytes:
+    """One record as a JSON line.
+
+    >>> encode_record({"system": "s", "case_id": "c", "scores": {}})
+    b'{"system":"s","case_id":"c","scores":{}}\\n'
+    """
+    return orjson.dumps(record, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+
+
+class LogWriter:
+    """Appends the records of one run directory and writes its JSON files.
+
+    >>> import tempfile
+    >>> from queryeval.log import read_log
+    >>> out = Path(tempfile.mkdtemp())
+    >>> writer = LogWriter(out)
+    >>> writer.open_for_append()
+    >>> writer.append({"system": "s", "case_id": "c1", "output": {}, "scores": {},
+    ...                "passed": True, "error": None, "latency_s": None, "cost": None})
+    >>> writer.close()
+    >>> [r["case_id"] for r in read_log(out).records]
+    ['c1']
+    """
 
     def __init__(self, out_dir: Path) -> None:
         self.dir = Path(out_dir)
         self.results_path = self.dir / RESULTS
         self._handle: Any = None
 
-    # --- reading ------------------------------------------------------------------------
+    encode = staticmethod(encode_record)
 
-    def exists(self) -> bool:
+    def has_results(self) -> bool:
         """Whether the directory already holds results."""
         return self.results_path.exists() and self.results_path.stat().st_size > 0
 
-    def records(self) -> Iterator[dict[str, Any]]:
-        """Every complete record, in file order (a torn last line is skipped)."""
-        if not self.results_path.exists():
-            return
-        with self.results_path.open("rb") as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.endswith(b"\n"):
-                    return  # torn write of a killed run
-                if line.strip():
-                    try:
-                        yield orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        raise InputError(
-                            "corrupt record in results", path=self.results_path, line=lineno
-                        ) from None
+    def clear(self) -> None:
+        """Remove what a previous run left (results, run info, summary, comparison)."""
+        for name in (RESULTS, RUN, SUMMARY, COMPARISON):
+            with contextlib.suppress(FileNotFoundError):
+                (self.dir / name).unlink()
 
     def repair_tail(self) -> int:
         """Cut a torn last line (from SIGKILL mid-write); returns the bytes removed."""
@@ -95,36 +109,18 @@ class RunStore:
             f.truncate(0)
             return size
 
-    def read_json(self, name: str) -> dict[str, Any] | None:
-        """A JSON file of the run directory, or None."""
-        path = self.dir / name
-        if not path.exists():
-            return None
-        try:
-            data = orjson.loads(path.read_bytes())
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON ({exc})", path=path) from None
-        return data if isinstance(data, dict) else None
-
-    # --- writing ------------------------------------------------------------------------
-
     def open_for_append(self) -> None:
         """Open results.jsonl for appending (creating the directory)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         self._handle = self.results_path.open("ab", buffering=0)
 
-    @staticmethod
-    def encode(record: dict[str, Any]) -> bytes:
-        """One record as a JSON line."""
-        return orjson.dumps(record, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-
     def write_lines(self, data: bytes) -> None:
         """Append already encoded whole lines in one write."""
         self._handle.write(data)
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: Mapping[str, Any]) -> None:
         """Write one record and hand it to the OS at once (unbuffered), so SIGKILL keeps it."""
-        self._handle.write(self.encode(record))
+        self._handle.write(encode_record(record))
 
     def close(self) -> None:
         """Close the results file."""

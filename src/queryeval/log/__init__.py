@@ -1,0 +1,45 @@
+"""The run directory: its schema (typed records, run info, summary, gate results), its one
+writer and its one reader. Below stats and reports, which read runs, and the runner, which
+writes them.
+
+```
+results.jsonl    one Record per (system, case), appended as each finishes
+run.json         RunInfo: what ran, with which inputs and versions, how far it got
+summary.json     Summary: every system's figures, with the GateResults
+comparison.json  the comparison with a baseline run, when there is one
+```
+"""
+
+from queryeval.log._read import RunLog, as_log, iter_records, read_json, read_log
+from queryeval.log._schema import (
+    COMPARISON,
+    RESULTS,
+    RUN,
+    SUMMARY,
+    GateResult,
+    Record,
+    RunInfo,
+    ScoreRecord,
+    Summary,
+)
+from queryeval.log._write import LogWriter, encode_record, json_default
+
+__all__ = [
+    "COMPARISON",
+    "RESULTS",
+    "RUN",
+    "SUMMARY",
+    "GateResult",
+    "LogWriter",
+    "Record",
+    "RunInfo",
+    "RunLog",
+    "ScoreRecord",
+    "Summary",
+    "as_log",
+    "encode_record",
+    "iter_records",
+    "json_default",
+    "read_json",
+    "read_log",
+]

@@ -1,0 +1,125 @@
+"""The one reader of a run directory: its records (a torn last line of a killed run is
+skipped), run info, summary and comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+
+from queryeval.errors import InputError
+from queryeval.log._schema import COMPARISON, RESULTS, RUN, SUMMARY, Record, RunInfo, Summary
+
+
+def iter_records(run_dir: Path) -> Iterator[Record]:
+    """Every complete record of a run directory, in file order (none when it has no
+    results); InputError on a corrupt line or one that is not a record.
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> _ = (out / RESULTS).write_bytes(b'{"system":"s","case_id":"c1"}\\n{"system":"s","ca')
+    >>> [r["case_id"] for r in iter_records(out)]  # the torn last line of a kill is skipped
+    ['c1']
+    """
+    results = Path(run_dir) / RESULTS
+    if not results.exists():
+        return
+    with results.open("rb") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                return  # torn write of a killed run
+            if not line.strip():
+                continue
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                raise InputError("corrupt record in results", path=results, line=lineno) from None
+            if not isinstance(rec, dict) or "system" not in rec or "case_id" not in rec:
+                raise InputError(
+                    "expected a record with 'system' and 'case_id'", path=results, line=lineno
+                )
+            yield cast(Record, rec)
+
+
+def read_json(run_dir: Path, name: str) -> dict[str, Any] | None:
+    """One JSON file of a run directory (run.json, summary.json, ...), or None when absent;
+    InputError when it is not JSON.
+
+    >>> read_json(Path("/nonexistent"), RUN) is None
+    True
+    """
+    path = Path(run_dir) / name
+    if not path.exists():
+        return None
+    try:
+        data = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON ({exc})", path=path) from None
+    return data if isinstance(data, dict) else None
+
+
+@dataclass
+class RunLog:
+    """A run as read: its records, summary, run info and comparison (when present).
+
+    Built by `read_log` from a directory (the records are read once, on first use) or from
+    records in memory (`RunLog.of`).
+
+    >>> log = RunLog.of([{"system": "s", "case_id": "c"}], label="A")
+    >>> log.label, len(log.records), log.summary
+    ('A', 1, None)
+    """
+
+    label: str
+    path: Path | None = None
+    summary: Summary | None = None
+    info: RunInfo | None = None
+    comparison: dict[str, Any] | None = None
+    _records: list[Record] | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, records: Sequence[Mapping[str, Any]], *, label: str) -> RunLog:
+        """A run log of records held in memory."""
+        return cls(label=label, _records=cast(list[Record], list(records)))
+
+    @property
+    def records(self) -> list[Record]:
+        """Every record (read from results.jsonl the first time)."""
+        if self._records is None:
+            self._records = [] if self.path is None else list(iter_records(self.path))
+        return self._records
+
+
+def read_log(path: str | Path) -> RunLog:
+    """A run directory; InputError when it holds no results.jsonl.
+
+    >>> read_log("/nonexistent")
+    Traceback (most recent call last):
+    queryeval.errors.InputError: /nonexistent: not a run directory (no results.jsonl)
+    """
+    run_dir = Path(path)
+    if not (run_dir / RESULTS).is_file():
+        raise InputError("not a run directory (no results.jsonl)", path=run_dir)
+    return RunLog(
+        label=str(run_dir),
+        path=run_dir,
+        summary=cast(Summary | None, read_json(run_dir, SUMMARY)),
+        info=cast(RunInfo | None, read_json(run_dir, RUN)),
+        comparison=read_json(run_dir, COMPARISON),
+    )
+
+
+def as_log(run: str | Path | RunLog | Sequence[Mapping[str, Any]], label: str) -> RunLog:
+    """A run directory, a RunLog, or a plain list of records, as a RunLog.
+
+    >>> as_log([], "B").label
+    'B'
+    """
+    if isinstance(run, RunLog):
+        return run
+    if isinstance(run, str | Path):
+        return read_log(run)
+    return RunLog.of(run, label=label)
