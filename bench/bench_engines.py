@@ -23,8 +23,9 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
 
 import _harness as h  # noqa: E402
 from queryeval.cases import load_cases  # noqa: E402
-from queryeval.config import DatabaseConfig, load_suite  # noqa: E402
+from queryeval.config import DatabaseConfig  # noqa: E402
 from queryeval.engines import build_engine, gold_execution  # noqa: E402
+from queryeval.runner import load_suite  # noqa: E402
 from queryeval.scorers import ScoringContext  # noqa: E402
 
 

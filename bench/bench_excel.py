@@ -31,10 +31,9 @@ OLD = "openpyxl write-only (before)"
 
 def write_once(folder: str, which: str) -> dict[str, Any]:
     """In a fresh process: load the run, then time one workbook. Seconds, MiB, MB."""
-    from queryeval.config import load_suite
     from queryeval.log import read_log
     from queryeval.reports._excel import workbook_sheets, write_excel
-    from queryeval.runner import plan_run
+    from queryeval.runner import load_suite, plan_run
 
     base = Path(folder)
     plan = plan_run(load_suite(base / "suite.yaml"))

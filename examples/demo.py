@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from queryeval.config import SuiteConfig, load_suite
+from queryeval.config import SuiteConfig
 from queryeval.errors import InputError
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from queryeval.cases import Attempt, Case, Finding, Output, Score, load_cases
-from queryeval.config import load_suite
 from queryeval.kg import KGValidationError, validate_in_context
 from queryeval.languages.cypher import referenced_names
+from queryeval.runner import load_suite
 from queryeval.scorers import ScoringContext, build_scorer, score_case
 from queryeval.scorers.agentic import AgenticScorer
 

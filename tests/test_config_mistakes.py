@@ -14,8 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from queryeval.cli import app
-from queryeval.config import load_suite
-from queryeval.runner import plan_run
+from queryeval.runner import load_suite, plan_run
 
 ROOT = Path(__file__).resolve().parent.parent
 SALES = ROOT / "examples" / "sql" / "fixtures" / "sales"

@@ -1,5 +1,5 @@
-"""The `>>>` examples in the docstrings of queryeval.metrics, queryeval.languages and
-queryeval.log run, and every public function of those packages has one."""
+"""The `>>>` examples in the docstrings of queryeval.metrics, queryeval.languages,
+queryeval.log and queryeval.resources run, and every public function of those has one."""
 
 from __future__ import annotations
 
@@ -14,16 +14,18 @@ import pytest
 import queryeval.languages
 import queryeval.log
 import queryeval.metrics
+import queryeval.resources
 
-PACKAGES = (queryeval.metrics, queryeval.languages, queryeval.log)
+PACKAGES = (queryeval.metrics, queryeval.languages, queryeval.log, queryeval.resources)
 
 
 def _modules() -> list[str]:
     names = []
     for package in PACKAGES:
         names.append(package.__name__)
-        prefix = package.__name__ + "."
-        names.extend(m.name for m in pkgutil.walk_packages(package.__path__, prefix))
+        if hasattr(package, "__path__"):  # a package, not a single module
+            prefix = package.__name__ + "."
+            names.extend(m.name for m in pkgutil.walk_packages(package.__path__, prefix))
     return sorted(names)
 
 

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from queryeval.cases import Attempt, Output, load_cases
-from queryeval.config import load_suite
 from queryeval.engines import Engine, engine_from_context
-from queryeval.runner import selftest
+from queryeval.runner import load_suite, selftest
 from queryeval.scorers import ScoringContext, build_scorer
 
 ROOT = Path(__file__).resolve().parents[1]

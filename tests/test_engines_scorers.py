@@ -13,10 +13,10 @@ import pytest
 
 from queryeval.cases import Attempt, Case, Output
 from queryeval.cases import load_cases as load_case_files
-from queryeval.config import ScorerConfig, load_suite
+from queryeval.config import ScorerConfig
 from queryeval.engines import engine_from_context
 from queryeval.errors import InputError
-from queryeval.runner import selftest
+from queryeval.runner import load_suite, selftest
 from queryeval.scorers import ScoringContext, build_scorer
 
 ROOT = Path(__file__).resolve().parents[1]

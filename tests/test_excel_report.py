@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from queryeval.config import load_suite
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 

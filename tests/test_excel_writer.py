@@ -18,12 +18,11 @@ from openpyxl import load_workbook
 from openpyxl.utils import get_column_letter
 
 from excel_reference import write_workbook_openpyxl
-from queryeval.config import load_suite
 from queryeval.log import read_log
 from queryeval.reports import _xlsx
 from queryeval.reports._excel import workbook_sheets
 from queryeval.reports._xlsx import StyledRows, Table, write_workbook
-from queryeval.runner import plan_run, run_suite
+from queryeval.runner import load_suite, plan_run, run_suite
 from reports_plugin import make_suite
 
 ROOT = Path(__file__).resolve().parent.parent

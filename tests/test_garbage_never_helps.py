@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
 from queryeval.cases import Attempt, Case, Output, Score
-from queryeval.config import ScorerConfig, SuiteConfig, load_suite
-from queryeval.runner import case_passed, plan_run
+from queryeval.config import ScorerConfig, SuiteConfig
+from queryeval.runner import case_passed, load_suite, plan_run
 from queryeval.scorers import Scorer, ScoringContext, ascore_case
 from queryeval.stats import RunColumns, check_gates, summarize
 from queryeval.systems import import_callable, read_prediction_line

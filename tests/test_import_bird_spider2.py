@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 
 from benchmark_files import make_db, write
 from queryeval.cli import app
-from queryeval.config import load_suite
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 runner = CliRunner()
 SEP = "\t----- bird -----\t"

@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 
 from benchmark_files import DEV, PREDICTIONS, make_db, spider_folder, write
 from queryeval.cli import app
-from queryeval.config import load_suite
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 runner = CliRunner()
 

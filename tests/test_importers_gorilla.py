@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 
-from queryeval.config import load_suite
 from queryeval.errors import InputError
 from queryeval.importers import ImportRequest as Request
 from queryeval.importers.gorilla import import_gorilla
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 from queryeval.scorers.weaviate import WeaviateAstScorer, as_published
 
 

@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from queryeval.config import load_suite
 from queryeval.errors import InputError
 from queryeval.importers import ImportRequest as Request
 from queryeval.importers.nl2kql import import_nl2kql
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 KUSTO_SCHEMA = {
     "Databases": {

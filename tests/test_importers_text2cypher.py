@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from queryeval.config import load_suite
 from queryeval.errors import InputError
 from queryeval.importers import ImportRequest as Request
 from queryeval.importers.text2cypher import import_text2cypher
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 ROWS: list[dict[str, Any]] = [
     {

@@ -16,9 +16,10 @@ from pydantic import BaseModel, ConfigDict
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
 from queryeval.cases import Attempt, Case, Output, Score
-from queryeval.config import ScorerConfig, SuiteConfig, load_suite
+from queryeval.config import ScorerConfig, SuiteConfig
 from queryeval.config._presets import PRESETS
 from queryeval.errors import InputError
+from queryeval.runner import load_suite
 from queryeval.scorers import Scorer, ScoringContext, build_scorer
 from queryeval.scorers._registry import _REGISTERED
 

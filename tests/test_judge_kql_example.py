@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
-from queryeval.config import load_suite
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 
 def first_table(query: str) -> str:

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from fakes.openai_server import FakeOpenAI, Reply
-from queryeval.config import load_suite
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 
 def write_suite(tmp_path: Path, base_url: str) -> Path:

@@ -262,7 +262,7 @@ def test_estimate_counts_uncached_calls_and_cost_then_zero_after_a_run(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
     from queryeval.cases import load_cases
-    from queryeval.config import load_suite
+    from queryeval.runner import load_suite
 
     suite = load_suite(write_suite(tmp_path, server))
     cases = load_cases(suite.cases, suite.base_dir)

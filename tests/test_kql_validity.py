@@ -162,8 +162,7 @@ PREDICTIONS = [
 
 @needs_kusto_language
 def test_the_scorers_score_a_run(tmp_path: Path) -> None:
-    from queryeval.config import load_suite
-    from queryeval.runner import run_suite
+    from queryeval.runner import load_suite, run_suite
 
     suite = write_suite(tmp_path, PREDICTIONS, [GOLD] * 5)
     result = run_suite(load_suite(suite), tmp_path / "run", progress=False)
@@ -222,8 +221,7 @@ RELABEL = [
 
 
 def relabel_run(tmp_path: Path) -> dict[str, dict[str, Any]]:
-    from queryeval.config import load_suite
-    from queryeval.runner import run_suite
+    from queryeval.runner import load_suite, run_suite
 
     predictions = [{**p, "language": "kql"} for p in RELABEL]
     suite = write_suite(tmp_path, predictions, [GOLD] * 4, scorers=["execution_match"])

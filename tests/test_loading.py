@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from queryeval.cases import load_cases, load_cases_file
-from queryeval.config import load_suite
 from queryeval.errors import InputError
+from queryeval.runner import load_suite
 from queryeval.systems import PredictionsFile
 
 SEED_CASE = """\

@@ -14,10 +14,9 @@ from sklearn.metrics import accuracy_score, f1_score
 from queryeval.cases import load_cases
 from queryeval.cli._calibrate import calibrate, calibrate_command
 from queryeval.cli._grid import grid_report
-from queryeval.config import load_suite
 from queryeval.embeddings import BUNDLED_MODEL_ID, load_calibration, similarity
 from queryeval.errors import InputError
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 RAG = ROOT / "examples" / "rag"

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from queryeval.config import load_suite
 from queryeval.reports._html import write_html
-from queryeval.runner import plan_run, run_suite
+from queryeval.runner import load_suite, plan_run, run_suite
 from reports_plugin import make_suite
 
 pytestmark = pytest.mark.browser

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from queryeval.config import load_suite
 from queryeval.errors import InputError
 from queryeval.reports._html import write_html
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 from reports_plugin import make_suite
 
 

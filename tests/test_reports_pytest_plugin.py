@@ -34,8 +34,7 @@ def test_bad_input(queryeval_run):
 
 def test_plugin_runs_suites_and_lists_failing_gates(tmp_path: Path) -> None:
     # a stored run of v2 as the baseline of the noise re-run: its relative gate must fail
-    from queryeval.config import load_suite
-    from queryeval.runner import run_suite
+    from queryeval.runner import load_suite, run_suite
 
     stored = tmp_path / "v2"
     run_suite(load_suite(EXAMPLE / "suite.yaml"), stored, progress=False, write_reports=False)

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from queryeval.cases import Attempt, Case, Output, Score, describe_failures
 from queryeval.cli import app
-from queryeval.config import ScorerConfig, load_suite
+from queryeval.config import ScorerConfig
 from queryeval.reports._console import print_summary
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 from queryeval.scorers import Scorer, ScoringContext, apply_rule, register_scorer, score_case
 from queryeval.stats import summarize
 

@@ -15,10 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from queryeval.config import load_suite
 from queryeval.errors import InputError
 from queryeval.metrics import term_selection
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

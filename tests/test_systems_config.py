@@ -13,9 +13,8 @@ from typer.testing import CliRunner
 
 from fakes.openai_server import FakeOpenAI
 from queryeval.cli import app
-from queryeval.config import load_suite
 from queryeval.errors import InputError
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 from systems_support import CASES, answering, fenced, model_system, write_suite
 
 MODEL = {"model": "m", "api_key_env": None}

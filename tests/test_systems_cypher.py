@@ -10,9 +10,8 @@ import pytest
 import yaml
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
-from queryeval.config import load_suite
 from queryeval.engines import describe_schema, engine_from_context
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 from queryeval.scorers import ScoringContext
 from systems_support import ROOT, answering, feedback_messages, fenced, records
 

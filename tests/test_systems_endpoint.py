@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from fakes.json_service import JsonService
-from queryeval.config import load_suite
 from queryeval.errors import InputError
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 from queryeval.systems import read_path, render_body
 from systems_support import CASES, IDS, records, write_suite
 

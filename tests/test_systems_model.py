@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
-from queryeval.config import SuiteConfig, load_suite
+from queryeval.config import SuiteConfig
 from queryeval.errors import InputError
-from queryeval.runner import run_suite
+from queryeval.runner import load_suite, run_suite
 from systems_support import (
     CASES,
     IDS,

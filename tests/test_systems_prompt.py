@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from queryeval.cases import Case
-from queryeval.config import SuiteConfig, load_suite
+from queryeval.config import SuiteConfig
 from queryeval.engines import describe_schema, engine_from_context
 from queryeval.engines._describe import kql_schema
 from queryeval.errors import InputError
+from queryeval.runner import load_suite
 from queryeval.scorers import ScoringContext
 from queryeval.systems import ModelSystem, builtin_prompt, case_task, load_prompt
 from systems_support import ROOT, write_suite

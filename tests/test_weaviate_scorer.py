@@ -11,9 +11,10 @@ import pytest
 from pydantic import ValidationError
 
 from queryeval.cases import Attempt, Case, Output, Score, load_cases
-from queryeval.config import ScorerConfig, load_suite
+from queryeval.config import ScorerConfig
 from queryeval.config._presets import PRESETS
 from queryeval.errors import InputError
+from queryeval.runner import load_suite
 from queryeval.scorers import Scorer, ScoringContext, build_scorer, known_scorers, score_case
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "weaviate"

@@ -133,8 +133,7 @@ def main() -> None:
         with (HERE / "predictions" / f"{name}.jsonl").open("w") as f:
             f.writelines(json.dumps(a) + "\n" for a in answers(right))
 
-    from queryeval.config import load_suite
-    from queryeval.runner import run_suite
+    from queryeval.runner import load_suite, run_suite
 
     out = HERE / "baseline-run"
     shutil.rmtree(out, ignore_errors=True)

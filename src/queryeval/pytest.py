@@ -37,9 +37,8 @@ def run_suite_for_test(
 ) -> RunResult:
     """Run a suite quietly into `out` (a new temporary folder by default) and return the
     result; bad input fails the test with the error's message (file, line, what was wrong)."""
-    from queryeval.config import load_suite
     from queryeval.errors import InputError
-    from queryeval.runner import run_suite
+    from queryeval.runner import load_suite, run_suite
 
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="queryeval-"))
     try:

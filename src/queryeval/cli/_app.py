@@ -67,8 +67,8 @@ def run(
     Exit codes: 0 complete and gates pass, 1 a gate failed (or, with --strict, a mean is
     flagged for its unscored share), 2 bad input, a broken configuration or a broken scorer.
     """
-    from queryeval.config import ReportConfig, load_suite
-    from queryeval.runner import run_suite
+    from queryeval.config import ReportConfig
+    from queryeval.runner import load_suite, run_suite
 
     extra = [ReportConfig(kind="junit", path=str(junit.resolve()))] if junit else []
     try:
@@ -128,8 +128,7 @@ def validate(
     """Check the suite, its cases and its predictions without scoring anything: every
     option typed, everything referenced present (exit 2 with file, line and what was
     expected), and the gold queries run once (cached for the run)."""
-    from queryeval.config import load_suite
-    from queryeval.runner import plan_run
+    from queryeval.runner import load_suite, plan_run
 
     try:
         config = load_suite(suite)

@@ -84,16 +84,14 @@ def calibrate(
 ) -> tuple[Calibration, Path, int]:
     """(calibration, where it was saved, cases skipped for lacking a label)."""
     from queryeval.cases import load_cases
-    from queryeval.config import load_suite
     from queryeval.embeddings import (
         Calibration,
         EmbeddingsUnavailable,
-        embedder_from_context,
         save_calibration,
     )
     from queryeval.metrics import find_threshold
     from queryeval.metrics.rag import confusion_at, metric_from_confusion
-    from queryeval.runner import cache_dir
+    from queryeval.runner import cache_dir, load_suite
     from queryeval.scorers import ScoringContext
     from queryeval.scorers.answer import expected_answers
     from queryeval.systems import PredictionsFile
@@ -136,7 +134,7 @@ def calibrate(
 
     ctx = ScoringContext(config, cache_dir=cache_dir(config))
     try:
-        embedder = embedder_from_context(ctx)
+        embedder = ctx.embedder()
         model_id = embedder.model_id
         texts = [a for a, _ in pairs] + [r for _, refs in pairs for r in refs]
         vectors = embedder.encode(texts)

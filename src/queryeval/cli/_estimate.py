@@ -34,8 +34,8 @@ def estimate_lines(suite: Path, cache_dir: Path | None = None) -> list[str]:
     """The lines `estimate` prints: one per model or endpoint system, the judge's estimate,
     then what to do or the split by rubric."""
     from queryeval.cases import load_cases
-    from queryeval.config import load_suite
     from queryeval.judges import HOW_TO_CONFIGURE
+    from queryeval.runner import load_suite
     from queryeval.scorers import ScoringContext, estimate
     from queryeval.systems import PredictionsFile, estimate_systems
 

@@ -11,10 +11,9 @@ from queryeval.errors import InputError
 
 def report_command(run_dir: Path) -> None:
     """Re-summarise and re-write the reports the run's suite asks for."""
-    from queryeval.config import load_suite
     from queryeval.log import COMPARISON, SUMMARY, LogWriter, read_log
     from queryeval.reports import write_reports
-    from queryeval.runner import compare_with_baseline, load_baseline, plan_run
+    from queryeval.runner import compare_with_baseline, load_baseline, load_suite, plan_run
     from queryeval.stats import check_gates, summarize
 
     log = read_log(run_dir)

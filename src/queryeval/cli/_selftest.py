@@ -18,8 +18,7 @@ def selftest_command(
     """Run each gold query as if a system had predicted it; exit 1 when the ceiling < 1.0
     (and, with `strict`, when a gold is non-discriminating)."""
     from queryeval.cases import load_cases
-    from queryeval.config import load_suite
-    from queryeval.runner import selftest
+    from queryeval.runner import load_suite, selftest
     from queryeval.scorers import ScoringContext
 
     config = load_suite(suite)

@@ -1,4 +1,9 @@
-"""Load and check a suite file: YAML with line numbers, presets, known scorers."""
+"""Read a suite file: YAML with line numbers, presets, the suite model, its plugins.
+
+Only parsing: what the suite names (scorers and their options, systems and their files) is
+checked by the layers that own them (`queryeval.scorers.build_scorers`,
+`queryeval.systems.check_systems`), together in `queryeval.runner.load_suite`.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ from queryeval.errors import InputError
 
 
 def load_suite(path: str | Path) -> SuiteConfig:
-    """Read a suite YAML file; every problem is an InputError naming the file and line."""
+    """Read a suite YAML file (parsing only: see `queryeval.runner.load_suite` for the
+    suite checked); every problem is an InputError naming the file and line."""
     path = Path(path)
     doc = load_yaml(path)
     data = doc.data
@@ -35,9 +41,8 @@ def load_suite(path: str | Path) -> SuiteConfig:
     suite.base_dir = path.resolve().parent
     suite.source = path.resolve()
     suite._lines = doc.lines
+    suite._doc = doc
     _import_plugins(suite, path, doc)
-    _check_scorers(suite, path, doc)
-    _check_systems(suite, path, doc)
     return suite
 
 
@@ -58,44 +63,3 @@ def _import_plugins(suite: SuiteConfig, path: Path, doc: Located) -> None:
                 line=doc.line_of(("plugins", i)),
                 where=f"plugins[{i}]",
             ) from None
-
-
-def _check_scorers(suite: SuiteConfig, path: Path, doc: Located) -> None:
-    from queryeval.scorers import build_scorer, known_scorers
-
-    line_of = doc.line_of
-    for i, sc in enumerate(suite.scorers):
-        if sc.name not in known_scorers():
-            raise InputError(
-                f"unknown scorer {sc.name!r}; expected one of {', '.join(sorted(known_scorers()))}",
-                path=path,
-                line=line_of(("scorers", i)),
-                where=f"scorers[{i}]",
-            )
-        try:
-            build_scorer(sc)
-        except ValidationError as exc:
-            raise input_error(
-                exc,
-                path=path,
-                located=doc,
-                base=("scorers", i, "options"),
-            ) from None
-        except (ValueError, TypeError) as exc:
-            raise InputError(
-                str(exc), path=path, line=line_of(("scorers", i)), where=f"scorers[{i}]"
-            ) from None
-
-
-def _check_systems(suite: SuiteConfig, path: Path, doc: Located) -> None:
-    """Model and endpoint systems: the files they name, their templates, their databases."""
-    from queryeval.systems import SystemProblem, check_system
-
-    for i, system in enumerate(suite.systems):
-        try:
-            check_system(suite, system)
-        except SystemProblem as exc:
-            loc = ("systems", i, *exc.key)
-            line = doc.line_of(loc) or doc.line_of(("systems", i))
-            where = f"systems[{i}]." + ".".join(str(k) for k in exc.key)
-            raise InputError(exc.message, path=path, line=line, where=where) from None

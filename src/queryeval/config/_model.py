@@ -6,9 +6,17 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from queryeval._validation import duplicates
+from queryeval._validation import duplicates, input_error
 from queryeval.config._systems import (
     MODEL_ONLY,
     QUERY_TASKS,
@@ -19,6 +27,7 @@ from queryeval.config._systems import (
     ReplySpec,
     Task,
 )
+from queryeval.errors import InputError
 
 
 class _Model(BaseModel):
@@ -259,6 +268,7 @@ class SuiteConfig(_Model):
     base_dir: Path = Field(default=Path("."), exclude=True)
     source: Path | None = Field(default=None, exclude=True)
     _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+    _doc: Any = PrivateAttr(default=None)  # the Located YAML document it was read from
 
     def line_of(self, loc: tuple[str | int, ...]) -> int | None:
         """The suite file's line of `loc` (or of its nearest ancestor written there; a
@@ -272,6 +282,24 @@ class SuiteConfig(_Model):
                 return lines[loc]
             loc = loc[:-1]
         return lines.get(())
+
+    def entry_error(
+        self, loc: tuple[str | int, ...], message: str, *, where: str | None = None
+    ) -> InputError:
+        """An InputError at `loc` of the suite file as written (its path and the line of
+        `loc` or its nearest ancestor), for the layers that check what the suite names."""
+        doc = self._doc
+        line = doc.line_of(loc) if doc is not None else self.line_of(loc)
+        if where is None:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        return InputError(message, path=doc.path if doc is not None else self.source,
+                          line=line, where=where or None)  # fmt: skip
+
+    def options_error(self, exc: ValidationError, base: tuple[str | int, ...]) -> InputError:
+        """The first problem of options at `base` (e.g. a scorer's) that did not validate,
+        at its line of the suite file."""
+        path = self._doc.path if self._doc is not None else (self.source or Path("suite"))
+        return input_error(exc, path=path, located=self._doc, base=base)
 
     @field_validator("systems")
     @classmethod

@@ -17,7 +17,7 @@ from queryeval.embeddings._cache import MemoryCache, SqliteCache, text_key
 from queryeval.embeddings._config import EmbeddingsConfig, parse_embeddings_config
 
 if TYPE_CHECKING:
-    from queryeval.scorers import ScoringContext
+    from queryeval.resources import RunResources
 
 CACHE_FILE = "embeddings.sqlite"
 
@@ -111,7 +111,7 @@ def build_embedder(config: EmbeddingsConfig, cache_dir: Path | None = None) -> E
     return Embedder(backend_from_config(config), cache)
 
 
-def embedder_from_context(ctx: ScoringContext) -> Embedder:
+def embedder_from_context(ctx: RunResources) -> Embedder:
     """The run's one Embedder, built from the suite's `embeddings:` section on first use."""
     suite = ctx.suite
     config = parse_embeddings_config(

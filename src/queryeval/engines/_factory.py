@@ -1,4 +1,4 @@
-"""Engines from a suite's `databases:` entries, built once per run through the context.
+"""Engines from a suite's `databases:` entries, built once per run (`RunResources`).
 
     databases:
       sales:  {engine: duckdb, fixture: fixtures/sales}        # or path: data/sales.duckdb
@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +26,12 @@ from queryeval.errors import InputError
 
 if TYPE_CHECKING:
     from queryeval.config import DatabaseConfig
-    from queryeval.scorers import ScoringContext
+    from queryeval.resources import RunResources
 
 from queryeval.engines._options import ENGINE_ALIASES as _ALIASES
 from queryeval.engines._options import ENGINE_OPTIONS
 
 ENGINES = tuple(ENGINE_OPTIONS)
-_BUILD_LOCK = threading.Lock()  # ctx.resource is not thread-safe; building is rare
 
 
 def _file_identity(path: Path) -> str:
@@ -168,12 +166,12 @@ def _sqlalchemy(name: str, url: str, limits: Limits) -> Engine:
     return SQLAlchemyEngine(name, url, limits, f"sqlalchemy:{_url_identity(url)}")
 
 
-def database_names(ctx: ScoringContext) -> list[str]:
+def database_names(ctx: RunResources) -> list[str]:
     """The suite's database names, in file order."""
     return list(ctx.suite.databases) if ctx.suite is not None else []
 
 
-def engine_from_context(ctx: ScoringContext, database_name: str) -> Engine:
+def engine_from_context(ctx: RunResources, database_name: str) -> Engine:
     """The engine of `database_name`, built on first use and shared for the whole run."""
     if ctx.suite is None or database_name not in ctx.suite.databases:
         known = ", ".join(database_names(ctx)) or "none"
@@ -181,8 +179,7 @@ def engine_from_context(ctx: ScoringContext, database_name: str) -> Engine:
                          where="databases")  # fmt: skip
     config = ctx.suite.databases[database_name]
     base_dir = ctx.suite.base_dir
-    with _BUILD_LOCK:
-        return ctx.resource(
-            f"engine:{database_name}",
-            lambda: build_engine(database_name, config, base_dir, ctx.cache_dir),
-        )
+    return ctx.resource(
+        f"engine:{database_name}",
+        lambda: build_engine(database_name, config, base_dir, ctx.cache_dir),
+    )

@@ -35,7 +35,10 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from queryeval.resources import RunResources
 
 PACKAGE = "@kusto/language-service-next"
 PACKAGE_VERSION = "12.4.1"  # the version `make install` puts under .venv/kusto-language
@@ -400,13 +403,13 @@ def shared_validator() -> KqlValidator:
         return _SHARED
 
 
-def kql_validator_from_context(ctx: Any) -> KqlValidator:
+def kql_validator_from_context(ctx: RunResources) -> KqlValidator:
     """The validator a run uses: the process's (`shared_validator`)."""
     del ctx  # one helper serves every run of the process
     return shared_validator()
 
 
-def kql_schema_from_context(ctx: Any, database: str) -> KqlSchema:
+def kql_schema_from_context(ctx: RunResources, database: str) -> KqlSchema:
     """The analyzer's view of a suite database: its engine's tables and column types."""
     from queryeval.engines._factory import engine_from_context
 
@@ -426,7 +429,7 @@ def over_limit(query: str) -> KqlValidity | None:
     return KqlValidity((limit,), ())
 
 
-def kql_validity_in_context(ctx: Any, query: str, database: str | None) -> KqlValidity:
+def kql_validity_in_context(ctx: RunResources, query: str, database: str | None) -> KqlValidity:
     """Kusto.Language's verdict on `query` against `database`'s schema (None: no database);
     KqlValidatorError when there is none to be had."""
     too_long = over_limit(query)

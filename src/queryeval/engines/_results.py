@@ -21,7 +21,7 @@ from queryeval.engines._values import dumps, loads
 from queryeval.metrics import ResultSet
 
 if TYPE_CHECKING:
-    from queryeval.scorers import ScoringContext
+    from queryeval.resources import RunResources
 
 GOLD_CACHE_VERSION = "1"
 
@@ -57,18 +57,18 @@ class ExecutionMemo:
         return execution
 
 
-def _memo(ctx: ScoringContext) -> ExecutionMemo:
+def _memo(ctx: RunResources) -> ExecutionMemo:
     return ctx.resource("engines:executions", ExecutionMemo)
 
 
-def execute_query(ctx: ScoringContext, database: str, query: str) -> Execution:
+def execute_query(ctx: RunResources, database: str, query: str) -> Execution:
     """Run a predicted query on `database` (once per run, whichever scorers ask)."""
     return _memo(ctx).get(
         ("pred", database, query), lambda: engine_from_context(ctx, database).execute(query)
     )
 
 
-def run_prediction(ctx: ScoringContext, database: str, query: str) -> tuple[Execution, Blame]:
+def run_prediction(ctx: RunResources, database: str, query: str) -> tuple[Execution, Blame]:
     """The predicted query's execution and whose fault it is when it gave no rows (see
     `queryeval.engines.blame`); both once per run per (database, query)."""
     execution = execute_query(ctx, database, query)
@@ -114,7 +114,7 @@ def _load(path: Path) -> Execution | None:
     return Execution(outcome, result)
 
 
-def gold_execution(ctx: ScoringContext, database: str, query: str) -> Execution:
+def gold_execution(ctx: RunResources, database: str, query: str) -> Execution:
     """Run a gold query once, from the on-disk cache when it ran before. Only successful
     results are cached: a gold timeout or error is reported, and retried next run."""
 
@@ -134,7 +134,7 @@ def gold_execution(ctx: ScoringContext, database: str, query: str) -> Execution:
     return _memo(ctx).get(("gold", database, query), run)
 
 
-def _cache_enabled(ctx: ScoringContext, database: str) -> bool:
+def _cache_enabled(ctx: RunResources, database: str) -> bool:
     assert ctx.suite is not None
     config = ctx.suite.databases.get(database)
     return config is None or bool(config.options.get("gold_cache", True))

@@ -15,7 +15,7 @@ from queryeval.llm import cache_bound
 
 if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
-    from queryeval.scorers import ScoringContext
+    from queryeval.resources import RunResources
 
 HOW_TO_CONFIGURE = (
     "no judge configured: add to the suite `judge: {model: gpt-4o-mini, base_url: "
@@ -54,7 +54,7 @@ def build_judge(suite: SuiteConfig, cache_dir: Path | None) -> Judge | None:
     )
 
 
-def judge_from_context(ctx: ScoringContext) -> Judge | None:
+def judge_from_context(ctx: RunResources) -> Judge | None:
     """The run's shared judge (built on first use), or None when the suite configures none."""
     if ctx.suite is None or ctx.suite.judge is None:
         return None

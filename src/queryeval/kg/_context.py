@@ -8,10 +8,7 @@ from typing import TYPE_CHECKING, Any
 from queryeval.kg._validity import KGValidationError, KGValidator, KGValidity
 
 if TYPE_CHECKING:
-    from queryeval.scorers import ScoringContext
-
-
-_BUILD_LOCK = threading.Lock()
+    from queryeval.resources import RunResources
 
 
 class _Verdicts:
@@ -38,7 +35,7 @@ class _Verdicts:
         return verdict
 
 
-def kg_validator_from_context(ctx: ScoringContext, database: str) -> KGValidator:
+def kg_validator_from_context(ctx: RunResources, database: str) -> KGValidator:
     """The KG validator of a Cypher database of the suite, built on first use."""
     from queryeval.engines import engine_from_context
 
@@ -58,11 +55,10 @@ def kg_validator_from_context(ctx: ScoringContext, database: str) -> KGValidator
             timeout_s=3 * engine.limits.timeout_s,
         )
 
-    with _BUILD_LOCK:  # scorers run concurrently; build each validator once
-        return ctx.resource(f"kg:{database}", build)
+    return ctx.resource(f"kg:{database}", build)  # once, whichever scorers ask
 
 
-def validate_in_context(ctx: ScoringContext, database: str, query: str) -> KGValidity:
+def validate_in_context(ctx: RunResources, database: str, query: str) -> KGValidity:
     """KG validity of `query` on `database`, once per run. A query the sandbox refuses (a
     write) is never sent to the server: KGValidationError says why."""
     from queryeval.engines import engine_from_context
@@ -70,8 +66,7 @@ def validate_in_context(ctx: ScoringContext, database: str, query: str) -> KGVal
     refusal = engine_from_context(ctx, database).refusal(query)
     if refusal is not None:
         raise KGValidationError(f"not validated: {refusal}")
-    with _BUILD_LOCK:
-        verdicts = ctx.resource("kg:verdicts", _Verdicts)
+    verdicts = ctx.resource("kg:verdicts", _Verdicts)
     return verdicts.get(
         (database, query), lambda: kg_validator_from_context(ctx, database).validate(query)
     )

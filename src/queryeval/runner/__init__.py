@@ -1,6 +1,7 @@
 """The runner: plan a suite, generate and score every case, store, summarise, report."""
 
 from queryeval.runner._baseline import compare_with_baseline, load_baseline
+from queryeval.runner._check import load_suite
 from queryeval.runner._run import (
     Runner,
     RunPlan,
@@ -25,6 +26,7 @@ __all__ = [
     "default_out_dir",
     "gold_findings",
     "load_baseline",
+    "load_suite",
     "plan_run",
     "run_suite",
     "selftest",

@@ -264,3 +264,17 @@ def _cases(
 def _unknown_database(name: Any, suite: SuiteConfig) -> str:
     known = ", ".join(suite.databases) or "none"
     return f"unknown database {name!r}; the suite has: {known}"
+
+
+def load_suite(path: str | Path) -> SuiteConfig:
+    """Read a suite file and check what it names (its scorers: known, options valid; its
+    systems: files, templates, databases), each by the layer that owns it; every problem is
+    an InputError naming the file and line. `queryeval.config.load_suite` only parses."""
+    from queryeval.config import load_suite as read_suite
+    from queryeval.scorers import build_scorers
+    from queryeval.systems import check_systems
+
+    suite = read_suite(path)
+    build_scorers(suite)
+    check_systems(suite)
+    return suite

@@ -36,7 +36,7 @@ from queryeval.log import (
     read_json,
 )
 from queryeval.runner._progress import Progress
-from queryeval.scorers import Scorer, ScoringContext, ascore_case, build_scorer, score_case
+from queryeval.scorers import Scorer, ScoringContext, ascore_case, build_scorers, score_case
 from queryeval.stats import RunColumns
 from queryeval.systems import (
     CallableSystem,
@@ -44,6 +44,7 @@ from queryeval.systems import (
     PredictionsFile,
     attach_systems,
     build_system,
+    check_systems,
     import_callable,
     text_fields_for,
 )
@@ -167,10 +168,11 @@ def plan_run(
     if not cases and not lazy:
         raise InputError("no cases matched", path=suite.source, where="cases")
     known = {c.id for c in cases}
-    scorers = {cfg.label: build_scorer(cfg) for cfg in suite.scorers}
+    scorers = build_scorers(suite)
     if not scorers:
         raise InputError("no scorers configured (add 'scorers:' or a 'preset:')", path=suite.source)
     check_suite(suite, scorers, cases, places, baseline=baseline)
+    check_systems(suite)
     text_fields = text_fields_for(suite_reads(list(scorers.values())))
     files = list(case_files(suite.cases, suite.base_dir))
     systems: list[SystemRun] = []

@@ -103,7 +103,6 @@ def gold_findings(
     run, does it return rows, does it return something else than on empty tables."""
     import tempfile
 
-    from queryeval.engines import engine_from_context, gold_execution
     from queryeval.metrics import compare_results
     from queryeval.scorers.execution import case_database, target_query
 
@@ -120,10 +119,10 @@ def gold_findings(
                 name = query.database or database
                 if name is None or name not in suite.databases:
                     continue
-                invalid = _invalid(engine_from_context(ctx, name), query.text)
+                invalid = _invalid(ctx.engine(name), query.text)
                 if invalid is not None:
                     found.append(GoldFinding(case.id, index, "invalid", invalid))
-                run = gold_execution(ctx, name, query.text)
+                run = ctx.gold_execution(name, query.text)
                 if not run.ok:
                     o = run.outcome
                     found.append(GoldFinding(case.id, index, "failed", f"{o.kind}: {o.message}"))
@@ -135,7 +134,7 @@ def gold_findings(
                     continue
                 if name not in twins:
                     folder = Path(scratch.name) / str(len(twins))
-                    twins[name] = empty_twin(engine_from_context(ctx, name), folder)
+                    twins[name] = empty_twin(ctx.engine(name), folder)
                 twin = twins[name]
                 if twin is None:
                     continue

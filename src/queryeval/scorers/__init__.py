@@ -3,15 +3,21 @@
 from queryeval.scorers._base import (
     NoOptions,
     Scorer,
-    ScoringContext,
     apply_rule,
     ascore_case,
     score_case,
 )
 from queryeval.scorers._codelists import load_codelists
+from queryeval.scorers._context import ScoringContext
 from queryeval.scorers._estimate import estimate, judged_scorers
 from queryeval.scorers._policy import comparison_keys, comparison_policy, policy_problem
-from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer, scorer_class
+from queryeval.scorers._registry import (
+    build_scorer,
+    build_scorers,
+    known_scorers,
+    register_scorer,
+    scorer_class,
+)
 
 __all__ = [
     "NoOptions",
@@ -20,6 +26,7 @@ __all__ = [
     "apply_rule",
     "ascore_case",
     "build_scorer",
+    "build_scorers",
     "comparison_keys",
     "comparison_policy",
     "estimate",

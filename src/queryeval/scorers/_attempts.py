@@ -111,14 +111,13 @@ class AttemptGrader:
     def golds(self) -> list[_Gold]:
         """Every accepted gold with its result (a gold query runs once, cached on disk)."""
         if self._golds is None:
-            from queryeval.engines import gold_execution
             from queryeval.metrics import ResultSet
 
             golds = []
             for target in self.case.targets:
                 query = gold_query(target)
                 if query is not None and self.database is not None:
-                    run = gold_execution(self.ctx, query.database or self.database, query.text)
+                    run = self.ctx.gold_execution(query.database or self.database, query.text)
                     if run.ok:
                         golds.append(_Gold(query.text, run.result))
                     else:
@@ -180,13 +179,12 @@ class AttemptGrader:
     def _execute(
         self, query: str, graded: GradedAttempt, update: dict[str, Any], *, set_correct: bool
     ) -> None:
-        from queryeval.engines import engine_from_context, run_prediction
         from queryeval.metrics import compare_results
 
         if self.database is None:
             graded.details["not_executed"] = "no database for this case"
             return
-        run, fault = run_prediction(self.ctx, self.database, query)
+        run, fault = self.ctx.run_prediction(self.database, query)
         graded.details["execution"] = {"kind": run.outcome.kind, "message": run.outcome.message}
         update["execution"] = run.outcome  # what this run saw decides, not a recorded outcome
         if not run.ok:
@@ -203,7 +201,7 @@ class AttemptGrader:
             graded.details["gold_problems"] = problems
         if not usable:
             return  # correctness stays unknown: the suite's gold is at fault, not the system
-        dialect = engine_from_context(self.ctx, self.database).dialect
+        dialect = self.ctx.engine(self.database).dialect
         best = None
         for gold in usable:
             extra: dict[str, Any] = (
@@ -220,7 +218,7 @@ class AttemptGrader:
             update["correct"] = bool(best.exact)
 
     def _validate(self, query: str, graded: GradedAttempt, update: dict[str, Any]) -> None:
-        from queryeval.kg import KGValidationError, validate_in_context
+        from queryeval.kg import KGValidationError
 
         if self.database is None:
             graded.details["kg_unchecked"] = "no database for this case"
@@ -228,7 +226,7 @@ class AttemptGrader:
         if graded.failure is None and "execution" not in graded.details:
             self._execute(query, graded, update, set_correct=False)  # whose fault, if it fails
         try:
-            validity = validate_in_context(self.ctx, self.database, query)
+            validity = self.ctx.kg_validity(self.database, query)
         except KGValidationError as exc:
             graded.details["kg_unchecked"] = graded.kg_unknown = str(exc)
             return

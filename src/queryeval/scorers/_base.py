@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import traceback
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from queryeval.cases import Case, Output, Score
+from queryeval.scorers._context import ScoringContext
 
 if TYPE_CHECKING:
     from queryeval.config import ScorerConfig, SuiteConfig
@@ -23,41 +22,6 @@ class NoOptions(BaseModel):
     """Options of a scorer that takes none."""
 
     model_config = ConfigDict(extra="forbid")
-
-
-class ScoringContext:
-    """What scorers may need beyond the case and output: the suite, caches, and lazily built
-    shared resources (engines, the judge, the embedder), each built once per run."""
-
-    def __init__(self, suite: SuiteConfig | None = None, cache_dir: Path | None = None) -> None:
-        self.suite = suite
-        self.cache_dir = cache_dir or Path(".queryeval-cache")
-        self._resources: dict[str, Any] = {}
-
-    def resource(self, key: str, factory: Callable[[], T]) -> T:
-        """The shared resource under `key`, built by `factory` on first use."""
-        if key not in self._resources:
-            self._resources[key] = factory()
-        return self._resources[key]
-
-    async def aclose(self) -> None:
-        """Close the resources that need their event loop (`aclose`), inside it; the rest
-        are closed by `close`."""
-        for key, res in reversed(list(self._resources.items())):
-            aclose = getattr(res, "aclose", None)
-            if callable(aclose):
-                with contextlib.suppress(Exception):
-                    await aclose()
-                self._resources.pop(key, None)
-
-    def close(self) -> None:
-        """Close every resource that can be closed (engines, clients), newest first."""
-        for res in reversed(list(self._resources.values())):
-            close = getattr(res, "close", None)
-            if callable(close):
-                with contextlib.suppress(Exception):  # closing is best effort
-                    close()
-        self._resources.clear()
 
 
 Reads = Literal["output", "attempts", "query", "weaviate", "indicator_selection", "answer"]

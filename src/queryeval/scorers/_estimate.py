@@ -38,12 +38,12 @@ def estimate(
     system configuration of the suite. `outputs` maps system configuration name -> case id
     -> Output; a missing output (not generated yet) is sized from the gold and never
     counted as cached. Calls nothing."""
-    from queryeval.judges import estimate_requests, judge_from_context
+    from queryeval.judges import estimate_requests
 
     own = ctx is None
     context = ctx if ctx is not None else ScoringContext(suite, cache_dir)
     try:
-        judge = judge_from_context(context)
+        judge = context.judge()
         if judge is None:
             return estimate_requests(None, [])
         scorers = list(judged_scorers([build_scorer(c) for c in suite.scorers]))

@@ -85,7 +85,6 @@ def query_failure(
 ) -> Score | None:
     """The failure of a predicted query, judged on the case's database, or without one by
     what needs no database; None when it ran (or is valid, or cannot be told)."""
-    from queryeval.engines import run_prediction
     from queryeval.scorers.execution import case_database
 
     query = str(attempt.query)
@@ -95,7 +94,7 @@ def query_failure(
         return Score.failure("schema", f"the prediction names an unknown database {named!r}")
     database = str(named) if named else case_database(case, scorer.database_option, ctx)
     if database is not None and database in databases and scorer.judged_by_execution:
-        execution, fault = run_prediction(ctx, database, query)
+        execution, fault = ctx.run_prediction(database, query)
         if fault.party != "system":
             return None
         o = execution.outcome

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 from queryeval.scorers._base import Scorer
 
 if TYPE_CHECKING:
-    from queryeval.config import ScorerConfig
+    from queryeval.config import ScorerConfig, SuiteConfig
 
 S = TypeVar("S", bound=type[Scorer])
 
@@ -84,3 +84,24 @@ def build_scorer(config: ScorerConfig) -> Scorer:
     cls = scorer_class(config.name)
     options = cls.Options.model_validate(config.options)
     return cls(options, config)
+
+
+def build_scorers(suite: SuiteConfig) -> dict[str, Scorer]:
+    """Every scorer the suite configures, by label. An unknown name, or options that do not
+    validate, is an InputError at its line of the suite file."""
+    from pydantic import ValidationError
+
+    scorers: dict[str, Scorer] = {}
+    for i, config in enumerate(suite.scorers):
+        if config.name not in known_scorers():
+            expected = ", ".join(sorted(known_scorers()))
+            raise suite.entry_error(
+                ("scorers", i), f"unknown scorer {config.name!r}; expected one of {expected}"
+            )
+        try:
+            scorers[config.label] = build_scorer(config)
+        except ValidationError as exc:
+            raise suite.options_error(exc, ("scorers", i, "options")) from None
+        except (ValueError, TypeError) as exc:
+            raise suite.entry_error(("scorers", i), str(exc)) from None
+    return scorers

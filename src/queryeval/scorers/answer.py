@@ -161,12 +161,11 @@ class AnswerScorer(Scorer):
         from queryeval.embeddings import (
             EmbeddingsUnavailable,
             EncodeBatcher,
-            embedder_from_context,
             load_calibration,
         )
 
         try:
-            embedder = embedder_from_context(ctx)
+            embedder = ctx.embedder()
         except EmbeddingsUnavailable as exc:
             self._unavailable = str(exc)
             return
@@ -394,9 +393,7 @@ def _keyword_sets(case: Case) -> list[list[str]]:
 
 def _judge_from(ctx: ScoringContext) -> tuple[Any, str | None]:
     """(judge, None), or (None, how to configure one). The judges layer loads lazily."""
-    from queryeval.judges import judge_from_context
-
-    judge = judge_from_context(ctx)
+    judge = ctx.judge()
     return (judge, None) if judge is not None else (None, _how_to_configure())
 
 

@@ -36,10 +36,9 @@ def _schema(ctx: ScoringContext, database: str) -> dict[str, list[str]]:
     """The database's tables and columns, lower-cased, read once per run."""
 
     def load() -> dict[str, list[str]]:
-        from queryeval.engines import engine_from_context
         from queryeval.metrics.benchmarks import sqlite_schema
 
-        engine = engine_from_context(ctx, database)
+        engine = ctx.engine(database)
         path = getattr(engine, "path", None)
         if engine.dialect == "sqlite" and isinstance(path, Path):
             return sqlite_schema(path)  # tables only, as the original reads them

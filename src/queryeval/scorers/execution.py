@@ -162,7 +162,6 @@ class _ExecutionScorer(Scorer):
         return case_database(case, self.options.database, ctx)
 
     def _predict(self, case: Case, output: Output, ctx: ScoringContext) -> Prediction | Score:
-        from queryeval.engines import execute_query
         from queryeval.scorers._produced import check_output
 
         attempt = output.final if self.options.attempt == "final" else output.first
@@ -175,7 +174,7 @@ class _ExecutionScorer(Scorer):
             return Score.unscored("no database for this case: set the scorer's 'database', "
                                   "the gold query's 'database' or metadata.database")  # fmt: skip
         query = self._executed(str(attempt.query), role="pred")
-        return Prediction(database, query, execute_query(ctx, database, query))
+        return Prediction(database, query, ctx.execute(database, query))
 
     def _executed(self, query: str, *, role: Literal["pred", "gold"]) -> str:
         """The text that runs: the query itself, or the legacy rule's rewrite of it."""
@@ -191,7 +190,6 @@ class _ExecutionScorer(Scorer):
         return pred if role == "pred" else gold
 
     def _golds(self, case: Case, ctx: ScoringContext, database: str) -> list[Gold]:
-        from queryeval.engines import gold_execution
         from queryeval.metrics import ResultSet
 
         golds: list[Gold] = []
@@ -199,7 +197,7 @@ class _ExecutionScorer(Scorer):
             query = target_query(target)
             if query is not None:
                 text = self._executed(query.text, role="gold")
-                execution = gold_execution(ctx, query.database or database, text)
+                execution = ctx.gold_execution(query.database or database, text)
                 if execution.ok:
                     golds.append(Gold(i, "query", execution.result, text))
                 else:
@@ -234,14 +232,13 @@ class _ExecutionScorer(Scorer):
     # -- scoring -------------------------------------------------------------------------
 
     def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
-        from queryeval.engines import engine_from_context, run_prediction
 
         pred = self._predict(case, output, ctx)
         if isinstance(pred, Score):
             return pred
         details: dict[str, Any] = {"execution": self._execution_details(pred)}
         if not pred.execution.ok:
-            _, fault = run_prediction(ctx, pred.database, pred.query)
+            _, fault = ctx.run_prediction(pred.database, pred.query)
             if fault.party == "evaluator":
                 return Score.unscored(fault.message, **details)
             why = f"the prediction did not execute ({fault.reason}): {fault.message}"
@@ -256,7 +253,7 @@ class _ExecutionScorer(Scorer):
                                     for g in golds if g.problem]  # fmt: skip
         if not usable:
             return Score.unscored("; ".join(str(g.problem) for g in golds), **details)
-        dialect = engine_from_context(ctx, pred.database).dialect
+        dialect = ctx.engine(pred.database).dialect
         return self.from_comparisons(
             pred, usable, self._policy(case, ctx), dialect, details, case, ctx
         )
@@ -361,8 +358,6 @@ class _ExecutionScorer(Scorer):
         variant (test-suite accuracy); otherwise the best comparison with ``exact`` False
         and the variant where it failed. A gold failing on a variant is the suite's
         problem: an ``error`` score."""
-        from queryeval.engines import execute_query, gold_execution
-
         ranked = sorted(comparisons, key=lambda c: self.rank(c[1]), reverse=True)
         first_failure: tuple[str, str] | None = None
         for gold, result in ranked:
@@ -371,7 +366,7 @@ class _ExecutionScorer(Scorer):
             if gold.query is None:  # expected rows: nothing to run on a variant
                 return gold, result, {"checked": 0, "note": "expected rows: variants skipped"}
             for name in variants:
-                run = execute_query(ctx, name, pred.query)
+                run = ctx.execute(name, pred.query)
                 if not run.ok:
                     o = run.outcome
                     first_failure = first_failure or (
@@ -379,7 +374,7 @@ class _ExecutionScorer(Scorer):
                         f"did not execute ({o.kind}): {o.message}",
                     )
                     break
-                gold_run = gold_execution(ctx, name, gold.query)
+                gold_run = ctx.gold_execution(name, gold.query)
                 if not gold_run.ok:
                     o = gold_run.outcome
                     return Score.failed(f"gold failed on variant {name}: {o.kind}: {o.message}")

@@ -64,12 +64,12 @@ class _JudgedScorer(Scorer):
         raise NotImplementedError
 
     async def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:  # type: ignore[override]
-        from queryeval.judges import HOW_TO_CONFIGURE, judge_from_context
+        from queryeval.judges import HOW_TO_CONFIGURE
 
         prepared = self.judge_inputs(case, output, ctx)
         if isinstance(prepared, Score):
             return prepared
-        judge = judge_from_context(ctx)
+        judge = ctx.judge()
         if judge is None:
             return Score.unscored(HOW_TO_CONFIGURE)
         verdict = await judge.judge(self.rubric, prepared)
@@ -203,9 +203,7 @@ def _engine_schema(ctx: ScoringContext, database: str) -> Any:
     """The database's schema from its engine, or None when no engine can give it (the
     schema only helps the judge; its absence is not an error)."""
     try:
-        from queryeval.engines import engine_from_context
-
-        return engine_from_context(ctx, database).schema()
+        return ctx.engine(database).schema()
     except Exception:
         return None
 

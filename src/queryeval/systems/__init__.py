@@ -11,6 +11,7 @@ from queryeval.systems._build import (
     attach_systems,
     build_system,
     check_system,
+    check_systems,
 )
 from queryeval.systems._callable import CallableSystem, coerce_output, import_callable
 from queryeval.systems._endpoint import EndpointSystem, read_path, render_body
@@ -52,6 +53,7 @@ __all__ = [
     "case_database",
     "case_task",
     "check_system",
+    "check_systems",
     "coerce_output",
     "estimate_systems",
     "import_callable",

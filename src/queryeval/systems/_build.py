@@ -37,6 +37,17 @@ def _check_file(suite: SuiteConfig, value: str, key: tuple[str | int, ...], what
         raise SystemProblem(key, f"{what} not found: {suite.resolve(value)}")
 
 
+def check_systems(suite: SuiteConfig) -> None:
+    """Every model and endpoint system of the suite can be honoured (the files it names,
+    its templates, its databases); else an InputError at its line of the suite file."""
+    for i, system in enumerate(suite.systems):
+        try:
+            check_system(suite, system)
+        except SystemProblem as exc:
+            where = f"systems[{i}]." + ".".join(str(k) for k in exc.key)
+            raise suite.entry_error(("systems", i, *exc.key), exc.message, where=where) from None
+
+
 def check_system(suite: SuiteConfig, config: SystemConfig) -> None:
     """SystemProblem (a key of the entry) or InputError (naming another file, e.g. a
     template's syntax error and its line) when the entry cannot be honoured."""

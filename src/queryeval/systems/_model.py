@@ -164,9 +164,7 @@ class ModelSystem:
         """The template's variables for `case`."""
         dialect = task.task
         if task.is_query and task.database is not None and self.ctx is not None:
-            from queryeval.engines import engine_from_context
-
-            dialect = engine_from_context(self.ctx, task.database).dialect
+            dialect = self.ctx.engine(task.database).dialect
         return {
             "question": case.question,
             "conversation": _turns(case),

@@ -32,16 +32,14 @@ class Checked:
 
 def _validate(ctx: ScoringContext, database: str, query: str, language: str) -> list[Finding]:
     """Syntax and schema (and for Cypher, properties) findings, each scored 1 or 0."""
-    from queryeval.engines import engine_from_context
-
     if language == "cypher":
-        from queryeval.kg import KGValidationError, validate_in_context
+        from queryeval.kg import KGValidationError
 
         try:
-            return list(validate_in_context(ctx, database, query).findings())
+            return list(ctx.kg_validity(database, query).findings())
         except KGValidationError:  # not validated (a write): the execution check says why
             return []
-    outcome = engine_from_context(ctx, database).validate(query)
+    outcome = ctx.engine(database).validate(query)
     if outcome.kind == "syntax":
         return [Finding(kind="syntax", message=outcome.message, score=0.0)]
     if outcome.kind == "schema":
@@ -58,13 +56,11 @@ def check_query(
     ctx: ScoringContext, database: str, query: str, language: str, kinds: Collection[str]
 ) -> Checked:
     """Run the checks the enabled feedback `kinds` need on `query` (blocking)."""
-    from queryeval.engines import execute_query
-
     checked = Checked()
     if {"syntax", "schema", "properties"} & set(kinds):
         checked.findings.extend(_validate(ctx, database, query, language))
     if {"execution", "empty"} & set(kinds):
-        run = execute_query(ctx, database, query)  # shared with the scorers: runs once
+        run = ctx.execute(database, query)  # shared with the scorers: runs once
         checked.execution = run.outcome
         if not run.ok:
             o = run.outcome

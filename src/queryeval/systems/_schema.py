@@ -90,9 +90,9 @@ class SchemaSource:
             return self._texts[key]
 
     def _engine(self, ctx: ScoringContext, database: str) -> str:
-        from queryeval.engines import describe_schema, engine_from_context
+        from queryeval.engines import describe_schema
 
-        return describe_schema(engine_from_context(ctx, database))
+        return describe_schema(ctx.engine(database))
 
     def _own(self, value: str, case: Case, task: CaseTask) -> str:
         path = schema_file(self.suite, value)
