@@ -533,7 +533,7 @@ def test_stored_output_json_is_pydantics(record: dict, error: str | None) -> Non
     import orjson
 
     from queryeval.cases import Output
-    from queryeval.runner._run import output_json
+    from queryeval.runner._pipeline import output_json
 
     raw = {"attempts": [record]} if error is None else {"attempts": [record], "error": error}
     output = Output.model_validate_json(orjson.dumps(raw))

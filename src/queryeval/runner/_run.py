@@ -18,7 +18,7 @@ import orjson
 
 from queryeval import __version__
 from queryeval._gc import bulk_allocation
-from queryeval.cases import Attempt, Case, Output, Score, case_files, load_cases
+from queryeval.cases import Case, Score, case_files, load_cases
 from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.log import (
@@ -27,16 +27,16 @@ from queryeval.log import (
     SUMMARY,
     GateResult,
     LogWriter,
-    Record,
     RunInfo,
     RunLog,
-    ScoreRecord,
     Summary,
     iter_records,
     read_json,
 )
+from queryeval.runner._executors import AsyncExecutor, Executor, InlineExecutor, ScoreWork, WorkItem
+from queryeval.runner._pipeline import Scored
 from queryeval.runner._progress import Progress
-from queryeval.scorers import Scorer, ScoringContext, ascore_case, build_scorers, score_case
+from queryeval.scorers import Scorer, ScoringContext, build_scorers
 from queryeval.stats import RunColumns
 from queryeval.systems import (
     CallableSystem,
@@ -220,77 +220,6 @@ def plan_run(
     )
 
 
-def case_passed(scores: dict[str, Score], scorers: dict[str, Scorer]) -> bool | None:
-    """A case fails if a required scorer did not pass or any verdict is a fail; passes if at
-    least one verdict is a pass; else has no verdict (all unscored). Scorers with weight 0
-    are informational: reported, but they do not decide the case (unless required)."""
-    verdict: bool | None = None
-    for label, scorer in scorers.items():
-        s = scores.get(label)
-        passed = None if s is None else s.passed
-        if scorer.required and passed is not True:
-            return False
-        if passed is not None and not scorer.informational:
-            if not passed:
-                verdict = False
-            elif verdict is None:
-                verdict = True
-    return verdict
-
-
-def _score_json(score: Score) -> ScoreRecord:
-    """A score as stored: what is set, and always its status (details are JSON already)."""
-    out: ScoreRecord = {"value": score.value, "status": score.status}
-    if score.passed is not None:
-        out["passed"] = score.passed
-    if score.details:
-        out["details"] = score.details
-    if score.explanation:
-        out["explanation"] = score.explanation
-    return out
-
-
-_PLAIN_LIST_FIELDS = frozenset({"indicator_selection"})  # lists of plain validated dicts
-_ATTEMPT_FIELDS = frozenset(Attempt.model_fields)
-
-
-def output_json(output: Output) -> bytes | str:
-    """An output as stored: its JSON without default values. The common shorthand (one
-    attempt that set one text field, or an indicator selection, and nothing else) is written
-    by orjson, which gives pydantic's bytes three times faster (tested); anything else is
-    serialised by pydantic's core."""
-    if len(output.attempts) == 1 and output.model_fields_set == {"attempts"}:
-        attempt = output.attempts[0]
-        # the declared fields set (extra keys count in model_fields_set even once removed)
-        fields = attempt.model_fields_set & _ATTEMPT_FIELDS
-        if len(fields) == 1 and not attempt.__pydantic_extra__:
-            (name,) = fields
-            value = getattr(attempt, name)
-            kind = type(value)
-            if kind is str or (kind is list and name in _PLAIN_LIST_FIELDS):
-                return orjson.dumps({"attempts": [{name: value}]})
-    return output.model_dump_json(exclude_defaults=True)
-
-
-def _record(
-    system: str, case: Case, output: Output, scores: dict[str, Score], scorers: dict[str, Scorer]
-) -> Record:
-    cost = output.cost
-    if cost is None:
-        costs = [a.cost for a in output.attempts if a.cost is not None]
-        cost = sum(costs) if costs else None
-    return {
-        "system": system,
-        "case_id": case.id,
-        "output": orjson.Fragment(output_json(output)),
-        "scores": {k: _score_json(s) for k, s in scores.items()},
-        "passed": case_passed(scores, scorers),
-        "error": output.error,
-        "latency_s": output.latency_s,
-        "cost": cost,
-    }
-
-
 class Runner:
     """Executes a RunPlan into a run directory."""
 
@@ -381,7 +310,7 @@ class Runner:
         store.write_json(RUN, self._run_json(previous, "running"))
         if self.plan.lazy:
             return self._run_sharded(len(done))
-        todo = [
+        todo: list[WorkItem] = [
             (system, case)
             for system in self.plan.systems
             for case in self.plan.cases
@@ -395,16 +324,13 @@ class Runner:
         store.open_for_append()
         try:
             with Progress(len(todo), f"{self.plan.suite.name}", self.progress) as bar:
-                fast = all(s.predictions is not None for s in self.plan.systems) and not any(
-                    s.is_async or getattr(s, "blocking", False) for s in self.plan.scorers.values()
-                )
-                if fast:
-                    with bulk_allocation():
-                        self._run_sync(todo, bar)
-                else:
-                    import asyncio
 
-                    asyncio.run(self._run_async(todo, bar))
+                def emit(scored: Scored) -> None:
+                    self._keep(scored)
+                    bar.advance()
+
+                work = ScoreWork(self.plan.scorers, self.ctx)
+                self._executor().run(todo, work, emit)
         finally:
             store.close()
             self.ctx.close()
@@ -435,57 +361,26 @@ class Runner:
         self.columns.extend(columns)
         return len(columns), skipped
 
-    def _run_sync(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
-        scorers = self.plan.scorers
-        for system, case in todo:
-            assert system.predictions is not None
-            output = system.predictions.get(case.id)
-            scores = {label: score_case(s, case, output, self.ctx) for label, s in scorers.items()}
-            self._keep(_record(system.name, case, output, scores, scorers), scores)
-            bar.advance()
-
-    async def _run_async(self, todo: list[tuple[SystemRun, Case]], bar: Progress) -> None:
-        import asyncio
-
-        scorers = self.plan.scorers
-        limits = {s.group or s.name: asyncio.Semaphore(s.concurrency) for s in self.plan.systems}
-        queue: asyncio.Queue[tuple[SystemRun, Case]] = asyncio.Queue()
-        for item in todo:
-            queue.put_nowait(item)
-        wanted = sum(s.concurrency for s in self.plan.systems)
+    def _executor(self) -> Executor:
+        """A loop for saved predictions scored by synchronous scorers; else the event loop,
+        with each configured system's concurrency (and the judge's, when it asks for more:
+        judged scoring overlaps many calls even when outputs are saved)."""
+        systems = self.plan.systems
+        if all(s.predictions is not None for s in systems) and not any(
+            s.is_async or getattr(s, "blocking", False) for s in self.plan.scorers.values()
+        ):
+            return InlineExecutor()
+        wanted = sum(s.concurrency for s in systems)
         judge = (self.plan.suite.judge or {}).get("concurrency")
-        if judge:  # judged scoring overlaps many judge calls even when outputs are saved
+        if judge:
             wanted = max(wanted, int(judge))
-        n_workers = max(1, min(len(todo), wanted, 256))
+        return AsyncExecutor({s.group or s.name: s.concurrency for s in systems}, wanted)
 
-        async def worker() -> None:
-            while True:
-                try:
-                    system, case = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                if system.predictions is not None:
-                    output = system.predictions.get(case.id)
-                else:
-                    assert system.callable is not None
-                    async with limits[system.group or system.name]:
-                        output = await system.callable.generate(case)
-                results = await asyncio.gather(
-                    *(ascore_case(s, case, output, self.ctx) for s in scorers.values())
-                )
-                scores = dict(zip(scorers, results, strict=True))
-                self._keep(_record(system.name, case, output, scores, scorers), scores)
-                bar.advance()
-
-        try:
-            await asyncio.gather(*(worker() for _ in range(n_workers)))
-        finally:
-            await self.ctx.aclose()  # async clients close inside the loop they live in
-
-    def _keep(self, record: Record, scores: dict[str, Score]) -> None:
-        self.store.append(record)
-        self.columns.add(record, scores)
-        for label, score in scores.items():
+    def _keep(self, scored: Scored) -> None:
+        """The driver's side of every result: stored, kept for the summary, errors counted."""
+        self.store.append(scored.record)
+        self.columns.add(scored.record, scored.scores)
+        for label, score in scored.scores.items():
             if score.status == "error":
                 self._count_error(label, score)
 

@@ -332,8 +332,7 @@ def _score_slice(
 ) -> RunColumns:
     """Score a worker's cases for every system; returns the summary columns (with the
     scorers' partial aggregates)."""
-    from queryeval.runner._run import _record
-    from queryeval.scorers import score_case
+    from queryeval.runner._pipeline import score_output
 
     ctx = ScoringContext(runner.plan.suite, cache_dir=runner.ctx.cache_dir)
     scorers = runner.plan.scorers
@@ -352,11 +351,10 @@ def _score_slice(
             for case in cases:
                 if done and case.id in done:
                     continue
-                output = system_outputs[case.id]
-                scores = {lb: score_case(s, case, output, ctx) for lb, s in scorers.items()}
-                record = _record(system.name, case, output, scores, scorers)
-                writer.add(encode(record))
-                table.add(record, scores, keep_views=False)
+                scored = score_output(system.name, case, system_outputs[case.id], scorers, ctx)
+                scores = scored.scores
+                writer.add(encode(scored.record))
+                table.add(scored.record, scores, keep_views=False)
                 chunk_cases.append(case)
                 for label, score in scores.items():
                     chunk_scores[label].append(score)
