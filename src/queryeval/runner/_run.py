@@ -367,7 +367,7 @@ class Runner:
         judged scoring overlaps many calls even when outputs are saved)."""
         systems = self.plan.systems
         if all(s.predictions is not None for s in systems) and not any(
-            s.is_async or getattr(s, "blocking", False) for s in self.plan.scorers.values()
+            s.is_async or s.blocking for s in self.plan.scorers.values()
         ):
             return InlineExecutor()
         wanted = sum(s.concurrency for s in systems)

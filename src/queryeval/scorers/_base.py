@@ -52,6 +52,9 @@ class Scorer:
     # Pure, local and cheap: may run in forked workers on large runs; its aggregate() reads
     # only id, name, tags, metadata and labels of the cases.
     shardable: ClassVar[bool] = False
+    # `score` blocks on I/O or a subprocess (a plain function that waits): on the event loop
+    # it runs in a thread
+    blocking: ClassVar[bool] = False
 
     def __init__(self, options: BaseModel, config: ScorerConfig | None = None) -> None:
         self.options = options
@@ -168,11 +171,6 @@ class Scorer:
         from this scorer's `aggregate` output. Default: none."""
         return []
 
-    def summary_view(self, details: dict[str, Any]) -> dict[str, Any]:
-        """The part of a score's details that `aggregate` and summaries read; sharded runs
-        send only this from their workers. Default: all of it."""
-        return details
-
     def report_columns(self, score: Score) -> dict[str, Any]:
         """Extra per-case columns for tabular reports (Excel overview). Default: none."""
         return {}
@@ -240,7 +238,7 @@ async def ascore_case(scorer: Scorer, case: Case, output: Output, ctx: ScoringCo
         if score is None:
             if scorer.is_async:
                 score = await scorer.score(case, output, ctx)  # type: ignore[misc]
-            elif getattr(scorer, "blocking", False):
+            elif scorer.blocking:
                 score = await asyncio.to_thread(scorer.score, case, output, ctx)
             else:
                 score = scorer.score(case, output, ctx)

@@ -261,7 +261,7 @@ class BirdVesScorer(Scorer):
 
     Options: ClassVar[type[BaseModel]] = BirdVesOptions
     options: BirdVesOptions
-    blocking = True
+    blocking: ClassVar[bool] = True
     reads = "query"
     needs_database = True
 

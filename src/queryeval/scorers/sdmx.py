@@ -172,23 +172,6 @@ class TermSelectionScorer(Scorer):
             "indicator selection details": details_text(score.details) or score.explanation,
         }
 
-    def summary_view(self, details: dict[str, Any]) -> dict[str, Any]:
-        """What `aggregate` reads: metrics, counts, and per dimension counts, not the terms."""
-        view = {k: v for k, v in details.items() if k != "per_dimension"}
-        view["per_dimension"] = {
-            key: {
-                "dimension": d["dimension"],
-                "counted": d["counted"],
-                "precision": d["precision"],
-                "recall": d["recall"],
-                "tp": _count(d["tp"]),
-                "fp": _count(d["fp"]),
-                "fn": _count(d["fn"]),
-            }
-            for key, d in details.get("per_dimension", {}).items()
-        }
-        return view
-
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """Seed 001's dataset metrics (mean macro P/R over cases), pooled micro P/R, and
         per-dimension figures across cases."""
@@ -232,7 +215,7 @@ class TermSelectionScorer(Scorer):
     def aggregate_merge(self, partials: Sequence[Any]) -> dict[str, Any]:
         """Joins parts exactly, in any order: counts are integers and the means are taken
         with `math.fsum` (correctly rounded) over all the parts' values."""
-        from queryeval.stats import mean_or_none
+        from queryeval.metrics.aggregate import mean_or_none
 
         whole = _Partial()
         for part in partials:

@@ -333,7 +333,7 @@ class WeaviateAstScorer(Scorer):
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """Gorilla's per-component table (mean score of each component), pooled per-family
         precision / recall / F1, exact-match rate, and mean score per schema and per tag."""
-        from queryeval.stats import mean_or_none
+        from queryeval.metrics.aggregate import mean_or_none
 
         ok = [s for s in scores if s.status == "ok" and "metrics" in s.details]
         per_component = {

@@ -1,7 +1,7 @@
 """Aggregation and statistics: means, pass rates, confidence intervals, gates, comparisons,
 grid search."""
 
-from queryeval.stats._aggregate import mean_or_none
+from queryeval.metrics.aggregate import mean_or_none
 from queryeval.stats._bootstrap import MAX_BOOTSTRAP_N, Interval, mean_ci
 from queryeval.stats._columns import RunColumns, SystemColumns
 from queryeval.stats._compare import (

@@ -1,0 +1,106 @@
+"""The report registry: kinds -> writers, imported lazily. Built-in kinds are one line each
+below; other reports register with `register_report` (a suite's `plugins:` module) or the
+`queryeval.reports` entry-point group, and need no edit here."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from queryeval.errors import InputError
+from queryeval.reports._input import ReportInput, ReportWriter
+
+if TYPE_CHECKING:
+    from queryeval.cases import Case
+    from queryeval.config import ReportConfig, SuiteConfig
+    from queryeval.log import RunLog
+    from queryeval.scorers import Scorer
+
+# Built-in reports: kind -> "module:function"; the module is imported on first use.
+_BUILTIN: dict[str, str] = {
+    "console": "queryeval.reports._writers:console",
+    "json": "queryeval.reports._writers:json_summary",
+    "excel": "queryeval.reports._writers:excel",
+    "html": "queryeval.reports._writers:html",
+    "markdown": "queryeval.reports._writers:markdown",
+    "junit": "queryeval.reports._writers:junit",
+}
+_REGISTERED: dict[str, ReportWriter] = {}
+
+
+def register_report(kind: str) -> Callable[[ReportWriter], ReportWriter]:
+    """Decorator: register a report writer under `kind` (what a suite's `reports:` names).
+    A writer may carry `options_model`, a function returning the pydantic model of its
+    `options`, which `validate` checks before a run."""
+
+    def deco(writer: ReportWriter) -> ReportWriter:
+        _REGISTERED[kind] = writer
+        return writer
+
+    return deco
+
+
+@cache
+def _plugins() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group="queryeval.reports")}
+
+
+def report_kinds() -> list[str]:
+    """The report kinds a suite may ask for.
+
+    >>> {"console", "excel", "html", "json", "junit", "markdown"} <= set(report_kinds())
+    True
+    """
+    return sorted(set(_BUILTIN) | set(_REGISTERED) | set(_plugins()))
+
+
+def report_writer(kind: str) -> ReportWriter:
+    """The writer registered under `kind` (KeyError if unknown)."""
+    if kind in _REGISTERED:
+        return _REGISTERED[kind]
+    target = _BUILTIN.get(kind) or _plugins().get(kind)
+    if target is None:
+        raise KeyError(kind)
+    module, _, attr = target.partition(":")
+    writer: ReportWriter = getattr(importlib.import_module(module), attr)
+    _REGISTERED.setdefault(kind, writer)
+    return writer
+
+
+def report_options_model(kind: str) -> Any:
+    """The pydantic model of a report kind's `options`, or None when it takes none."""
+    model = getattr(report_writer(kind), "options_model", None)
+    return model() if callable(model) else None
+
+
+def write_reports(
+    suite: SuiteConfig,
+    log: RunLog,
+    cases: Sequence[Case],
+    scorers: Mapping[str, Scorer],
+    *,
+    extra: Sequence[ReportConfig] = (),
+) -> dict[str, Path]:
+    """Write every report the suite configures (plus `extra` ones, e.g. from `--junit`) for
+    a stored and summarised run (`log`; the HTML and Markdown reports show its comparison
+    with a baseline when it has one); returns kind -> path for the files written."""
+    written: dict[str, Path] = {}
+    for rep in [*suite.reports, *extra]:
+        try:
+            writer = report_writer(rep.kind)
+        except KeyError:
+            raise InputError(
+                f"unknown report kind {rep.kind!r}; expected one of {', '.join(report_kinds())}",
+                path=suite.source,
+                where="reports",
+            ) from None
+        assert log.path is not None, "reports are written into the run directory"
+        report = ReportInput(log, cases, scorers, rep.options)
+        path = writer(report, (log.path / rep.path) if rep.path else None)
+        if path is not None:
+            written[rep.kind] = path
+    return written
