@@ -2,8 +2,9 @@
 scores its own slice of the cases, so loading is parallel too.
 
 Used only when the whole run is pure computation on local files: JSONL cases, JSONL
-predictions, and scorers marked `shardable`. Inputs are fully validated (duplicates and
-unknown case ids across all workers included) before any worker writes a record.
+predictions, and scorers marked `shardable`. Workers send their encoded records to the
+parent, the only writer of results.jsonl, which writes none before it has checked every
+worker's inputs (duplicates and unknown case ids across all workers included).
 """
 
 from __future__ import annotations
@@ -28,17 +29,16 @@ from queryeval.systems import CaseOutputs, parse_prediction_line, read_predictio
 
 if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
-    from queryeval.log import LogWriter
     from queryeval.runner._progress import Progress
     from queryeval.runner._run import Runner
 
 MIN_CASES = 20_000  # below this, forking costs more than it saves
 _CHUNK = 2_000  # records a worker aggregates (and reports as progress) at a time
-# Workers write records in small batches (one system call per batch, not per record): their
-# work is pure local computation, so a kill loses at most ~50 ms of it, which resume redoes.
+# Workers send records in small batches (one message per batch, not per record), which the
+# parent writes as they come: their work is pure local computation, so a kill loses at most
+# ~50 ms of it (and what the pipes held), which resume redoes.
 _WRITE_BATCH = 256
 _WRITE_EVERY_S = 0.05
-_GO_POLL_S = 0.005  # how often a worker that scores before the parent's go looks for it
 _CASE_ID_FIRST = b'{"case_id":"'
 _CASE_ID = re.compile(rb'"case_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))')
 
@@ -248,7 +248,8 @@ def _aligned_outputs(
 
 
 def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection) -> None:
-    """Runs in a forked child: validate the slice, wait for the go, score, write, report.
+    """Runs in a forked child: validate the slice, score it, send the records and the
+    summary columns to the parent (which reads the records once the ids are checked).
     The cyclic GC stays off (see queryeval._gc): the child exits when its slice is done."""
     gc.disable()
     try:
@@ -271,55 +272,29 @@ def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection)
             _stub_fields(cases),
         )
     )
-    try:
-        columns = _score_slice(runner, cases, outputs, _GatedWriter(runner.store, conn), conn)
-    except _Stopped:
-        return
+    columns = _score_slice(runner, cases, outputs, _LineSender(conn), conn)
     conn.send(("done", columns))
 
 
-class _Stopped(Exception):
-    """The parent found bad input elsewhere: nothing is written."""
+class _LineSender:
+    """A worker's encoded records, sent to the parent in batches (one message each)."""
 
-
-class _GatedWriter:
-    """A worker's encoded records, written in batches (one system call each) once the parent
-    has checked every worker's inputs; until its go they are held, so scoring starts at once."""
-
-    def __init__(self, store: LogWriter, conn: Connection) -> None:
-        self.store = store
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.batch: list[bytes] = []
-        self.open = False
         self.last = time.monotonic()
 
     def add(self, line: bytes) -> None:
         """One record's line."""
         self.batch.append(line)
-        now = time.monotonic()
-        if self.open:
-            if len(self.batch) >= _WRITE_BATCH or now - self.last > _WRITE_EVERY_S:
-                self._flush()
-        elif now - self.last > _GO_POLL_S:  # has the go come?
-            self.last = now
-            if self.conn.poll():
-                self._answer(self.conn.recv())
+        if len(self.batch) >= _WRITE_BATCH or time.monotonic() - self.last > _WRITE_EVERY_S:
+            self.flush()
 
-    def close(self) -> None:
-        """Write what is left (waiting for the go if it has not come yet)."""
-        if not self.open:
-            self._answer(self.conn.recv())
-        self._flush()
-
-    def _answer(self, message: str) -> None:
-        if message != "go":
-            raise _Stopped
-        self.store.open_for_append()
-        self.open = True
-
-    def _flush(self) -> None:
-        self.store.write_lines(b"".join(self.batch))
-        self.batch = []
+    def flush(self) -> None:
+        """Send what is held (the parent writes it)."""
+        if self.batch:
+            self.conn.send(("lines", b"".join(self.batch)))
+            self.batch = []
         self.last = time.monotonic()
 
 
@@ -327,7 +302,7 @@ def _score_slice(
     runner: Runner,
     cases: list[Case],
     outputs: dict[str, dict[str, Output]],
-    writer: _GatedWriter,
+    writer: _LineSender,
     conn: Connection,
 ) -> RunColumns:
     """Score a worker's cases for every system; returns the summary columns (with the
@@ -364,9 +339,8 @@ def _score_slice(
                     chunk_cases = []
             _aggregate_chunk(table, scorers, chunk_cases, chunk_scores)
             conn.send(("progress", len(chunk_cases)))
-        writer.close()
+        writer.flush()
     finally:
-        runner.store.close()
         ctx.close()
     return columns
 
@@ -432,19 +406,21 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
         ):  # some prediction line belongs to no case: find the first
             problem = _unknown_prediction(inputs, known)
         if problem is not None:
-            for conn in conns:
-                conn.send("stop")
+            for proc in procs:  # they have written nothing; what they hold is dropped
+                proc.kill()
             raise problem
-        for conn in conns:
-            conn.send("go")
         stubs = _stubs(ids, metas)
+        store = runner.store
+        store.open_for_append()
         blocks: list[RunColumns | None] = [None] * len(conns)
         waiting = list(conns)
         while waiting:
             for ready in wait(waiting):
                 conn = cast(Connection, ready)
                 message = conn.recv()
-                if message[0] == "progress":
+                if message[0] == "lines":
+                    store.write_lines(message[1])
+                elif message[0] == "progress":
                     bar.advance(message[1])
                 else:  # "done": the worker's columns, joined in shard (= case) order below
                     blocks[conns.index(conn)] = message[1]
@@ -455,6 +431,7 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
             columns.extend(block)
         return stubs, columns
     finally:
+        runner.store.close()
         for proc in procs:
             proc.join(timeout=60)
             if proc.is_alive():  # pragma: no cover - a worker that never answered
