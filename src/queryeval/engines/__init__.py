@@ -8,7 +8,7 @@ Importing this package imports no engine library; each is loaded when a database
 from queryeval.engines._base import Engine, Execution, Limits
 from queryeval.engines._blame import Blame, blame
 from queryeval.engines._describe import describe_schema
-from queryeval.engines._factory import ENGINES, build_engine, engine_from_context
+from queryeval.engines._factory import EngineSpec, build_engine, engine_from_context
 from queryeval.engines._kusto_language import (
     KqlDiagnostic,
     KqlSchema,
@@ -26,6 +26,8 @@ from queryeval.engines._kusto_language import (
     shared_validator,
 )
 from queryeval.engines._options import DatabaseOptions, database_problem
+from queryeval.engines._registry import BUILTIN_ENGINES as ENGINES
+from queryeval.engines._registry import EngineKind, engine_kinds, register_engine
 from queryeval.engines._results import (
     ExecutionMemo,
     execute_query,
@@ -47,6 +49,8 @@ __all__ = [
     "Blame",
     "DatabaseOptions",
     "Engine",
+    "EngineKind",
+    "EngineSpec",
     "Execution",
     "ExecutionMemo",
     "KqlDiagnostic",
@@ -68,6 +72,7 @@ __all__ = [
     "describe_schema",
     "empty_twin",
     "engine_from_context",
+    "engine_kinds",
     "execute_query",
     "gold_execution",
     "independent_verdict",
@@ -75,6 +80,7 @@ __all__ = [
     "kql_validator_from_context",
     "kql_validity_checker",
     "kql_validity_in_context",
+    "register_engine",
     "register_validity_checker",
     "run_prediction",
     "shared_validator",

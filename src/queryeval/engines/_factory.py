@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,9 +30,7 @@ if TYPE_CHECKING:
     from queryeval.resources import RunResources
 
 from queryeval.engines._options import ENGINE_ALIASES as _ALIASES
-from queryeval.engines._options import ENGINE_OPTIONS
-
-ENGINES = tuple(ENGINE_OPTIONS)
+from queryeval.engines._registry import engine_kinds
 
 
 def _file_identity(path: Path) -> str:
@@ -67,97 +66,151 @@ def _now(options: dict[str, Any]) -> dt.datetime:
     return parse_now(options["now"]) if "now" in options else dt.datetime.now(dt.UTC)
 
 
-def build_engine(name: str, config: DatabaseConfig, base_dir: Path, cache_dir: Path) -> Engine:
-    """A ready engine for one configured database (fixtures are built on first use)."""
-    kind = _ALIASES.get(config.engine, config.engine)
-    options = dict(config.options)
-    limits = Limits.from_options(options)
-    where = f"databases.{name}"
+@dataclass(frozen=True)
+class EngineSpec:
+    """One configured database, as an engine's builder receives it: the entry, its options
+    and limits, where relative paths resolve, and the cache folder (fixtures are built
+    there)."""
 
-    def resolve(value: str) -> Path:
+    name: str
+    config: DatabaseConfig
+    options: dict[str, Any]
+    limits: Limits
+    base_dir: Path
+    cache_dir: Path
+
+    @property
+    def where(self) -> str:
+        """The entry's place in the suite (for errors)."""
+        return f"databases.{self.name}"
+
+    def resolve(self, value: str) -> Path:
+        """A path of the entry, relative to the suite's folder."""
         p = Path(value).expanduser()
-        return p if p.is_absolute() else base_dir / p
+        return p if p.is_absolute() else self.base_dir / p
 
-    def need(*keys: str) -> None:
-        if not any(getattr(config, k) for k in keys):
-            raise InputError(f"engine {config.engine!r} needs {' or '.join(keys)}", where=where)
+    def need(self, *keys: str) -> None:
+        """InputError unless the entry sets one of `keys` (path, fixture, url)."""
+        if not any(getattr(self.config, k) for k in keys):
+            raise InputError(
+                f"engine {self.config.engine!r} needs {' or '.join(keys)}", where=self.where
+            )
 
-    if kind in {"duckdb", "sqlite", "kql"}:
-        from queryeval.engines import _fixtures
 
-        if config.url and kind != "kql":
-            return _sqlalchemy(name, config.url, limits)
-        need("path", "fixture")
-        if config.fixture:
-            seed = resolve(config.fixture)
-            build = _fixtures.build_sqlite if kind == "sqlite" else _fixtures.build_duckdb
-            path = build(seed, cache_dir)
-            identity = f"{kind}:fixture:{path.stem}"
-        else:
-            path = resolve(str(config.path))
-            if not path.exists():
-                raise InputError("database file not found", path=path, where=where)
-            identity = f"{kind}:file:{_file_identity(path)}"
-        if kind == "duckdb":
-            from queryeval.engines._duckdb import DuckDBEngine
+def build_engine(name: str, config: DatabaseConfig, base_dir: Path, cache_dir: Path) -> Engine:
+    """A ready engine for one configured database (fixtures are built on first use), by the
+    builder registered for its engine kind (`queryeval.engines.register_engine`)."""
+    from queryeval.engines._registry import engine_builder
 
-            return DuckDBEngine(name, path, limits, identity, options.get("settings"))
-        if kind == "sqlite":
-            from queryeval.engines._sqlite import SQLiteEngine
+    kind = _ALIASES.get(config.engine, config.engine)
+    try:
+        builder = engine_builder(kind)
+    except KeyError:
+        raise InputError(
+            f"unknown engine {config.engine!r}; expected one of {', '.join(engine_kinds())}",
+            where=f"databases.{name}",
+        ) from None
+    options = dict(config.options)
+    spec = EngineSpec(name, config, options, Limits.from_options(options), base_dir, cache_dir)
+    return builder(spec)
 
-            text_errors = options.get("text_errors", "strict")
-            if text_errors not in ("strict", "ignore", "replace"):
-                raise InputError(f"text_errors={text_errors!r}: expected strict, ignore or "
-                                 "replace", where=f"{where}.options")  # fmt: skip
-            if text_errors != "strict":  # the rows differ, so must the gold cache's key
-                identity = f"{identity}:text_errors={text_errors}"
-            return SQLiteEngine(name, path, limits, identity, text_errors=text_errors)
-        from queryeval.engines._kql import KqlEngine, parse_now
 
-        pinned = parse_now(options["now"]) if "now" in options else None
-        return KqlEngine(name, path, limits, identity, pinned)  # else: the data's latest time
+def _local_file(spec: EngineSpec, kind: str) -> tuple[Path, str]:
+    """(the database file, its identity) of a file engine: its path, or its fixture built."""
+    from queryeval.engines import _fixtures
 
-    if kind == "sqlalchemy":
-        need("url")
-        return _sqlalchemy(name, str(config.url), limits)
+    spec.need("path", "fixture")
+    if spec.config.fixture:
+        seed = spec.resolve(spec.config.fixture)
+        build = _fixtures.build_sqlite if kind == "sqlite" else _fixtures.build_duckdb
+        path = build(seed, spec.cache_dir)
+        return path, f"{kind}:fixture:{path.stem}"
+    path = spec.resolve(str(spec.config.path))
+    if not path.exists():
+        raise InputError("database file not found", path=path, where=spec.where)
+    return path, f"{kind}:file:{_file_identity(path)}"
 
-    if kind == "kusto":
-        need("url")
-        from queryeval.engines._kusto import KustoEngine
 
-        database = options.get("database") or name
-        now = _now(options)
-        identity = f"kusto:{_url_identity(str(config.url))}/{database}:now={now.isoformat()}"
-        return KustoEngine(name, str(config.url), str(database), limits, identity, now,
-                           auth=options.get("auth"))  # fmt: skip
+def build_duckdb(spec: EngineSpec) -> Engine:
+    """DuckDB: a file, a fixture, or a URL (SQLAlchemy)."""
+    if spec.config.url:
+        return _sqlalchemy(spec.name, spec.config.url, spec.limits)
+    from queryeval.engines._duckdb import DuckDBEngine
 
-    if kind in {"arcadedb", "neo4j"}:
-        from queryeval.engines._cypher import CypherEngine
+    path, identity = _local_file(spec, "duckdb")
+    return DuckDBEngine(spec.name, path, spec.limits, identity, spec.options.get("settings"))
 
-        if config.url:
-            user = _secret(options, "user") or "neo4j"
-            password = _secret(options, "password") or ""
-            identity = f"neo4j:{_url_identity(config.url)}/{options.get('database') or ''}"
-            return CypherEngine(name, limits, identity, url=config.url, auth=(user, password),
-                                database=options.get("database"))  # fmt: skip
-        need("path", "fixture")
-        from queryeval.engines._arcadedb import ArcadeDBServer, build_graph_fixture
 
-        heap = str(options.get("heap", "1g"))
-        if config.fixture:
-            database = build_graph_fixture(resolve(config.fixture), cache_dir, heap)
-            identity = f"arcadedb:fixture:{database.parent.parent.name}"
-        else:
-            database = resolve(str(config.path))
-            digest = hashlib.sha256(_file_identity(database).encode()).hexdigest()[:20]
-            identity = f"arcadedb:dir:{digest}"
-        copy = bool(options.get("copy", config.fixture is not None))
-        server = ArcadeDBServer(database, timeout_s=limits.timeout_s, heap=heap, copy=copy)
-        return CypherEngine(name, limits, identity, server=server)
+def build_sqlite(spec: EngineSpec) -> Engine:
+    """SQLite: a file, a fixture, or a URL (SQLAlchemy)."""
+    if spec.config.url:
+        return _sqlalchemy(spec.name, spec.config.url, spec.limits)
+    from queryeval.engines._sqlite import SQLiteEngine
 
-    raise InputError(
-        f"unknown engine {config.engine!r}; expected one of {', '.join(ENGINES)}", where=where
-    )
+    path, identity = _local_file(spec, "sqlite")
+    text_errors = spec.options.get("text_errors", "strict")
+    if text_errors not in ("strict", "ignore", "replace"):
+        raise InputError(f"text_errors={text_errors!r}: expected strict, ignore or "
+                         "replace", where=f"{spec.where}.options")  # fmt: skip
+    if text_errors != "strict":  # the rows differ, so must the gold cache's key
+        identity = f"{identity}:text_errors={text_errors}"
+    return SQLiteEngine(spec.name, path, spec.limits, identity, text_errors=text_errors)
+
+
+def build_kql(spec: EngineSpec) -> Engine:
+    """duckdb-kql in process: a DuckDB file or fixture queried in KQL."""
+    from queryeval.engines._kql import KqlEngine, parse_now
+
+    path, identity = _local_file(spec, "kql")
+    options = spec.options
+    pinned = parse_now(options["now"]) if "now" in options else None
+    return KqlEngine(spec.name, path, spec.limits, identity, pinned)  # else: the data's latest
+
+
+def build_sqlalchemy(spec: EngineSpec) -> Engine:
+    """Any SQLAlchemy URL."""
+    spec.need("url")
+    return _sqlalchemy(spec.name, str(spec.config.url), spec.limits)
+
+
+def build_kusto(spec: EngineSpec) -> Engine:
+    """An Azure Data Explorer (Kusto) endpoint."""
+    spec.need("url")
+    from queryeval.engines._kusto import KustoEngine
+
+    options, url = spec.options, str(spec.config.url)
+    database = options.get("database") or spec.name
+    now = _now(options)
+    identity = f"kusto:{_url_identity(url)}/{database}:now={now.isoformat()}"
+    return KustoEngine(spec.name, url, str(database), spec.limits, identity, now,
+                       auth=options.get("auth"))  # fmt: skip
+
+
+def build_cypher(spec: EngineSpec) -> Engine:
+    """Cypher: a Neo4j/Bolt URL, or an embedded ArcadeDB database folder or fixture."""
+    from queryeval.engines._cypher import CypherEngine
+
+    config, options, limits = spec.config, spec.options, spec.limits
+    if config.url:
+        user = _secret(options, "user") or "neo4j"
+        password = _secret(options, "password") or ""
+        identity = f"neo4j:{_url_identity(config.url)}/{options.get('database') or ''}"
+        return CypherEngine(spec.name, limits, identity, url=config.url, auth=(user, password),
+                            database=options.get("database"))  # fmt: skip
+    spec.need("path", "fixture")
+    from queryeval.engines._arcadedb import ArcadeDBServer, build_graph_fixture
+
+    heap = str(options.get("heap", "1g"))
+    if config.fixture:
+        database = build_graph_fixture(spec.resolve(config.fixture), spec.cache_dir, heap)
+        identity = f"arcadedb:fixture:{database.parent.parent.name}"
+    else:
+        database = spec.resolve(str(config.path))
+        digest = hashlib.sha256(_file_identity(database).encode()).hexdigest()[:20]
+        identity = f"arcadedb:dir:{digest}"
+    copy = bool(options.get("copy", config.fixture is not None))
+    server = ArcadeDBServer(database, timeout_s=limits.timeout_s, heap=heap, copy=copy)
+    return CypherEngine(spec.name, limits, identity, server=server)
 
 
 def _sqlalchemy(name: str, url: str, limits: Limits) -> Engine:

@@ -15,26 +15,8 @@ if TYPE_CHECKING:
 
 ENGINE_ALIASES = {"duckdb-kql": "kql", "cypher": "arcadedb", "sql": "sqlalchemy"}
 _COMMON = {"timeout_s", "max_rows", "max_bytes", "gold_cache"}
-# which options each engine reads (beyond the common ones)
-ENGINE_OPTIONS: dict[str, set[str]] = {
-    "duckdb": {"settings"},
-    "sqlite": {"text_errors"},
-    "sqlalchemy": set(),
-    "kql": {"now"},
-    "kusto": {"now", "database", "auth"},
-    "arcadedb": {"heap", "copy"},
-    "neo4j": {"database", "user", "user_env", "password", "password_env"},
-}
-# where each engine's database lives
-ENGINE_PLACES: dict[str, tuple[str, ...]] = {
-    "duckdb": ("path", "fixture", "url"),
-    "sqlite": ("path", "fixture", "url"),
-    "sqlalchemy": ("url",),
-    "kql": ("path", "fixture"),
-    "kusto": ("url",),
-    "arcadedb": ("path", "fixture", "url"),
-    "neo4j": ("url",),
-}
+# which options each engine reads (beyond the common ones) and where its database lives are
+# declared where it is registered (queryeval.engines._registry)
 
 
 class DatabaseOptions(BaseModel):
@@ -66,6 +48,9 @@ class DatabaseOptions(BaseModel):
         return v.replace("Z", "+00:00") if isinstance(v, str) else v
 
 
+_MODEL_KEYS = {f.alias or name for name, f in DatabaseOptions.model_fields.items()}
+
+
 def engine_kind(name: str) -> str:
     """The engine an `engine:` value stands for (aliases resolved)."""
     return ENGINE_ALIASES.get(name, name)
@@ -76,27 +61,34 @@ def database_problem(
 ) -> tuple[tuple[str | int, ...], str] | None:
     """What is wrong with one `databases:` entry, as (location inside it, message saying
     what was expected), or None. Files and fixture seeds must exist."""
+    from queryeval.engines._registry import BUILTIN_ENGINES, engine_kind_entry, engine_kinds
+
     kind = engine_kind(config.engine)
-    if kind not in ENGINE_OPTIONS:
-        known = ", ".join([*ENGINE_OPTIONS, *ENGINE_ALIASES])
-        return ("engine",), f"unknown engine {config.engine!r}; expected one of {known}"
     try:
-        DatabaseOptions.model_validate(config.options)
+        entry = engine_kind_entry(kind)
+    except KeyError:
+        known = ", ".join([*engine_kinds(), *ENGINE_ALIASES])
+        return ("engine",), f"unknown engine {config.engine!r}; expected one of {known}"
+    options = config.options
+    if kind not in BUILTIN_ENGINES:  # a registered engine's own options are its own to type
+        options = {k: v for k, v in options.items() if k in _MODEL_KEYS}
+    try:
+        DatabaseOptions.model_validate(options)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         loc = ("options", *(p for p in first["loc"] if isinstance(p, str | int)))
         if first["type"] == "extra_forbidden":
-            return loc, f"unknown option; expected some of {', '.join(_allowed(kind))}"
+            return loc, f"unknown option; expected some of {', '.join(_allowed(entry.options))}"
         return loc, str(first["msg"])
     for key in config.options:
-        if key not in _COMMON and key not in ENGINE_OPTIONS[kind]:
-            allowed = ", ".join(_allowed(kind))
+        if key not in _COMMON and key not in entry.options:
+            allowed = ", ".join(_allowed(entry.options))
             return ("options", key), f"not an option of engine {kind!r}; expected some of {allowed}"
     if kind == "duckdb" and config.options.get("settings"):
         problem = _duckdb_settings_problem(config.options["settings"])
         if problem is not None:
             return ("options", "settings"), problem
-    places = ENGINE_PLACES[kind]
+    places = entry.places
     given = [p for p in ("path", "fixture", "url") if getattr(config, p)]
     wrong = [p for p in given if p not in places]
     if wrong:
@@ -113,8 +105,8 @@ def database_problem(
     return None
 
 
-def _allowed(kind: str) -> list[str]:
-    return sorted(_COMMON | ENGINE_OPTIONS[kind])
+def _allowed(options: frozenset[str]) -> list[str]:
+    return sorted(_COMMON | options)
 
 
 def _resolve(value: str, base_dir: Path) -> Path:
