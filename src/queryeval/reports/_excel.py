@@ -22,6 +22,7 @@ from queryeval.reports._excel_sheets import (
     judge_table,
     scorer_table,
 )
+from queryeval.reports._flag import flag_note
 from queryeval.reports._xlsx import Sheet, StyledRows, Table, sheet_title, write_workbook
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def _statistics_rows(summary: Mapping[str, Any]) -> list[tuple[list[Any], str]]:
             rows.append(([f"{label}", *header], "bold"))
             ci = s.get("ci95") or {}
             share = s.get("unscored_share")
-            flag = " (flagged: the mean may not describe the system)" if s.get("flagged") else ""
+            flag = f" (flagged: {flag_note(s)})" if s.get("flagged") else ""
             rows.append(
                 (
                     [

@@ -26,6 +26,7 @@ from queryeval.cases import Case, Score
 from queryeval.errors import InputError
 from queryeval.reports import _casedata as cd
 from queryeval.reports._components import Family, component_families
+from queryeval.reports._flag import flag_note
 from queryeval.reports._svg import Series, colour, grouped_hbars, histogram
 from queryeval.stats import MAX_BOOTSTRAP_N
 
@@ -302,6 +303,7 @@ def _failure_view(entry: Mapping[str, Any]) -> dict[str, Any]:
         "failures": describe_failures(entry.get("failures") or {}),
         "flagged": bool(entry.get("flagged")),
         "unscored_share": entry.get("unscored_share") or 0.0,
+        "flag_note": flag_note(entry),
     }
 
 

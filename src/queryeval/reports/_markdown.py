@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.cases import describe_failures
+from queryeval.reports._flag import flag_note
 
 _MARK = {"better": "✅", "worse": "❌", "no significant difference": "➖"}
 
@@ -169,8 +170,7 @@ def summary_markdown(
             if s.get("failures"):
                 notes.append(f"- {name} / {label}: failed {describe_failures(s['failures'])}")
             if s.get("flagged"):
-                share = s.get("unscored_share") or 0.0
-                notes.append(f"- ⚠ {name} / {label}: {share:.1%} unscored or in error")
+                notes.append(f"- ⚠ {name} / {label}: {flag_note(s)}")
         row.append(str(e.get("system_errors", 0)))
         rows.append(row)
         failure_notes.extend(notes)

@@ -15,7 +15,7 @@ from queryeval.stats._compare import (
     compare_runs,
     pair_systems,
 )
-from queryeval.stats._gates import Gate, check_gates, metric_value, parse_gate
+from queryeval.stats._gates import Gate, check_gates, metric_flagged, metric_value, parse_gate
 from queryeval.stats._grid import (
     ConfigResult,
     Leaderboard,
@@ -62,6 +62,7 @@ __all__ = [
     "mcnemar_test",
     "mean_ci",
     "mean_or_none",
+    "metric_flagged",
     "metric_value",
     "pair_systems",
     "parse_gate",
