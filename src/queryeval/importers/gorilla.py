@@ -158,7 +158,6 @@ def _suite(exact_needed: bool) -> dict[str, Any]:
         "description": "Weaviate Gorilla: natural-language questions to Weaviate queries "
         "(collection, search, filters, aggregations, group-by), scored on the query's structure.",
         "scorers": scorers,
-        "reports": ["console", "json"],
     }
 
 
