@@ -143,13 +143,17 @@ def test_multiple_statements_keep_the_first_under_spider_legacy(ctx: ScoringCont
         assert verdict(ctx, config, pair) is getattr(pair, config), config
 
 
-@pytest.mark.parametrize("pred", ["", " ", "-- no query", ";", "PRAGMA table_info(nosuch)"])
+@pytest.mark.parametrize(
+    "pred",
+    ["", " ", "-- no query", ";", "PRAGMA table_info(x)", "SELECT * FROM pragma_table_info('x')"],
+)
 @pytest.mark.parametrize("config", ["spider_legacy", "spider_keep_distinct", "bird_legacy"])
 def test_no_query_fails_where_the_originals_match_an_empty_gold(
     ctx: ScoringContext, pred: str, config: str
 ) -> None:
     # a deliberate difference (docs/benchmarks.md): the originals run a text without a
-    # statement, or a PRAGMA, as an empty result, equal to an empty gold's
+    # statement, or a PRAGMA (the sandbox refuses it), as an empty result, equal to an empty
+    # gold's
     pair = Pair("no_query", "SELECT name FROM singer WHERE age > 100", pred, *[False] * 5)
     assert verdict(ctx, config, pair) is False
 
