@@ -67,13 +67,12 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
     >>> read_only_refusal("SELECT 1; DROP TABLE t", "duckdb")
     '2 statements: only one read-only query may run at a time'
     """
-    import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
-        statements = [s for s in sqlglot.parse(query, read=dialect) if s is not None]
+        statements = _statements(query, dialect)
     except SqlglotError:
         # sqlglot cannot read every dialect's every corner; then look at the tokens, and
         # let the read-only engine (the other half of the sandbox) judge the rest.
@@ -93,6 +92,20 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
         if isinstance(node, writes):
             return f"{node.key.upper()} inside the query: writes are refused"
     return None
+
+
+def _statements(query: str, dialect: str | None) -> list[Any]:
+    """sqlglot's statements of ``query``, without the empty ones: a comment after the last
+    semicolon is no statement (sqlglot makes it one; SQLite and DuckDB run the query).
+
+    >>> [s.sql() for s in _statements("SELECT 1; -- the end", "sqlite")]
+    ['SELECT 1']
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    parsed = sqlglot.parse(query, read=dialect)
+    return [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
 
 
 def _token_refusal(query: str, dialect: str | None) -> str | None:
@@ -123,12 +136,11 @@ def top_level_order(query: str, dialect: str | None = None) -> OrderInfo:
     >>> top_level_order("SELECT * FROM (SELECT a FROM t ORDER BY a) s")
     OrderInfo(ordered=False, keys=())
     """
-    import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
     try:
-        statements = [s for s in sqlglot.parse(query, read=dialect) if s is not None]
+        statements = _statements(query, dialect)
     except SqlglotError as error:
         raise ValueError(f"cannot parse SQL: {error}") from error
     if not statements:

@@ -25,8 +25,10 @@ from queryeval import __version__
 from queryeval.cases import Case, Score
 from queryeval.errors import InputError
 from queryeval.reports import _casedata as cd
+from queryeval.reports._breakdown import tag_key
 from queryeval.reports._components import Family, component_families
 from queryeval.reports._flag import flag_note
+from queryeval.reports._html_breakdown import benchmark_breakdowns
 from queryeval.reports._svg import Series, colour, grouped_hbars, histogram
 from queryeval.stats import MAX_BOOTSTRAP_N
 
@@ -411,7 +413,7 @@ def _tags(summary: Mapping[str, Any], systems: list[str], labels: list[str]) -> 
             "pass_rate": t.get("pass_rate"),
             "means": [t.get("means", {}).get(lb) for lb in labels],
         }
-        for tag in sorted(all_tags)
+        for tag in sorted(all_tags, key=tag_key)
         for s in systems
         if (t := by_tag[s].get(tag)) is not None
     ]
@@ -611,6 +613,7 @@ def write_html(
         "comparison": _comparison(comparison),
         "flip_limit": opts.flip_limit,
         "scorer_sections": _scorer_sections(full_summary, data, systems, labels),
+        "breakdowns": benchmark_breakdowns(full_summary, systems, labels, _MAX_SERIES),
         "tags": _tags(full_summary, systems, labels),
         "components": [_component(f, systems) for f in component_families(full_summary)],
         "slowest": _outliers(data, "latency", opts.top_n),
