@@ -112,7 +112,7 @@ def metric_value(system_summary: Mapping[str, Any], metric: str) -> float | None
     found = [
         s["metrics"][metric]["mean"] for s in scorers.values() if metric in s.get("metrics", {})
     ]
-    if len(found) == 1:
+    if len(found) == 1 and found[0] is not None:
         return float(found[0])
     return None
 
