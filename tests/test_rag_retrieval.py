@@ -118,3 +118,51 @@ def test_bad_input_raises(prediction: object, reference: object, k: object, erro
     for f in (recall_at_k, precision_at_k, hit_rate_at_k, ndcg_at_k, reciprocal_rank):
         with pytest.raises(error):
             f(prediction, reference, k=k)  # type: ignore[operator]
+
+
+# --- the `retrieval` scorer -------------------------------------------------------------
+
+
+def _scored(retrieved: object, relevant: object = ("p2", "p9"), **options: object):
+    from queryeval.cases import Case, Output
+    from queryeval.config import ScorerConfig
+    from queryeval.scorers import ScoringContext, build_scorer, score_case
+
+    scorer = build_scorer(ScorerConfig(name="retrieval", options=options))
+    target: dict[str, object] = {"answer": "x"}
+    if relevant is not None:
+        target["relevant"] = relevant
+    case = Case.model_validate({"id": "c", "conversation": [{"content": "q?", "target": target}]})
+    attempt: dict[str, object] = {"answer": "a"}
+    if retrieved is not None:
+        attempt["retrieved"] = retrieved
+    output = Output.model_validate({"attempts": [attempt]})
+    return score_case(scorer, case, output, ScoringContext())
+
+
+def test_scorer_reports_every_metric_and_picks_its_value() -> None:
+    ranking = ["p1", "p2", "p3", "p9"]
+    score = _scored(ranking, k=3, metric="ndcg")
+    metrics = score.details["metrics"]
+    assert metrics == {
+        "recall": recall_at_k(ranking, ["p2", "p9"], k=3),
+        "precision": precision_at_k(ranking, ["p2", "p9"], k=3),
+        "hit_rate": 1.0,
+        "mrr": 0.5,
+        "ndcg": ndcg_at_k(ranking, ["p2", "p9"], k=3),
+    }
+    assert score.status == "ok" and score.value == metrics["ndcg"]
+    graded = _scored(ranking, {"p9": 3, "p2": 1}, k=4, metric="ndcg")
+    assert graded.value == ndcg_at_k(ranking, {"p9": 3, "p2": 1}, k=4)
+
+
+def test_scorer_rule_labels_missing_and_garbage() -> None:
+    unlabelled = _scored(["p2"], relevant=None)
+    assert unlabelled.status == "unscored" and unlabelled.value is None
+    missing = _scored(None)  # the system returned no ranking: its failure, 0 everywhere
+    assert missing.status == "ok" and missing.value == 0.0 and missing.passed is False
+    assert missing.details["failure"] == "empty"
+    assert set(missing.details["metrics"].values()) == {0.0}
+    garbage = _scored([{"id": "p2"}])
+    assert garbage.details["failure"] == "invalid_output" and garbage.value == 0.0
+    assert _scored([]).value == 0.0 and _scored([]).details.get("failure") is None
