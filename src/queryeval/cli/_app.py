@@ -62,6 +62,10 @@ def run(
             "settings.max_unscored_share (default 5%)"
         ),
     ] = False,
+    review: Annotated[
+        Path | None,
+        typer.Option(help="human review file (YAML/CSV): gold corrections and verdict overrides"),
+    ] = None,
 ) -> None:
     """Run a suite: generate, score, store results.jsonl, summary.json, run.json and reports.
 
@@ -83,6 +87,7 @@ def run(
             baseline=baseline,
             extra_reports=extra,
             use_cache=cache,
+            review=review,
         )
     except InputError as exc:
         raise fail_input(exc) from None
@@ -180,12 +185,16 @@ def _gold_findings(plan: Any) -> list[Any]:
 @app.command()
 def report(
     run_dir: Annotated[Path, typer.Argument(help="a run directory", show_default=False)],
+    review: Annotated[
+        Path | None,
+        typer.Option(help="human review file (YAML/CSV) whose verdict overrides to apply"),
+    ] = None,
 ) -> None:
     """Re-write the reports of a stored run (from its results, without re-scoring)."""
     from queryeval.cli._report import report_command
 
     try:
-        report_command(run_dir)
+        report_command(run_dir, review)
     except InputError as exc:
         raise fail_input(exc) from None
 

@@ -117,13 +117,15 @@ def write_reports(
     *,
     extra: Sequence[ReportConfig] = (),
     comparison: Mapping[str, Any] | None = None,
+    records: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Path]:
     """Write every report the suite configures (plus `extra` ones, e.g. from `--junit`);
     returns kind -> path for the files written. `comparison` is the comparison with a
-    baseline run (the HTML and Markdown reports show it)."""
-    cache: list[list[dict[str, Any]]] = []
+    baseline run (the HTML and Markdown reports show it); `records`, when given, are shown
+    instead of the store's (a human review's overrides applied)."""
+    cache: list[list[dict[str, Any]]] = [list(records)] if records is not None else []
 
-    def records() -> list[dict[str, Any]]:
+    def stored() -> list[dict[str, Any]]:
         if not cache:
             cache.append(list(store.records()))
         return cache[0]
@@ -142,7 +144,7 @@ def write_reports(
             out=out,
             path=(out / rep.path) if rep.path else None,
             cases=cases,
-            records=records,
+            records=stored,
             scorers=scorers,
             options=rep.options,
             comparison=comparison,

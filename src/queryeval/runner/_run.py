@@ -594,23 +594,38 @@ def run_suite(
     baseline: Path | None = None,
     extra_reports: Sequence[ReportConfig] = (),
     use_cache: bool = True,
+    review: Path | None = None,
 ) -> RunResult:
     """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
     suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`);
-    `use_cache=False` asks model systems again instead of reading their cached replies."""
+    `use_cache=False` asks model systems again instead of reading their cached replies;
+    `review` (a review file) corrects golds before scoring and overrides verdicts after."""
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
+    from queryeval.runner._review import apply_golds, load_review
     from queryeval.runner._sharded import shard_contents
 
-    contents = shard_contents(suite)
+    rev = load_review(review) if review is not None else None
+    # sharded workers load their own cases: a run correcting golds is not sharded
+    contents = None if rev is not None and rev.golds else shard_contents(suite)
     plan = plan_run(suite, lazy=contents is not None, contents=contents, baseline=bool(baseline))
+    if rev is not None and rev.golds:
+        plan.cases = apply_golds(plan.cases, rev)
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
     runner = Runner(plan, out, progress=progress, use_cache=use_cache)
     new, skipped = runner.run(resume=resume, overwrite=overwrite)
     summary, gates = runner.finish(base)
+    records: list[dict[str, Any]] | None = None
+    if rev is not None:
+        if plan.lazy:
+            plan.cases = load_cases(suite.cases, suite.base_dir)
+            plan.lazy = False
+        summary, records = reviewed_summary(plan, runner.store, rev, base)
+        gates = summary["gates"]
     comparison = None
     if base is not None:
-        comparison = compare_with_baseline(suite, base, list(runner.store.records()), out)
+        stored = records if records is not None else list(runner.store.records())
+        comparison = compare_with_baseline(suite, base, stored, out)
         runner.store.write_json(COMPARISON, comparison)
     if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
         plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
@@ -627,8 +642,39 @@ def run_suite(
             plan.scorers,
             extra=extra_reports,
             comparison=comparison,
+            records=records,
         )
     return RunResult(out, summary, gates, reports, new, skipped)
+
+
+def reviewed_summary(
+    plan: RunPlan, store: RunStore, review: Any, baseline: RunData | None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The stored records with the review's overrides, their summary (with its `review`
+    section and the gates checked again), written to summary.json; run.json records the
+    review file."""
+    from queryeval.runner._review import apply_overrides, review_section
+    from queryeval.stats import check_gates, summarize
+
+    records = apply_overrides(list(store.records()), review, plan.scorers)
+    summary = summarize(
+        plan.suite.name,
+        plan.cases,
+        records,
+        plan.scorers,
+        [s.name for s in plan.systems],
+        seed=plan.suite.seed,
+        max_unscored_share=plan.suite.settings.max_unscored_share,
+    )
+    summary["review"] = review_section(review, records)
+    summary["gates"] = check_gates(
+        plan.suite.gates, summary, baseline.summary if baseline is not None else None
+    )
+    store.write_json(SUMMARY, summary)
+    info = store.read_json(RUN) or {}
+    info["review"] = review.describe()
+    store.write_json(RUN, info)
+    return summary, records
 
 
 def dumps(data: Any) -> str:

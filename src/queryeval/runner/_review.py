@@ -1,0 +1,373 @@
+"""Human review: per-case verdict overrides and gold corrections from a review file,
+applied by `queryeval run --review FILE` and `queryeval report --review FILE`.
+
+A review file is YAML:
+
+    overrides:
+      - {case_id: q07, system: rag, scorer: judge, verdict: pass, note: "...", reviewer: ana}
+    golds:
+      - {case_id: q12, gold: "The corrected answer.", note: "...", reviewer: bo}
+
+or CSV with the columns `case_id, system, scorer, verdict, note, reviewer` (one override a
+row; `system` empty or `*`: every system). An override replaces the scorer's verdict
+(value 1.0 for pass, 0.0 for fail, status ok) and keeps the machine's in
+`details.review.original`, so every report can show it as an override; the case verdict is
+recomputed. Overrides whose original score had a verdict measure the judge-human agreement
+(Cohen's kappa per scorer; a reviewer who also confirms verdicts makes it meaningful).
+
+A gold correction replaces the case's main gold (a text: the query of a query suite, the
+answer of a RAG one; or a whole target mapping) before scoring, so it needs scoring: `run`
+applies it, `report` refuses it (it re-scores nothing).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from queryeval._yaml import load_yaml
+from queryeval.cases import Case, Score, Target
+from queryeval.errors import InputError
+from queryeval.metrics import agreement
+
+_VERDICTS = {"pass": True, "fail": False, "true": True, "false": False, "1": True, "0": False}
+_OVERRIDE_KEYS = {"case_id", "system", "scorer", "verdict", "note", "reviewer"}
+_GOLD_KEYS = {"case_id", "gold", "note", "reviewer"}
+
+
+@dataclass(frozen=True)
+class Override:
+    """One human verdict on one scorer's score of one case (system None: every system)."""
+
+    case_id: str
+    system: str | None
+    scorer: str
+    verdict: bool
+    note: str = ""
+    reviewer: str = ""
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class GoldCorrection:
+    """A case's gold replaced, with why and by whom."""
+
+    case_id: str
+    gold: str | dict[str, Any]
+    note: str = ""
+    reviewer: str = ""
+    where: str = ""
+
+
+@dataclass
+class Review:
+    """The contents of one review file."""
+
+    path: Path
+    overrides: list[Override] = field(default_factory=list)
+    golds: list[GoldCorrection] = field(default_factory=list)
+
+    def describe(self) -> dict[str, Any]:
+        """What run.json records: the file, its hash and its counts."""
+        return {
+            "file": str(self.path),
+            "sha256": hashlib.sha256(self.path.read_bytes()).hexdigest(),
+            "overrides": len(self.overrides),
+            "gold_corrections": len(self.golds),
+        }
+
+
+def _verdict(value: Any, path: Path, where: str, line: int | None) -> bool:
+    if isinstance(value, bool):
+        return value
+    key = str(value).strip().lower()
+    if key not in _VERDICTS:
+        raise InputError(
+            f"verdict must be pass or fail, got {value!r}", path=path, line=line, where=where
+        )
+    return _VERDICTS[key]
+
+
+def _text(entry: Mapping[str, Any], key: str) -> str:
+    value = entry.get(key)
+    return "" if value is None else str(value).strip()
+
+
+def _override(entry: Any, path: Path, where: str, line: int | None) -> Override:
+    if not isinstance(entry, Mapping):
+        raise InputError("expected a mapping", path=path, line=line, where=where)
+    unknown = set(entry) - _OVERRIDE_KEYS
+    if unknown:
+        raise InputError(
+            f"unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected "
+            f"{', '.join(sorted(_OVERRIDE_KEYS))}",
+            path=path,
+            line=line,
+            where=where,
+        )
+    for key in ("case_id", "scorer", "verdict"):
+        if not _text(entry, key):
+            raise InputError(f"{key} is required", path=path, line=line, where=where)
+    system = _text(entry, "system")
+    return Override(
+        case_id=_text(entry, "case_id"),
+        system=None if system in ("", "*") else system,
+        scorer=_text(entry, "scorer"),
+        verdict=_verdict(entry["verdict"], path, where, line),
+        note=_text(entry, "note"),
+        reviewer=_text(entry, "reviewer"),
+        where=f"{path}:{line}" if line else str(path),
+    )
+
+
+def _gold(entry: Any, path: Path, where: str, line: int | None) -> GoldCorrection:
+    if not isinstance(entry, Mapping) or set(entry) - _GOLD_KEYS:
+        raise InputError(
+            f"expected a mapping with {', '.join(sorted(_GOLD_KEYS))}",
+            path=path,
+            line=line,
+            where=where,
+        )
+    gold = entry.get("gold")
+    if not _text(entry, "case_id") or not (isinstance(gold, str | dict) and gold):
+        raise InputError(
+            "case_id and gold (a text or a target mapping) are required",
+            path=path,
+            line=line,
+            where=where,
+        )
+    if isinstance(gold, dict):
+        try:
+            Target.model_validate(gold)
+        except ValueError as exc:
+            first = str(exc).splitlines()[:3]
+            raise InputError(
+                f"gold is not a target: {' '.join(first)}", path=path, line=line, where=where
+            ) from None
+    return GoldCorrection(
+        case_id=_text(entry, "case_id"),
+        gold=gold,
+        note=_text(entry, "note"),
+        reviewer=_text(entry, "reviewer"),
+        where=f"{path}:{line}" if line else str(path),
+    )
+
+
+def load_review(path: str | Path) -> Review:
+    """Read a review file (YAML, or CSV by its `.csv` suffix); InputError with the file and
+    line on anything that is not a well-formed override or gold correction."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("review file not found", path=path)
+    review = Review(path=path)
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            missing = {"case_id", "scorer", "verdict"} - set(reader.fieldnames or ())
+            if missing:
+                raise InputError(
+                    f"missing column(s) {', '.join(sorted(missing))}", path=path, line=1
+                )
+            for row in reader:
+                line = reader.line_num
+                entry = {k: v for k, v in row.items() if k and v not in (None, "")}
+                review.overrides.append(_override(entry, path, "row", line))
+        return review
+    doc = load_yaml(path)
+    data = doc.data or {}
+    if not isinstance(data, Mapping) or set(data) - {"overrides", "golds"}:
+        raise InputError("expected a mapping with `overrides` and/or `golds`", path=path)
+
+    def entries(key: str) -> list[tuple[Any, str, int | None]]:
+        items = data.get(key) or []
+        if not isinstance(items, list):
+            raise InputError("expected a list", path=path, line=doc.line_of((key,)), where=key)
+        return [(e, f"{key}[{i}]", doc.line_of((key, i))) for i, e in enumerate(items)]
+
+    review.overrides = [_override(e, path, w, line) for e, w, line in entries("overrides")]
+    review.golds = [_gold(e, path, w, line) for e, w, line in entries("golds")]
+    return review
+
+
+# --- gold corrections -------------------------------------------------------------------
+
+
+def apply_golds(cases: Sequence[Case], review: Review) -> list[Case]:
+    """The cases with the review's golds in place (copies of the corrected cases); each
+    corrected case records `metadata.gold_correction` (note, reviewer, the gold it had)."""
+    by_id = {g.case_id: g for g in review.golds}
+    unknown = set(by_id) - {c.id for c in cases}
+    if unknown:
+        first = next(g for g in review.golds if g.case_id in unknown)
+        raise InputError(f"gold correction for unknown case {first.case_id!r}", path=first.where)
+    out: list[Case] = []
+    for case in cases:
+        fix = by_id.get(case.id)
+        if fix is None:
+            out.append(case)
+            continue
+        out.append(_corrected(case, fix))
+    return out
+
+
+def _gold_of(target: Mapping[str, Any]) -> str:
+    """The main text of a dumped target (query or answer), else its JSON."""
+    for key in ("query", "answer"):
+        value = target.get(key)
+        if isinstance(value, Mapping) and value.get("text"):
+            return str(value["text"])
+    import orjson
+
+    return orjson.dumps({k: v for k, v in target.items() if v is not None}).decode()
+
+
+def _corrected(case: Case, fix: GoldCorrection) -> Case:
+    data = case.model_dump(mode="json", exclude_defaults=False)
+    turns = data["conversation"]
+    index = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].get("target")), None)
+    if index is None:
+        raise InputError(f"case {case.id!r} has no gold to correct", path=fix.where)
+    target = turns[index]["target"]
+    main = target[0] if isinstance(target, list) else target
+    if isinstance(fix.gold, dict):
+        new = dict(fix.gold)
+    else:
+        new = dict(main)
+        if main.get("query"):
+            new["query"] = {**main["query"], "text": fix.gold}
+        elif main.get("answer"):
+            new["answer"] = {**main["answer"], "text": fix.gold}
+        else:
+            raise InputError(
+                f"case {case.id!r}: a text gold replaces a query or an answer; give a target "
+                "mapping for this case",
+                path=fix.where,
+            )
+    turns[index]["target"] = [new, *target[1:]] if isinstance(target, list) else new
+    data["metadata"] = {
+        **data.get("metadata", {}),
+        "gold_correction": {
+            "note": fix.note,
+            "reviewer": fix.reviewer,
+            "original": _gold_of(main),
+        },
+    }
+    return Case.model_validate(data)
+
+
+# --- verdict overrides ------------------------------------------------------------------
+
+
+def _matches(o: Override, rec: Mapping[str, Any]) -> bool:
+    return o.case_id == str(rec["case_id"]) and o.system in (None, str(rec["system"]))
+
+
+def apply_overrides(
+    records: Sequence[Mapping[str, Any]],
+    review: Review,
+    scorers: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """The records with the review's verdicts in place of the scorers' (copies of the
+    records it changes; the others are returned as they are). `scorers` (label -> Scorer)
+    decides the case verdict again. InputError for an override that matches no record."""
+    from queryeval.runner._run import case_passed
+
+    for o in review.overrides:
+        if o.scorer not in scorers:
+            raise InputError(
+                f"unknown scorer {o.scorer!r}; the run has: {', '.join(scorers)}", path=o.where
+            )
+        if not any(_matches(o, r) for r in records):
+            system = f" and system {o.system!r}" if o.system else ""
+            raise InputError(f"no record for case {o.case_id!r}{system}", path=o.where)
+    out: list[dict[str, Any]] = []
+    for rec in records:
+        mine = [o for o in review.overrides if _matches(o, rec)]
+        if not mine:
+            out.append(dict(rec))
+            continue
+        new = dict(rec)
+        scores = {k: dict(v) for k, v in (rec.get("scores") or {}).items()}
+        for o in mine:
+            scores[o.scorer] = _overridden(scores.get(o.scorer), o)
+        new["scores"] = scores
+        new["passed"] = case_passed(
+            {k: Score.model_construct(**v) for k, v in scores.items()}, dict(scorers)
+        )
+        out.append(new)
+    return out
+
+
+def _overridden(score: Mapping[str, Any] | None, o: Override) -> dict[str, Any]:
+    score = dict(score or {})
+    details = dict(score.get("details") or {})
+    previous = details.pop("review", None)
+    original = (previous or {}).get("original") or {
+        "status": score.get("status", "ok"),
+        "value": score.get("value"),
+        "passed": score.get("passed"),
+        **({"failure": details["failure"]} if details.get("failure") else {}),
+        **({"explanation": score["explanation"]} if score.get("explanation") else {}),
+    }
+    details.pop("failure", None)  # the human's verdict stands; the reason stays in `original`
+    details["review"] = {
+        "verdict": "pass" if o.verdict else "fail",
+        "note": o.note,
+        "reviewer": o.reviewer,
+        "original": original,
+    }
+    by = f" by {o.reviewer}" if o.reviewer else ""
+    return {
+        "value": 1.0 if o.verdict else 0.0,
+        "status": "ok",
+        "passed": o.verdict,
+        "details": details,
+        "explanation": f"overridden{by}: {o.note}" if o.note else f"overridden{by}",
+    }
+
+
+def review_agreement(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Judge-human agreement per scorer from the overridden scores whose original had a
+    verdict: n, accuracy, Cohen's kappa (None when undefined), and how many overrides
+    changed the verdict. Reads records that `apply_overrides` returned."""
+    pairs: dict[str, tuple[list[float], list[float]]] = {}
+    counts: dict[str, int] = {}
+    for rec in records:
+        for label, score in (rec.get("scores") or {}).items():
+            review = (score.get("details") or {}).get("review")
+            if not review:
+                continue
+            counts[label] = counts.get(label, 0) + 1
+            original = review.get("original") or {}
+            if original.get("status") != "ok" or original.get("passed") is None:
+                continue
+            judge, human = pairs.setdefault(label, ([], []))
+            judge.append(1.0 if original["passed"] else 0.0)
+            human.append(1.0 if review["verdict"] == "pass" else 0.0)
+    out: dict[str, Any] = {}
+    for label, n in counts.items():
+        judge, human = pairs.get(label, ([], []))
+        entry: dict[str, Any] = {"overrides": n, "compared": len(judge)}
+        if judge:
+            result = agreement(judge, human)
+            entry.update(
+                {
+                    "accuracy": result.accuracy,
+                    "kappa": result.kappa,
+                    "changed": result.judge_only_positive + result.human_only_positive,
+                }
+            )
+        out[label] = entry
+    return out
+
+
+def review_section(review: Review, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What summary.json holds under `review`: the file, counts and agreement per scorer."""
+    return {
+        **review.describe(),
+        "agreement": review_agreement(records),
+    }
