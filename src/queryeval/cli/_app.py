@@ -14,6 +14,7 @@ from queryeval.cli._compare import compare_command  # light: heavy imports are i
 from queryeval.cli._estimate import estimate_command
 from queryeval.cli._export import export_app
 from queryeval.cli._grid import grid_command
+from queryeval.cli._history import history_command
 from queryeval.cli._import import import_command
 from queryeval.errors import InputError
 
@@ -204,6 +205,7 @@ app.command("estimate")(estimate_command)
 app.command("calibrate")(calibrate_command)
 app.command("grid")(grid_command)
 app.command("import")(import_command)
+app.command("history")(history_command)
 app.add_typer(export_app, name="export")
 
 

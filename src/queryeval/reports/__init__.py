@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from queryeval.cases import Case
 from queryeval.errors import InputError
+from queryeval.reports._history import find_runs, history_context, write_history
 from queryeval.reports._markdown import comparison_markdown, comparison_text
 
 if TYPE_CHECKING:
@@ -157,7 +158,10 @@ def write_reports(
 __all__ = [
     "comparison_markdown",
     "comparison_text",
+    "find_runs",
+    "history_context",
     "report_kinds",
     "report_options_model",
+    "write_history",
     "write_reports",
 ]
