@@ -141,3 +141,42 @@ def test_cli_export(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert result.exit_code == 2 and "exactly one of --out and --endpoint" in result.output
     result = runner.invoke(app, ["export", "mlflow", str(tmp_path / "nothing")])
     assert result.exit_code == 2 and "not a run directory" in result.output
+
+
+def test_exports_show_a_reviews_overrides(
+    run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlflow")
+    pytest.importorskip("opentelemetry.sdk")
+    import shutil
+
+    from mlflow.tracking import MlflowClient
+
+    from queryeval.cli._report import report_command
+    from queryeval.exporters import export_mlflow, write_spans_jsonl
+
+    reviewed = Path(shutil.copytree(run, tmp_path / "reviewed"))
+    target = next(r for r in _records(reviewed) if r["scores"]["test_judge"].get("passed"))
+    (tmp_path / "r.yaml").write_text(
+        f"overrides:\n  - {{case_id: {target['case_id']}, system: '{target['system']}', "
+        "scorer: test_judge, verdict: fail, reviewer: ana}\n"
+    )
+    report_command(reviewed, tmp_path / "r.yaml")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    runs = export_mlflow(reviewed, tracking_uri=tmp_path / "ml", experiment="rev")
+    client = MlflowClient(tracking_uri=(tmp_path / "ml").resolve().as_uri())
+    path = client.download_artifacts(runs[target["system"]], "results.json", str(tmp_path))
+    table = json.loads(Path(path).read_text())
+    rows = [dict(zip(table["columns"], r, strict=True)) for r in table["data"]]
+    flagged = [r["case_id"] for r in rows if r["test_judge.overridden"]]
+    assert flagged == [target["case_id"]]
+    row = next(r for r in rows if r["case_id"] == target["case_id"])
+    assert row["test_judge.value"] == 0.0 and row["passed"] is False
+    write_spans_jsonl(reviewed, tmp_path / "s.jsonl")
+    spans = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    marked = [
+        s["attributes"]["queryeval.case_id"]
+        for s in spans
+        if s["attributes"].get("queryeval.score.test_judge.overridden")
+    ]
+    assert marked == [target["case_id"]]

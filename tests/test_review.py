@@ -72,6 +72,7 @@ def test_overrides_change_verdicts_means_and_give_kappa(run: Path, tmp_path: Pat
     from sklearn.metrics import cohen_kappa_score
 
     before = _records(run)
+    base_copy = shutil.copytree(run, tmp_path / "machine")
     old_summary = json.loads((run / "summary.json").read_text())
     path, picked = _review_file(run, tmp_path)
     report_command(run, path)
@@ -113,6 +114,19 @@ def test_overrides_change_verdicts_means_and_give_kappa(run: Path, tmp_path: Pat
     assert agreement["overrides"] == 4 and agreement["compared"] == 3
     assert agreement["changed"] == 2
     assert agreement["kappa"] == pytest.approx(cohen_kappa_score(judge, human))
+
+    # review.json: comparisons, the history page and the exporters read the overrides too
+    from queryeval.stats import compare_runs, load_run
+
+    overlaid = {(r["system"], r["case_id"]): r for r in load_run(run).records}
+    to_fail = overlaid[(SYSTEM, picked["to_fail"])]
+    assert to_fail["passed"] is False and to_fail["scores"]["test_judge"]["passed"] is False
+    assert (
+        to_fail["scores"]["test_exec_match"]
+        == before[(SYSTEM, picked["to_fail"])]["scores"]["test_exec_match"]
+    )
+    pair = next(p for p in compare_runs(base_copy, run).systems if p.system_a == SYSTEM)
+    assert picked["to_fail"] in pair.broken
 
     html = (run / "report.html").read_text()
     assert 'id="review"' in html and "overridden pass -&gt; fail by ana: checked to_fail" in html

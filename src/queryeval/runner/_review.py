@@ -371,3 +371,26 @@ def review_section(review: Review, records: Sequence[Mapping[str, Any]]) -> dict
         **review.describe(),
         "agreement": review_agreement(records),
     }
+
+
+def reviewed_scores(review: Review, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What review.json holds: the file, and for each record a review changed, its case
+    verdict and overridden scores (`queryeval.stats.load_run` puts them over the stored
+    records, so comparisons, the run history and the exporters read what the reports show)."""
+    changed = []
+    for rec in records:
+        scores = {
+            label: score
+            for label, score in (rec.get("scores") or {}).items()
+            if (score.get("details") or {}).get("review")
+        }
+        if scores:
+            changed.append(
+                {
+                    "system": rec["system"],
+                    "case_id": rec["case_id"],
+                    "passed": rec.get("passed"),
+                    "scores": scores,
+                }
+            )
+    return {"file": str(review.path), "records": changed}

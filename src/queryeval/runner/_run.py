@@ -22,7 +22,7 @@ from queryeval.cases import Attempt, Case, Output, Score, case_files, load_cases
 from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.runner._progress import Progress
-from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
+from queryeval.runner._store import COMPARISON, REVIEW, RUN, SUMMARY, RunStore
 from queryeval.scorers import Scorer, ScoringContext, ascore_case, build_scorer, score_case
 from queryeval.stats import RunColumns
 from queryeval.systems import (
@@ -361,6 +361,7 @@ class Runner:
                 store.dir / RUN,
                 store.dir / SUMMARY,
                 store.dir / COMPARISON,
+                store.dir / REVIEW,
             ):
                 with contextlib.suppress(FileNotFoundError):
                     name.unlink()
@@ -616,7 +617,10 @@ def run_suite(
     new, skipped = runner.run(resume=resume, overwrite=overwrite)
     summary, gates = runner.finish(base)
     records: list[dict[str, Any]] | None = None
-    if rev is not None:
+    if rev is None:  # a review of an earlier run in this directory no longer applies
+        with contextlib.suppress(FileNotFoundError):
+            (out / REVIEW).unlink()
+    else:
         if plan.lazy:
             plan.cases = load_cases(suite.cases, suite.base_dir)
             plan.lazy = False
@@ -652,8 +656,8 @@ def reviewed_summary(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The stored records with the review's overrides, their summary (with its `review`
     section and the gates checked again), written to summary.json; run.json records the
-    review file."""
-    from queryeval.runner._review import apply_overrides, review_section
+    review file, review.json the overridden scores (what `stats.load_run` overlays)."""
+    from queryeval.runner._review import apply_overrides, review_section, reviewed_scores
     from queryeval.stats import check_gates, summarize
 
     records = apply_overrides(list(store.records()), review, plan.scorers)
@@ -667,6 +671,7 @@ def reviewed_summary(
         max_unscored_share=plan.suite.settings.max_unscored_share,
     )
     summary["review"] = review_section(review, records)
+    store.write_json(REVIEW, reviewed_scores(review, records))
     summary["gates"] = check_gates(
         plan.suite.gates, summary, baseline.summary if baseline is not None else None
     )
