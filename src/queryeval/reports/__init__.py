@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from queryeval.cases import Case
 from queryeval.errors import InputError
-from queryeval.reports._history import find_runs, history_context, write_history
 from queryeval.reports._markdown import comparison_markdown, comparison_text
 
 if TYPE_CHECKING:
@@ -92,6 +91,28 @@ _WRITERS: dict[str, ReportWriter] = {
     "markdown": _markdown,
     "junit": _junit,
 }
+
+
+def write_history(paths: Sequence[str | Path], out: str | Path, **options: Any) -> Path:
+    """Write the run history page of the runs in `paths` (see `reports._history`; imported
+    on use: it needs jinja2 and the comparison statistics)."""
+    from queryeval.reports._history import write_history as write
+
+    return write(paths, out, **options)
+
+
+def history_context(paths: Sequence[str | Path], **options: Any) -> dict[str, Any]:
+    """What the run history page shows, from the runs in `paths`."""
+    from queryeval.reports._history import history_context as context
+
+    return context(paths, **options)
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """The run directories among `paths` (run directories or folders of them)."""
+    from queryeval.reports._history import find_runs as find
+
+    return find(paths)
 
 
 def report_kinds() -> list[str]:
