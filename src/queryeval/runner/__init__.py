@@ -1,15 +1,8 @@
 """The runner: plan a suite, generate and score every case, store, summarise, report."""
 
 from queryeval.runner._baseline import compare_with_baseline, load_baseline
-from queryeval.runner._review import (
-    GoldCorrection,
-    Override,
-    Review,
-    apply_golds,
-    apply_overrides,
-    load_review,
-    review_agreement,
-)
+from queryeval.runner._review import apply_golds, apply_overrides, review_agreement
+from queryeval.runner._review_file import GoldCorrection, Override, Review, load_review
 from queryeval.runner._run import (
     Runner,
     RunPlan,

@@ -602,7 +602,8 @@ def run_suite(
     `use_cache=False` asks model systems again instead of reading their cached replies;
     `review` (a review file) corrects golds before scoring and overrides verdicts after."""
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
-    from queryeval.runner._review import apply_golds, load_review
+    from queryeval.runner._review import apply_golds
+    from queryeval.runner._review_file import load_review
     from queryeval.runner._sharded import shard_contents
 
     rev = load_review(review) if review is not None else None
