@@ -5,6 +5,7 @@ run's own summary.json and results.jsonl."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,9 @@ def test_mlflow_run_per_system_with_metrics_params_artifacts(
         assert data.metrics == pytest.approx(expected)
         assert "test_exec_match.row_f1" in data.metrics
         info = json.loads((run / "run.json").read_text())
+        (point,) = client.get_metric_history(run_id, "pass_rate")
+        finished = datetime.fromisoformat(info["finished_at"]).timestamp()
+        assert point.timestamp == int(finished * 1000)  # when the run finished, not now
         assert data.params["config_hash"] == info["config_hash"]
         assert json.loads(data.params["system.params"]) == next(
             s["params"] for s in info["systems"] if s["name"] == system

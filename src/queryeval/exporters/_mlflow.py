@@ -43,6 +43,18 @@ def _tracking_uri(uri: str | Path | None) -> str | None:
     return Path(text).resolve().as_uri()
 
 
+def _millis(stamp: Any) -> int:
+    """An ISO time as milliseconds since the epoch (MLflow's metric timestamps); now when
+    the run recorded none."""
+    from datetime import UTC, datetime
+
+    try:
+        when = datetime.fromisoformat(str(stamp))
+    except ValueError:
+        when = datetime.now(UTC)
+    return int(when.timestamp() * 1000)
+
+
 def _results_table(records: list[Mapping[str, Any]], system: str) -> dict[str, list[Any]]:
     """One row per case of the system: id, verdict, error, latency, cost, every scorer's
     status and value, and whether a human review overrode it."""
@@ -92,6 +104,7 @@ def export_mlflow(
     found = client.get_experiment_by_name(name)
     experiment_id = found.experiment_id if found is not None else client.create_experiment(name)
     started = str(info.get("started_at") or "")
+    stamp = _millis(info.get("finished_at") or info.get("started_at"))
     records = list(run.records)
     out: dict[str, str] = {}
     for system, entry in (summary.get("systems") or {}).items():
@@ -121,7 +134,7 @@ def export_mlflow(
         }
         client.log_batch(
             run_id,
-            metrics=[Metric(_key(k), v, 0, 0) for k, v in headline_metrics(entry).items()],
+            metrics=[Metric(_key(k), v, stamp, 0) for k, v in headline_metrics(entry).items()],
             params=[Param(_key(k), _param(v)) for k, v in params.items() if v is not None],
             tags=[RunTag(k, v) for k, v in tags.items()],
         )
