@@ -231,6 +231,11 @@ def test_gold_correction_is_scored_by_run(tmp_path: Path) -> None:
     other.write_text("golds:\n  - {case_id: case-3, gold: x}\n")
     with pytest.raises(InputError, match="needs scoring again"):
         report_command(tmp_path / "run", other)
+    # resuming the run with other gold corrections (or none) would mix two sets of golds
+    for changed in (other, None):
+        with pytest.raises(InputError, match="gold corrections changed"):
+            run_suite(suite, tmp_path / "run", progress=False, resume=True, review=changed)
+    run_suite(suite, tmp_path / "run", progress=False, resume=True, review=review)
 
 
 @pytest.mark.browser

@@ -283,10 +283,17 @@ class Runner:
     """Executes a RunPlan into a run directory."""
 
     def __init__(
-        self, plan: RunPlan, out_dir: Path, *, progress: bool = True, use_cache: bool = True
+        self,
+        plan: RunPlan,
+        out_dir: Path,
+        *,
+        progress: bool = True,
+        use_cache: bool = True,
+        review: dict[str, Any] | None = None,
     ) -> None:
         self.plan = plan
         self.use_cache = use_cache
+        self.review = review  # the review file applied (Review.describe()), for run.json
         # what the summary needs of every record, kept in memory so it is not read back
         self.columns = RunColumns([s.name for s in plan.systems])
         self.done: set[tuple[str, str]] = set()
@@ -327,6 +334,10 @@ class Runner:
         }
         if calls:  # model and endpoint systems: calls, cache hits, tokens, cost of this run
             info["system_calls"] = calls
+        if self.review is not None:
+            info["review"] = self.review
+        else:
+            info.pop("review", None)
         if status == "complete":
             info["finished_at"] = now
         return info
@@ -334,6 +345,15 @@ class Runner:
     def _check_resume(self, previous: dict[str, Any] | None) -> None:
         if previous is None:
             return
+        before, now = previous.get("review") or {}, self.review or {}
+        golds = before.get("gold_corrections") or now.get("gold_corrections")
+        if golds and before.get("sha256") != now.get("sha256"):
+            raise InputError(
+                "the review file's gold corrections changed since this run began; --resume "
+                "needs the same (use a new --out directory, or --overwrite)",
+                path=self.store.dir / RUN,
+                where="review",
+            )
         for key in ("config_hash", "inputs_hash"):
             if previous.get(key) != getattr(self.plan, key):
                 what = "suite configuration" if key == "config_hash" else "cases or predictions"
@@ -614,7 +634,13 @@ def run_suite(
         plan.cases = apply_golds(plan.cases, rev)
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
-    runner = Runner(plan, out, progress=progress, use_cache=use_cache)
+    runner = Runner(
+        plan,
+        out,
+        progress=progress,
+        use_cache=use_cache,
+        review=rev.describe() if rev is not None else None,
+    )
     new, skipped = runner.run(resume=resume, overwrite=overwrite)
     summary, gates = runner.finish(base)
     records: list[dict[str, Any]] | None = None
