@@ -110,6 +110,19 @@ def test_otel_spans_per_case(run: Path) -> None:
         1 for r in records if "reasoning" in (r["scores"]["test_judge"].get("details") or {})
     )
     assert 0 < judged == len(by_name["judge"])
+    # the execution outcome the engine-like scorer recorded: one span per record, its kind
+    executions = {s.parent.span_id: s for s in by_name["execution"]}
+    assert (
+        0
+        < len(executions)
+        == len(
+            [
+                r
+                for r in records
+                if (r["scores"]["test_exec_match"].get("details") or {}).get("execution")
+            ]
+        )
+    )
     span_of = {
         (s.attributes["queryeval.system"], s.attributes["queryeval.case_id"]): s for s in cases
     }
@@ -120,6 +133,11 @@ def test_otel_spans_per_case(run: Path) -> None:
         assert (span.status.status_code is StatusCode.ERROR) == bool(r["error"])
         value = r["scores"]["test_exec_match"]["value"]
         assert span.attributes["queryeval.score.test_exec_match.value"] == value
+    for r in records:
+        execution = (r["scores"]["test_exec_match"].get("details") or {}).get("execution")
+        if execution:
+            span = executions[span_of[(r["system"], r["case_id"])].context.span_id]
+            assert span.attributes["queryeval.execution.kind"] == execution["predicted"]["kind"]
     calls = {s.parent.span_id: s for s in by_name["system_call"]}
     for r in records:
         span = span_of[(r["system"], r["case_id"])]

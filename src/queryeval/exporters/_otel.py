@@ -38,9 +38,20 @@ def _attr(value: Any) -> Any:
     return value if isinstance(value, str | bool | int | float) else str(value)
 
 
-def _final_attempt(record: Mapping[str, Any]) -> Mapping[str, Any]:
+def _execution(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The query's execution outcome: the final attempt's, else the first a scorer recorded
+    (`details.execution`, the predicted side when it holds both); None when nothing ran."""
     attempts = (record.get("output") or {}).get("attempts") or []
-    return attempts[-1] if attempts and isinstance(attempts[-1], Mapping) else {}
+    final = attempts[-1] if attempts and isinstance(attempts[-1], Mapping) else {}
+    if isinstance(final.get("execution"), Mapping):
+        return final["execution"]
+    for score in (record.get("scores") or {}).values():
+        found = ((score or {}).get("details") or {}).get("execution")
+        if isinstance(found, Mapping) and isinstance(found.get("predicted"), Mapping):
+            found = found["predicted"]
+        if isinstance(found, Mapping) and isinstance(found.get("kind"), str):
+            return found
+    return None
 
 
 def _judged(scores: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -48,6 +59,72 @@ def _judged(scores: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]
         details = (score or {}).get("details") or {}
         if "reasoning" in details or "verdict" in details:
             yield label, score
+
+
+def _case_attributes(record: Mapping[str, Any]) -> dict[str, Any]:
+    """System, case, verdict and every score's status, value and override flag."""
+    out: dict[str, Any] = {
+        "queryeval.system": str(record["system"]),
+        "queryeval.case_id": str(record["case_id"]),
+    }
+    if record.get("passed") is not None:
+        out["queryeval.passed"] = bool(record["passed"])
+    for label, score in (record.get("scores") or {}).items():
+        score = score or {}
+        out[f"queryeval.score.{label}.status"] = str(score.get("status", "ok"))
+        if score.get("value") is not None:
+            out[f"queryeval.score.{label}.value"] = float(score["value"])
+        if (score.get("details") or {}).get("review"):
+            out[f"queryeval.score.{label}.overridden"] = True
+    return out
+
+
+class _Emitter:
+    """Spans of one run on a reconstructed clock (durations real, starts end to end)."""
+
+    def __init__(self, trace: Any, tracer: Any, clock: int) -> None:
+        self.trace, self.tracer, self.clock, self.count = trace, tracer, clock, 0
+
+    def span(self, name: str, context: Any, start: int, end: int, attributes: dict) -> None:
+        span = self.tracer.start_span(name, context=context, start_time=start,
+                                      attributes=attributes)  # fmt: skip
+        span.end(end_time=end)
+        self.count += 1
+
+    def case(self, record: Mapping[str, Any], parent: Any, error_status: Any) -> None:
+        """The case span and its children, from the current clock on."""
+        start = self.clock
+        case = self.tracer.start_span("queryeval.case", context=parent, start_time=start,
+                                      attributes=_case_attributes(record))  # fmt: skip
+        if record.get("error"):
+            case.set_status(error_status(str(record["error"])[:500]))
+        inner = self.trace.set_span_in_context(case)
+        call_ns = _ns(record.get("latency_s"))
+        call = {"queryeval.latency_s": call_ns / _NS}
+        if record.get("cost") is not None:
+            call["queryeval.cost"] = float(record["cost"])
+        self.span("system_call", inner, start, start + call_ns, call)
+        cursor = start + call_ns
+        execution = _execution(record)
+        if execution is not None:
+            attrs = {
+                f"queryeval.execution.{k}": _attr(v)
+                for k, v in execution.items()
+                if v is not None and k in ("kind", "elapsed_s", "row_count", "truncated")
+            }
+            end = cursor + _ns(execution.get("elapsed_s"))
+            self.span("execution", inner, cursor, end, attrs)
+            cursor = end
+        for label, score in _judged(record.get("scores") or {}):
+            details = score.get("details") or {}
+            attrs = {"queryeval.scorer": label, "queryeval.status": str(score.get("status"))}
+            for key in ("verdict", "cached", "cost"):
+                if details.get(key) is not None:
+                    attrs[f"queryeval.judge.{key}"] = _attr(details[key])
+            self.span("judge", inner, cursor, cursor, attrs)
+        case.end(end_time=cursor)
+        self.count += 1
+        self.clock = cursor
 
 
 def export_otel(run_dir: str | Path, *, tracer_provider: Any = None) -> int:
@@ -62,83 +139,22 @@ def export_otel(run_dir: str | Path, *, tracer_provider: Any = None) -> int:
 
     run = read_run(run_dir)
     info = run.info or {}
-    summary = run.summary or {}
     provider = tracer_provider or trace.get_tracer_provider()
-    tracer = provider.get_tracer("queryeval")
-    clock = _start_ns(info)
-    count = 0
-    root = tracer.start_span(
+    emitter = _Emitter(trace, provider.get_tracer("queryeval"), _start_ns(info))
+    root = emitter.tracer.start_span(
         "queryeval.run",
-        start_time=clock,
+        start_time=emitter.clock,
         attributes={
-            "queryeval.suite": str(summary.get("suite", "")),
+            "queryeval.suite": str((run.summary or {}).get("suite", "")),
             "queryeval.config_hash": str(info.get("config_hash", "")),
             "queryeval.run_dir": str(Path(run_dir).resolve()),
         },
     )
     context = trace.set_span_in_context(root)
     for record in run.records:
-        scores: Mapping[str, Any] = record.get("scores") or {}
-        attempt = _final_attempt(record)
-        execution = attempt.get("execution") if isinstance(attempt, Mapping) else None
-        call_ns = _ns(record.get("latency_s"))
-        exec_ns = _ns((execution or {}).get("elapsed_s"))
-        attributes: dict[str, Any] = {
-            "queryeval.system": str(record["system"]),
-            "queryeval.case_id": str(record["case_id"]),
-        }
-        if record.get("passed") is not None:
-            attributes["queryeval.passed"] = bool(record["passed"])
-        for label, score in scores.items():
-            score = score or {}
-            attributes[f"queryeval.score.{label}.status"] = str(score.get("status", "ok"))
-            if score.get("value") is not None:
-                attributes[f"queryeval.score.{label}.value"] = float(score["value"])
-            if (score.get("details") or {}).get("review"):
-                attributes[f"queryeval.score.{label}.overridden"] = True
-        case = tracer.start_span(
-            "queryeval.case", context=context, start_time=clock, attributes=attributes
-        )
-        if record.get("error"):
-            case.set_status(Status(StatusCode.ERROR, str(record["error"])[:500]))
-        inner = trace.set_span_in_context(case)
-        call_attrs = {"queryeval.latency_s": call_ns / _NS}
-        if record.get("cost") is not None:
-            call_attrs["queryeval.cost"] = float(record["cost"])
-        span = tracer.start_span("system_call", context=inner, start_time=clock,
-                                 attributes=call_attrs)  # fmt: skip
-        span.end(end_time=clock + call_ns)
-        count += 1
-        cursor = clock + call_ns
-        if execution:
-            span = tracer.start_span(
-                "execution",
-                context=inner,
-                start_time=cursor,
-                attributes={
-                    f"queryeval.execution.{k}": _attr(v)
-                    for k, v in execution.items()
-                    if v is not None and k in ("kind", "elapsed_s", "row_count", "truncated")
-                },
-            )
-            cursor += exec_ns
-            span.end(end_time=cursor)
-            count += 1
-        for label, score in _judged(scores):
-            details = score.get("details") or {}
-            judge_attrs = {"queryeval.scorer": label, "queryeval.status": str(score.get("status"))}
-            for key in ("verdict", "cached", "cost"):
-                if details.get(key) is not None:
-                    judge_attrs[f"queryeval.judge.{key}"] = _attr(details[key])
-            span = tracer.start_span("judge", context=inner, start_time=cursor,
-                                     attributes=judge_attrs)  # fmt: skip
-            span.end(end_time=cursor)
-            count += 1
-        case.end(end_time=cursor)
-        count += 1
-        clock = cursor
-    root.end(end_time=clock)
-    return count + 1
+        emitter.case(record, context, lambda text: Status(StatusCode.ERROR, text))
+    root.end(end_time=emitter.clock)
+    return emitter.count + 1
 
 
 def write_spans_jsonl(run_dir: str | Path, path: str | Path) -> int:
