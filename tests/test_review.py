@@ -128,6 +128,19 @@ def test_overrides_change_verdicts_means_and_give_kappa(run: Path, tmp_path: Pat
     pair = next(p for p in compare_runs(base_copy, run).systems if p.system_a == SYSTEM)
     assert picked["to_fail"] in pair.broken
 
+    from rich.console import Console
+
+    from queryeval.reports._console import print_summary
+    from queryeval.reports._markdown import summary_markdown
+
+    markdown = summary_markdown(summary)
+    kappa = f"{agreement['kappa']:.3f}"
+    assert "### Human review" in markdown and "| test_judge | 4 | 3 | 2 |" in markdown
+    assert markdown.rstrip().endswith(kappa + " |")
+    console = Console(record=True, width=200)
+    print_summary(summary, console)
+    assert f"test_judge kappa {kappa}" in console.export_text()
+
     html = (run / "report.html").read_text()
     assert 'id="review"' in html and "overridden pass -&gt; fail by ana: checked to_fail" in html
     payload = html[html.index('"rows":') :]
