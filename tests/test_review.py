@@ -23,7 +23,7 @@ SYSTEM = "sys[skill=0.5,style=a]"
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("review")
     suite = load_suite(make_suite(folder, n=20))
-    suite.reports = [r for r in suite.reports if r.kind in ("json", "html", "excel")]
+    suite.reports = [r for r in suite.reports if r.kind in ("json", "html", "excel", "junit")]
     run_suite(suite, folder / "run", progress=False)
     return folder / "run"
 
@@ -140,6 +140,9 @@ def test_overrides_change_verdicts_means_and_give_kappa(run: Path, tmp_path: Pat
     console = Console(record=True, width=200)
     print_summary(summary, console)
     assert f"test_judge kappa {kappa}" in console.export_text()
+
+    junit = (run / "junit.xml").read_text()
+    assert "overridden by ana: checked to_fail" in junit
 
     html = (run / "report.html").read_text()
     assert 'id="review"' in html and "overridden pass -&gt; fail by ana: checked to_fail" in html
