@@ -9,8 +9,9 @@ import typer
 from queryeval.errors import InputError
 
 
-def report_command(run_dir: Path) -> None:
-    """Re-summarise and re-write the reports the run's suite asks for."""
+def report_command(run_dir: Path, review: Path | None = None) -> None:
+    """Re-summarise and re-write the reports the run's suite asks for, with the overrides of
+    `review` (else of the review file the run recorded, if any)."""
     from queryeval.config import load_suite
     from queryeval.reports import write_reports
     from queryeval.runner import (
@@ -18,9 +19,12 @@ def report_command(run_dir: Path) -> None:
         RUN,
         SUMMARY,
         RunStore,
+        apply_golds,
         compare_with_baseline,
         load_baseline,
+        load_review,
         plan_run,
+        reviewed_summary,
     )
     from queryeval.stats import check_gates, summarize
 
@@ -30,6 +34,17 @@ def report_command(run_dir: Path) -> None:
         raise InputError("not a run directory (no run.json)", path=run_dir)
     suite = load_suite(Path(info["suite_file"]))
     plan = plan_run(suite)
+    recorded = info.get("review") or {}
+    path = review or (Path(recorded["file"]) if recorded.get("file") else None)
+    rev = load_review(path) if path is not None else None
+    if rev is not None and rev.golds:
+        if rev.describe()["sha256"] != recorded.get("sha256"):
+            raise InputError(
+                "the review file corrects golds, which needs scoring again: use "
+                "`queryeval run --review FILE` (report re-scores nothing)",
+                path=rev.path,
+            )
+        plan.cases = apply_golds(plan.cases, rev)  # applied when the run scored them
     summary = summarize(
         suite.name,
         plan.cases,
@@ -48,11 +63,22 @@ def report_command(run_dir: Path) -> None:
         suite.gates, summary, baseline.summary if baseline is not None else None
     )
     store.write_json(SUMMARY, summary)
+    records = None
+    if rev is not None:
+        summary, records = reviewed_summary(plan, store, rev, baseline)
     comparison = None
     if baseline is not None:
-        comparison = compare_with_baseline(suite, baseline, list(store.records()), run_dir)
+        stored = records if records is not None else list(store.records())
+        comparison = compare_with_baseline(suite, baseline, stored, run_dir)
         store.write_json(COMPARISON, comparison)
-    for kind, path in write_reports(
-        suite, run_dir, plan.cases, summary, store, plan.scorers, comparison=comparison
+    for kind, written in write_reports(
+        suite,
+        run_dir,
+        plan.cases,
+        summary,
+        store,
+        plan.scorers,
+        comparison=comparison,
+        records=records,
     ).items():
-        typer.echo(f"{kind}: {path}")
+        typer.echo(f"{kind}: {written}")

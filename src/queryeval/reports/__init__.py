@@ -93,6 +93,28 @@ _WRITERS: dict[str, ReportWriter] = {
 }
 
 
+def write_history(paths: Sequence[str | Path], out: str | Path, **options: Any) -> Path:
+    """Write the run history page of the runs in `paths` (see `reports._history`; imported
+    on use: it needs jinja2 and the comparison statistics)."""
+    from queryeval.reports._history import write_history as write
+
+    return write(paths, out, **options)
+
+
+def history_context(paths: Sequence[str | Path], **options: Any) -> dict[str, Any]:
+    """What the run history page shows, from the runs in `paths`."""
+    from queryeval.reports._history import history_context as context
+
+    return context(paths, **options)
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """The run directories among `paths` (run directories or folders of them)."""
+    from queryeval.reports._history import find_runs as find
+
+    return find(paths)
+
+
 def report_kinds() -> list[str]:
     """The report kinds a suite may ask for."""
     return sorted(_WRITERS)
@@ -117,13 +139,15 @@ def write_reports(
     *,
     extra: Sequence[ReportConfig] = (),
     comparison: Mapping[str, Any] | None = None,
+    records: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Path]:
     """Write every report the suite configures (plus `extra` ones, e.g. from `--junit`);
     returns kind -> path for the files written. `comparison` is the comparison with a
-    baseline run (the HTML and Markdown reports show it)."""
-    cache: list[list[dict[str, Any]]] = []
+    baseline run (the HTML and Markdown reports show it); `records`, when given, are shown
+    instead of the store's (a human review's overrides applied)."""
+    cache: list[list[dict[str, Any]]] = [list(records)] if records is not None else []
 
-    def records() -> list[dict[str, Any]]:
+    def stored() -> list[dict[str, Any]]:
         if not cache:
             cache.append(list(store.records()))
         return cache[0]
@@ -142,7 +166,7 @@ def write_reports(
             out=out,
             path=(out / rep.path) if rep.path else None,
             cases=cases,
-            records=records,
+            records=stored,
             scorers=scorers,
             options=rep.options,
             comparison=comparison,
@@ -155,7 +179,10 @@ def write_reports(
 __all__ = [
     "comparison_markdown",
     "comparison_text",
+    "find_runs",
+    "history_context",
     "report_kinds",
     "report_options_model",
+    "write_history",
     "write_reports",
 ]

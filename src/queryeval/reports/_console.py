@@ -150,6 +150,18 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         for label, s in entry.get("scorers", {}).items():
             for reason, count in (s.get("not_scored_reasons") or {}).items():
                 console.print(f"[dim]{escape(label)}: {count} not scored: {escape(reason)}[/dim]")
+    review = summary.get("review")
+    if review:
+        kappas = ", ".join(
+            f"{escape(label)} kappa {a['kappa']:.3f}"
+            for label, a in (review.get("agreement") or {}).items()
+            if a.get("kappa") is not None
+        )
+        console.print(
+            f"human review {escape(str(review.get('file')))}: {review.get('overrides', 0)} "
+            f"override(s), {review.get('gold_corrections', 0)} gold correction(s)"
+            + (f"; {kappas}" if kappas else "")
+        )
     for gate in summary.get("gates", []):
         mark = "[green]PASS[/green]" if gate["passed"] else "[red]FAIL[/red]"
         note = f"; {escape(gate['note'])}" if gate.get("note") else ""

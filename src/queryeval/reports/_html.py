@@ -164,7 +164,9 @@ class _CaseData:
                 else:
                     values.append(status)
                 p = sd.get("passed")
-                verdicts.append("P" if p is True else "F" if p is False else "-")
+                mark = "P" if p is True else "F" if p is False else "-"
+                # lower case: the verdict of a human review (an override), shown as such
+                verdicts.append(mark.lower() if cd.review_of(sd) else mark)
                 scorer = scorers.get(label)
                 notes.append(
                     cap(note_of(sd, scorer), limit) if scorer or sd.get("explanation") else ""
@@ -564,6 +566,30 @@ def _run_info(summary: Mapping[str, Any], info: Mapping[str, Any] | None) -> lis
     return items
 
 
+def _review(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict | None:
+    """The human review section: the file, judge-human agreement per scorer, and every
+    override (system, case, scorer, in words); None when the run had no review."""
+    section = summary.get("review")
+    if not section:
+        return None
+    overrides = []
+    for rec in records:
+        for label, sd in (rec.get("scores") or {}).items():
+            review = cd.review_of(sd)
+            if review is not None:
+                overrides.append(
+                    {
+                        "system": rec["system"],
+                        "case": rec["case_id"],
+                        "scorer": label,
+                        "text": cd.review_text(review),
+                    }
+                )
+    agreement = [{"scorer": k, **v} for k, v in (section.get("agreement") or {}).items()]
+    return {"file": section.get("file"), "agreement": agreement, "overrides": overrides,
+            "gold_corrections": section.get("gold_corrections", 0)}  # fmt: skip
+
+
 # --- entry point --------------------------------------------------------------------------------
 
 
@@ -611,6 +637,7 @@ def write_html(
         "normal_above": MAX_BOOTSTRAP_N,
         "gates": summary.get("gates") or [],
         "comparison": _comparison(comparison),
+        "review": _review(summary, records),
         "flip_limit": opts.flip_limit,
         "scorer_sections": _scorer_sections(full_summary, data, systems, labels),
         "breakdowns": benchmark_breakdowns(full_summary, systems, labels, _MAX_SERIES),

@@ -22,7 +22,7 @@ from queryeval.cases import Attempt, Case, Output, Score, case_files, load_cases
 from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.runner._progress import Progress
-from queryeval.runner._store import COMPARISON, RUN, SUMMARY, RunStore
+from queryeval.runner._store import COMPARISON, REVIEW, RUN, SUMMARY, RunStore
 from queryeval.scorers import Scorer, ScoringContext, ascore_case, build_scorer, score_case
 from queryeval.stats import RunColumns
 from queryeval.systems import (
@@ -283,10 +283,17 @@ class Runner:
     """Executes a RunPlan into a run directory."""
 
     def __init__(
-        self, plan: RunPlan, out_dir: Path, *, progress: bool = True, use_cache: bool = True
+        self,
+        plan: RunPlan,
+        out_dir: Path,
+        *,
+        progress: bool = True,
+        use_cache: bool = True,
+        review: dict[str, Any] | None = None,
     ) -> None:
         self.plan = plan
         self.use_cache = use_cache
+        self.review = review  # the review file applied (Review.describe()), for run.json
         # what the summary needs of every record, kept in memory so it is not read back
         self.columns = RunColumns([s.name for s in plan.systems])
         self.done: set[tuple[str, str]] = set()
@@ -327,6 +334,10 @@ class Runner:
         }
         if calls:  # model and endpoint systems: calls, cache hits, tokens, cost of this run
             info["system_calls"] = calls
+        if self.review is not None:
+            info["review"] = self.review
+        else:
+            info.pop("review", None)
         if status == "complete":
             info["finished_at"] = now
         return info
@@ -334,6 +345,15 @@ class Runner:
     def _check_resume(self, previous: dict[str, Any] | None) -> None:
         if previous is None:
             return
+        before, now = previous.get("review") or {}, self.review or {}
+        golds = before.get("gold_corrections") or now.get("gold_corrections")
+        if golds and before.get("sha256") != now.get("sha256"):
+            raise InputError(
+                "the review file's gold corrections changed since this run began; --resume "
+                "needs the same (use a new --out directory, or --overwrite)",
+                path=self.store.dir / RUN,
+                where="review",
+            )
         for key in ("config_hash", "inputs_hash"):
             if previous.get(key) != getattr(self.plan, key):
                 what = "suite configuration" if key == "config_hash" else "cases or predictions"
@@ -361,6 +381,7 @@ class Runner:
                 store.dir / RUN,
                 store.dir / SUMMARY,
                 store.dir / COMPARISON,
+                store.dir / REVIEW,
             ):
                 with contextlib.suppress(FileNotFoundError):
                     name.unlink()
@@ -594,23 +615,48 @@ def run_suite(
     baseline: Path | None = None,
     extra_reports: Sequence[ReportConfig] = (),
     use_cache: bool = True,
+    review: Path | None = None,
 ) -> RunResult:
     """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
     suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`);
-    `use_cache=False` asks model systems again instead of reading their cached replies."""
+    `use_cache=False` asks model systems again instead of reading their cached replies;
+    `review` (a review file) corrects golds before scoring and overrides verdicts after."""
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
+    from queryeval.runner._review import apply_golds
+    from queryeval.runner._review_file import load_review
     from queryeval.runner._sharded import shard_contents
 
-    contents = shard_contents(suite)
+    rev = load_review(review) if review is not None else None
+    # sharded workers load their own cases: a run correcting golds is not sharded
+    contents = None if rev is not None and rev.golds else shard_contents(suite)
     plan = plan_run(suite, lazy=contents is not None, contents=contents, baseline=bool(baseline))
+    if rev is not None and rev.golds:
+        plan.cases = apply_golds(plan.cases, rev)
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
-    runner = Runner(plan, out, progress=progress, use_cache=use_cache)
+    runner = Runner(
+        plan,
+        out,
+        progress=progress,
+        use_cache=use_cache,
+        review=rev.describe() if rev is not None else None,
+    )
     new, skipped = runner.run(resume=resume, overwrite=overwrite)
     summary, gates = runner.finish(base)
+    records: list[dict[str, Any]] | None = None
+    if rev is None:  # a review of an earlier run in this directory no longer applies
+        with contextlib.suppress(FileNotFoundError):
+            (out / REVIEW).unlink()
+    else:
+        if plan.lazy:
+            plan.cases = load_cases(suite.cases, suite.base_dir)
+            plan.lazy = False
+        summary, records = reviewed_summary(plan, runner.store, rev, base)
+        gates = summary["gates"]
     comparison = None
     if base is not None:
-        comparison = compare_with_baseline(suite, base, list(runner.store.records()), out)
+        stored = records if records is not None else list(runner.store.records())
+        comparison = compare_with_baseline(suite, base, stored, out)
         runner.store.write_json(COMPARISON, comparison)
     if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
         plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
@@ -627,8 +673,40 @@ def run_suite(
             plan.scorers,
             extra=extra_reports,
             comparison=comparison,
+            records=records,
         )
     return RunResult(out, summary, gates, reports, new, skipped)
+
+
+def reviewed_summary(
+    plan: RunPlan, store: RunStore, review: Any, baseline: RunData | None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The stored records with the review's overrides, their summary (with its `review`
+    section and the gates checked again), written to summary.json; run.json records the
+    review file, review.json the overridden scores (what `stats.load_run` overlays)."""
+    from queryeval.runner._review import apply_overrides, review_section, reviewed_scores
+    from queryeval.stats import check_gates, summarize
+
+    records = apply_overrides(list(store.records()), review, plan.scorers)
+    summary = summarize(
+        plan.suite.name,
+        plan.cases,
+        records,
+        plan.scorers,
+        [s.name for s in plan.systems],
+        seed=plan.suite.seed,
+        max_unscored_share=plan.suite.settings.max_unscored_share,
+    )
+    summary["review"] = review_section(review, records)
+    store.write_json(REVIEW, reviewed_scores(review, records))
+    summary["gates"] = check_gates(
+        plan.suite.gates, summary, baseline.summary if baseline is not None else None
+    )
+    store.write_json(SUMMARY, summary)
+    info = store.read_json(RUN) or {}
+    info["review"] = review.describe()
+    store.write_json(RUN, info)
+    return summary, records
 
 
 def dumps(data: Any) -> str:

@@ -19,6 +19,7 @@ RESULTS = "results.jsonl"
 RUN = "run.json"
 SUMMARY = "summary.json"
 COMPARISON = "comparison.json"
+REVIEW = "review.json"  # a human review's overridden scores (stats.load_run overlays them)
 
 
 def json_default(obj: Any) -> Any:

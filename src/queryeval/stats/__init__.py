@@ -28,6 +28,7 @@ from queryeval.stats._grid import (
     leaderboard,
     scores_by_config,
 )
+from queryeval.stats._headline import headline_metrics
 from queryeval.stats._mcnemar import McNemarResult, mcnemar_test
 from queryeval.stats._rundata import RunData, load_run
 from queryeval.stats._summary import summarize, summarize_scorer
@@ -57,6 +58,7 @@ __all__ = [
     "compare_runs",
     "format_leaderboard",
     "grid_section",
+    "headline_metrics",
     "leaderboard",
     "load_run",
     "mcnemar_test",

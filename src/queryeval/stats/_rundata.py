@@ -1,4 +1,5 @@
-"""Read a stored run directory (results.jsonl, summary.json, run.json) for comparisons.
+"""Read a stored run directory (results.jsonl, summary.json, run.json) for comparisons; a
+human review's overrides (review.json) are put over the stored records.
 
 Kept here, read-only and free of the runner, so that `stats` does not import the layer
 above it; like the run store, it skips a torn last line left by a killed run.
@@ -38,7 +39,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def load_run(path: str | Path) -> RunData:
-    """A run directory's records and summary; InputError when it holds no results."""
+    """A run directory's records (with a human review's overrides, when review.json holds
+    some) and summary; InputError when it holds no results."""
     run_dir = Path(path)
     results = run_dir / "results.jsonl"
     if not results.is_file():
@@ -59,6 +61,9 @@ def load_run(path: str | Path) -> RunData:
                     "expected a record with 'system' and 'case_id'", path=results, line=lineno
                 )
             records.append(rec)
+    reviewed = _read_json(run_dir / "review.json")
+    if reviewed:
+        records = _overlay(records, reviewed)
     return RunData(
         label=str(run_dir),
         records=records,
@@ -66,6 +71,29 @@ def load_run(path: str | Path) -> RunData:
         info=_read_json(run_dir / "run.json"),
         path=run_dir,
     )
+
+
+def _overlay(records: list[dict[str, Any]], reviewed: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The records with a human review's overridden scores and case verdicts (review.json,
+    written by the runner when it applies a review file) in place of the stored ones."""
+    changes = {
+        (str(r.get("system")), str(r.get("case_id"))): r
+        for r in reviewed.get("records") or []
+        if isinstance(r, Mapping)
+    }
+    if not changes:
+        return records
+    out = []
+    for rec in records:
+        change = changes.get((str(rec["system"]), str(rec["case_id"])))
+        if change is not None:
+            rec = {
+                **rec,
+                "passed": change.get("passed"),
+                "scores": {**(rec.get("scores") or {}), **(change.get("scores") or {})},
+            }
+        out.append(rec)
+    return out
 
 
 def as_run(run: str | Path | RunData | Sequence[Mapping[str, Any]], label: str) -> RunData:
