@@ -22,7 +22,9 @@ def export_mlflow_command(
     run_dir: RunDir,
     tracking_uri: Annotated[
         str | None,
-        typer.Option(help="MLflow tracking URI or local folder (default: MLflow's own)"),
+        typer.Option(
+            help="MLflow tracking URI or local folder (default: MLFLOW_TRACKING_URI, else ./mlruns)"
+        ),
     ] = None,
     experiment: Annotated[
         str | None, typer.Option(help="experiment name (default: the suite's name)")

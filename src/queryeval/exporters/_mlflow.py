@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +31,32 @@ def _param(value: Any) -> str:
 
 
 def _tracking_uri(uri: str | Path | None) -> str | None:
-    """A local folder becomes a `file:` URI (MLflow's file store, in maintenance mode since
-    MLflow 3: allowed here explicitly, as it is the one store needing no server or DB)."""
+    """None: `MLFLOW_TRACKING_URI` when set, else the folder `mlruns`. A local folder
+    becomes a `file:` URI (MLflow's file store, in maintenance mode since MLflow 3, which
+    refuses it unless `MLFLOW_ALLOW_FILE_STORE` is set: see `_file_store_allowed`)."""
     if uri is None:
-        return None
+        if os.environ.get("MLFLOW_TRACKING_URI"):
+            return None  # MLflow reads it itself
+        uri = "mlruns"  # MLflow's classic default; its newer one needs a database driver
     text = str(uri)
     if "://" in text or text.startswith("file:"):
-        if text.startswith("file:"):
-            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         return text
-    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     return Path(text).resolve().as_uri()
+
+
+@contextmanager
+def _file_store_allowed(uri: str | None) -> Iterator[None]:
+    """Allow MLflow's file store for a `file:` URI (the one store needing no server or
+    database) while the export runs, then put the environment back as it was."""
+    name = "MLFLOW_ALLOW_FILE_STORE"
+    before = os.environ.get(name)
+    if uri is not None and uri.startswith("file:") and before is None:
+        os.environ[name] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
 
 
 def _millis(stamp: Any) -> int:
@@ -86,8 +102,8 @@ def export_mlflow(
     experiment: str | None = None,
 ) -> dict[str, str]:
     """Log the stored run in `run_dir` to MLflow (`tracking_uri`: a server URL, a database
-    URI or a local folder; default MLflow's own). The experiment is `experiment`, else the
-    suite's name. Exporting the same run again finds the runs it made (tag
+    URI or a local folder; default MLFLOW_TRACKING_URI, else the folder mlruns). The
+    experiment is `experiment`, else the suite's name. Exporting the same run again finds the runs it made (tag
     `queryeval.run_key`) and makes no new ones. Returns system -> MLflow run id.
     """
     try:
@@ -96,10 +112,26 @@ def export_mlflow(
     except ImportError:
         raise missing_extra("mlflow", "mlflow") from None
 
-    run = read_run(run_dir)
+    run = read_run(run_dir)  # not a run directory: said before MLflow is asked anything
+    uri = _tracking_uri(tracking_uri)
+    with _file_store_allowed(uri):
+        client = MlflowClient(tracking_uri=uri)
+        return _export(run, run_dir, client, experiment, Metric, Param, RunTag)
+
+
+def _export(
+    run: Any,
+    run_dir: str | Path,
+    client: Any,
+    experiment: str | None,
+    Metric: Any,
+    Param: Any,
+    RunTag: Any,
+) -> dict[str, str]:
+    """export_mlflow's work on the read run, with the client made and MLflow's entity
+    classes given."""
     summary = run.summary or {}
     info = run.info or {}
-    client = MlflowClient(tracking_uri=_tracking_uri(tracking_uri))
     name = experiment or str(summary.get("suite") or "queryeval")
     found = client.get_experiment_by_name(name)
     experiment_id = found.experiment_id if found is not None else client.create_experiment(name)
