@@ -103,8 +103,9 @@ def export_mlflow(
 ) -> dict[str, str]:
     """Log the stored run in `run_dir` to MLflow (`tracking_uri`: a server URL, a database
     URI or a local folder; default MLFLOW_TRACKING_URI, else the folder mlruns). The
-    experiment is `experiment`, else the suite's name. Exporting the same run again finds the runs it made (tag
-    `queryeval.run_key`) and makes no new ones. Returns system -> MLflow run id.
+    experiment is `experiment`, else the suite's name. Exporting the same run again finds
+    the runs it made (tag `queryeval.run_key`) and makes no new ones. Returns system ->
+    MLflow run id.
     """
     try:
         from mlflow.entities import Metric, Param, RunTag
