@@ -207,6 +207,9 @@ class Engine(ABC):
 
     language: ClassVar[str] = "sql"
     emulated_kinds: ClassVar[frozenset[str]] = frozenset()
+    # whether queries run inside this process (bounded by `memory_guard` while they run);
+    # an engine whose queries run in a server (its own child process, or remote) says False
+    in_process: ClassVar[bool] = True
 
     def __init__(self, name: str, limits: Limits, identity: str) -> None:
         self.name = name
@@ -235,6 +238,8 @@ class Engine(ABC):
         too_long = self.too_long(query)
         if too_long is not None:
             return Execution(_outcome("resource_limit", too_long, 0.0))
+        if not self.in_process:
+            return self._execute(query)
         with memory_guard(self.limits.process_budget):
             return self._execute(query)
 

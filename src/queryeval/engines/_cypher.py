@@ -85,6 +85,7 @@ class CypherEngine(Engine):
     """Cypher on a graph reached over Bolt (embedded ArcadeDB or a Neo4j server)."""
 
     language = "cypher"
+    in_process = False  # the server holds the query's memory
 
     def __init__(self, name: str, limits: Limits, identity: str, *, url: str | None = None,
                  auth: tuple[str, str] | None = None, database: str | None = None,
