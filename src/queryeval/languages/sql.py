@@ -7,12 +7,20 @@ does not order the result; a UNION's trailing ORDER BY orders the union.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
 from queryeval.languages._order import OrderInfo, SortKey
 
-__all__ = ["DIALECTS", "read_only_refusal", "sqlglot_dialect", "top_level_order"]
+__all__ = [
+    "DIALECTS",
+    "PARSE_CACHE_SIZE",
+    "parsed",
+    "read_only_refusal",
+    "sqlglot_dialect",
+    "top_level_order",
+]
 
 DIALECTS: dict[str, str | None] = {
     "sql": None,  # sqlglot's generic dialect
@@ -49,6 +57,32 @@ def sqlglot_dialect(name: str) -> str | None:
     return DIALECTS.get(name, name)
 
 
+# --- parsing, once per distinct (query, dialect) --------------------------------------------
+
+PARSE_CACHE_SIZE = 256
+"""How many parsed queries are kept: a case's gold is read by the sandbox and by every
+comparing scorer in turn, so a small LRU is enough to parse each query once."""
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def parsed(query: str, dialect: str | None) -> tuple[Any, ...] | str:
+    """The statements sqlglot reads in `query` (None statements dropped), or the message
+    of the SqlglotError it raised; kept in a bounded LRU. The trees are shared: do not
+    modify them.
+
+    >>> parsed("SELECT 1; SELECT 2", "duckdb")[1].sql()
+    'SELECT 2'
+    """
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    try:
+        return tuple(s for s in sqlglot.parse(query, read=dialect) if s is not None)
+    except SqlglotError as error:
+        return str(error)  # not the exception: its traceback would keep the frames alive
+
+
 # --- the read-only check ------------------------------------------------------------------------
 
 _WRITE_TOKENS = {
@@ -67,14 +101,10 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
     >>> read_only_refusal("SELECT 1; DROP TABLE t", "duckdb")
     '2 statements: only one read-only query may run at a time'
     """
-    import sqlglot
     from sqlglot import exp
-    from sqlglot.errors import SqlglotError
 
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
-    try:
-        statements = [s for s in sqlglot.parse(query, read=dialect) if s is not None]
-    except SqlglotError:
+    statements = parsed(query, dialect)
+    if isinstance(statements, str):
         # sqlglot cannot read every dialect's every corner; then look at the tokens, and
         # let the read-only engine (the other half of the sandbox) judge the rest.
         return _token_refusal(query, dialect)
@@ -123,14 +153,11 @@ def top_level_order(query: str, dialect: str | None = None) -> OrderInfo:
     >>> top_level_order("SELECT * FROM (SELECT a FROM t ORDER BY a) s")
     OrderInfo(ordered=False, keys=())
     """
-    import sqlglot
     from sqlglot import exp
-    from sqlglot.errors import SqlglotError
 
-    try:
-        statements = [s for s in sqlglot.parse(query, read=dialect) if s is not None]
-    except SqlglotError as error:
-        raise ValueError(f"cannot parse SQL: {error}") from error
+    statements = parsed(query, dialect)
+    if isinstance(statements, str):
+        raise ValueError(f"cannot parse SQL: {statements}")
     if not statements:
         raise ValueError("no SQL statement")
     tree: Any = statements[-1]
