@@ -1,5 +1,7 @@
 """Work done once per case however many scorers ask: each distinct SQL text is parsed once
-(the sandbox's read-only check and the gold's ordering)."""
+(the sandbox's read-only check and the gold's ordering), the predicted and gold results are
+compared once for execution_match and results_f1, and seed 002's legacy_recall is computed
+only when results_match_legacy is configured."""
 
 from __future__ import annotations
 
@@ -53,3 +55,43 @@ def test_a_parse_error_is_kept_as_its_message() -> None:
     assert isinstance(first, str) and first == sql.parsed("SELECT (", "duckdb")
     with pytest.raises(ValueError, match="cannot parse SQL"):
         sql.top_level_order("SELECT (", "duckdb")
+
+
+def test_execution_scorers_share_one_comparison(
+    ctx: ScoringContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import queryeval.metrics as metrics
+
+    calls: list[bool] = []
+    original = metrics.compare_results
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["legacy"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(metrics, "compare_results", counted)
+    pred = "SELECT country, count(*) FROM customers GROUP BY 1 ORDER BY 2 DESC, 1"
+    ex = scorer("execution_match").score(case(), out(pred), ctx)
+    f1 = scorer("results_f1").score(case(), out(pred), ctx)
+    assert calls == [False]  # compared once, without legacy_recall
+    assert ex.value == f1.value == 1.0
+    assert "legacy_recall" not in ex.details["comparisons"][0]
+
+
+def test_legacy_recall_only_when_a_scorer_reports_it(ctx: ScoringContext) -> None:
+    pred = "SELECT country, count(*) AS n FROM customers GROUP BY 1 ORDER BY 2 DESC, 1"
+    legacy = scorer("results_match_legacy")
+    legacy.prepare([case()], ctx)  # the run prepares every scorer before scoring
+    ex = scorer("execution_match").score(case(), out(pred), ctx)
+    assert ex.details["comparisons"][0]["legacy_recall"] == 1.0
+    assert legacy.score(case(), out(pred), ctx).value == 1.0
+
+
+def test_legacy_recall_is_added_to_a_shared_comparison_made_without_it(
+    ctx: ScoringContext,
+) -> None:
+    pred = "SELECT country, count(*) AS n FROM customers GROUP BY 1 ORDER BY 2 DESC, 1"
+    ex = scorer("execution_match").score(case(), out(pred), ctx)
+    assert "legacy_recall" not in ex.details["comparisons"][0]
+    score = scorer("results_match_legacy").score(case(), out(pred), ctx)  # not prepared
+    assert score.value == 1.0 and score.details["metrics"] == {"legacy_recall": 1.0}

@@ -9,7 +9,8 @@ Rows are compared as whole rows after the columns are aligned:
 - ``exact``: the columns align under the column policy and the rows are equal under the row
   policy: same multiset (or set); for ``ordered``, also in gold's order, where rows tied on
   the gold's sort keys may come in any order among themselves.
-- ``legacy_recall``: seed 002's number (see ``queryeval.metrics.results._legacy``).
+- ``legacy_recall``: seed 002's number (see ``queryeval.metrics.results._legacy``); None
+  when the caller did not ask for it (``legacy=False``).
 
 When the columns do not align (a gold column has no counterpart, or an extra predicted
 column outside ``gold_subset``), no row can be equal: matched = 0 and ``exact`` is False.
@@ -97,7 +98,7 @@ class ComparisonResult:
     precision: float
     recall: float
     f1: float
-    legacy_recall: float
+    legacy_recall: float | None  # None: not asked for (legacy=False)
     matched_rows: int
     pred_rows: int
     gold_rows: int
@@ -136,6 +137,7 @@ def compare_results(
     naive_timezone: str | None = "UTC",
     date_equals_midnight: bool = True,
     legacy_row_limit: int = LEGACY_ROW_LIMIT,
+    legacy: bool = True,
 ) -> ComparisonResult:
     """Compare a predicted query result with the gold one (see the module docstring).
 
@@ -148,7 +150,8 @@ def compare_results(
     ``gold_query`` (in ``language``, default SQL) has a top-level ordering, else
     ``multiset``. ``abs_tol`` and ``rel_tol`` apply ``math.isclose`` to numeric columns
     holding floats or decimals, after the columns and rows are aligned; integer columns
-    always compare exactly.
+    always compare exactly. ``legacy=False`` skips seed 002's ``legacy_recall`` (an O(n*m)
+    scan of up to ``legacy_row_limit`` rows per side), left None.
 
     >>> gold = (["name", "n"], [("ada", 3), ("bob", 1)])
     >>> r = compare_results((["n", "name"], [(1, "bob"), (3, "ada")]), gold)
@@ -171,7 +174,7 @@ def compare_results(
     notes: list[str] = []
     row_policy, keys = _row_policy(rows, gold_query, language, order_keys, notes)
     tie_columns = _resolve_keys(keys, g.columns, notes) if row_policy == "ordered" else ()
-    legacy = legacy_recall(p, g, row_limit=legacy_row_limit)
+    legacy_value = legacy_recall(p, g, row_limit=legacy_row_limit) if legacy else None
 
     known: dict[Mapping, RowOutcome] = {}  # row outcomes the permutation search computed
     if columns == "permutation":
@@ -203,7 +206,7 @@ def compare_results(
             precision=precision,
             recall=recall,
             f1=f1,
-            legacy_recall=legacy,
+            legacy_recall=legacy_value,
             matched_rows=rows.matched,
             pred_rows=rows.pred_rows,
             gold_rows=rows.gold_rows,
