@@ -54,6 +54,7 @@ from queryeval.metrics.results._rows import (
     row_counts,
     rows_equal,
 )
+from queryeval.metrics.results._small import BEST_NOTE, NAMES_NOTE, small_comparison
 
 RowPolicy = Literal["auto", "ordered", "multiset", "set"]
 ColumnPolicy = Literal["by_name", "by_position", "permutation", "gold_subset"]
@@ -176,8 +177,13 @@ def compare_results(
     tie_columns = _resolve_keys(keys, g.columns, notes) if row_policy == "ordered" else ()
     legacy_value = legacy_recall(p, g, row_limit=legacy_row_limit) if legacy else None
 
+    small = small_comparison(p, g, row_policy, columns, options, max_permutations)
     known: dict[Mapping, RowOutcome] = {}  # row outcomes the permutation search computed
-    if columns == "permutation":
+    if small is not None:  # small Python rows: the same answer by Counter
+        alignment, small_rows, small_notes = small
+        known[alignment.pairs] = small_rows
+        notes.extend(small_notes)
+    elif columns == "permutation":
         alignment = _permutation(
             p, g, row_policy, tie_columns, options, max_permutations, notes, known
         )
@@ -404,12 +410,9 @@ def _permutation(
     if search.mapping is not None:
         return Alignment(search.mapping, (), ())
     if names_pair_up:  # the names say which column is which
-        notes.append("no column permutation makes the rows equal; scored with the names")
+        notes.append(NAMES_NOTE)
         return Alignment(by_name.pairs, (), ())
-    notes.append(
-        "no column permutation makes the rows equal; scored with the mapping that "
-        "keeps the most values in common"
-    )
+    notes.append(BEST_NOTE)
     chosen = search.best or by_name.pairs
     return Alignment(chosen, (), ())
 
