@@ -89,6 +89,7 @@ class _Rows:
     def __init__(self, pred: Rows, gold: Rows, k_pred: int, k_gold: int, policy: str) -> None:
         self.pred, self.gold, self.policy = pred, gold, policy
         self.k_pred, self.k_gold = k_pred, k_gold
+        self.identity = tuple(range(k_pred))
 
     def columns(self, side: str) -> list[tuple[Any, ...]]:
         """The canonical columns of one side."""
@@ -98,9 +99,9 @@ class _Rows:
     def under(self, pairs: Mapping) -> RowOutcome | None:
         """The outcome under `pairs` (every gold column, in order); None for ordered rows
         that need the tie analysis."""
-        picks = [j for _, j in pairs]
+        picks = tuple(j for _, j in pairs)
         gr: Rows = self.gold
-        if picks == list(range(self.k_pred)):
+        if picks == self.identity:
             pr: Rows = self.pred
         elif len(picks) == 1:
             pr = [(r[picks[0]],) for r in self.pred]
@@ -110,7 +111,10 @@ class _Rows:
             sp, sg = set(pr), set(gr)
             return RowOutcome(len(sp & sg), len(sp), len(sg), None)
         cp, cg = Counter(pr), Counter(gr)
-        matched = len(pr) if cp == cg else sum((cp & cg).values())
+        if cp == cg:
+            matched = len(pr)
+        else:  # the multiset intersection's size, without building it
+            matched = sum(min(n, cg[row]) for row, n in cp.items() if row in cg)
         if self.policy != "ordered":
             return RowOutcome(matched, len(pr), len(gr), None)
         if len(pr) != len(gr):
@@ -167,16 +171,29 @@ def _forced_mapping(rows: _Rows, as_set: bool, same_rows: bool) -> tuple[bool, M
     if len(set(pred)) < len(pred):
         return False, None  # identical predicted columns: interchangeable in the search
     signature = (lambda c: frozenset(c)) if as_set else Counter
-    pred_sig = [signature(c) for c in pred]
+    # equal values hash equal, so different hash sums prove different value multisets:
+    # a cheap filter before the exact signatures
+    pred_hash = [_hash_sum(c, as_set) for c in pred]
+    pred_sig: dict[int, Any] = {}
     chosen: list[int] = []
     for column in rows.columns("gold"):
-        sig = signature(column)
-        matches = [j for j, other in enumerate(pred_sig) if other == sig]
-        if not matches:
+        digest = _hash_sum(column, as_set)
+        near = [j for j, h in enumerate(pred_hash) if h == digest]
+        if near:
+            sig = signature(column)
+            for j in near:
+                if j not in pred_sig:
+                    pred_sig[j] = signature(pred[j])
+            near = [j for j in near if pred_sig[j] == sig]
+        if not near:
             return True, None
-        if len(matches) > 1:
+        if len(near) > 1:
             return False, None
-        chosen.append(matches[0])
+        chosen.append(near[0])
     if len(set(chosen)) < len(chosen):
         return False, None
     return True, tuple(enumerate(chosen))
+
+
+def _hash_sum(column: Sequence[Any], as_set: bool) -> int:
+    return sum(map(hash, set(column) if as_set else column))
