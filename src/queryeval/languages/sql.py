@@ -1,5 +1,6 @@
 """SQL: the names and dialects queryeval knows, the read-only check, and the top-level
-ordering of a query, all through sqlglot (imported on first use).
+ordering of a query, all through sqlglot (imported on first use). Each distinct query is
+parsed once (`parsed`, a bounded LRU); the read-only check first tries the tokens alone.
 
 Only ordering at the top level counts: an ORDER BY inside a subquery, a CTE or a window
 does not order the result; a UNION's trailing ORDER BY orders the union.
@@ -90,6 +91,7 @@ _WRITE_TOKENS = {
     "ATTACH", "DETACH", "REPLACE", "GRANT", "REVOKE", "VACUUM", "INSTALL", "LOAD", "SET",
     "PRAGMA", "CALL", "EXECUTE", "EXPORT", "IMPORT", "CHECKPOINT", "COMMIT", "BEGIN", "USE",
 }  # fmt: skip
+_PLAIN_REFUSED = _WRITE_TOKENS | {"INTO"}
 
 
 def read_only_refusal(query: str, dialect: str | None) -> str | None:
@@ -103,6 +105,8 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
     """
     from sqlglot import exp
 
+    if _plainly_read_only(query, dialect):
+        return None
     statements = parsed(query, dialect)
     if isinstance(statements, str):
         # sqlglot cannot read every dialect's every corner; then look at the tokens, and
@@ -123,6 +127,41 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
         if isinstance(node, writes):
             return f"{node.key.upper()} inside the query: writes are refused"
     return None
+
+
+_PLAIN_MAX_DEPTH = 32  # deeper nesting is left to the parse (it may exceed its stack)
+_PLAIN_START = {"SELECT", "WITH"}
+
+
+def _plainly_read_only(query: str, dialect: str | None) -> bool:
+    """True when the tokens alone show what the parse would find: one statement starting
+    with SELECT or WITH, no write keyword (nor INTO) outside string literals, no `;` but a
+    last one, shallow nesting. Tokenizing costs a fraction of parsing; anything else is
+    parsed."""
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenize(query)
+    except SqlglotError:
+        return False
+    if not tokens or tokens[0].token_type.name not in _PLAIN_START:
+        return False
+    depth = 0
+    for i, token in enumerate(tokens):
+        kind = token.token_type.name
+        if kind == "L_PAREN":
+            depth += 1
+            if depth > _PLAIN_MAX_DEPTH:
+                return False
+        elif kind == "R_PAREN":
+            depth -= 1
+        elif kind == "SEMICOLON":
+            if i < len(tokens) - 1:
+                return False
+        elif kind != "STRING" and token.text.upper() in _PLAIN_REFUSED:
+            return False
+    return True
 
 
 def _token_refusal(query: str, dialect: str | None) -> str | None:
