@@ -33,8 +33,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _harness as h
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent / "src"), str(HERE)]  # this checkout's queryeval
+import _harness as h  # noqa: E402
 
 CASES = {
     "queryeval_arrow": "queryeval compare_results, Arrow-backed results (as engines return)",
