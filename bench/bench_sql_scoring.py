@@ -44,7 +44,7 @@ def main() -> None:
     args = h.options(
         __doc__.splitlines()[0],
         full={"cases": 3000, "rounds": 5, "cores": h.cores()},
-        quick={"cases": 1000, "rounds": 3, "cores": h.cores()},
+        quick={"cases": 500, "rounds": 3, "cores": h.cores()},
         extra=lambda p: p.add_argument("--baseline-src", type=Path, default=None),
     )
 
