@@ -1,8 +1,8 @@
 """Work done once per case however many scorers ask: each distinct SQL text is parsed at
 most once (the sandbox's read-only check needs only tokens when they settle it; the gold's
-ordering), the predicted and gold results are
-compared once for execution_match and results_f1, and seed 002's legacy_recall is computed
-only when results_match_legacy is configured."""
+ordering), the predicted and gold results are compared once for execution_match and
+results_f1, and seed 002's legacy_recall is computed only when results_match_legacy is
+configured."""
 
 from __future__ import annotations
 
