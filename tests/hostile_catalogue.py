@@ -143,8 +143,11 @@ sys.argv = ["queryeval", *sys.argv[1:]]
 try:
     main()
 finally:
-    peak = max(resource.getrusage(who).ru_maxrss
-               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    # this process's own peak (VmHWM: ru_maxrss of SELF would count the parent's resident
+    # size at the fork, which Linux keeps across exec) and its largest child's
+    own = next(int(line.split()[1]) for line in open("/proc/self/status")
+               if line.startswith("VmHWM"))
+    peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     print(f"PEAK_RSS_KIB {peak}", file=sys.stderr)
 """
 
