@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from queryeval.cases import ExecutionOutcome, OutcomeKind
 from queryeval.engines._memory import memory_guard
+from queryeval.engines._watchdog import Watchdog
 from queryeval.metrics import ResultSet
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
@@ -111,6 +112,7 @@ class Deadline:
 
     Repeats the interrupt (every 20 ms) after it fired, because an interrupt that lands
     while the engine is still planning is lost and the query would then run unbounded.
+    Served by the process's one watchdog thread (`_watchdog`), not a thread per query.
     """
 
     _REPEAT_S = 0.02
@@ -118,30 +120,31 @@ class Deadline:
     def __init__(self, seconds: float, interrupt: Callable[[], Any]) -> None:
         self.seconds = seconds
         self._interrupt = interrupt
-        self._done = threading.Event()
         self._guard = threading.Lock()
+        self.finished = False
         self.fired = False
 
     def __enter__(self) -> Deadline:
-        threading.Thread(target=self._watch, name="queryeval-deadline", daemon=True).start()
+        _WATCHDOG.add(self.seconds, self)
         return self
 
-    def _watch(self) -> None:
-        if self._done.wait(self.seconds):
-            return
-        while True:
-            with self._guard:
-                if self._done.is_set():
-                    return
-                self.fired = True
-                with contextlib.suppress(Exception):  # best effort; it is retried
-                    self._interrupt()
-            if self._done.wait(self._REPEAT_S):
-                return
+    def fire(self) -> bool:
+        """The watchdog's call: interrupt unless the block has exited; True to be called
+        again (the interrupt is retried until the block exits)."""
+        with self._guard:
+            if self.finished:
+                return False
+            self.fired = True
+            with contextlib.suppress(Exception):  # best effort; it is retried
+                self._interrupt()
+        return True
 
     def __exit__(self, *exc: object) -> None:
         with self._guard:
-            self._done.set()
+            self.finished = True
+
+
+_WATCHDOG = Watchdog(Deadline._REPEAT_S)
 
 
 def cell_bytes(value: Any) -> int:
