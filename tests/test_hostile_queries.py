@@ -25,7 +25,7 @@ LIMITS = {"timeout_s": 2.0, "memory_limit": "256MiB"}
 def test_a_run_of_the_hostile_catalogue_completes_with_every_bomb_bounded(tmp_path: Path) -> None:
     suite = write_hostile_suite(tmp_path / "suite", LIMITS)
     start = time.perf_counter()
-    code, stderr, peak_mib = run_measured(["run", str(suite), "--out", str(tmp_path / "run")])
+    code, stderr, peak_mib, _ = run_measured(["run", str(suite), "--out", str(tmp_path / "run")])
     elapsed = time.perf_counter() - start
     assert code == 0, stderr[-3000:]
     found = outcomes(tmp_path / "run")
