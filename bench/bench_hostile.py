@@ -56,9 +56,7 @@ def main() -> int:
         f"peak RSS of a run of {len(bombs)} bombs ({engines})",
         f"{own:,.0f} MiB",
         against=f"target {TARGET_MIB:,} MiB; before issue 14: killed at 24 GB",
-        note=(
-            f"largest process of the run (ArcadeDB's JVM) {tree:,.0f} MiB; " if args.graph else ""
-        )
+        note=(f"the run with ArcadeDB's server, together: {tree:,.0f} MiB; " if args.graph else "")
         + f"{wall:.0f} s; outcomes {kinds}",
     )
     bounded = set(kinds) <= {"resource_limit", "timeout"}

@@ -69,16 +69,22 @@ BOMBS = {
 }
 
 
+def resident_mib() -> float:
+    status = Path("/proc/self/status").read_text().splitlines()
+    return next(int(x.split()[1]) for x in status if x.startswith("VmRSS")) / 1024
+
+
 def test_memory_bombs_end_as_resource_limits_or_timeouts(engine: Engine) -> None:
     kind = "kql" if engine.language == "kql" else engine.dialect
+    before = resident_mib()
     for query in BOMBS[kind]:
         start = time.perf_counter()
         run = engine.execute(query)
         assert run.outcome.kind in BOUNDED, (query, run.outcome)
         assert time.perf_counter() - start < 1.5 * 2.0 + 1, query
         still_works(engine)
-    # the process never grew past the budget: far less than the bombs ask for
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 3 * 2**20  # KiB
+    # the process keeps nothing of what the bombs asked for (tens of GB)
+    assert resident_mib() - before < 512
 
 
 def test_a_memory_bomb_is_cut_by_the_memory_limit_not_the_clock(cache: Path) -> None:
