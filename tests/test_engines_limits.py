@@ -159,3 +159,19 @@ def test_limits_are_checked_before_a_run(engine: str, options: dict, words: str)
     config = DatabaseConfig(engine=engine, fixture=str(SALES), options=options)
     problem = database_problem(config, ROOT)
     assert problem is not None and words in problem[1], problem
+
+
+def test_a_process_forked_while_a_query_runs_has_no_bound() -> None:
+    import os
+
+    from queryeval.engines._memory import memory_guard
+
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    with memory_guard(2**30):
+        assert resource.getrlimit(resource.RLIMIT_DATA) != before
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 when its limit is the original one
+            os._exit(0 if resource.getrlimit(resource.RLIMIT_DATA) == before else 1)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before
