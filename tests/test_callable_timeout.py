@@ -5,6 +5,7 @@ waiting for the abandoned thread."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -43,8 +44,11 @@ def test_a_sync_callable_that_never_returns_times_out_and_the_run_goes_on(
 def test_the_process_exits_without_waiting_for_a_hung_call(tmp_path: Path) -> None:
     suite = make_answer_suite(tmp_path / "s", 2, systems=SYSTEMS)
     start = time.perf_counter()
+    src = str(Path(__file__).resolve().parents[1] / "src")  # this checkout's queryeval
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(
         [sys.executable, "-m", "queryeval", "run", str(suite), "--out", str(tmp_path / "run")],
+        env=env,
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     elapsed = time.perf_counter() - start

@@ -25,7 +25,7 @@ LIMITS = {"timeout_s": 2.0, "memory_limit": "256MiB"}
 def test_a_run_of_the_hostile_catalogue_completes_with_every_bomb_bounded(tmp_path: Path) -> None:
     suite = write_hostile_suite(tmp_path / "suite", LIMITS)
     start = time.perf_counter()
-    code, stderr, peak_mib = run_measured(["run", str(suite), "--out", str(tmp_path / "run")])
+    code, stderr, peak_mib, _ = run_measured(["run", str(suite), "--out", str(tmp_path / "run")])
     elapsed = time.perf_counter() - start
     assert code == 0, stderr[-3000:]
     found = outcomes(tmp_path / "run")
@@ -38,3 +38,22 @@ def test_a_run_of_the_hostile_catalogue_completes_with_every_bomb_bounded(tmp_pa
     assert all(found[case_id][0] == "passed" for case_id in ORDINARY), found
     assert elapsed < 120, elapsed
     assert peak_mib < 1536, f"peak RSS {peak_mib:.0f} MiB"  # the bombs ask for tens of GB
+
+
+def test_a_huge_query_text_is_not_parsed_without_a_database_either() -> None:
+    """Scorers that read the query text (exact match, text metrics) never hand a 60 MB
+    query to a parser: it fails as `resource_limit` before any of them reads it."""
+    from queryeval.cases import Case, Output
+    from queryeval.config import ScorerConfig
+    from queryeval.scorers import ScoringContext, build_scorer, score_case
+
+    case = Case.model_validate(
+        {"id": "q", "conversation": [{"content": "q", "target": {"query": "SELECT 1"}}]}
+    )
+    query = "SELECT 1 FROM t WHERE x = 1" + " OR x = 1" * 6_000_000  # 54 MB
+    output = Output.model_validate({"attempts": [{"query": query}]})
+    scorer = build_scorer(ScorerConfig(name="spider_exact_match"))
+    start = time.perf_counter()
+    score = score_case(scorer, case, output, ScoringContext())
+    assert score.details.get("failure") == "resource_limit", score
+    assert time.perf_counter() - start < 2

@@ -15,6 +15,7 @@ Linux only (elsewhere a no-op: `RLIMIT_DATA` does not bound `mmap` there).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -80,3 +81,16 @@ def memory_guard(budget: int) -> Iterator[None]:
                 _saved = None
             else:
                 _apply()
+
+
+def _forget_in_child() -> None:
+    """A process forked while a query ran in another thread runs no query: its bound goes."""
+    global _running, _saved, _lock
+    if resource is not None and _saved is not None:
+        resource.setrlimit(resource.RLIMIT_DATA, _saved)
+    _running, _saved, _lock = 0, None, threading.Lock()
+    _budgets.clear()
+
+
+if _ENABLED:
+    os.register_at_fork(after_in_child=_forget_in_child)
