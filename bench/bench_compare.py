@@ -1,4 +1,5 @@
-"""Benchmark: compare two 1,000,000-row x 5-column results, order- and column-order-free.
+"""Benchmark: compare two 1,000,000-row x 5-column results, order- and column-order-free;
+small results per call; and 5,000,000 rows against DuckDB's EXCEPT ALL.
 
 Each measurement runs in a fresh subprocess pinned to one core (so pyarrow's thread pool
 gets no more cores than the pure-Python sides) that builds the data, resets the kernel's
@@ -9,9 +10,21 @@ rounds; medians are reported. Alternatives measured in the same run:
 
 - ``counter``: ``collections.Counter`` over row tuples (pred columns reordered by name
   first), the multiset intersection counted with ``&``: what a user would write;
-- ``arrow_group_by``: pyarrow ``group_by`` over all five columns of both sides at once.
+- ``arrow_group_by``: pyarrow ``group_by`` over all five columns of both sides at once;
+- ``duckdb_except_all``: DuckDB ``EXCEPT ALL`` over the two Arrow tables (gold rows not
+  found in the prediction; DuckDB limited to as many threads as the side has cores).
 
-Usage: ``python bench/bench_compare.py [--rows N] [--rounds R] [--cores C] [--quick]``.
+Then, unless --quick, the same at 5,000,000 rows (queryeval's Arrow path and DuckDB's
+``EXCEPT ALL``; target: no slower than EXCEPT ALL, and at most 6x the 1M time).
+
+Small results (1, 10, 100 rows x 3 columns, given as Python rows as the engines hand them
+over; the prediction has the same rows shuffled and its columns reordered, or one row
+changed), per call, in this process, interleaved rounds of many calls: ``compare_results``
+against the ``Counter`` compare a user writes (columns reordered by name, ``Counter`` of
+each side, ``&``, the matched count and the exact verdict). Target: within 2x per call.
+
+Usage: ``python bench/bench_compare.py [--rows N] [--big-rows N] [--rounds R] [--cores C]
+[--quick]``.
 """
 
 from __future__ import annotations
@@ -20,15 +33,18 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _harness as h
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent / "src"), str(HERE)]  # this checkout's queryeval
+import _harness as h  # noqa: E402
 
 CASES = {
     "queryeval_arrow": "queryeval compare_results, Arrow-backed results (as engines return)",
     "queryeval_rows": "queryeval compare_results, results given as Python row tuples",
     "counter": "collections.Counter over row tuples (baseline)",
     "arrow_group_by": "pyarrow Table.group_by over all columns (alternative)",
+    "duckdb_except_all": "DuckDB EXCEPT ALL over the Arrow tables (alternative)",
 }
+SMALL_SIZES = (1, 10, 100)
 
 
 def make_tables(n: int, seed: int = 7) -> tuple[object, object]:
@@ -63,7 +79,7 @@ def make_tables(n: int, seed: int = 7) -> tuple[object, object]:
     return pred, gold
 
 
-def run_case(case: str, n: int) -> dict[str, float]:
+def run_case(case: str, n: int, threads: int = 1) -> dict[str, float]:
     """Build the data, run one comparison, return seconds, extra peak MiB and the answer."""
     import gc
     from collections import Counter
@@ -76,8 +92,16 @@ def run_case(case: str, n: int) -> dict[str, float]:
     pred_table, gold_table = make_tables(n)
     pred_arg: object
     gold_arg: object
+    con = None
     if case == "queryeval_arrow":
         pred_arg, gold_arg = ResultSet.from_arrow(pred_table), ResultSet.from_arrow(gold_table)
+    elif case == "duckdb_except_all":
+        import duckdb
+
+        con = duckdb.connect(config={"threads": threads})
+        con.register("pred", pred_table)
+        con.register("gold", gold_table)
+        pred_arg, gold_arg = pred_table, gold_table
     elif case in {"queryeval_rows", "counter"}:
         pred_arg = ResultSet(
             pred_table.column_names, zip(*(c.to_pylist() for c in pred_table.columns), strict=False)
@@ -100,6 +124,13 @@ def run_case(case: str, n: int) -> dict[str, float]:
         reorder = itemgetter(*(pred_arg.columns.index(c) for c in gold_arg.columns))
         common = Counter(map(reorder, pred_arg.rows)) & Counter(gold_arg.rows)
         matched = sum(common.values())
+    elif con is not None:
+        cols = ", ".join(f'"{c}"' for c in gold_table.column_names)
+        missing = con.execute(
+            f"SELECT count(*) FROM (SELECT {cols} FROM gold EXCEPT ALL SELECT {cols} FROM pred)"
+        ).fetchone()
+        assert missing is not None
+        matched = gold_table.num_rows - int(missing[0])
     else:
         cols = list(gold_table.column_names)
         both = pa.concat_tables(
@@ -120,23 +151,116 @@ def run_case(case: str, n: int) -> dict[str, float]:
     return {"seconds": seconds, "cpu_seconds": cpu, "extra_peak_mib": peak, "matched": matched}
 
 
+def small_pair(n: int, wrong: bool, seed: int = 11) -> tuple[object, object]:
+    """A gold result of `n` rows x 3 columns (id, name, count) and its prediction: the same
+    rows shuffled with the columns reordered, or (`wrong`) one row changed."""
+    import random
+
+    from queryeval.metrics import ResultSet
+
+    rng = random.Random(seed + n)
+    rows = [(rng.randrange(10**6), f"name {rng.randrange(1000)}", rng.randrange(50))
+            for _ in range(n)]  # fmt: skip
+    shuffled = rows[:]
+    rng.shuffle(shuffled)
+    if wrong:
+        shuffled[0] = (-1, "nobody", 0)
+    pred = ResultSet(["n", "name", "id"], [(r[2], r[1], r[0]) for r in shuffled])
+    return pred, ResultSet(["id", "name", "n"], rows)
+
+
+def counter_compare(pred: object, gold: object) -> tuple[bool, int]:
+    """What a user writes: predicted columns reordered by name, a Counter of each side."""
+    from collections import Counter
+    from operator import itemgetter
+
+    reorder = itemgetter(*(pred.columns.index(c) for c in gold.columns))  # type: ignore[attr-defined]
+    p, g = Counter(map(reorder, pred.rows)), Counter(gold.rows)  # type: ignore[attr-defined]
+    return p == g, sum((p & g).values())
+
+
+def small(rounds: int, calls: int) -> None:
+    """compare_results against the Counter compare per call, 1-100 rows."""
+    from queryeval.metrics import compare_results
+
+    print(f"\nsmall results, per call (Python rows, in this process; {calls:,} calls a round):")
+    for wrong in (False, True):
+        for n in SMALL_SIZES:
+            pred, gold = small_pair(n, wrong)
+            ours = compare_results(pred, gold, legacy=False)
+            assert (ours.exact, ours.matched_rows) == counter_compare(pred, gold)
+            reps = max(1, calls // max(n, 10))
+
+            def queryeval(pred: object = pred, gold: object = gold, reps: int = reps) -> float:
+                start = time.perf_counter()
+                for _ in range(reps):
+                    compare_results(pred, gold, legacy=False)
+                return (time.perf_counter() - start) / reps
+
+            def counter(pred: object = pred, gold: object = gold, reps: int = reps) -> float:
+                start = time.perf_counter()
+                for _ in range(reps):
+                    counter_compare(pred, gold)
+                return (time.perf_counter() - start) / reps
+
+            label = f"{n} row{'s' if n > 1 else ''}, {'one row wrong' if wrong else 'equal'}"
+            timings = h.interleaved(
+                [h.Side("compare_results", queryeval, 1), h.Side("Counter", counter, 1)],
+                rounds,
+                progress=False,
+            )
+            q, c = timings["compare_results"], timings["Counter"]
+            print(f"  {label:<24} compare_results {q.median * 1e6:7.1f} us   Counter "
+                  f"{c.median * 1e6:6.1f} us   {q.median / c.median:5.2f}x   load "
+                  f"{q.load_range}")  # fmt: skip
+            h.record(
+                "compare",
+                f"compare_results per call, {label}",
+                f"{q.median * 1e6:.1f} us",
+                against=f"Counter compare {c.median * 1e6:.1f} us",
+                note=f"{h.ratio(q, c)} (target <= 2x); 1 core each, median of {rounds}",
+            )
+
+
 def main() -> None:
     args = h.options(
         __doc__.splitlines()[0],
-        full={"rows": 1_000_000, "rounds": 3, "cores": 1},
-        quick={"rows": 100_000, "rounds": 3, "cores": 1},
+        full={"rows": 1_000_000, "big_rows": 5_000_000, "rounds": 3, "cores": 1, "calls": 20_000},
+        quick={"rows": 100_000, "big_rows": 0, "rounds": 3, "cores": 1, "calls": 5_000},
         extra=lambda p: p.add_argument("--cases", nargs="*", default=list(CASES)),
     )
-    print(f"{args.rows:,} rows x 5 columns per side; one fresh process per measurement")
     print(h.machine())
+    timings = sized(args.rows, args.cases, args.rounds, args.cores)
+    if args.big_rows:
+        big = sized(args.big_rows, ["queryeval_arrow", "duckdb_except_all"], args.rounds,
+                    args.cores)  # fmt: skip
+        ours, theirs = big["queryeval_arrow"], big["duckdb_except_all"]
+        note = f"{h.ratio(ours, theirs)} EXCEPT ALL's time (target <= 1x)"
+        if "queryeval_arrow" in timings:
+            growth = ours.median / timings["queryeval_arrow"].median
+            note += f"; {growth:.1f}x the {args.rows:,}-row time (target <= 6x)"
+        h.record(
+            "compare",
+            f"result comparison, {args.big_rows:,} x 5, multiset, by name",
+            f"{ours.median:.2f} s, +{max(e['extra_peak_mib'] for e in ours.extra):.0f} MiB",
+            against=f"DuckDB EXCEPT ALL {theirs.median:.2f} s ({args.cores} thread)",
+            note=f"{note}; {args.cores} core each, median of {args.rounds}",
+        )
+    small(args.rounds * 2 + 1, args.calls)
+
+
+def sized(rows: int, cases: list[str], rounds: int, cores: int) -> dict[str, h.Timing]:
+    """The cases at `rows` rows, each measurement a fresh process pinned to `cores`."""
+    print(f"\n{rows:,} rows x 5 columns per side; one fresh process per measurement")
 
     def side(case: str) -> h.Side:
         code = (
-            f"import json, bench_compare as b; print(json.dumps(b.run_case({case!r}, {args.rows})))"
+            "import json, bench_compare as b; "
+            f"print(json.dumps(b.run_case({case!r}, {rows}, {cores})))"
         )
-        return h.Side(case, lambda: h.child_json(code, cores=args.cores), cores=args.cores)
+        return h.Side(case, lambda: h.child_json(code, cores=cores), cores=cores)
 
-    timings = h.interleaved([side(c) for c in args.cases], args.rounds)
+    timings = h.interleaved([side(c) for c in cases], rounds)
     reference = "counter" if "counter" in timings else None
     print(h.table(timings, reference=reference))
     print(f"{'case':<18}{'cpu s':>9}{'peak MiB':>10}{'matched':>11}")
@@ -155,12 +279,12 @@ def main() -> None:
         peak = max(e["extra_peak_mib"] for e in ours.extra)
         h.record(
             "compare",
-            f"result comparison, {args.rows:,} x 5, multiset, by name",
+            f"result comparison, {rows:,} x 5, multiset, by name",
             f"{ours.median:.2f} s, +{peak:.0f} MiB (Arrow-backed)",
             against=f"Counter {base.median:.2f} s",
-            note=f"{h.ratio(ours, base)} Counter's time; {args.cores} core each, "
-            f"median of {args.rounds}",
+            note=f"{h.ratio(ours, base)} Counter's time; {cores} core each, median of {rounds}",
         )
+    return timings
 
 
 if __name__ == "__main__":

@@ -101,3 +101,14 @@ async def async_system(case: Case) -> Output:
     """Async flavour: sleeps forever on case 9 (the runner's timeout must end it)."""
     await asyncio.sleep(1000 if case.id.endswith("-9") else 0.001)
     return Output.model_validate({"attempts": [{"answer": f"pid {os.getpid()}"}]})
+
+
+RELEASE = threading.Event()  # set by a test to let the hung calls go at last
+
+
+def hanging_system(case: Case) -> dict:
+    """A synchronous system that never returns on odd cases (until RELEASE is set)."""
+    if int(case.id.split("-")[-1]) % 2:
+        while not RELEASE.wait(3600):
+            pass
+    return {"answer": f"a{case.id.split('-')[-1]}"}

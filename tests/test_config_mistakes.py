@@ -221,6 +221,11 @@ MISTAKES = [
             "cases.yaml", "- id: q2", "unknown database 'nope'"),
     Mistake("no database for a case among several", suite(SALES_DB, TWO_DBS),
             "cases.yaml", "- id: q1", "no database is named for this case"),
+    Mistake("agentic breakdown key no case has",
+            suite("  - {name: execution_match, required: true}\n",
+                  "  - {name: execution_match, required: true}\n"
+                  "  - {name: agentic, weight: 0, options: {breakdown: [tagz]}}\n"),
+            "suite.yaml", "tagz", "breakdown key(s) 'tagz' group no case"),
 ]  # fmt: skip
 
 
@@ -260,14 +265,15 @@ def test_a_mistake_stops_validate_and_run_with_its_place(tmp_path: Path, mistake
     path = make_suite(folder)
     mistake.change(folder)
     place = expected_place(folder, mistake)
-    for command in (["validate", str(path), "--no-golds"], ["run", str(path), "--out", "r"]):
+    out = tmp_path / "r"
+    for command in (["validate", str(path), "--no-golds"], ["run", str(path), "--out", str(out)]):
         result = CliRunner().invoke(app, command)
         assert result.exit_code == 2, (command[0], result.stdout, result.stderr)
         message = result.stderr.strip()
         assert message.startswith(f"error: {place}:"), (place, message)
         assert mistake.expected in message, message
         assert len(message.splitlines()) == 1
-    assert not Path("r").exists()  # refused before anything ran
+    assert not out.exists()  # refused before anything ran
 
 
 def test_a_float_in_e_notation_is_a_number(tmp_path: Path) -> None:

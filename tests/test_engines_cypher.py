@@ -120,6 +120,26 @@ def test_a_runaway_query_times_out_and_the_next_one_runs(graph: Engine, query: s
 
 
 @pytest.mark.parametrize(
+    "query",
+    [
+        "UNWIND range(1, 1000000000) AS x RETURN count(x)",
+        "UNWIND range(1, 1000000000) AS x RETURN collect(x)",
+        "UNWIND range(1, 1000000000) AS x WITH x ORDER BY x DESC RETURN x LIMIT 1",
+    ],
+    ids=["count", "collect", "sort"],
+)
+def test_a_memory_bomb_ends_within_the_limits(graph: Engine, query: str) -> None:
+    """A billion rows: cut by the time limit or by the queries' heap budget, never the
+    server's death; the next query runs."""
+    start = time.perf_counter()
+    run = graph.execute(query)
+    assert run.outcome.kind in ("timeout", "resource_limit"), run.outcome.message
+    assert time.perf_counter() - start < 1.5 * LIMIT_S
+    after = graph.execute("MATCH (m:Movie) RETURN count(m) AS n")
+    assert after.result is not None and after.result.rows == ((22,),)
+
+
+@pytest.mark.parametrize(
     ("query", "kind"),
     [
         ("MATCH (p:Person RETURN p", "syntax"),

@@ -31,9 +31,11 @@ def records(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_spider_import_run_selftest(tmp_path: Path) -> None:
+    """The README's three commands: `queryeval import spider`, `run`, `selftest`."""
     folder = spider_folder(tmp_path)
-    preds = write(tmp_path / "model.txt", "\n".join(PREDICTIONS) + "\n")
-    result = cli("import", "spider", folder, "--out", tmp_path / "suite", "-p", preds)
+    preds = write(tmp_path / "preds.txt", "\n".join(PREDICTIONS) + "\n")
+    out = tmp_path / "suite"
+    result = cli("import", "spider", folder, "--predictions", f"model={preds}", "--out", out)
     assert result.exit_code == 0, result.output
     suite_file = tmp_path / "suite" / "suite.yaml"
     data = yaml.safe_load(suite_file.read_text())
@@ -50,9 +52,10 @@ def test_spider_import_run_selftest(tmp_path: Path) -> None:
     preds_written = (tmp_path / "suite" / "predictions" / "model.jsonl").read_text()
     assert "ignored after a TAB" not in preds_written  # the official reader splits at TAB
 
-    suite = load_suite(suite_file)
-    run = run_suite(suite, tmp_path / "run", progress=False)
-    scores = records(run.out_dir)
+    result = cli("run", suite_file, "--out", tmp_path / "run", "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert "by hardness" in result.output  # the console report's breakdown
+    scores = records(tmp_path / "run")
     ex = {cid: s["execution_match"]["value"] for cid, s in scores.items()}
     # another alias: right (names are ignored); right on the main database but not on the
     # test-suite variant: wrong; the wrong order under a top-level ORDER BY: wrong
@@ -61,11 +64,13 @@ def test_spider_import_run_selftest(tmp_path: Path) -> None:
     assert scores["0001"]["results_f1"]["value"] == 1.0  # F1 on the main database
     assert scores["0003"]["spider_exact_match"]["value"] == 1.0
     assert scores["0000"]["spider_exact_match"]["value"] == 0.0  # count(singer_id) != count(*)
-    summary = json.loads((run.out_dir / "summary.json").read_text())
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     agg = summary["systems"]["model"]["scorers"]["spider_exact_match"]
     assert "by_hardness" in json.dumps(agg)
+    assert {p.name for p in (tmp_path / "run").iterdir()} >= {"report.html", "report.xlsx"}
 
-    assert cli("selftest", suite_file, "--cache-dir", tmp_path / "cache").exit_code == 0
+    result = cli("selftest", suite_file, "--cache-dir", tmp_path / "cache")
+    assert result.exit_code == 0, result.output
 
 
 def test_spider_legacy_preset_and_no_variants(tmp_path: Path) -> None:

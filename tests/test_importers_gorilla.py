@@ -169,7 +169,7 @@ def test_import_then_run_reproduces_every_stored_score(tmp_path: Path) -> None:
     suite_dir = tmp_path / "suite"
     cases = [json.loads(line) for line in (suite_dir / "cases.jsonl").read_text().splitlines()]
     assert [c["metadata"]["schema"] for c in cases] == ["0", "0", "0", "1", "1"]
-    assert cases[0]["tags"] == ["search", "filter:integer"]
+    assert cases[0]["tags"] == ["schema:0", "search", "filter:integer"]
     schemas = json.loads((suite_dir / "schemas.json").read_text())["schemas"]
     assert schemas["1"] == SCHEMA_B
     preds = (suite_dir / "predictions" / "late-model.jsonl").read_text().splitlines()

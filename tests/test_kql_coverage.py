@@ -173,6 +173,23 @@ def test_make_series_fills_the_missing_bins_with_the_default(kql: Engine) -> Non
 def test_count_of_a_predicate_is_countif_named_count_column(kql: Engine) -> None:
     columns, result = rows(kql, "E | summarize count(Ok), n = count(Dev == 'a')")
     assert columns == ["count_Ok", "n"] and result == [(2, 2)]
+    _, result = rows(kql, "E | summarize n = count(isnotempty(Dev)), m = count(not(Ok))")
+    assert result == [(3, 1)]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "T | summarize count(V)",  # a long column: not valid KQL (Kusto.Language: bool expected)
+        "E | summarize count(Dev)",
+        "T | summarize count(V + 1)",
+        "T | summarize count(1)",
+        "T | summarize count(tolower(Name))",
+    ],
+)
+def test_count_of_a_value_that_is_not_a_bool_is_refused(kql: Engine, query: str) -> None:
+    """countif would count the non-zero (non-empty) values: an answer for invalid KQL."""
+    assert "not" in refused(kql, query)
 
 
 def test_take_of_a_let_bound_count(kql: Engine) -> None:

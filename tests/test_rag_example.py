@@ -140,6 +140,20 @@ def test_small_grid_run_and_grid_report(tmp_path: Path, rag_system) -> None:
     assert entry["calibrated"]["aggregate"]["threshold_source"].startswith("calibration")
     assert entry["keyword_legacy"]["aggregate"]["share_at_0_5"] > 0
     assert entry["keyword"]["aggregate"]["share_at_0_5"] == 0
+    # the retriever: more passages retrieved never lowers recall@5 or the hit rate, and a
+    # single passage gives precision@5 at most 1/5
+    retrieval = {
+        top_k: systems[f"rag[top_k={top_k},chunk_size=20,answer_sentences=1]"]["scorers"][
+            "retrieval"
+        ]
+        for top_k in (1, 3)
+    }
+    assert retrieval[1]["ok"] == retrieval[3]["ok"] == 50
+    one, three = (retrieval[k]["metrics"] for k in (1, 3))
+    assert three["recall"]["mean"] >= one["recall"]["mean"] > 0
+    assert three["hit_rate"]["mean"] >= one["hit_rate"]["mean"]
+    assert one["precision"]["mean"] <= 0.2 + 1e-12
+    assert one["mrr"]["mean"] == pytest.approx(one["hit_rate"]["mean"])  # rank 1 or nothing
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run_json["scorers"]["semantic"]["evaluation_method"] == "semantic_fixed"
 
@@ -147,7 +161,13 @@ def test_small_grid_run_and_grid_report(tmp_path: Path, rag_system) -> None:
     section = report["grids"]["rag"]
     rows = section["leaderboards"]["semantic"]["rows"]
     assert len(rows) == 4 and rows[0]["rank"] == 1
-    assert set(section["picks"]) == {"semantic", "calibrated", "keyword", "keyword_legacy"}
+    assert set(section["picks"]) == {
+        "semantic",
+        "calibrated",
+        "keyword",
+        "keyword_legacy",
+        "retrieval",
+    }
     assert section["final_ranking"]["status"] == "unscored"  # no judge in the example suite
     assert (tmp_path / "run" / "grid.json").exists()
     assert "ranked by semantic" in section["text"]

@@ -96,3 +96,24 @@ def test_relative_gate_fails_when_the_baseline_lacks_the_system() -> None:
 def test_relative_gate_without_baseline_is_bad_input() -> None:
     with pytest.raises(InputError, match="--baseline"):
         check_gates(["pass_rate >= baseline - 0.1"], _summary(a={"pass_rate": 1.0}))
+
+
+def test_a_bound_in_e_notation_is_read() -> None:
+    """`1e-1` is a number in a gate as in the suite's options (YAML 1.2 floats)."""
+    from queryeval.stats import parse_gate
+
+    assert parse_gate("execution_match >= 1e-1").bound == pytest.approx(0.1)
+    assert parse_gate("pass_rate >= baseline - 2E-2").bound == pytest.approx(0.02)
+
+
+def test_a_gate_on_a_flagged_figure_fails_with_a_note() -> None:
+    """A flagged scorer has no mean; every gate on it, or on its sub-metrics, fails."""
+    from queryeval.stats import check_gates
+
+    summary = {"systems": {"s": {"pass_rate": 0.9, "scorers": {"em": {
+        "mean": None, "mean_scored": 1.0, "flagged": True, "pass_rate": None,
+        "metrics": {"exact": {"mean": None, "mean_scored": 1.0}}}}}}}  # fmt: skip
+    results = check_gates(["em >= 0.1", "em.exact >= 0.1", "exact >= 0.1", "pass_rate >= 0.5"],
+                          summary)  # fmt: skip
+    assert [r["passed"] for r in results] == [False, False, False, True]
+    assert all(r["note"].startswith("flagged") for r in results[:3])

@@ -155,11 +155,20 @@ def test_every_report_counts_the_failures_and_flags_the_unscored(tmp_path: Path)
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())["systems"]["s"]
     echo = summary["scorers"]["test_slow_echo"]
     assert echo["failures"] == {"missing": 2} and echo["mean"] == pytest.approx(0.8)
-    assert summary["scorers"]["test_half_unscored"]["flagged"] is True
+    half = summary["scorers"]["test_half_unscored"]
+    # flagged: no mean, no pass rate; what was scored and the bounds shown beside
+    assert (half["flagged"], half["mean"], half["pass_rate"]) == (True, None, None)
+    assert half["mean_scored"] == pytest.approx(4 / 6)
+    assert half["bounds"] == pytest.approx([0.4, 0.8])
+    note = "no mean (what was scored: 0.667; over every case it lies in 0.400-0.800)"
+    assert note in out.replace("\n", " ").replace("  ", " ") or note in out
     html = (tmp_path / "r" / "report.html").read_text()
-    assert "failed: missing: 2" in html and "⚠" in html
+    assert "failed: missing: 2" in html and "⚠" in html and note in html
     markdown = (tmp_path / "r" / "report.md").read_text()
-    assert "failed missing: 2" in markdown and "40.0% unscored" in markdown
+    assert (
+        "failed missing: 2" in markdown
+        and f"40.0% of the cases unscored or in error: {note}" in markdown
+    )
     from openpyxl import load_workbook
 
     cells = {

@@ -113,9 +113,12 @@ def test_summary_counts_unscored_and_errors_apart(tmp_path: Path) -> None:
     run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())["systems"]["saved"]
     half = summary["scorers"]["test_half_unscored"]
-    assert (half["ok"], half["unscored"], half["mean"]) == (5, 5, 1.0)  # never averaged in as 0
+    # never averaged in as 0; half unscored is above max_unscored_share: no mean, only the
+    # mean of what was scored and the bounds the whole mean lies in
+    assert (half["ok"], half["unscored"], half["mean"], half["flagged"]) == (5, 5, None, True)
+    assert (half["mean_scored"], half["bounds"], half["pass_rate"]) == (1.0, [0.5, 1.0], None)
     boom = summary["scorers"]["test_explodes"]
-    assert (boom["ok"], boom["error"], boom["mean"]) == (9, 1, 0.5)
+    assert (boom["ok"], boom["error"], boom["mean"], boom["mean_scored"]) == (9, 1, None, 0.5)
     assert any("scorer bug" in reason for reason in boom["not_scored_reasons"])
     echo = summary["scorers"]["test_slow_echo"]
     assert echo["mean"] == pytest.approx(7 / 10)  # cases 0, 4, 8 are wrong

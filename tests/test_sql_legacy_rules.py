@@ -82,6 +82,9 @@ PAIRS = [
     # the prediction's "value" becomes "1", "> =" becomes ">=" (Spider's rewrites)
     Pair("value_placeholder", "SELECT name FROM singer",
          "SELECT name FROM singer WHERE age > value", True, True, False, False, False),
+    # a comment after the final semicolon: the query runs (sqlite3 accepts the text)
+    Pair("trailing_comment", "SELECT name FROM singer",
+         "SELECT name FROM singer;\n-- the singers' names", True, True, True, True, True),
     Pair("spaced_operator", "SELECT name FROM singer WHERE age > 30",
          "SELECT name FROM singer WHERE age > = 31", True, True, False, False, False),
 ]
@@ -138,6 +141,21 @@ def test_multiple_statements_keep_the_first_under_spider_legacy(ctx: ScoringCont
     )
     for config in CONFIGS:
         assert verdict(ctx, config, pair) is getattr(pair, config), config
+
+
+@pytest.mark.parametrize(
+    "pred",
+    ["", " ", "-- no query", ";", "PRAGMA table_info(x)", "SELECT * FROM pragma_table_info('x')"],
+)
+@pytest.mark.parametrize("config", ["spider_legacy", "spider_keep_distinct", "bird_legacy"])
+def test_no_query_fails_where_the_originals_match_an_empty_gold(
+    ctx: ScoringContext, pred: str, config: str
+) -> None:
+    # a deliberate difference (docs/benchmarks.md): the originals run a text without a
+    # statement, or a PRAGMA (the sandbox refuses it), as an empty result, equal to an empty
+    # gold's
+    pair = Pair("no_query", "SELECT name FROM singer WHERE age > 100", pred, *[False] * 5)
+    assert verdict(ctx, config, pair) is False
 
 
 @pytest.mark.parametrize(

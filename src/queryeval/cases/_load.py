@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from queryeval._inputs import jsonl_lines
 from queryeval._validation import input_error
 from queryeval._yaml import load_yaml_documents
 from queryeval.cases._model import Case
@@ -82,20 +83,16 @@ def _load_yaml(path: Path) -> list[tuple[Case, int | None]]:
 
 def _load_jsonl(path: Path) -> list[tuple[Case, int | None]]:
     cases: list[tuple[Case, int | None]] = []
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot read file ({exc.strerror})", path=path) from exc
-    with handle:
-        for lineno, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                cases.append((Case.model_validate_json(raw), lineno))
-            except ValidationError as exc:
-                if any(e["type"] == "json_invalid" for e in exc.errors()):
-                    raise InputError("invalid JSON", path=path, line=lineno) from None
-                raise input_error(exc, path=path, line=lineno) from None
+    for lineno, raw in jsonl_lines(path):
+        try:
+            cases.append((Case.model_validate_json(raw), lineno))
+        except ValidationError as exc:
+            invalid = [e for e in exc.errors() if e["type"] == "json_invalid"]
+            if invalid:
+                why = str(invalid[0].get("ctx", {}).get("error", "")).strip()
+                message = f"invalid JSON ({why})" if why else "invalid JSON"
+                raise InputError(message, path=path, line=lineno) from None
+            raise input_error(exc, path=path, line=lineno) from None
     return cases
 
 

@@ -85,6 +85,8 @@ class Target(_Model):
     indicator_selection: list[DatasetSelection] | None = None
     answer: Answer | str | None = Field(default=None, union_mode="left_to_right")
     result: ExpectedResult | None = None
+    # RAG: the ids of the passages that answer the question (grade 1 each), or id -> grade
+    relevant: list[str] | dict[str, float] | None = None
 
     # Validation stays in pydantic's core (no Python validators: loading 100k cases is hot);
     # shorthand strings are turned into models here instead.

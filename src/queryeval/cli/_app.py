@@ -12,7 +12,9 @@ import typer
 from queryeval.cli._calibrate import calibrate_command
 from queryeval.cli._compare import compare_command  # light: heavy imports are inside
 from queryeval.cli._estimate import estimate_command
+from queryeval.cli._export import export_app
 from queryeval.cli._grid import grid_command
+from queryeval.cli._history import history_command
 from queryeval.cli._import import import_command
 from queryeval.errors import InputError
 
@@ -61,6 +63,10 @@ def run(
             "settings.max_unscored_share (default 5%)"
         ),
     ] = False,
+    review: Annotated[
+        Path | None,
+        typer.Option(help="human review file (YAML/CSV): gold corrections and verdict overrides"),
+    ] = None,
 ) -> None:
     """Run a suite: generate, score, store results.jsonl, summary.json, run.json and reports.
 
@@ -82,6 +88,7 @@ def run(
             baseline=baseline,
             extra_reports=extra,
             use_cache=cache,
+            review=review,
         )
     except InputError as exc:
         raise fail_input(exc) from None
@@ -178,12 +185,16 @@ def _gold_findings(plan: Any) -> list[Any]:
 @app.command()
 def report(
     run_dir: Annotated[Path, typer.Argument(help="a run directory", show_default=False)],
+    review: Annotated[
+        Path | None,
+        typer.Option(help="human review file (YAML/CSV) whose verdict overrides to apply"),
+    ] = None,
 ) -> None:
     """Re-write the reports of a stored run (from its results, without re-scoring)."""
     from queryeval.cli._report import report_command
 
     try:
-        report_command(run_dir)
+        report_command(run_dir, review)
     except InputError as exc:
         raise fail_input(exc) from None
 
@@ -193,6 +204,8 @@ app.command("estimate")(estimate_command)
 app.command("calibrate")(calibrate_command)
 app.command("grid")(grid_command)
 app.command("import")(import_command)
+app.command("history")(history_command)
+app.add_typer(export_app, name="export")
 
 
 @app.command()

@@ -9,20 +9,40 @@ import typer
 from queryeval.errors import InputError
 
 
-def report_command(run_dir: Path) -> None:
-    """Re-summarise and re-write the reports the run's suite asks for."""
+def report_command(run_dir: Path, review: Path | None = None) -> None:
+    """Re-summarise and re-write the reports the run's suite asks for, with the overrides of
+    `review` (else of the review file the run recorded, if any)."""
     from queryeval.log import COMPARISON, SUMMARY, LogWriter, read_log
     from queryeval.reports import write_reports
-    from queryeval.runner import compare_with_baseline, load_baseline, load_suite, plan_run
+    from queryeval.runner import (
+        apply_golds,
+        compare_with_baseline,
+        load_baseline,
+        load_review,
+        load_suite,
+        plan_run,
+        reviewed_summary,
+    )
     from queryeval.stats import check_gates, summarize
 
-    log = read_log(run_dir)
+    log = read_log(run_dir, reviewed=False)  # the stored scores: the review is applied again
     info = log.info or {}
     suite_file = info.get("suite_file")
     if not suite_file:
         raise InputError("not a run directory (no run.json)", path=run_dir)
     suite = load_suite(Path(suite_file))
     plan = plan_run(suite)
+    recorded = info.get("review") or {}
+    path = review or (Path(recorded["file"]) if recorded.get("file") else None)
+    rev = load_review(path) if path is not None else None
+    if rev is not None and rev.golds:
+        if rev.describe()["sha256"] != recorded.get("sha256"):
+            raise InputError(
+                "the review file corrects golds, which needs scoring again: use "
+                "`queryeval run --review FILE` (report re-scores nothing)",
+                path=rev.path,
+            )
+        plan.cases = apply_golds(plan.cases, rev)  # applied when the run scored them
     summary = summarize(
         suite.name,
         plan.cases,
@@ -42,10 +62,13 @@ def report_command(run_dir: Path) -> None:
     )
     writer = LogWriter(run_dir)
     writer.write_json(SUMMARY, summary)
+    if rev is not None:
+        summary, _ = reviewed_summary(plan, writer, rev, baseline)
+        log = read_log(run_dir)  # the records with the review's overrides (review.json)
     log.summary = summary
     log.comparison = None
     if baseline is not None:
         log.comparison = compare_with_baseline(suite, baseline, log.records, run_dir)
         writer.write_json(COMPARISON, log.comparison)
-    for kind, path in write_reports(suite, log, plan.cases, plan.scorers).items():
-        typer.echo(f"{kind}: {path}")
+    for kind, written in write_reports(suite, log, plan.cases, plan.scorers).items():
+        typer.echo(f"{kind}: {written}")

@@ -88,13 +88,15 @@ class ArcadeDBServer:
     """One ArcadeDB server process serving one database (a working copy) over Bolt."""
 
     def __init__(self, database_dir: Path, *, timeout_s: float, heap: str = "1g",
-                 copy: bool = True, start_timeout_s: float = 180.0) -> None:  # fmt: skip
+                 copy: bool = True, start_timeout_s: float = 180.0,
+                 query_heap_mb: int = 0) -> None:  # fmt: skip
         if not database_dir.is_dir():
             raise InputError("ArcadeDB database folder not found", path=database_dir)
         self.database_dir = database_dir
         self.database = database_dir.name
         self.timeout_s = timeout_s
         self.heap = heap
+        self.query_heap_mb = query_heap_mb  # the queries' heap budget (0: ArcadeDB's half)
         self.copy = copy
         self.start_timeout_s = start_timeout_s
         self.user = READER
@@ -134,7 +136,7 @@ class ArcadeDBServer:
             proc = subprocess.Popen(
                 [sys.executable, "-m", _MODULE, "serve", "--root", str(workdir), "--database",
                  self.database, "--timeout-ms", str(max(1, int(self.timeout_s * 1000))),
-                 "--heap", self.heap],
+                 "--heap", self.heap, "--query-heap-mb", str(self.query_heap_mb)],
                 cwd=workdir, env=_child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=log, text=True,
             )  # fmt: skip

@@ -5,7 +5,7 @@ keeps the JVM out of the evaluator, lets a hung query be ended by ending the pro
 avoids JPype's crash at interpreter exit (this process leaves with `os._exit`).
 
     build  --root R --database NAME --seed graph.yaml   build R/databases/NAME from the seed
-    serve  --root R --database NAME --timeout-ms N --password P
+    serve  --root R --database NAME --timeout-ms N --query-heap-mb M --password P
            start the server with the Bolt plugin on 127.0.0.1 (a free port), create a
            read-only user `queryeval_reader`, print `READY <bolt port>`, stop at stdin EOF.
 """
@@ -58,8 +58,11 @@ def build(root: Path, database: str, seed: Path, heap: str) -> None:
         db.close()
 
 
-def serve(root: Path, database: str, timeout_ms: int, password: str, heap: str) -> None:
-    """Serve `database` over Bolt until stdin closes."""
+def serve(root: Path, database: str, timeout_ms: int, password: str, heap: str,
+          query_heap_mb: int = 0) -> None:  # fmt: skip
+    """Serve `database` over Bolt until stdin closes. `query_heap_mb` (when positive) is
+    ArcadeDB's heap budget of the queries' buffers (sorts, DISTINCT, collect(), cartesian
+    products ...): a query past it fails instead of exhausting the JVM's heap."""
     import arcadedb_embedded as arcadedb
     import jpype
     from arcadedb_embedded.jvm import start_jvm
@@ -68,6 +71,8 @@ def serve(root: Path, database: str, timeout_ms: int, password: str, heap: str) 
     config = jpype.JClass("com.arcadedb.GlobalConfiguration")
     # The server-side deadline: checked inside scans, expansions and filters.
     config.COMMAND_TIMEOUT.setValue(timeout_ms)
+    if query_heap_mb > 0:
+        config.QUERY_MAX_HEAP_RAM.setValue(query_heap_mb)
     port = _free_port()
     server = arcadedb.create_server(
         str(root),
@@ -110,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=Path)
     parser.add_argument("--timeout-ms", type=int, default=30_000)
     parser.add_argument("--heap", default="1g")
+    parser.add_argument("--query-heap-mb", type=int, default=0)
     args = parser.parse_args(argv)
     code = 0
     try:
@@ -117,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
             build(args.root, args.database, args.seed, args.heap)
         else:
             password = sys.stdin.readline().strip()  # never on the command line
-            serve(args.root, args.database, args.timeout_ms, password, args.heap)
+            serve(args.root, args.database, args.timeout_ms, password, args.heap,
+                  args.query_heap_mb)  # fmt: skip
     except BaseException as exc:
         print(f"ERROR {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         print(f"FAILED {type(exc).__name__}: {exc}", flush=True)

@@ -8,6 +8,7 @@ run on a read-only connection under a deadline that really interrupts, fetch at 
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -16,26 +17,63 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from queryeval.cases import ExecutionOutcome, OutcomeKind
+from queryeval.engines._memory import memory_guard
+from queryeval.engines._watchdog import Watchdog
 from queryeval.metrics import ResultSet
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+MEMORY_LIMIT = 2**30  # 1 GiB a query: a 2-core, 24 GB machine stays alive
+MAX_QUERY_BYTES = 256 * 2**10
+
+
+def parse_size(value: int | float | str) -> int:
+    """Bytes from a number or a size: `1g`, `512MB`, `1GiB`, `64 KiB` (1024-based).
+
+    >>> parse_size("1GiB"), parse_size("512m"), parse_size(4096)
+    (1073741824, 536870912, 4096)
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    found = _SIZE.match(str(value))
+    if found is None:
+        raise ValueError(f"expected a size such as 1GiB, 512MB or a number of bytes, not {value!r}")
+    return int(float(found.group(1)) * _UNITS[found.group(2).lower()])
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on one execution: wall-clock seconds, rows kept, approximate bytes kept."""
+    """Bounds on one execution: wall-clock seconds, rows kept, approximate bytes kept, the
+    memory a query may take (the engine's own limit and the process's growth while it
+    runs), the length of the query text, and DuckDB's threads (None: its default)."""
 
     timeout_s: float = 30.0
     max_rows: int = 10_000
     max_bytes: int = 64 * 2**20
+    memory_limit: int = MEMORY_LIMIT
+    max_query_bytes: int = MAX_QUERY_BYTES
+    threads: int | None = None
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Limits:
-        """Limits from a database's `options` (timeout_s, max_rows, max_bytes)."""
+        """Limits from a database's `options` (timeout_s, max_rows, max_bytes,
+        memory_limit, max_query_bytes, threads)."""
         base = cls()
+        threads = options.get("threads")
         return cls(
             timeout_s=float(options.get("timeout_s", base.timeout_s)),
             max_rows=int(options.get("max_rows", base.max_rows)),
             max_bytes=int(options.get("max_bytes", base.max_bytes)),
+            memory_limit=parse_size(options.get("memory_limit", base.memory_limit)),
+            max_query_bytes=parse_size(options.get("max_query_bytes", base.max_query_bytes)),
+            threads=None if threads is None else int(threads),
         )
+
+    @property
+    def process_budget(self) -> int:
+        """How much the process may grow while one query runs: twice `memory_limit` (the
+        engine's tracked memory, and what it allocates past its own accounting)."""
+        return 2 * self.memory_limit
 
 
 @dataclass(frozen=True)
@@ -74,6 +112,7 @@ class Deadline:
 
     Repeats the interrupt (every 20 ms) after it fired, because an interrupt that lands
     while the engine is still planning is lost and the query would then run unbounded.
+    Served by the process's one watchdog thread (`_watchdog`), not a thread per query.
     """
 
     _REPEAT_S = 0.02
@@ -81,30 +120,31 @@ class Deadline:
     def __init__(self, seconds: float, interrupt: Callable[[], Any]) -> None:
         self.seconds = seconds
         self._interrupt = interrupt
-        self._done = threading.Event()
         self._guard = threading.Lock()
+        self.finished = False
         self.fired = False
 
     def __enter__(self) -> Deadline:
-        threading.Thread(target=self._watch, name="queryeval-deadline", daemon=True).start()
+        _WATCHDOG.add(self.seconds, self)
         return self
 
-    def _watch(self) -> None:
-        if self._done.wait(self.seconds):
-            return
-        while True:
-            with self._guard:
-                if self._done.is_set():
-                    return
-                self.fired = True
-                with contextlib.suppress(Exception):  # best effort; it is retried
-                    self._interrupt()
-            if self._done.wait(self._REPEAT_S):
-                return
+    def fire(self) -> bool:
+        """The watchdog's call: interrupt unless the block has exited; True to be called
+        again (the interrupt is retried until the block exits)."""
+        with self._guard:
+            if self.finished:
+                return False
+            self.fired = True
+            with contextlib.suppress(Exception):  # best effort; it is retried
+                self._interrupt()
+        return True
 
     def __exit__(self, *exc: object) -> None:
         with self._guard:
-            self._done.set()
+            self.finished = True
+
+
+_WATCHDOG = Watchdog(Deadline._REPEAT_S)
 
 
 def cell_bytes(value: Any) -> int:
@@ -146,6 +186,7 @@ def fetch_batches(fetchmany: Callable[[int], Sequence[Any]], size: int) -> Itera
 
 
 _TOO_DEEP = "the query is nested too deeply to be parsed (a resource limit)"
+_NO_MEMORY = "the query took more memory than its limit (memory_limit)"
 
 
 def _outcome(kind: OutcomeKind, message: str, elapsed: float, **extra: Any) -> ExecutionOutcome:
@@ -169,6 +210,9 @@ class Engine(ABC):
 
     language: ClassVar[str] = "sql"
     emulated_kinds: ClassVar[frozenset[str]] = frozenset()
+    # whether queries run inside this process (bounded by `memory_guard` while they run);
+    # an engine whose queries run in a server (its own child process, or remote) says False
+    in_process: ClassVar[bool] = True
 
     def __init__(self, name: str, limits: Limits, identity: str) -> None:
         self.name = name
@@ -194,10 +238,31 @@ class Engine(ABC):
 
     def execute(self, query: str) -> Execution:
         """Run `query` read-only within the limits; never raises for a bad query."""
+        too_long = self.too_long(query)
+        if too_long is not None:
+            return Execution(_outcome("resource_limit", too_long, 0.0))
+        if not self.in_process:
+            return self._execute(query)
+        with memory_guard(self.limits.process_budget):
+            return self._execute(query)
+
+    def too_long(self, query: str) -> str | None:
+        """Why the query text is past `max_query_bytes` (it is not even parsed), or None."""
+        cap = self.limits.max_query_bytes
+        if len(query) * 4 <= cap:  # cannot be past the cap, whatever its characters
+            return None
+        size = len(query.encode("utf-8", "surrogatepass"))
+        if size <= cap:
+            return None
+        return f"the query is {size:,} bytes long, more than max_query_bytes ({cap:,})"
+
+    def _execute(self, query: str) -> Execution:
         try:
             refusal = self.refusal(query)
         except RecursionError:  # the sandbox's parser cannot read it: it does not run
             return Execution(_outcome("resource_limit", _TOO_DEEP, 0.0))
+        except MemoryError:
+            return Execution(_outcome("resource_limit", _NO_MEMORY, 0.0))
         if refusal is not None:
             return Execution(_outcome("refused", refusal, 0.0))
         start = time.perf_counter()
@@ -212,6 +277,9 @@ class Engine(ABC):
         except RecursionError:  # a query nested past the interpreter's stack
             elapsed = time.perf_counter() - start
             return Execution(_outcome("resource_limit", _TOO_DEEP, elapsed))
+        except MemoryError:  # the process's bound while the query runs (`memory_guard`)
+            elapsed = time.perf_counter() - start
+            return Execution(_outcome("resource_limit", _NO_MEMORY, elapsed))
         except Exception as exc:  # every engine failure is an outcome, never a crash
             elapsed = time.perf_counter() - start
             kind, message = self.outcome_of(exc, query)
@@ -228,6 +296,9 @@ class Engine(ABC):
 
     def validate(self, query: str) -> ExecutionOutcome:
         """Check without running: refused, syntax or schema problems, else ok."""
+        too_long = self.too_long(query)
+        if too_long is not None:
+            return _outcome("resource_limit", too_long, 0.0)
         refusal = self.refusal(query)
         if refusal is not None:
             return _outcome("refused", refusal, 0.0)

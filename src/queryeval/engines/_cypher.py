@@ -39,7 +39,11 @@ _LIMIT_CODES = (
     "Statement.ExecutionFailed.Memory",
 )
 _LIMIT_MESSAGES = ("heap budget exceeded", "java heap space", "outofmemoryerror",
-                   "memory pool", "gc overhead limit exceeded")  # fmt: skip
+                   "memory pool", "gc overhead limit exceeded",
+                   # ArcadeDB's caps on one query: a range's size, the rows a sort, a
+                   # collect() or a cartesian product may hold in the heap
+                   "querymaxrangesize", "querymaxheapelementsallowedperop",
+                   "querymaxheapram")  # fmt: skip
 # ArcadeDB refusing a query because the queries running beside it hold its heap budget, or
 # its admission queue is full: a transient state of the server, retried once
 _CONTENTION = ("queries running now already hold", "queryadmission")
@@ -81,6 +85,7 @@ class CypherEngine(Engine):
     """Cypher on a graph reached over Bolt (embedded ArcadeDB or a Neo4j server)."""
 
     language = "cypher"
+    in_process = False  # the server holds the query's memory
 
     def __init__(self, name: str, limits: Limits, identity: str, *, url: str | None = None,
                  auth: tuple[str, str] | None = None, database: str | None = None,

@@ -24,14 +24,23 @@ from queryeval.languages import sql
 _BATCH = 1024
 
 
-def duckdb_config(*, lock: bool = True, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The sandbox configuration: read-only, no file system or network, nothing autoloaded."""
+def duckdb_config(*, lock: bool = True, extra: dict[str, Any] | None = None,
+                  limits: Limits | None = None) -> dict[str, Any]:  # fmt: skip
+    """The sandbox configuration: read-only, no file system or network, nothing autoloaded;
+    with `limits`, DuckDB's `memory_limit` and `threads`, and no spilling to disk (a sort or
+    join past the memory limit is out of memory, not a temporary file filling the disk).
+    `extra` (the database's `settings`) overrides any of it but the read-only sandbox."""
     config: dict[str, Any] = {
         "access_mode": "READ_ONLY",
         "enable_external_access": False,
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
     }
+    if limits is not None:
+        config["memory_limit"] = f"{limits.memory_limit}B"
+        config["temp_directory"] = ""
+        if limits.threads is not None:
+            config["threads"] = limits.threads
     config.update(extra or {})
     if lock:
         config["lock_configuration"] = True
@@ -117,7 +126,8 @@ class DuckDBEngine(Engine):
         import duckdb
 
         self.path = path
-        self._con = duckdb.connect(str(path), config=duckdb_config(extra=settings))
+        config = duckdb_config(extra=settings, limits=limits)
+        self._con = duckdb.connect(str(path), config=config)
         self._lock = threading.Lock()
 
     @property

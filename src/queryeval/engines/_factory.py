@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from queryeval.engines._base import Engine, Limits
+from queryeval.engines._base import Engine, Limits, parse_size
 from queryeval.errors import InputError
 
 if TYPE_CHECKING:
@@ -209,7 +209,10 @@ def build_cypher(spec: EngineSpec) -> Engine:
         digest = hashlib.sha256(_file_identity(database).encode()).hexdigest()[:20]
         identity = f"arcadedb:dir:{digest}"
     copy = bool(options.get("copy", config.fixture is not None))
-    server = ArcadeDBServer(database, timeout_s=limits.timeout_s, heap=heap, copy=copy)
+    # the queries' buffers: at most memory_limit, and at most half the JVM's heap
+    budget = min(limits.memory_limit, parse_size(heap) // 2) // 2**20
+    server = ArcadeDBServer(database, timeout_s=limits.timeout_s, heap=heap, copy=copy,
+                            query_heap_mb=max(1, budget))  # fmt: skip
     return CypherEngine(spec.name, limits, identity, server=server)
 
 

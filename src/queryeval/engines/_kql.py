@@ -149,7 +149,7 @@ class KqlEngine(Engine):
         self.path = path
         # Not config-locked: duckdb-kql sets TimeZone=UTC on every query. KQL cannot
         # express a SET, ATTACH or COPY, so the lock would only stop the translator.
-        config = duckdb_config(lock=False)
+        config = duckdb_config(lock=False, limits=limits)
         self._con = duckdb.connect(str(path), config=config)
         self._con.execute("SET TimeZone = 'UTC'")
         self._lock = threading.Lock()

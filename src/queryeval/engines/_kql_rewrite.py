@@ -1237,9 +1237,25 @@ def _timespan_like(q: _Query, node: Any) -> bool:
 # -- rule: count(predicate) ---------------------------------------------------------------------
 
 
+# what cannot be a bool: `count(x)` of these is not valid KQL (Kusto.Language: a value of
+# type bool expected), and countif would count the non-zero or non-empty values instead
+_NOT_BOOL = {"AdditiveExpression", "MultiplicativeExpression", "InvocationExpression",
+             "LongLiteralExpression", "IntLiteralExpression", "RealLiteralExpression",
+             "StringLiteralExpression", "DecimalLiteralExpression", "DateTimeLiteralExpression",
+             "TimeSpanLiteralExpression", "GuidLiteralExpression",
+             "DynamicLiteralExpression"}  # fmt: skip
+_BOOL_FUNCTIONS = {"isempty", "isnotempty", "isnull", "isnotnull", "not", "isnan", "isinf",
+                   "isfinite", "tobool", "toboolean", "ipv4_is_private", "ipv4_is_in_range",
+                   "ipv4_is_match", "ipv6_is_match", "has_any_ipv4", "has_ipv4",
+                   "has_ipv4_prefix", "has_any_ipv4_prefix", "set_has_element",
+                   "isascii", "isutf8"}  # fmt: skip
+
+
 def _count_predicate(q: _Query) -> list[Edit]:
     """`count(p)`, Kusto's obsolete spelling of `countif(p)` (p must be a bool), named
-    `count_p` for a column p as Kusto names it."""
+    `count_p` for a column p as Kusto names it. Refused where p is not a bool: a column of
+    another type (asked of the engine), a number or string, arithmetic, a function that does
+    not return a bool (not valid KQL; countif would count something else)."""
     edits = []
     for node in _walk(q.tree):
         if _kind(node) != "CountExpression":
@@ -1247,12 +1263,35 @@ def _count_predicate(q: _Query) -> list[Edit]:
         args = _rules(node)
         if len(args) != 1:
             continue
+        _check_bool(q, node, _collapse(args[0]))
         text = f"countif({q.source(args[0])})"
         if _unnamed_whole(node) is not None:
             text = f"{_result_name(args[0], 'count_', 'count()')} = {text}"
         a, b = _span(node)
         edits.append(Edit(a, b, text))
     return edits
+
+
+def _check_bool(q: _Query, count: Any, value: Any) -> None:
+    """KqlRefused unless `value` (the argument of `count(...)`) is a bool."""
+    kind = _kind(value)
+    what = f"count({q.source(value)}) of a value that is not a bool"
+    if kind in _NOT_BOOL:
+        raise KqlRefused(what)
+    if kind == "NamedFunctionCallExpression":
+        name = q.source(value).split("(", 1)[0].strip().lower()
+        if name not in _BOOL_FUNCTIONS:
+            raise KqlRefused(f"count({q.source(value)}): {name}() may not return a bool")
+        return
+    column = _as_column(value)
+    if column is None:
+        return  # a comparison, a logical or string operator: a predicate
+    summarize = _parent(count, "SummarizeOperator")
+    if summarize is None:
+        raise KqlRefused(f"count({column}) outside summarize")
+    types = dict(q.columns_before(summarize, f"count({column})"))
+    if str(types.get(column, "")).upper() != "BOOLEAN":
+        raise KqlRefused(what)
 
 
 # -- rule: range() of two arguments ------------------------------------------------------------

@@ -75,6 +75,7 @@ class KustoEngine(Engine):
     """KQL on a Kusto cluster URL, database `database`."""
 
     language = "kql"
+    in_process = False  # the server holds the query's memory
 
     def __init__(self, name: str, url: str, database: str, limits: Limits, identity: str,
                  now: dt.datetime, auth: str | None = None) -> None:  # fmt: skip

@@ -8,13 +8,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from queryeval.engines._base import parse_size
+
 if TYPE_CHECKING:
     from pathlib import Path
 
     from queryeval.config import DatabaseConfig
 
 ENGINE_ALIASES = {"duckdb-kql": "kql", "cypher": "arcadedb", "sql": "sqlalchemy"}
-_COMMON = {"timeout_s", "max_rows", "max_bytes", "gold_cache"}
+_COMMON = {"timeout_s", "max_rows", "max_bytes", "gold_cache", "memory_limit", "max_query_bytes"}
 # which options each engine reads (beyond the common ones) and where its database lives are
 # declared where it is registered (queryeval.engines._registry)
 
@@ -28,6 +30,11 @@ class DatabaseOptions(BaseModel):
     max_rows: int = Field(default=10_000, ge=1, description="rows kept of a result")
     max_bytes: int = Field(default=64 * 2**20, ge=1, description="approximate bytes kept")
     gold_cache: bool = Field(default=True, description="keep gold results on disk")
+    memory_limit: int | str = Field(
+        default="1GiB", description="memory of a query: the engine's limit, the process's growth"
+    )
+    max_query_bytes: int | str = Field(default="256KiB", description="length of a query's text")
+    threads: int | None = Field(default=None, ge=1, description="DuckDB's threads")
     settings: dict[str, Any] = Field(default_factory=dict, description="DuckDB settings")
     now: dt.datetime | None = Field(default=None, description="KQL's pinned now()")
     database: str | None = None
@@ -41,6 +48,13 @@ class DatabaseOptions(BaseModel):
     user_env: str | None = None
     password: str | None = None
     password_env: str | None = None
+
+    @field_validator("memory_limit", "max_query_bytes")
+    @classmethod
+    def _size(cls, v: int | str) -> int | str:
+        if parse_size(v) < 1:
+            raise ValueError("expected a positive size")
+        return v
 
     @field_validator("now", mode="before")
     @classmethod

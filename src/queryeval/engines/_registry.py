@@ -22,8 +22,8 @@ EngineBuilder = Callable[["EngineSpec"], "Engine"]
 @dataclass(frozen=True)
 class EngineKind:
     """An engine kind: its builder ("module:function", or the function), the options it
-    reads beyond the common ones (timeout_s, max_rows, max_bytes, gold_cache), and where
-    its database may live (path, fixture, url)."""
+    reads beyond the common ones (timeout_s, max_rows, max_bytes, gold_cache, memory_limit,
+    max_query_bytes), and where its database may live (path, fixture, url)."""
 
     build: str | EngineBuilder
     options: frozenset[str]
@@ -37,10 +37,10 @@ def _builtin(build: str, options: set[str], places: tuple[str, ...]) -> EngineKi
 _FILE = ("path", "fixture", "url")
 # Built-in kinds: one line each; the engine's module is imported when a database needs it.
 _BUILTIN: dict[str, EngineKind] = {
-    "duckdb": _builtin("build_duckdb", {"settings"}, _FILE),
+    "duckdb": _builtin("build_duckdb", {"settings", "threads"}, _FILE),
     "sqlite": _builtin("build_sqlite", {"text_errors"}, _FILE),
     "sqlalchemy": _builtin("build_sqlalchemy", set(), ("url",)),
-    "kql": _builtin("build_kql", {"now"}, ("path", "fixture")),
+    "kql": _builtin("build_kql", {"now", "threads"}, ("path", "fixture")),
     "kusto": _builtin("build_kusto", {"now", "database", "auth"}, ("url",)),
     "arcadedb": _builtin("build_cypher", {"heap", "copy"}, _FILE),
     "neo4j": _builtin(

@@ -1,29 +1,20 @@
 """Executions shared across scorers: each predicted query runs once per (database, query),
-and each gold query once ever per (database identity, query), cached on disk by content."""
+and each gold query once ever per (database identity, query), cached on disk (`GoldStore`)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from queryeval.cases import ExecutionOutcome
 from queryeval.engines._base import Execution
 from queryeval.engines._blame import Blame, blame
 from queryeval.engines._factory import engine_from_context
-from queryeval.engines._values import dumps, loads
-from queryeval.metrics import ResultSet
+from queryeval.engines._gold_store import GoldStore
 
 if TYPE_CHECKING:
     from queryeval.resources import RunResources
-
-GOLD_CACHE_VERSION = "1"
 
 
 class ExecutionMemo:
@@ -82,36 +73,9 @@ def run_prediction(ctx: RunResources, database: str, query: str) -> tuple[Execut
     return execution, found
 
 
-def gold_cache_path(cache_dir: Path, identity: str, limits: Any, query: str) -> Path:
-    """Where the gold result of `query` on the database `identity` is kept."""
-    material = json.dumps(
-        [GOLD_CACHE_VERSION, identity, limits.max_rows, limits.max_bytes, query]
-    ).encode()
-    key = hashlib.sha256(material).hexdigest()
-    return cache_dir / "gold" / key[:2] / f"{key}.json"
-
-
-def _store(path: Path, execution: Execution) -> None:
-    assert execution.result is not None
-    payload = {
-        "outcome": execution.outcome.model_dump(mode="json"),
-        "columns": list(execution.result.columns),
-        "rows": [list(r) for r in execution.result.rows],
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    tmp.write_text(dumps(payload), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _load(path: Path) -> Execution | None:
-    try:
-        payload = loads(path.read_text(encoding="utf-8"))
-        outcome = ExecutionOutcome.model_validate(payload["outcome"])
-        result = ResultSet(payload["columns"], (tuple(r) for r in payload["rows"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # unreadable or from another version: execute again
-    return Execution(outcome, result)
+def gold_store(ctx: RunResources) -> GoldStore:
+    """The run's gold cache (one SQLite file in the cache folder)."""
+    return ctx.resource("engines:gold-store", lambda: GoldStore(ctx.cache_dir))
 
 
 def gold_execution(ctx: RunResources, database: str, query: str) -> Execution:
@@ -121,14 +85,16 @@ def gold_execution(ctx: RunResources, database: str, query: str) -> Execution:
     def run() -> Execution:
         engine = engine_from_context(ctx, database)
         use_cache = bool(ctx.suite is None or _cache_enabled(ctx, database))
-        path = gold_cache_path(ctx.cache_dir, engine.identity, engine.limits, query)
-        if use_cache and path.exists():
-            cached = _load(path)
-            if cached is not None:
-                return cached
+        if not use_cache:
+            return engine.execute(query)
+        store = gold_store(ctx)
+        key = (engine.identity, engine.limits.max_rows, engine.limits.max_bytes, query)
+        cached = store.get(key)
+        if cached is not None:
+            return cached
         execution = engine.execute(query)
-        if use_cache and execution.ok:
-            _store(path, execution)
+        if execution.ok:
+            store.put(key, execution)
         return execution
 
     return _memo(ctx).get(("gold", database, query), run)

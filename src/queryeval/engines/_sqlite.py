@@ -92,7 +92,19 @@ class SQLiteEngine(Engine):
         if text_errors != "strict":  # text that is not UTF-8: Spider's evaluation drops it
             self._con.text_factory = lambda b: b.decode(errors=text_errors)
         self._con.execute("PRAGMA query_only = ON")
+        self._bound_memory(limits.memory_limit)
         self._lock = threading.Lock()  # one connection, one statement at a time
+
+    def _bound_memory(self, memory_limit: int) -> None:
+        """SQLite's memory within `memory_limit`: its heap (a process-wide limit: the largest
+        asked for wins), a string or blob at most a quarter of it, and sorts and temporary
+        tables in memory rather than in files that could fill the disk."""
+        (current,) = self._con.execute("PRAGMA hard_heap_limit").fetchone()
+        if current == 0 or current < memory_limit:
+            self._con.execute(f"PRAGMA hard_heap_limit = {int(memory_limit)}")
+        length = min(self._con.getlimit(sqlite3.SQLITE_LIMIT_LENGTH), memory_limit // 4)
+        self._con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1, length))
+        self._con.execute("PRAGMA temp_store = MEMORY")
 
     @property
     def dialect(self) -> str:

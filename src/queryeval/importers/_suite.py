@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,13 @@ class ImportedSuite:
     notes: list[str] = field(default_factory=list)  # printed after the import
 
 
+def default_reports() -> list[str]:
+    """The reports of an imported suite: console, json, html, and excel where XlsxWriter is
+    installed (``queryeval[excel]``), so that each shows the benchmark's breakdown."""
+    excel = ["excel"] if find_spec("xlsxwriter") is not None else []
+    return ["console", "json", "html", *excel]
+
+
 def check_out(out: Path, *, overwrite: bool) -> None:
     """Refuse to write over an existing suite unless asked to."""
     if (out / SUITE_FILE).exists() and not overwrite:
@@ -71,7 +79,8 @@ def check_out(out: Path, *, overwrite: bool) -> None:
 
 
 def write_suite(suite: ImportedSuite, out: Path, *, overwrite: bool = False) -> Path:
-    """Write ``suite`` under ``out``: suite.yaml, cases.jsonl, predictions/<system>.jsonl.
+    """Write ``suite`` under ``out``: suite.yaml (with `default_reports` unless the suite
+    names its own), cases.jsonl, predictions/<system>.jsonl.
 
     Each file is written to a temporary name and renamed, so a failure leaves no half file.
     Returns the suite file's path.
@@ -98,7 +107,8 @@ def write_suite(suite: ImportedSuite, out: Path, *, overwrite: bool = False) -> 
     data["cases"] = CASES_FILE
     data["databases"] = suite.databases
     data["systems"] = systems
-    data.update(suite.suite)
+    data["reports"] = default_reports()
+    data.update(suite.suite)  # an importer's own reports replace the default
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     header = getattr(suite, "header", "")  # an importer may explain the suite in a comment
     if header:

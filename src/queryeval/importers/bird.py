@@ -78,7 +78,6 @@ def build(request: ImportRequest) -> ImportedSuite:
         databases=databases,
         predictions=predictions,
         preset=preset,
-        suite={"reports": ["console", "json", "html"]},
         notes=notes,
     )
 

@@ -12,10 +12,10 @@ Sources (any order; a folder stands for the ``*.json`` files in it):
   scored 0 as there). Without the query file, the cases come from the results' ground truths.
 
 Written: ``suite.yaml``, ``cases.jsonl`` (one case per query, ``metadata.schema`` = the
-collection schema it was written for, tags by the parts of the query), ``schemas.json``,
-``predictions/<model>.jsonl``, and ``published.json`` (each results file's own figures, and
-which scorer of the suite reproduces them: the original changed its search rule on
-2024-11-21, so the results written before are reproduced by ``search: exact``).
+collection schema it was written for, tags ``schema:N`` and by the parts of the query),
+``schemas.json``, ``predictions/<model>.jsonl``, and ``published.json`` (each results file's
+own figures, and which scorer of the suite reproduces them: the original changed its search
+rule on 2024-11-21, so the results written before are reproduced by ``search: exact``).
 """
 
 from __future__ import annotations
@@ -158,7 +158,6 @@ def _suite(exact_needed: bool) -> dict[str, Any]:
         "description": "Weaviate Gorilla: natural-language questions to Weaviate queries "
         "(collection, search, filters, aggregations, group-by), scored on the query's structure.",
         "scorers": scorers,
-        "reports": ["console", "json"],
     }
 
 
@@ -231,7 +230,7 @@ def _case(index: int, query: Mapping[str, Any], schema: str, path: Path, where: 
     }
     return {
         "id": f"q{index:03d}",
-        "tags": _tags(gold),
+        "tags": [f"schema:{schema}", *_tags(gold)],
         "metadata": {"schema": schema, "query_index": index},
         "conversation": [{"role": "user", "content": question, "target": {"weaviate_query": gold}}],
     }

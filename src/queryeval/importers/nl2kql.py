@@ -193,7 +193,6 @@ _SUITE: dict[str, Any] = {
         {"name": "executes", "required": True},
         {"name": "execution_match", "weight": 0},
     ],
-    "reports": ["console", "json"],
 }
 
 

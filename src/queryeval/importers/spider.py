@@ -100,7 +100,6 @@ def build(request: ImportRequest, benchmark: str = "spider") -> ImportedSuite:
         databases=databases,
         predictions=predictions,
         preset=preset,
-        suite={"reports": ["console", "json", "html"]},
     )
     suite.suite["scorers"] = _preset_scorers(preset) + scorers_extra
     if any(variants.values()):

@@ -90,7 +90,6 @@ def build(request: ImportRequest) -> ImportedSuite:
                     "options": {"rule": "spider2_legacy"},
                 },
             ],
-            "reports": ["console", "json", "html"],
         },
         notes=notes,
     )

@@ -190,5 +190,4 @@ def _suite(
         suite["comparison"] = {"columns": "permutation"}
         scorers.insert(0, {"name": "execution_match", "required": True})
     suite["scorers"] = scorers
-    suite["reports"] = ["console", "json"]
     return databases, suite

@@ -1,5 +1,6 @@
 """SQL: the names and dialects queryeval knows, the read-only check, and the top-level
-ordering of a query, all through sqlglot (imported on first use).
+ordering of a query, all through sqlglot (imported on first use). Each distinct query is
+parsed once (`parsed`, a bounded LRU); the read-only check first tries the tokens alone.
 
 Only ordering at the top level counts: an ORDER BY inside a subquery, a CTE or a window
 does not order the result; a UNION's trailing ORDER BY orders the union.
@@ -7,12 +8,20 @@ does not order the result; a UNION's trailing ORDER BY orders the union.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
 from queryeval.languages._order import OrderInfo, SortKey
 
-__all__ = ["DIALECTS", "read_only_refusal", "sqlglot_dialect", "top_level_order"]
+__all__ = [
+    "DIALECTS",
+    "PARSE_CACHE_SIZE",
+    "parsed",
+    "read_only_refusal",
+    "sqlglot_dialect",
+    "top_level_order",
+]
 
 DIALECTS: dict[str, str | None] = {
     "sql": None,  # sqlglot's generic dialect
@@ -49,6 +58,38 @@ def sqlglot_dialect(name: str) -> str | None:
     return DIALECTS.get(name, name)
 
 
+# --- parsing, once per distinct (query, dialect) --------------------------------------------
+
+PARSE_CACHE_SIZE = 256
+"""How many parsed queries are kept: a case's gold is read by the sandbox and by every
+comparing scorer in turn, so a small LRU is enough to parse each query once."""
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def parsed(query: str, dialect: str | None) -> tuple[Any, ...] | str:
+    """The statements sqlglot reads in `query` (None statements dropped), or the message
+    of the SqlglotError it raised; kept in a bounded LRU. The trees are shared: do not
+    modify them.
+
+    >>> parsed("SELECT 1; SELECT 2", "duckdb")[1].sql()
+    'SELECT 2'
+    >>> [s.sql() for s in parsed("SELECT 1; -- the end", "sqlite")]
+    ['SELECT 1']
+    """
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    try:
+        # a comment after the last semicolon is no statement (sqlglot makes it a Semicolon
+        # one; SQLite and DuckDB run the query)
+        statements = sqlglot.parse(query, read=dialect)
+        return tuple(s for s in statements if s is not None and not isinstance(s, exp.Semicolon))
+    except SqlglotError as error:
+        return str(error)  # not the exception: its traceback would keep the frames alive
+
+
 # --- the read-only check ------------------------------------------------------------------------
 
 _WRITE_TOKENS = {
@@ -56,6 +97,7 @@ _WRITE_TOKENS = {
     "ATTACH", "DETACH", "REPLACE", "GRANT", "REVOKE", "VACUUM", "INSTALL", "LOAD", "SET",
     "PRAGMA", "CALL", "EXECUTE", "EXPORT", "IMPORT", "CHECKPOINT", "COMMIT", "BEGIN", "USE",
 }  # fmt: skip
+_PLAIN_REFUSED = _WRITE_TOKENS | {"INTO"}
 
 
 def read_only_refusal(query: str, dialect: str | None) -> str | None:
@@ -67,14 +109,12 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
     >>> read_only_refusal("SELECT 1; DROP TABLE t", "duckdb")
     '2 statements: only one read-only query may run at a time'
     """
-    import sqlglot
     from sqlglot import exp
-    from sqlglot.errors import SqlglotError
 
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
-    try:
-        statements = [s for s in sqlglot.parse(query, read=dialect) if s is not None]
-    except SqlglotError:
+    if _plainly_read_only(query, dialect):
+        return None
+    statements = parsed(query, dialect)
+    if isinstance(statements, str):
         # sqlglot cannot read every dialect's every corner; then look at the tokens, and
         # let the read-only engine (the other half of the sandbox) judge the rest.
         return _token_refusal(query, dialect)
@@ -93,6 +133,41 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
         if isinstance(node, writes):
             return f"{node.key.upper()} inside the query: writes are refused"
     return None
+
+
+_PLAIN_MAX_DEPTH = 32  # deeper nesting is left to the parse (it may exceed its stack)
+_PLAIN_START = {"SELECT", "WITH"}
+
+
+def _plainly_read_only(query: str, dialect: str | None) -> bool:
+    """True when the tokens alone show what the parse would find: one statement starting
+    with SELECT or WITH, no write keyword (nor INTO) outside string literals, no `;` but a
+    last one, shallow nesting. Tokenizing costs a fraction of parsing; anything else is
+    parsed."""
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenize(query)
+    except SqlglotError:
+        return False
+    if not tokens or tokens[0].token_type.name not in _PLAIN_START:
+        return False
+    depth = 0
+    for i, token in enumerate(tokens):
+        kind = token.token_type.name
+        if kind == "L_PAREN":
+            depth += 1
+            if depth > _PLAIN_MAX_DEPTH:
+                return False
+        elif kind == "R_PAREN":
+            depth -= 1
+        elif kind == "SEMICOLON":
+            if i < len(tokens) - 1:
+                return False
+        elif kind != "STRING" and token.text.upper() in _PLAIN_REFUSED:
+            return False
+    return True
 
 
 def _token_refusal(query: str, dialect: str | None) -> str | None:
@@ -123,14 +198,11 @@ def top_level_order(query: str, dialect: str | None = None) -> OrderInfo:
     >>> top_level_order("SELECT * FROM (SELECT a FROM t ORDER BY a) s")
     OrderInfo(ordered=False, keys=())
     """
-    import sqlglot
     from sqlglot import exp
-    from sqlglot.errors import SqlglotError
 
-    try:
-        statements = [s for s in sqlglot.parse(query, read=dialect) if s is not None]
-    except SqlglotError as error:
-        raise ValueError(f"cannot parse SQL: {error}") from error
+    statements = parsed(query, dialect)
+    if isinstance(statements, str):
+        raise ValueError(f"cannot parse SQL: {statements}")
     if not statements:
         raise ValueError("no SQL statement")
     tree: Any = statements[-1]

@@ -7,13 +7,22 @@ results.jsonl    one Record per (system, case), appended as each finishes
 run.json         RunInfo: what ran, with which inputs and versions, how far it got
 summary.json     Summary: every system's figures, with the GateResults
 comparison.json  the comparison with a baseline run, when there is one
+review.json      a human review's overridden scores, put over the records when read
 ```
 """
 
-from queryeval.log._read import RunLog, as_log, iter_records, read_json, read_log
+from queryeval.log._read import (
+    RunLog,
+    as_log,
+    iter_records,
+    overlay_review,
+    read_json,
+    read_log,
+)
 from queryeval.log._schema import (
     COMPARISON,
     RESULTS,
+    REVIEW,
     RUN,
     SUMMARY,
     GateResult,
@@ -27,6 +36,7 @@ from queryeval.log._write import LogWriter, encode_record, json_default
 __all__ = [
     "COMPARISON",
     "RESULTS",
+    "REVIEW",
     "RUN",
     "SUMMARY",
     "GateResult",
@@ -40,6 +50,7 @@ __all__ = [
     "encode_record",
     "iter_records",
     "json_default",
+    "overlay_review",
     "read_json",
     "read_log",
 ]

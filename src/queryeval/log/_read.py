@@ -1,5 +1,6 @@
 """The one reader of a run directory: its records (a torn last line of a killed run is
-skipped), run info, summary and comparison."""
+skipped; a human review's overrides, review.json, put over them), run info, summary and
+comparison."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ from typing import Any, cast
 import orjson
 
 from queryeval.errors import InputError
-from queryeval.log._schema import COMPARISON, RESULTS, RUN, SUMMARY, Record, RunInfo, Summary
+from queryeval.log._schema import (
+    COMPARISON,
+    RESULTS,
+    REVIEW,
+    RUN,
+    SUMMARY,
+    Record,
+    RunInfo,
+    Summary,
+)
 
 
 def iter_records(run_dir: Path) -> Iterator[Record]:
@@ -61,12 +71,48 @@ def read_json(run_dir: Path, name: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def overlay_review(records: Sequence[Record], reviewed: Mapping[str, Any] | None) -> list[Record]:
+    """The records with a human review's overridden scores and case verdicts (review.json,
+    written by the runner when it applies a review file) in place of the stored ones.
+
+    >>> recs = [{"system": "s", "case_id": "c", "passed": False,
+    ...          "scores": {"a": {"value": 0.0}, "b": {"value": 1.0}}}]
+    >>> review = {"records": [{"system": "s", "case_id": "c", "passed": True,
+    ...                        "scores": {"a": {"value": 1.0}}}]}
+    >>> out = overlay_review(recs, review)[0]
+    >>> out["passed"], out["scores"]["a"]["value"], out["scores"]["b"]["value"]
+    (True, 1.0, 1.0)
+    """
+    changes = {
+        (str(r.get("system")), str(r.get("case_id"))): r
+        for r in (reviewed or {}).get("records") or []
+        if isinstance(r, Mapping)
+    }
+    if not changes:
+        return list(records)
+    out: list[Record] = []
+    for rec in records:
+        change = changes.get((str(rec["system"]), str(rec["case_id"])))
+        if change is not None:
+            rec = cast(
+                Record,
+                {
+                    **rec,
+                    "passed": change.get("passed"),
+                    "scores": {**(rec.get("scores") or {}), **(change.get("scores") or {})},
+                },
+            )
+        out.append(rec)
+    return out
+
+
 @dataclass
 class RunLog:
     """A run as read: its records, summary, run info and comparison (when present).
 
-    Built by `read_log` from a directory (the records are read once, on first use) or from
-    records in memory (`RunLog.of`).
+    Built by `read_log` from a directory (the records are read once, on first use, with a
+    human review's overrides from review.json put over them) or from records in memory
+    (`RunLog.of`).
 
     >>> log = RunLog.of([{"system": "s", "case_id": "c"}], label="A")
     >>> log.label, len(log.records), log.summary
@@ -78,6 +124,7 @@ class RunLog:
     summary: Summary | None = None
     info: RunInfo | None = None
     comparison: dict[str, Any] | None = None
+    review: dict[str, Any] | None = None  # review.json: the overridden scores
     _records: list[Record] | None = field(default=None, repr=False)
 
     @classmethod
@@ -87,14 +134,18 @@ class RunLog:
 
     @property
     def records(self) -> list[Record]:
-        """Every record (read from results.jsonl the first time)."""
+        """Every record (read from results.jsonl the first time, a review's overrides put
+        over them)."""
         if self._records is None:
-            self._records = [] if self.path is None else list(iter_records(self.path))
+            stored = [] if self.path is None else list(iter_records(self.path))
+            self._records = overlay_review(stored, self.review) if self.review else stored
         return self._records
 
 
-def read_log(path: str | Path) -> RunLog:
-    """A run directory; InputError when it holds no results.jsonl.
+def read_log(path: str | Path, *, reviewed: bool = True) -> RunLog:
+    """A run directory; InputError when it holds no results.jsonl. Its records carry the
+    human review's overrides (review.json) unless `reviewed` is False (the stored scores,
+    which a review is applied to again).
 
     >>> read_log("/nonexistent")
     Traceback (most recent call last):
@@ -109,6 +160,7 @@ def read_log(path: str | Path) -> RunLog:
         summary=cast(Summary | None, read_json(run_dir, SUMMARY)),
         info=cast(RunInfo | None, read_json(run_dir, RUN)),
         comparison=read_json(run_dir, COMPARISON),
+        review=read_json(run_dir, REVIEW) if reviewed else None,
     )
 
 

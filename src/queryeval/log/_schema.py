@@ -12,6 +12,7 @@ RESULTS = "results.jsonl"  # one Record per line, appended as each (system, case
 RUN = "run.json"  # RunInfo
 SUMMARY = "summary.json"  # Summary, with its GateResults under "gates"
 COMPARISON = "comparison.json"  # the comparison with a baseline run (stats.RunComparison)
+REVIEW = "review.json"  # a human review's overridden scores (read_log puts them over RESULTS)
 
 Status = Literal["ok", "unscored", "error"]
 
@@ -62,6 +63,7 @@ class RunInfo(TypedDict, total=False):
     finished_at: str
     system_calls: dict[str, dict[str, Any]]
     baseline: str
+    review: dict[str, Any]  # the review file applied: its path, sha256 and counts
 
 
 class _GateResultBase(TypedDict):
@@ -86,6 +88,8 @@ class _SummaryBase(TypedDict):
 
 
 class Summary(_SummaryBase, total=False):
-    """summary.json: every system's figures, and the gates' results once checked."""
+    """summary.json: every system's figures, the gates' results once checked, and a human
+    review's counts and judge-human agreement when one was applied."""
 
     gates: list[GateResult]
+    review: dict[str, Any]

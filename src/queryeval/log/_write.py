@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from queryeval.log._schema import COMPARISON, RESULTS, RUN, SUMMARY
+from queryeval.log._schema import COMPARISON, RESULTS, REVIEW, RUN, SUMMARY
 
 
 def json_default(obj: Any) -> Any:
@@ -77,8 +77,8 @@ class LogWriter:
         return self.results_path.exists() and self.results_path.stat().st_size > 0
 
     def clear(self) -> None:
-        """Remove what a previous run left (results, run info, summary, comparison)."""
-        for name in (RESULTS, RUN, SUMMARY, COMPARISON):
+        """Remove what a previous run left (results, run info, summary, comparison, review)."""
+        for name in (RESULTS, RUN, SUMMARY, COMPARISON, REVIEW):
             with contextlib.suppress(FileNotFoundError):
                 (self.dir / name).unlink()
 

@@ -1,4 +1,5 @@
-"""Reports: console, JSON, Excel, HTML, Markdown and JUnit, and any registered report.
+"""Reports: console, JSON, Excel, HTML, Markdown and JUnit, and any registered report; and
+the run history page of several runs.
 
 Every report is written from one typed input, a `ReportInput`: the run as stored (a
 `queryeval.log.RunLog`: summary, run info, comparison, records read on first use), its
@@ -7,6 +8,10 @@ are separate steps: `queryeval report RUN_DIR` writes them again from the direct
 report is a function `(ReportInput, path) -> Path | None` registered with
 `register_report` or the `queryeval.reports` entry-point group (docs/recipes.md).
 """
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from queryeval.reports._input import ReportInput, ReportWriter
 from queryeval.reports._markdown import comparison_markdown, comparison_text
@@ -18,14 +23,40 @@ from queryeval.reports._registry import (
     write_reports,
 )
 
+
+def write_history(paths: Sequence[str | Path], out: str | Path, **options: Any) -> Path:
+    """Write the run history page of the runs in `paths` (see `reports._history`; imported
+    on use: it needs jinja2 and the comparison statistics)."""
+    from queryeval.reports._history import write_history as write
+
+    return write(paths, out, **options)
+
+
+def history_context(paths: Sequence[str | Path], **options: Any) -> dict[str, Any]:
+    """What the run history page shows, from the runs in `paths`."""
+    from queryeval.reports._history import history_context as context
+
+    return context(paths, **options)
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """The run directories among `paths` (run directories or folders of them)."""
+    from queryeval.reports._history import find_runs as find
+
+    return find(paths)
+
+
 __all__ = [
     "ReportInput",
     "ReportWriter",
     "comparison_markdown",
     "comparison_text",
+    "find_runs",
+    "history_context",
     "register_report",
     "report_kinds",
     "report_options_model",
     "report_writer",
+    "write_history",
     "write_reports",
 ]

@@ -71,7 +71,29 @@ def gold_text(case: Case) -> str:
         return ""
     main = target_text(targets[0])
     alts = [target_text(t) for t in targets[1:]]
-    return "\n".join([main, *(f"or: {a}" for a in alts if a)])
+    lines = [main, *(f"or: {a}" for a in alts if a)]
+    fix = case.metadata.get("gold_correction") if case.metadata else None
+    if isinstance(fix, Mapping):  # a human review replaced the gold (runner's review)
+        by = f" by {fix['reviewer']}" if fix.get("reviewer") else ""
+        note = f": {fix['note']}" if fix.get("note") else ""
+        lines.append(f"[gold corrected{by}{note}; was: {fix.get('original', '')}]")
+    return "\n".join(lines)
+
+
+def review_of(score: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The human review that overrode a stored score (`details.review`), or None."""
+    review = (score.get("details") or {}).get("review")
+    return review if isinstance(review, Mapping) else None
+
+
+def review_text(review: Mapping[str, Any]) -> str:
+    """`fail -> pass by ana: note`: an override in words."""
+    original = review.get("original") or {}
+    passed = original.get("passed")
+    was = "pass" if passed is True else "fail" if passed is False else original.get("status")
+    by = f" by {review['reviewer']}" if review.get("reviewer") else ""
+    note = f": {review['note']}" if review.get("note") else ""
+    return f"overridden {was} -> {review.get('verdict')}{by}{note}"
 
 
 def attempt_text(attempt: Mapping[str, Any]) -> str:

@@ -78,16 +78,16 @@ def _print_breakdowns(entry: dict[str, Any], console: Console) -> None:
 def _print_failures(entry: dict[str, Any], console: Console) -> None:
     """Per scorer: why outputs failed (0 in the mean), and a flagged unscored share."""
     from queryeval.cases import describe_failures
+    from queryeval.reports._flag import flag_note
 
     for label, s in entry.get("scorers", {}).items():
         if s.get("failures"):
             text = describe_failures(s["failures"])
             console.print(f"{escape(label)}: failed {s.get('failed_outputs', 0)}: {escape(text)}")
         if s.get("flagged"):
-            share = s.get("unscored_share") or 0.0
             console.print(
-                f"[red]⚠ {escape(label)}: {share:.1%} of the cases unscored or in error: the mean "
-                "may not describe the system (settings.max_unscored_share)[/red]"
+                f"[red]⚠ {escape(label)}: {escape(flag_note(s))} "
+                "(settings.max_unscored_share)[/red]"
             )
 
 
@@ -150,6 +150,21 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         for label, s in entry.get("scorers", {}).items():
             for reason, count in (s.get("not_scored_reasons") or {}).items():
                 console.print(f"[dim]{escape(label)}: {count} not scored: {escape(reason)}[/dim]")
+    review = summary.get("review")
+    if review:
+        kappas = ", ".join(
+            f"{escape(label)} kappa {a['kappa']:.3f}"
+            for label, a in (review.get("agreement") or {}).items()
+            if a.get("kappa") is not None
+        )
+        console.print(
+            f"human review {escape(str(review.get('file')))}: {review.get('overrides', 0)} "
+            f"override(s), {review.get('gold_corrections', 0)} gold correction(s)"
+            + (f"; {kappas}" if kappas else "")
+        )
     for gate in summary.get("gates", []):
         mark = "[green]PASS[/green]" if gate["passed"] else "[red]FAIL[/red]"
-        console.print(f"gate {mark} {gate['system']}: {gate['gate']} (value {_pct(gate['value'])})")
+        note = f"; {escape(gate['note'])}" if gate.get("note") else ""
+        console.print(
+            f"gate {mark} {gate['system']}: {gate['gate']} (value {_pct(gate['value'])}{note})"
+        )

@@ -20,8 +20,10 @@ from queryeval.reports._excel_sheets import (
     configurations_table,
     gates_table,
     judge_table,
+    review_table,
     scorer_table,
 )
+from queryeval.reports._flag import flag_note
 from queryeval.reports._xlsx import Sheet, StyledRows, Table, sheet_title, write_workbook
 
 if TYPE_CHECKING:
@@ -122,7 +124,7 @@ def _statistics_rows(summary: Mapping[str, Any]) -> list[tuple[list[Any], str]]:
             rows.append(([f"{label}", *header], "bold"))
             ci = s.get("ci95") or {}
             share = s.get("unscored_share")
-            flag = " (flagged: the mean may not describe the system)" if s.get("flagged") else ""
+            flag = f" (flagged: {flag_note(s)})" if s.get("flagged") else ""
             rows.append(
                 (
                     [
@@ -209,8 +211,8 @@ def workbook_sheets(
     scorers: Mapping[str, Scorer],
 ) -> Iterator[tuple[str, Sheet]]:
     """The workbook's sheets in order, each built when the writer asks for it: `Overview`,
-    `Statistics`, a sheet per scorer, then `Judge`, `Components`, `Gates` and
-    `Configurations` when they apply."""
+    `Statistics`, a sheet per scorer, then `Review` (a human review's overrides), `Judge`,
+    `Components`, `Gates` and `Configurations` when they apply."""
     by_id = {c.id: c for c in cases}
     order = {c.id: i for i, c in enumerate(cases)}
     systems = list(summary.get("systems", {}))
@@ -222,12 +224,13 @@ def workbook_sheets(
     columns_of = ReportColumns()
     yield "Overview", _overview(by_id, ordered, scorers, len(systems) > 1, columns_of)
     yield "Statistics", StyledRows(_statistics_rows(summary))
-    taken = ["Overview", "Statistics", "Judge", "Components", "Gates", "Configurations"]
+    taken = ["Overview", "Statistics", "Review", "Judge", "Components", "Gates", "Configurations"]
     for label, scorer in scorers.items():
         title = sheet_title(label, taken)
         taken.append(title)
         yield title, scorer_table(label, scorer, ordered, columns_of)
     optional: list[tuple[str, Callable[[], Table | None]]] = [
+        ("Review", lambda: review_table(ordered)),
         ("Judge", lambda: judge_table(by_id, ordered)),
         ("Components", lambda: components_table(summary)),
         ("Gates", lambda: gates_table(summary)),

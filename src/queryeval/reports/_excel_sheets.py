@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from queryeval.cases import Case, Score
-from queryeval.reports._casedata import is_judge_score
+from queryeval.reports._casedata import is_judge_score, review_of, review_text
 from queryeval.reports._components import component_families, scorer_labels
 from queryeval.reports._xlsx import MAX_CELL, Table
 
@@ -32,7 +32,7 @@ def _flatten(details: Mapping[str, Any], skip_text: set[str]) -> dict[str, Any]:
     """Scalar details as columns (one level of nesting as `key.sub`), the rest as JSON."""
     out: dict[str, Any] = {}
     for key, v in details.items():
-        if key in ("metrics", "reasoning"):
+        if key in ("metrics", "reasoning", "review"):
             continue
         if isinstance(v, str):
             if v not in skip_text:
@@ -91,18 +91,22 @@ def scorer_table(
     metric_cols: list[str] = []
     extra_cols: list[str] = []
     detail_cols: list[str] = []
+    reviewed = False
     for rec in records:
         sd = (rec.get("scores") or {}).get(label)
         if sd is None:
             continue
         details = sd.get("details") or {}
+        review = review_of(sd)
         row: dict[str, Any] = {
             "system": rec["system"],
             "case id": rec["case_id"],
             "status": sd.get("status", "ok"),
             "value": sd.get("value"),
             "passed": _VERDICT[sd.get("passed")],
+            "human review": review_text(review) if review is not None else None,
         }
+        reviewed = reviewed or review is not None
         for name, v in (details.get("metrics") or {}).items():
             row[name] = v
             if name not in metric_cols:
@@ -121,8 +125,9 @@ def scorer_table(
                 detail_cols.append(col)
         row["explanation"] = sd.get("explanation") or None
         rows.append(row)
-    columns = ["system", "case id", "status", "value", "passed", *metric_cols, *extra_cols]
-    columns += [*detail_cols, "explanation"]
+    columns = ["system", "case id", "status", "value", "passed"]
+    columns += ["human review"] if reviewed else []  # an override is shown as one
+    columns += [*metric_cols, *extra_cols, *detail_cols, "explanation"]
     table_rows = [[r.get(c) for c in columns] for r in rows]
     numeric = ["value", *metric_cols, *extra_cols, *detail_cols]
     scales = [
@@ -205,6 +210,42 @@ def components_table(summary: Mapping[str, Any]) -> Table | None:
         rows=rows,
         number_formats={"value": _NUM},
         freeze="A2",
+    )
+
+
+def review_table(records: Sequence[Mapping[str, Any]]) -> Table | None:
+    """Every verdict a human review overrode: the machine's verdict and value beside the
+    reviewer's, with the note; None when nothing was overridden."""
+    rows = []
+    for rec in records:
+        for label, sd in (rec.get("scores") or {}).items():
+            review = review_of(sd)
+            if review is None:
+                continue
+            original = review.get("original") or {}
+            rows.append(
+                [
+                    rec["system"],
+                    rec["case_id"],
+                    label,
+                    original.get("status"),
+                    original.get("value"),
+                    _VERDICT.get(original.get("passed"), "—"),
+                    _VERDICT[review.get("verdict") == "pass"],
+                    review.get("reviewer") or None,
+                    review.get("note") or None,
+                ]
+            )
+    if not rows:
+        return None
+    columns = ["system", "case id", "scorer", "machine status", "machine value",
+               "machine verdict", "human verdict", "reviewer", "note"]  # fmt: skip
+    return Table(
+        columns=columns,
+        rows=rows,
+        number_formats={"machine value": _NUM},
+        verdicts=["machine verdict", "human verdict"],
+        freeze="C2",
     )
 
 

@@ -25,7 +25,10 @@ from queryeval import __version__
 from queryeval.cases import Case, Score
 from queryeval.errors import InputError
 from queryeval.reports import _casedata as cd
+from queryeval.reports._breakdown import tag_key
 from queryeval.reports._components import Family, component_families
+from queryeval.reports._flag import flag_note
+from queryeval.reports._html_breakdown import benchmark_breakdowns
 from queryeval.reports._svg import Series, colour, grouped_hbars, histogram
 from queryeval.stats import MAX_BOOTSTRAP_N
 
@@ -161,7 +164,9 @@ class _CaseData:
                 else:
                     values.append(status)
                 p = sd.get("passed")
-                verdicts.append("P" if p is True else "F" if p is False else "-")
+                mark = "P" if p is True else "F" if p is False else "-"
+                # lower case: the verdict of a human review (an override), shown as such
+                verdicts.append(mark.lower() if cd.review_of(sd) else mark)
                 scorer = scorers.get(label)
                 notes.append(
                     cap(note_of(sd, scorer), limit) if scorer or sd.get("explanation") else ""
@@ -302,6 +307,7 @@ def _failure_view(entry: Mapping[str, Any]) -> dict[str, Any]:
         "failures": describe_failures(entry.get("failures") or {}),
         "flagged": bool(entry.get("flagged")),
         "unscored_share": entry.get("unscored_share") or 0.0,
+        "flag_note": flag_note(entry),
     }
 
 
@@ -409,7 +415,7 @@ def _tags(summary: Mapping[str, Any], systems: list[str], labels: list[str]) -> 
             "pass_rate": t.get("pass_rate"),
             "means": [t.get("means", {}).get(lb) for lb in labels],
         }
-        for tag in sorted(all_tags)
+        for tag in sorted(all_tags, key=tag_key)
         for s in systems
         if (t := by_tag[s].get(tag)) is not None
     ]
@@ -560,6 +566,30 @@ def _run_info(summary: Mapping[str, Any], info: Mapping[str, Any] | None) -> lis
     return items
 
 
+def _review(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict | None:
+    """The human review section: the file, judge-human agreement per scorer, and every
+    override (system, case, scorer, in words); None when the run had no review."""
+    section = summary.get("review")
+    if not section:
+        return None
+    overrides = []
+    for rec in records:
+        for label, sd in (rec.get("scores") or {}).items():
+            review = cd.review_of(sd)
+            if review is not None:
+                overrides.append(
+                    {
+                        "system": rec["system"],
+                        "case": rec["case_id"],
+                        "scorer": label,
+                        "text": cd.review_text(review),
+                    }
+                )
+    agreement = [{"scorer": k, **v} for k, v in (section.get("agreement") or {}).items()]
+    return {"file": section.get("file"), "agreement": agreement, "overrides": overrides,
+            "gold_corrections": section.get("gold_corrections", 0)}  # fmt: skip
+
+
 # --- entry point --------------------------------------------------------------------------------
 
 
@@ -607,8 +637,10 @@ def write_html(
         "normal_above": MAX_BOOTSTRAP_N,
         "gates": summary.get("gates") or [],
         "comparison": _comparison(comparison),
+        "review": _review(summary, records),
         "flip_limit": opts.flip_limit,
         "scorer_sections": _scorer_sections(full_summary, data, systems, labels),
+        "breakdowns": benchmark_breakdowns(full_summary, systems, labels, _MAX_SERIES),
         "tags": _tags(full_summary, systems, labels),
         "components": [_component(f, systems) for f in component_families(full_summary)],
         "slowest": _outliers(data, "latency", opts.top_n),

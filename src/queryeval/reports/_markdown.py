@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.cases import describe_failures
+from queryeval.reports._flag import flag_note
 
 _MARK = {"better": "✅", "worse": "❌", "no significant difference": "➖"}
 
@@ -169,8 +170,7 @@ def summary_markdown(
             if s.get("failures"):
                 notes.append(f"- {name} / {label}: failed {describe_failures(s['failures'])}")
             if s.get("flagged"):
-                share = s.get("unscored_share") or 0.0
-                notes.append(f"- ⚠ {name} / {label}: {share:.1%} unscored or in error")
+                notes.append(f"- ⚠ {name} / {label}: {flag_note(s)}")
         row.append(str(e.get("system_errors", 0)))
         rows.append(row)
         failure_notes.extend(notes)
@@ -200,9 +200,42 @@ def summary_markdown(
             ],
             ["---", "---", "--:", "---"],
         )
+    review = summary.get("review")
+    if review:
+        lines += ["", *review_markdown(review)]
     if comparison:
         lines += ["", comparison_markdown(comparison).rstrip()]
     return "\n".join(lines) + "\n"
+
+
+def review_markdown(review: Mapping[str, Any]) -> list[str]:
+    """The human review: the file, its counts, and judge-human agreement per scorer."""
+    lines = [
+        "### Human review",
+        "",
+        f"`{review.get('file')}`: {review.get('overrides', 0)} verdict override(s), "
+        f"{review.get('gold_corrections', 0)} gold correction(s); the figures above include "
+        "them.",
+    ]
+    agreement = review.get("agreement") or {}
+    if agreement:
+        lines.append("")
+        lines += _table(
+            ["scorer", "overridden scores", "compared", "changed", "accuracy", "kappa"],
+            [
+                [
+                    label,
+                    a.get("overrides"),
+                    a.get("compared"),
+                    a.get("changed", "—"),
+                    _n(a.get("accuracy")),
+                    _n(a.get("kappa")),
+                ]
+                for label, a in agreement.items()
+            ],
+            ["---", "--:", "--:", "--:", "--:", "--:"],
+        )
+    return lines
 
 
 def write_markdown(

@@ -230,3 +230,81 @@ def histogram(
         f'y2="{top + plot_h:.1f}" stroke="#888"/></svg>'
     )
     return "".join(parts)
+
+
+def line_chart(
+    xs: Sequence[str],
+    series: Sequence[Series],
+    *,
+    width: int = 720,
+    height: int = 200,
+    label: str = "",
+) -> str:
+    """One line per series over the categories `xs` (runs in time order), a dot per value
+    with a tooltip; a missing value breaks the line. The y axis fits the data and always
+    shows 0 for data in [0, 1]."""
+    values = [v for s in series for v in s.values if v is not None]
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    if values and lo >= 0 and hi <= 1:
+        lo, hi = 0.0, 1.0
+    if hi == lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    left, right, bottom = 48, 44, 30
+    legend, legend_h = _legend(series, left, 2) if len(series) > 1 else ([], 0)
+    top = 10 + legend_h
+    total_h = height + legend_h
+    plot_w, plot_h = width - left - right, total_h - top - bottom
+    step = plot_w / max(len(xs) - 1, 1)
+
+    def x(i: int) -> float:
+        return left + (i * step if len(xs) > 1 else plot_w / 2)
+
+    def y(v: float) -> float:
+        return top + plot_h - (v - lo) / (hi - lo) * plot_h
+
+    parts = [
+        f'<svg class="chart trend" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{total_h}" viewBox="0 0 {width} {total_h}" role="img" '
+        f'aria-label="{escape(label)}" {_FONT}>',
+        *legend,
+    ]
+    for t in _ticks(lo, hi, 5):
+        parts.append(
+            f'<line x1="{left}" y1="{y(t):.1f}" x2="{left + plot_w}" y2="{y(t):.1f}" '
+            f'stroke="#e3e3e3"/><text x="{left - 4}" y="{y(t) + 4:.1f}" text-anchor="end" '
+            f'fill="#555">{_fmt2(t)}</text>'
+        )
+    every = max(1, math.ceil(len(xs) / 8))  # at most ~8 x labels
+    for i, name in enumerate(xs):
+        if i % every == 0 or i == len(xs) - 1:
+            parts.append(
+                f'<text x="{x(i):.1f}" y="{top + plot_h + 16:.1f}" text-anchor="middle" '
+                f'fill="#555">{escape(_short(name, 18))}</text>'
+            )
+    for s in series:
+        run: list[str] = []
+        segments: list[list[str]] = [run]
+        for i, v in enumerate(s.values):
+            if v is None:
+                run = []
+                segments.append(run)
+                continue
+            run.append(f"{x(i):.1f},{y(v):.1f}")
+        for seg in segments:
+            if len(seg) > 1:
+                parts.append(
+                    f'<polyline fill="none" stroke="{s.colour}" stroke-width="2" '
+                    f'points="{" ".join(seg)}"/>'
+                )
+        for i, v in enumerate(s.values):
+            if v is not None:
+                tip = f"{s.name} · {xs[i]}: {v:.4g}"
+                parts.append(
+                    f'<circle class="pt" cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" '
+                    f'fill="{s.colour}"><title>{escape(tip)}</title></circle>'
+                )
+    parts.append(
+        f'<line x1="{left}" y1="{top + plot_h:.1f}" x2="{left + plot_w}" '
+        f'y2="{top + plot_h:.1f}" stroke="#888"/></svg>'
+    )
+    return "".join(parts)

@@ -10,6 +10,8 @@ from queryeval.runner._executors import (
     WorkItem,
 )
 from queryeval.runner._pipeline import Scored, case_passed, make_record, score_output
+from queryeval.runner._review import apply_golds, apply_overrides, review_agreement
+from queryeval.runner._review_file import GoldCorrection, Override, Review, load_review
 from queryeval.runner._run import (
     Runner,
     RunPlan,
@@ -17,6 +19,7 @@ from queryeval.runner._run import (
     cache_dir,
     default_out_dir,
     plan_run,
+    reviewed_summary,
     run_suite,
 )
 from queryeval.runner._selftest import GoldFinding, SelftestReport, gold_findings, selftest
@@ -24,8 +27,11 @@ from queryeval.runner._selftest import GoldFinding, SelftestReport, gold_finding
 __all__ = [
     "AsyncExecutor",
     "Executor",
+    "GoldCorrection",
     "GoldFinding",
     "InlineExecutor",
+    "Override",
+    "Review",
     "RunPlan",
     "RunResult",
     "Runner",
@@ -33,15 +39,20 @@ __all__ = [
     "Scored",
     "SelftestReport",
     "WorkItem",
+    "apply_golds",
+    "apply_overrides",
     "cache_dir",
     "case_passed",
     "compare_with_baseline",
     "default_out_dir",
     "gold_findings",
     "load_baseline",
+    "load_review",
     "load_suite",
     "make_record",
     "plan_run",
+    "review_agreement",
+    "reviewed_summary",
     "run_suite",
     "score_output",
     "selftest",

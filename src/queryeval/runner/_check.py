@@ -81,6 +81,9 @@ def check_suite(
     _gates(suite, scorers, baseline=baseline or suite.baseline is not None)
     if cases:
         _cases(suite, scorers, cases, places or {})
+        for i, scorer in enumerate(scorers.values()):
+            for loc, message in scorer.dataset_problems(cases):
+                raise suite_error(suite, ("scorers", i, *loc), message)
 
 
 def _databases(suite: SuiteConfig) -> None:

@@ -23,10 +23,12 @@ from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.log import (
     COMPARISON,
+    REVIEW,
     RUN,
     SUMMARY,
     GateResult,
     LogWriter,
+    Record,
     RunInfo,
     RunLog,
     Summary,
@@ -36,6 +38,7 @@ from queryeval.log import (
 from queryeval.runner._executors import AsyncExecutor, Executor, InlineExecutor, ScoreWork, WorkItem
 from queryeval.runner._pipeline import Scored
 from queryeval.runner._progress import Progress
+from queryeval.runner._review_file import Review
 from queryeval.scorers import Scorer, ScoringContext, build_scorers
 from queryeval.stats import RunColumns
 from queryeval.systems import (
@@ -224,10 +227,17 @@ class Runner:
     """Executes a RunPlan into a run directory."""
 
     def __init__(
-        self, plan: RunPlan, out_dir: Path, *, progress: bool = True, use_cache: bool = True
+        self,
+        plan: RunPlan,
+        out_dir: Path,
+        *,
+        progress: bool = True,
+        use_cache: bool = True,
+        review: dict[str, Any] | None = None,
     ) -> None:
         self.plan = plan
         self.use_cache = use_cache
+        self.review = review  # the review file applied (Review.describe()), for run.json
         # what the summary needs of every record, kept in memory so it is not read back
         self.columns = RunColumns([s.name for s in plan.systems])
         self.done: set[tuple[str, str]] = set()
@@ -268,6 +278,10 @@ class Runner:
         }
         if calls:  # model and endpoint systems: calls, cache hits, tokens, cost of this run
             info["system_calls"] = calls
+        if self.review is not None:
+            info["review"] = self.review
+        else:
+            info.pop("review", None)
         if status == "complete":
             info["finished_at"] = now
         return info
@@ -275,6 +289,15 @@ class Runner:
     def _check_resume(self, previous: dict[str, Any] | None) -> None:
         if previous is None:
             return
+        before, now = previous.get("review") or {}, self.review or {}
+        golds = before.get("gold_corrections") or now.get("gold_corrections")
+        if golds and before.get("sha256") != now.get("sha256"):
+            raise InputError(
+                "the review file's gold corrections changed since this run began; --resume "
+                "needs the same (use a new --out directory, or --overwrite)",
+                path=self.store.dir / RUN,
+                where="review",
+            )
         for key in ("config_hash", "inputs_hash"):
             if previous.get(key) != getattr(self.plan, key):
                 what = "suite configuration" if key == "config_hash" else "cases or predictions"
@@ -492,21 +515,46 @@ def run_suite(
     baseline: Path | None = None,
     extra_reports: Sequence[ReportConfig] = (),
     use_cache: bool = True,
+    review: Path | None = None,
 ) -> RunResult:
     """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
     suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`);
-    `use_cache=False` asks model systems again instead of reading their cached replies."""
+    `use_cache=False` asks model systems again instead of reading their cached replies;
+    `review` (a review file) corrects golds before scoring and overrides verdicts after."""
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
+    from queryeval.runner._review import apply_golds
+    from queryeval.runner._review_file import load_review
     from queryeval.runner._sharded import shard_contents
 
-    contents = shard_contents(suite)
+    rev = load_review(review) if review is not None else None
+    # sharded workers load their own cases: a run correcting golds is not sharded
+    contents = None if rev is not None and rev.golds else shard_contents(suite)
     plan = plan_run(suite, lazy=contents is not None, contents=contents, baseline=bool(baseline))
+    if rev is not None and rev.golds:
+        plan.cases = apply_golds(plan.cases, rev)
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
-    runner = Runner(plan, out, progress=progress, use_cache=use_cache)
+    runner = Runner(
+        plan,
+        out,
+        progress=progress,
+        use_cache=use_cache,
+        review=rev.describe() if rev is not None else None,
+    )
     new, skipped = runner.run(resume=resume, overwrite=overwrite)
     summary, gates = runner.finish(base)
-    log = RunLog(str(out), out, summary, cast(RunInfo, read_json(out, RUN)))
+    if rev is None:  # a review of an earlier run in this directory no longer applies
+        with contextlib.suppress(FileNotFoundError):
+            (out / REVIEW).unlink()
+    else:
+        if plan.lazy:
+            plan.cases = load_cases(suite.cases, suite.base_dir)
+            plan.lazy = False
+        summary, _ = reviewed_summary(plan, runner.store, rev, base)
+        gates = summary["gates"]
+    # the records as read_log gives them: review.json's overrides over the stored ones
+    info = cast(RunInfo, read_json(out, RUN))
+    log = RunLog(str(out), out, summary, info, review=read_json(out, REVIEW))
     if base is not None:
         log.comparison = compare_with_baseline(suite, base, log.records, out)
         runner.store.write_json(COMPARISON, log.comparison)
@@ -518,6 +566,40 @@ def run_suite(
 
         reports = _write(suite, log, plan.cases, plan.scorers, extra=extra_reports)
     return RunResult(out, summary, gates, reports, new, skipped)
+
+
+def reviewed_summary(
+    plan: RunPlan, store: LogWriter, review: Review, baseline: RunLog | None
+) -> tuple[Summary, list[Record]]:
+    """The stored records with the review's overrides, their summary (with its `review`
+    section and the gates checked again), written to summary.json; run.json records the
+    review file, review.json the overridden scores (what `log.read_log` puts over the
+    stored records)."""
+    from queryeval.runner._review import apply_overrides, review_section, reviewed_scores
+    from queryeval.stats import check_gates, summarize
+
+    records = cast(
+        list[Record], apply_overrides(list(iter_records(store.dir)), review, plan.scorers)
+    )
+    summary = summarize(
+        plan.suite.name,
+        plan.cases,
+        records,
+        plan.scorers,
+        [s.name for s in plan.systems],
+        seed=plan.suite.seed,
+        max_unscored_share=plan.suite.settings.max_unscored_share,
+    )
+    summary["review"] = review_section(review, records)
+    store.write_json(REVIEW, reviewed_scores(review, records))
+    summary["gates"] = check_gates(
+        plan.suite.gates, summary, baseline.summary if baseline is not None else None
+    )
+    store.write_json(SUMMARY, summary)
+    info = cast(RunInfo, read_json(store.dir, RUN) or {})
+    info["review"] = review.describe()
+    store.write_json(RUN, info)
+    return summary, records
 
 
 def dumps(data: Any) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from queryeval._gc import bulk_allocation
+from queryeval._inputs import BOM
 from queryeval.cases import Case, Output, Score, case_files
 from queryeval.errors import InputError
 from queryeval.scorers import Scorer, ScoringContext
@@ -60,7 +61,8 @@ class _Lines:
             data = contents.pop(path, None)
             lines.starts.append(len(lines.raw))
             lines.paths.append(path)
-            lines.raw.extend((path.read_bytes() if data is None else data).splitlines())
+            data = path.read_bytes() if data is None else data
+            lines.raw.extend(data.removeprefix(BOM).splitlines())  # a BOM, as elsewhere
         return lines
 
     def count(self) -> int:

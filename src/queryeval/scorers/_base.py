@@ -123,6 +123,12 @@ class Scorer:
                 )
         return problems
 
+    def dataset_problems(self, cases: Sequence[Case]) -> list[tuple[tuple[str | int, ...], str]]:
+        """What this scorer's options ask of the cases as a whole that no case has (as
+        `config_problems`: a location under the scorer's entry and what was expected),
+        checked by `validate` and before a run. Default: nothing."""
+        return []
+
     def check_inputs(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
         """Cheap checks of the cases this scorer will read (InputError naming the case), run
         by `validate` and before a run. Default: nothing."""

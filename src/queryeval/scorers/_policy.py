@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-# set by the scorers from the gold and the engine, never by a suite
-SET_BY_SCORER = frozenset({"gold_query", "language"})
+# set by the scorers from the gold, the engine and the scorers configured, never by a suite
+SET_BY_SCORER = frozenset({"gold_query", "language", "legacy"})
 _BOUNDS: dict[str, dict[str, Any]] = {
     "abs_tol": {"ge": 0},
     "rel_tol": {"ge": 0},

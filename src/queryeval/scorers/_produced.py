@@ -14,7 +14,8 @@ output the scorer reads (`Scorer.reads`) cannot be used, else None:
 - a query: run on the case's database (once per run, shared with the execution scorers) and
   judged by `queryeval.engines.blame` (`refused`, `syntax`, `schema`, `runtime`, `timeout`,
   `resource_limit`, `engine_could_not_run`); with no database, what can be told without
-  one: a write (the sandbox's parser) or a query the independent validity check rejects.
+  one: a query text past the engines' default `max_query_bytes` (never parsed), a write
+  (the sandbox's parser) or a query the independent validity check rejects.
 
 A query the engine cannot run but that is valid by the independent check passes here: a
 text metric still compares it, and the execution scorers leave the case unscored.
@@ -111,8 +112,12 @@ def query_failure(
 def _without_database(case: Case, attempt: Attempt, query: str) -> Score | None:
     """What can be told of a query with no database: a write, or an invalid query by the
     language's independent checker."""
-    from queryeval.engines import check_validity
+    from queryeval.engines import Limits, check_validity
 
+    cap = Limits().max_query_bytes  # no database, no options: the engines' default
+    if len(query) > cap // 4 and len(query.encode("utf-8", "surrogatepass")) > cap:
+        message = f"the query is longer than {cap:,} bytes (max_query_bytes); not parsed"
+        return Score.failure("resource_limit", f"{failure_label('resource_limit')}: {message}")
     language = (attempt.language or _gold_language(case) or "sql").lower()
     refusal = _refusal(language, query)
     if refusal is not None:

@@ -21,6 +21,7 @@ S = TypeVar("S", bound=type[Scorer])
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
     "answer": "queryeval.scorers.answer:AnswerScorer",
+    "retrieval": "queryeval.scorers.retrieval:RetrievalScorer",
     "composite": "queryeval.scorers.composite:CompositeScorer",
     "llm_query_similarity": "queryeval.scorers.judged:QuerySimilarityScorer",
     "llm_answer_correctness": "queryeval.scorers.judged:AnswerCorrectnessScorer",

@@ -112,6 +112,21 @@ class AgenticScorer(Scorer):
         return Score(value=float(success), passed=success, details=details,
                      explanation=explanation)  # fmt: skip
 
+    def dataset_problems(self, cases: Sequence[Case]) -> list[tuple[tuple[str | int, ...], str]]:
+        """A breakdown key the suite set that groups no case (a misspelt `tagz`)."""
+        if "breakdown" not in self.options.model_fields_set:
+            return []  # the default keys are looked for, not required
+        unused = _unused_breakdown_keys(self.options.breakdown, cases)
+        if not unused:
+            return []
+        return [
+            (
+                ("options", "breakdown"),
+                f"breakdown key(s) {', '.join(map(repr, unused))} group no case; expected a "
+                "case metadata key, a `key:value` tag name, or `tag`",
+            )
+        ]
+
     def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
         """The agentic report over the scored cases, and per breakdown key."""
         loops: list[list[AttemptSummary]] = []
@@ -146,6 +161,11 @@ class AgenticScorer(Scorer):
             for key, by_value in groups.items()
         }  # fmt: skip
         return {"agentic_report": report, "breakdown": breakdown}
+
+
+def _unused_breakdown_keys(keys: Sequence[str], cases: Sequence[Case]) -> list[str]:
+    """The breakdown keys that group no case (no metadata key, no `key:value` tag)."""
+    return [k for k in keys if not any(_groups_of(case, k) for case in cases)]
 
 
 def _why(summaries: list[AttemptSummary]) -> str:

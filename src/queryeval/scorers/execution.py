@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from queryeval.cases import Case, Output, Query, Score, Target
 from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
+from queryeval.scorers._comparisons import comparison_memo
 from queryeval.scorers._policy import comparison_policy, policy_problem
 from queryeval.scorers._registry import register_scorer
 
@@ -271,7 +272,7 @@ class _ExecutionScorer(Scorer):
         case: Case | None = None,
         ctx: ScoringContext | None = None,
     ) -> Score:
-        comparisons = [(gold, self._compare(pred.execution, gold, policy, dialect, case))
+        comparisons = [(gold, self._compare(pred.execution, gold, policy, dialect, case, ctx))
                        for gold in golds]  # fmt: skip
         best_gold, best = max(comparisons, key=lambda c: self.rank(c[1]))
         variants = self._variants(case) if case is not None and self.uses_variants else []
@@ -298,6 +299,9 @@ class _ExecutionScorer(Scorer):
              "gold_rows": r.gold_rows, "pred_rows": r.pred_rows}
             for g, r in comparisons
         ]  # fmt: skip
+        for entry in details["comparisons"]:  # no scorer of the run reports it: not computed
+            if entry["legacy_recall"] is None:
+                del entry["legacy_recall"]
         if self.options.rule != "queryeval":
             details["rule"] = self.options.rule
         value = self.value_of(best)
@@ -305,14 +309,20 @@ class _ExecutionScorer(Scorer):
         return Score(value=value, details=details, explanation=explanation)
 
     def _compare(self, execution: Any, gold: Gold, policy: dict[str, Any], dialect: str,
-                 case: Case | None = None) -> Any:  # fmt: skip
-        """compare_results under the policy; a legacy rule then decides ``exact``."""
+                 case: Case | None = None, ctx: ScoringContext | None = None) -> Any:  # fmt: skip
+        """compare_results under the policy (made once per run for the scorers that share
+        it: see `queryeval.scorers._comparisons`); a legacy rule then decides ``exact``."""
         from queryeval.metrics import compare_results
 
         extra: dict[str, Any] = (
             {"gold_query": gold.query, "language": dialect} if gold.query else {}
         )
-        result = compare_results(execution.result, gold.result, **policy, **extra)
+        if ctx is None:
+            result = compare_results(execution.result, gold.result, **policy, **extra)
+        else:
+            memo = comparison_memo(ctx)
+            legacy = memo.legacy_wanted or "legacy_recall" in self.metric_names
+            result = memo.compare(execution.result, gold.result, policy, extra, legacy)
         if self.options.rule == "queryeval":
             return result
         from queryeval.metrics.benchmarks import (
@@ -379,7 +389,7 @@ class _ExecutionScorer(Scorer):
                     o = gold_run.outcome
                     return Score.failed(f"gold failed on variant {name}: {o.kind}: {o.message}")
                 other = self._compare(run, Gold(gold.index, "query", gold_run.result, gold.query),
-                                      policy, dialect, case)  # fmt: skip
+                                      policy, dialect, case, ctx)  # fmt: skip
                 if not other.exact:
                     first_failure = first_failure or (name, other.reason or "results differ")
                     break
@@ -476,6 +486,12 @@ class ResultsMatchLegacyScorer(_ExecutionScorer):
 
     default_threshold = 0.9
     metric_names = ("legacy_recall",)
+
+    def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
+        """Check the policies, and have the run's comparisons carry `legacy_recall`
+        (the other execution scorers then report it too, as one comparison serves all)."""
+        super().prepare(cases, ctx)
+        comparison_memo(ctx).legacy_wanted = True
 
     def value_of(self, result: Any) -> float:
         return float(result.legacy_recall)

@@ -15,7 +15,7 @@ from queryeval.stats._compare import (
     compare_runs,
     pair_systems,
 )
-from queryeval.stats._gates import Gate, check_gates, metric_value, parse_gate
+from queryeval.stats._gates import Gate, check_gates, metric_flagged, metric_value, parse_gate
 from queryeval.stats._grid import (
     ConfigResult,
     Leaderboard,
@@ -28,6 +28,7 @@ from queryeval.stats._grid import (
     leaderboard,
     scores_by_config,
 )
+from queryeval.stats._headline import headline_metrics
 from queryeval.stats._mcnemar import McNemarResult, mcnemar_test
 from queryeval.stats._summary import summarize, summarize_scorer
 
@@ -55,10 +56,12 @@ __all__ = [
     "compare_runs",
     "format_leaderboard",
     "grid_section",
+    "headline_metrics",
     "leaderboard",
     "mcnemar_test",
     "mean_ci",
     "mean_or_none",
+    "metric_flagged",
     "metric_value",
     "pair_systems",
     "parse_gate",

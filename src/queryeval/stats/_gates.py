@@ -25,7 +25,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     "==": operator.eq,
 }
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)"
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _GATE = re.compile(
     rf"^\s*(?P<metric>[A-Za-z_][\w.\-]*)\s*(?P<op>>=|<=|==|>|<)\s*"
     rf"(?:(?P<number>{_NUMBER})|baseline(?:\s*(?P<rel>[-+*])\s*(?P<offset>{_NUMBER}))?)\s*$"
@@ -113,9 +113,26 @@ def metric_value(system_summary: Mapping[str, Any], metric: str) -> float | None
     found = [
         s["metrics"][metric]["mean"] for s in scorers.values() if metric in s.get("metrics", {})
     ]
-    if len(found) == 1:
+    if len(found) == 1 and found[0] is not None:
         return float(found[0])
     return None
+
+
+def metric_flagged(system_summary: Mapping[str, Any], metric: str) -> bool:
+    """Whether the figure a gate names is flagged (too much unscored to be a figure): the
+    gate then fails, since nothing it could check describes the system.
+
+    >>> metric_flagged({"scorers": {"em": {"flagged": True}}}, "em.exact")
+    True
+    """
+    if metric in ("pass_rate", "system_errors", "cases"):
+        return metric == "pass_rate" and bool(system_summary.get("flagged"))
+    scorers = system_summary.get("scorers", {})
+    head = metric.partition(".")[0]
+    if head in scorers:
+        return bool(scorers[head].get("flagged"))
+    owners = [s for s in scorers.values() if metric in s.get("metrics", {})]
+    return len(owners) == 1 and bool(owners[0].get("flagged"))
 
 
 def _baseline_system(baseline: Mapping[str, Any], system: str) -> Mapping[str, Any] | None:
@@ -147,6 +164,8 @@ def check_gates(
         for system, entry in summary.get("systems", {}).items():
             value = metric_value(entry, gate.metric)
             result: dict[str, Any] = {"gate": gate.text, "system": system, "value": value}
+            if metric_flagged(entry, gate.metric):
+                result["note"] = "flagged: too much unscored or in error to be a figure"
             if gate.needs_baseline:
                 assert baseline is not None
                 base_entry = _baseline_system(baseline, system)

@@ -55,6 +55,24 @@ def _mean(values: np.ndarray) -> float | None:
 DEFAULT_MAX_UNSCORED_SHARE = 0.05
 
 
+def _flagged_view(values: np.ndarray, n: int, verdicts: np.ndarray) -> dict[str, Any]:
+    """What a flagged scorer shows instead of a mean: the mean of what was scored, and the
+    bounds the mean over every case would lie in (each unscored or error case counted as 0,
+    then as 1), so a reader sees how much the unscored part could move it.
+
+    >>> _flagged_view(np.array([1.0, 0.0]), 4, np.array([1, 0, -1, -1]))["bounds"]
+    [0.25, 0.75]
+    """
+    missing = n - len(values)
+    total = float(np.sum(values)) if len(values) else 0.0
+    counts = _pass_counts(verdicts)
+    return {
+        "mean_scored": _mean(values),
+        "bounds": [total / n, (total + missing) / n] if n else None,
+        "pass_rate_scored": counts["pass_rate"],
+    }
+
+
 def summarize_scorer(
     scorer: Scorer | None,
     cases: Sequence[Case],
@@ -66,8 +84,10 @@ def summarize_scorer(
     dataset-level figures (see `queryeval.cases._rule`). A failure counts as 0 in the mean
     and in every sub-metric, its reason counted in `failures`; unscored/error never enter
     a mean and their share is `unscored_share`, `flagged` above `max_unscored_share`. A
-    flagged mean made only of failures is None ("—"): it would describe the evaluator's
-    trouble (a judge down), not the system."""
+    flagged scorer has no mean, pass rate or sub-metric mean (None, "—"): what was scored
+    may be the part a system chose to leave scorable, or what a judge outage left; its
+    `mean_scored`, `pass_rate_scored` and `bounds` (the unscored counted as 0, then as 1)
+    are shown beside it instead."""
     label = scorer.label if scorer is not None else ""
     column = table.scorers.get(label)
     if column is None:
@@ -83,7 +103,6 @@ def summarize_scorer(
     flagged = share > max_unscored_share + 1e-12
     # too much unscored and nothing but failures scored (a judge down while some outputs
     # were missing): a mean of those zeros would describe the evaluator, not the system
-    blind = flagged and not np.any(ok & ~failed)
     values = column.values[ok]
     out: dict[str, Any] = {
         "n": n,
@@ -91,18 +110,22 @@ def summarize_scorer(
         "unscored": int(np.count_nonzero(column.status == UNSCORED)),
         "error": int(np.count_nonzero(column.status == ERROR)),
         "failed_outputs": int(np.count_nonzero(failed)),
-        "mean": None if blind else _mean(values),
-        "ci95": None if blind else _ci(values, seed),
+        # a flagged mean is no figure: what was scored may be the part a system chose to
+        # leave scorable (valid KQL the engine cannot run in place of every wrong answer)
+        "mean": None if flagged else _mean(values),
+        "ci95": None if flagged else _ci(values, seed),
         **_pass_counts(column.passed[present]),
     }
     own_verdicts = present & ~failed & (column.passed >= 0)
     no_threshold = scorer is not None and scorer.threshold is None
-    if blind or (no_threshold and not own_verdicts.any()):
-        # the verdicts are the failures' alone (a scorer without a threshold gives none of
-        # its own): no rate to show
+    if flagged or (no_threshold and not own_verdicts.any()):
+        # too much unscored, or the verdicts are the failures' alone (a scorer without a
+        # threshold gives none of its own): no rate to show
         out["pass_rate"] = None
     out["unscored_share"] = share
     out["flagged"] = flagged
+    if flagged:
+        out |= _flagged_view(values, n, column.passed[present])
     if column.failures:
         counts = Counter(reason for _, reason in column.failures)
         out["failures"] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -112,10 +135,11 @@ def summarize_scorer(
             metric = metric.copy()
             metric[failed] = 0.0
         vs = metric[ok & ~np.isnan(metric)]
-        if len(vs) and not blind:
+        if len(vs) and not flagged:
             metrics[name] = {"mean": float(np.mean(vs)), "n": len(vs), "ci95": _ci(vs, seed)}
         elif len(vs):
-            metrics[name] = {"mean": None, "n": len(vs), "ci95": None}
+            metrics[name] = {"mean": None, "n": len(vs), "ci95": None,
+                             "mean_scored": float(np.mean(vs))}  # fmt: skip
     out["metrics"] = metrics
     if column.reasons:
         reasons = Counter(column.reasons)  # first seen first among equal counts
@@ -166,6 +190,9 @@ def summarize(
         share = entry["no_verdict"] / entry["cases"] if entry["cases"] else 0.0
         entry["no_verdict_share"] = share
         entry["flagged"] = share > max_unscored_share + 1e-12
+        if entry["flagged"]:  # the rate of what could be judged, kept apart from the figure
+            entry["pass_rate_scored"], entry["pass_rate"] = entry["pass_rate"], None
+            entry["pass_rate_ci95"] = None
         latencies = table.latency[~np.isnan(table.latency)]
         if len(latencies):
             entry["latency_s"] = {

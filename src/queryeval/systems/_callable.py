@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import inspect
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 from pydantic import ValidationError
 
@@ -51,10 +57,45 @@ def coerce_output(value: Any, text_fields: TextFields = ANSWER) -> Output:
     return parse_output(value, text_fields)
 
 
+def in_daemon_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> asyncio.Future[Any]:
+    """`fn(*args, **kwargs)` in a daemon thread of its own, as a future of the running loop.
+
+    A thread cannot be killed: one that never returns is abandoned when the caller stops
+    waiting (a timeout cancels the future). Being a daemon and outside every executor, it is
+    joined neither by `asyncio.run` (which joins the loop's default executor) nor at
+    interpreter exit, so a hung call holds up neither the run nor the process."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():  # cancelled: the caller stopped waiting
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def call() -> None:
+        value, error = None, None
+        try:
+            value = context.run(fn, *args, **kwargs)
+        except BaseException as exc:  # handed to the awaiting side, as to_thread would
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=call, name="queryeval-callable", daemon=True).start()
+    return future
+
+
 class CallableSystem:
-    """Calls `fn(case, **params)`; sync callables run in worker threads. Crashes, timeouts
-    and outputs of the wrong type become `Output.error` (the system's failure), never
-    exceptions."""
+    """Calls `fn(case, **params)`; a sync callable runs in a daemon thread of its own per
+    call (`in_daemon_thread`), so its `timeout_s` binds even when it never returns. Crashes,
+    timeouts and outputs of the wrong type become `Output.error` (the system's failure),
+    never exceptions."""
 
     def __init__(
         self,
@@ -78,7 +119,7 @@ class CallableSystem:
             if self.is_async:
                 call = self.fn(case, **self.params)
             else:
-                call = asyncio.to_thread(self.fn, case, **self.params)
+                call = in_daemon_thread(self.fn, case, **self.params)
             value = await asyncio.wait_for(call, self.timeout_s)
         except TimeoutError:
             output = Output(error=f"timed out after {self.timeout_s} s", failure="system_timeout")

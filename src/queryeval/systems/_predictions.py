@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from queryeval._inputs import jsonl_lines
 from queryeval.cases import Attempt, Output
 from queryeval.errors import InputError
 
@@ -194,26 +195,19 @@ class PredictionsFile:
         self._load(known_ids)
 
     def _load(self, known_ids: set[str] | None) -> None:
-        try:
-            handle = self.path.open("rb")
-        except OSError as exc:
-            raise InputError(f"cannot read predictions ({exc.strerror})", path=self.path) from exc
         by_case = CaseOutputs(self.path)
         records = 0
-        with handle:
-            for lineno, raw in enumerate(handle, start=1):
-                if not raw.strip():
-                    continue
-                records += 1
-                line = read_prediction_line(raw, self.path, lineno, self.text_fields)
-                if known_ids is not None and line.case_id not in known_ids:
-                    raise InputError(
-                        f"prediction for unknown case id {line.case_id!r}",
-                        path=self.path,
-                        line=lineno,
-                        where="case_id",
-                    )
-                by_case.add(lineno, line)
+        for lineno, raw in jsonl_lines(self.path, "predictions"):
+            records += 1
+            line = read_prediction_line(raw, self.path, lineno, self.text_fields)
+            if known_ids is not None and line.case_id not in known_ids:
+                raise InputError(
+                    f"prediction for unknown case id {line.case_id!r}",
+                    path=self.path,
+                    line=lineno,
+                    where="case_id",
+                )
+            by_case.add(lineno, line)
         if not records:
             raise InputError(
                 "the predictions file is empty: expected one JSON record per case, e.g. "

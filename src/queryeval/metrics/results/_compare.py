@@ -9,7 +9,8 @@ Rows are compared as whole rows after the columns are aligned:
 - ``exact``: the columns align under the column policy and the rows are equal under the row
   policy: same multiset (or set); for ``ordered``, also in gold's order, where rows tied on
   the gold's sort keys may come in any order among themselves.
-- ``legacy_recall``: seed 002's number (see ``queryeval.metrics.results._legacy``).
+- ``legacy_recall``: seed 002's number (see ``queryeval.metrics.results._legacy``); None
+  when the caller did not ask for it (``legacy=False``).
 
 When the columns do not align (a gold column has no counterpart, or an extra predicted
 column outside ``gold_subset``), no row can be equal: matched = 0 and ``exact`` is False.
@@ -53,6 +54,7 @@ from queryeval.metrics.results._rows import (
     row_counts,
     rows_equal,
 )
+from queryeval.metrics.results._small import BEST_NOTE, NAMES_NOTE, small_comparison
 
 RowPolicy = Literal["auto", "ordered", "multiset", "set"]
 ColumnPolicy = Literal["by_name", "by_position", "permutation", "gold_subset"]
@@ -97,7 +99,7 @@ class ComparisonResult:
     precision: float
     recall: float
     f1: float
-    legacy_recall: float
+    legacy_recall: float | None  # None: not asked for (legacy=False)
     matched_rows: int
     pred_rows: int
     gold_rows: int
@@ -136,6 +138,7 @@ def compare_results(
     naive_timezone: str | None = "UTC",
     date_equals_midnight: bool = True,
     legacy_row_limit: int = LEGACY_ROW_LIMIT,
+    legacy: bool = True,
 ) -> ComparisonResult:
     """Compare a predicted query result with the gold one (see the module docstring).
 
@@ -148,7 +151,8 @@ def compare_results(
     ``gold_query`` (in ``language``, default SQL) has a top-level ordering, else
     ``multiset``. ``abs_tol`` and ``rel_tol`` apply ``math.isclose`` to numeric columns
     holding floats or decimals, after the columns and rows are aligned; integer columns
-    always compare exactly.
+    always compare exactly. ``legacy=False`` skips seed 002's ``legacy_recall`` (an O(n*m)
+    scan of up to ``legacy_row_limit`` rows per side), left None.
 
     >>> gold = (["name", "n"], [("ada", 3), ("bob", 1)])
     >>> r = compare_results((["n", "name"], [(1, "bob"), (3, "ada")]), gold)
@@ -171,10 +175,15 @@ def compare_results(
     notes: list[str] = []
     row_policy, keys = _row_policy(rows, gold_query, language, order_keys, notes)
     tie_columns = _resolve_keys(keys, g.columns, notes) if row_policy == "ordered" else ()
-    legacy = legacy_recall(p, g, row_limit=legacy_row_limit)
+    legacy_value = legacy_recall(p, g, row_limit=legacy_row_limit) if legacy else None
 
+    small = small_comparison(p, g, row_policy, columns, options, max_permutations)
     known: dict[Mapping, RowOutcome] = {}  # row outcomes the permutation search computed
-    if columns == "permutation":
+    if small is not None:  # small Python rows: the same answer by Counter
+        alignment, small_rows, small_notes = small
+        known[alignment.pairs] = small_rows
+        notes.extend(small_notes)
+    elif columns == "permutation":
         alignment = _permutation(
             p, g, row_policy, tie_columns, options, max_permutations, notes, known
         )
@@ -203,7 +212,7 @@ def compare_results(
             precision=precision,
             recall=recall,
             f1=f1,
-            legacy_recall=legacy,
+            legacy_recall=legacy_value,
             matched_rows=rows.matched,
             pred_rows=rows.pred_rows,
             gold_rows=rows.gold_rows,
@@ -401,12 +410,9 @@ def _permutation(
     if search.mapping is not None:
         return Alignment(search.mapping, (), ())
     if names_pair_up:  # the names say which column is which
-        notes.append("no column permutation makes the rows equal; scored with the names")
+        notes.append(NAMES_NOTE)
         return Alignment(by_name.pairs, (), ())
-    notes.append(
-        "no column permutation makes the rows equal; scored with the mapping that "
-        "keeps the most values in common"
-    )
+    notes.append(BEST_NOTE)
     chosen = search.best or by_name.pairs
     return Alignment(chosen, (), ())
 

@@ -74,7 +74,9 @@ def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     change[0] = True
     np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=change[1:])
     starts = np.flatnonzero(change)
-    lengths = np.diff(np.append(starts, len(sorted_keys)))
+    lengths = np.empty_like(starts)  # run lengths, without np.append's and np.diff's copies
+    np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
+    lengths[-1] = len(sorted_keys) - starts[-1]
     return sorted_keys[starts], starts, lengths
 
 
@@ -131,8 +133,10 @@ def tolerant_overlap(
     A maximum bipartite matching, not a greedy one: greedily taking exact pairs first can
     lose matches (pred {0, 1}, gold {1, 2}, abs_tol 1 has two matches, not one).
     """
-    order_p = np.argsort(pred_key, kind="stable")
-    order_g = np.argsort(gold_key, kind="stable")
+    # any order within a run of equal keys gives the same matching: no stable sort needed
+    # (numpy's default sort is several times faster on int64, more so on millions of rows)
+    order_p = np.argsort(pred_key)
+    order_g = np.argsort(gold_key)
     up, sp, cp = _runs(pred_key[order_p])
     ug, sg, cg = _runs(gold_key[order_g])
     ia, ib = _common(up, ug)

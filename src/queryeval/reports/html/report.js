@@ -84,6 +84,10 @@
   function scoreHtml(r, j) {
     const v = r[SCORES][j];
     const mark = r[VERDICTS].charAt(j);
+    if (mark === "p" || mark === "f") {  // a human review's verdict: marked as an override
+      return '<td class="s ' + mark.toUpperCase() + ' ov" title="overridden by human review">✎ ' +
+        (typeof v === "number" ? v.toFixed(3) : esc(v)) + "</td>";
+    }
     if (typeof v === "number") return '<td class="s ' + (mark === "-" ? "" : mark) + '">' + v.toFixed(3) + "</td>";
     return '<td class="s st">' + (v === null ? "" : esc(v)) + "</td>";
   }
@@ -240,7 +244,10 @@
       if (r[ERR]) items.push(["system error", r[ERR]]);
       D.labels.forEach((label, j) => {
         const v = r[SCORES][j];
-        const mark = { P: " (pass)", F: " (fail)" }[r[VERDICTS].charAt(j)] || "";
+        const mark = {
+          P: " (pass)", F: " (fail)",
+          p: " (pass, overridden by human review)", f: " (fail, overridden by human review)",
+        }[r[VERDICTS].charAt(j)] || "";
         const note = r[NOTES] ? r[NOTES][j] : "";
         const val = typeof v === "number" ? v.toFixed(4) : v === null ? "not scored" : v;
         items.push([label, val + mark + (note ? "\n" + note : "")]);

@@ -1,0 +1,135 @@
+"""Benchmark: SQL execution scoring (executes + execution_match + results_f1) of 3,000 cases
+on a small DuckDB database (bench/_sql_data.py: 500 customers, 20,000 orders; distinct gold
+and predicted queries of five everyday shapes; 10% of the predictions fail to run).
+
+Sides, each a fresh process timed from outside (interpreter start and imports included),
+pinned to the same cores, in interleaved rounds, medians reported:
+
+- the loop a user writes instead (bench/_sql_loop.py): execute gold and prediction with
+  duckdb, compare the rows with `collections.Counter`, nothing sandboxed or stored;
+- `queryeval run` cold: a new working folder each round, so no gold result is cached;
+- `queryeval run` warm: the gold cache filled by an earlier (untimed) run.
+
+Targets (issue 16): cold <= 1.2x the loop's time, warm <= 0.6x. `--baseline-src DIR` adds
+the same two runs of another checkout's `src/` (the code before a change) to the rounds, so
+before and after are measured side by side under the same load.
+
+    .venv/bin/python bench/bench_sql_scoring.py [--cases 3000] [--rounds 5] [--cores N]
+        [--baseline-src DIR] [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE)]
+
+import _harness as h  # noqa: E402
+from _sql_data import write_suite  # noqa: E402
+from bench_sdmx import compile_package  # noqa: E402
+
+LOOP = "loop: duckdb + Counter"
+COLD = "queryeval run, cold"
+WARM = "queryeval run, warm"
+TARGETS = {COLD: 1.2, WARM: 0.6}
+
+
+def main() -> None:
+    args = h.options(
+        __doc__.splitlines()[0],
+        full={"cases": 3000, "rounds": 5, "cores": h.cores()},
+        quick={"cases": 500, "rounds": 3, "cores": h.cores()},
+        extra=lambda p: p.add_argument("--baseline-src", type=Path, default=None),
+    )
+
+    def env_for(src: Path) -> dict[str, str]:
+        paths = [str(src), os.environ.get("PYTHONPATH", "")]
+        return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+    env = env_for(h.ROOT / "src")
+    compile_package()  # bytecode, as a wheel install leaves it
+    print(f"SQL execution scoring, {args.cases:,} cases; {h.machine()}")
+    with tempfile.TemporaryDirectory(prefix="qe-bench-sql-") as tmp:
+        folder = Path(tmp)
+        suite = write_suite(folder / "suite", args.cases)
+        warm_dir = folder / "warm"
+        warm_dir.mkdir()
+        run_cmd = [sys.executable, "-m", "queryeval", "run", str(suite), "--overwrite",
+                   "--no-progress"]  # fmt: skip
+
+        def queryeval(cwd: Path, src: Path | None = None) -> float:
+            out = folder / f"out-{cwd.name}"
+            run_env = env if src is None else env_for(src)
+            return h.run_child([*run_cmd, "--out", str(out)], cores=args.cores, cwd=cwd,
+                               env=run_env)  # fmt: skip
+
+        def cold(src: Path | None = None) -> float:
+            cwd = folder / ("cold" if src is None else "cold-baseline")
+            shutil.rmtree(cwd, ignore_errors=True)  # no .queryeval-cache: every gold runs
+            cwd.mkdir()
+            return queryeval(cwd, src)
+
+        def loop() -> dict[str, float]:
+            cmd = [sys.executable, str(HERE / "_sql_loop.py"), str(suite.parent)]
+            return {"seconds": h.run_child(cmd, cores=args.cores, env=env)}
+
+        queryeval(warm_dir)  # fills the gold cache (untimed)
+        sides = [
+            h.Side(LOOP, loop, args.cores),
+            h.Side(COLD, cold, args.cores),
+            h.Side(WARM, lambda: queryeval(warm_dir), args.cores),
+        ]
+        base = args.baseline_src
+        if base is not None:
+            import compileall
+
+            compileall.compile_dir(str(base), quiet=1)
+            (folder / "warm-baseline").mkdir()
+            queryeval(folder / "warm-baseline", base)
+            sides += [
+                h.Side(f"{COLD}, baseline src", lambda: cold(base), args.cores),
+                h.Side(f"{WARM}, baseline src",
+                       lambda: queryeval(folder / "warm-baseline", base), args.cores),
+            ]  # fmt: skip
+        timings = h.interleaved(sides, args.rounds)
+        print(h.table(timings, reference=LOOP, per=(args.cases, "cases/s")))
+        means = _means(folder / "out-warm")
+        print("queryeval means:", {k: round(v, 4) for k, v in means.items()})
+        if base is not None:
+            same = (folder / "out-warm" / "summary.json").read_bytes() == (
+                folder / "out-warm-baseline" / "summary.json"
+            ).read_bytes()
+            print("summary.json byte-identical to the baseline's:", same)
+    if base is not None:
+        print(f"baseline src: {base}")
+    base_loop = timings[LOOP]
+    missed = []
+    for label, target in TARGETS.items():
+        ours = timings[label]
+        ratio = ours.median / base_loop.median
+        missed += [label] if ratio > target else []
+        h.record(
+            "sql_scoring",
+            f"SQL execution scoring, {args.cases:,} cases, {label.split(', ')[-1]}",
+            f"{ours.median:.2f} s ({args.cases / ours.median:,.0f} cases/s)",
+            against=f"duckdb + Counter loop {base_loop.median:.2f} s",
+            note=f"{h.ratio(ours, base_loop)} the loop's time (target <= {target}x); "
+            f"{args.cores} core(s) each, median of {args.rounds}",
+        )
+    if missed:
+        print("missed target:", ", ".join(missed))
+
+
+def _means(run: Path) -> dict[str, float]:
+    summary = json.loads((run / "summary.json").read_text())
+    return {k: v["mean"] for k, v in summary["systems"]["sys"]["scorers"].items()}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Work done once per case however many scorers ask: each distinct SQL text is parsed at
+most once (the sandbox's read-only check needs only tokens when they settle it; the gold's
+ordering), the predicted and gold results are compared once for execution_match and
+results_f1, and seed 002's legacy_recall is computed only when results_match_legacy is
+configured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from queryeval.cases import Attempt, Case, Output
+from queryeval.config import ScorerConfig, load_suite
+from queryeval.languages import sql
+from queryeval.scorers import ScoringContext, build_scorer
+
+SQL_SUITE = Path(__file__).resolve().parents[1] / "examples" / "sql" / "suite.yaml"
+GOLD = "SELECT country, count(*) AS n FROM customers GROUP BY country ORDER BY n DESC, 1"
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> Iterator[ScoringContext]:
+    context = ScoringContext(load_suite(SQL_SUITE), cache_dir=tmp_path)
+    yield context
+    context.close()
+
+
+def case() -> Case:
+    target = {"query": {"text": GOLD, "database": "sales"}}
+    return Case.model_validate({"id": "c", "conversation": [{"content": "q", "target": target}]})
+
+
+def out(query: str) -> Output:
+    return Output(attempts=[Attempt(query=query)])
+
+
+def scorer(name: str, **options: Any) -> Any:
+    return build_scorer(ScorerConfig(name=name, options=options))
+
+
+def test_each_distinct_query_is_parsed_once(ctx: ScoringContext) -> None:
+    sql.parsed.cache_clear()
+    pred = "SELECT country, count(customer_id) FROM customers GROUP BY 1 ORDER BY 2 DESC, 1"
+    for name in ("executes", "execution_match", "results_f1"):
+        scorer(name).score(case(), out(pred), ctx)
+    assert sql.parsed.cache_info().misses == 1  # the gold, once, for its ordering
+    # the read-only checks of both needed only tokens; a query they cannot clear is parsed
+    sql.read_only_refusal("SELECT 1; SELECT 2", "duckdb")
+    sql.read_only_refusal("SELECT 1; SELECT 2", "duckdb")
+    assert sql.parsed.cache_info().misses == 2
+
+
+def test_a_parse_error_is_kept_as_its_message() -> None:
+    first = sql.parsed("SELECT (", "duckdb")
+    assert isinstance(first, str) and first == sql.parsed("SELECT (", "duckdb")
+    with pytest.raises(ValueError, match="cannot parse SQL"):
+        sql.top_level_order("SELECT (", "duckdb")
+
+
+def test_execution_scorers_share_one_comparison(
+    ctx: ScoringContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import queryeval.metrics as metrics
+
+    calls: list[bool] = []
+    original = metrics.compare_results
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["legacy"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(metrics, "compare_results", counted)
+    pred = "SELECT country, count(*) FROM customers GROUP BY 1 ORDER BY 2 DESC, 1"
+    ex = scorer("execution_match").score(case(), out(pred), ctx)
+    f1 = scorer("results_f1").score(case(), out(pred), ctx)
+    assert calls == [False]  # compared once, without legacy_recall
+    assert ex.value == f1.value == 1.0
+    assert "legacy_recall" not in ex.details["comparisons"][0]
+
+
+def test_legacy_recall_only_when_a_scorer_reports_it(ctx: ScoringContext) -> None:
+    pred = "SELECT country, count(*) AS n FROM customers GROUP BY 1 ORDER BY 2 DESC, 1"
+    legacy = scorer("results_match_legacy")
+    legacy.prepare([case()], ctx)  # the run prepares every scorer before scoring
+    ex = scorer("execution_match").score(case(), out(pred), ctx)
+    assert ex.details["comparisons"][0]["legacy_recall"] == 1.0
+    assert legacy.score(case(), out(pred), ctx).value == 1.0
+
+
+def test_legacy_recall_is_added_to_a_shared_comparison_made_without_it(
+    ctx: ScoringContext,
+) -> None:
+    pred = "SELECT country, count(*) AS n FROM customers GROUP BY 1 ORDER BY 2 DESC, 1"
+    ex = scorer("execution_match").score(case(), out(pred), ctx)
+    assert "legacy_recall" not in ex.details["comparisons"][0]
+    score = scorer("results_match_legacy").score(case(), out(pred), ctx)  # not prepared
+    assert score.value == 1.0 and score.details["metrics"] == {"legacy_recall": 1.0}
+
+
+TRICKY = [
+    "SELECT 1; DROP TABLE t",
+    "SELECT * INTO t2 FROM t",
+    "WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x",
+    "with t as (select 1) insert into u select * from t",
+    "SELECT 'DROP TABLE t' AS s",
+    "SELECT 1;",
+    "SELECT " + "(" * 3000 + "1" + ")" * 3000,
+    "SELECT replace(a, 'x', 'y') FROM t",
+    'select "drop" from t',
+    "SELECT * FROM t FOR UPDATE",
+    "SELECT a FROM t WHERE b IN (SELECT c FROM u) ORDER BY 1",
+]
+
+
+@pytest.mark.parametrize("query", TRICKY)
+@pytest.mark.parametrize("dialect", [None, "duckdb", "sqlite", "postgres"])
+def test_the_token_pass_lets_through_only_what_the_parse_does(
+    query: str, dialect: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = sql._plainly_read_only(query, dialect)
+    monkeypatch.setattr(sql, "_plainly_read_only", lambda q, d: False)
+    try:
+        full = sql.read_only_refusal(query, dialect)
+    except RecursionError:
+        full = "nested too deeply"
+    assert not fast or full is None
