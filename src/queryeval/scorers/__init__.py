@@ -3,6 +3,7 @@
 from queryeval.scorers._base import (
     NoOptions,
     Scorer,
+    ShardableScorer,
     apply_rule,
     ascore_case,
     score_case,
@@ -23,6 +24,7 @@ __all__ = [
     "NoOptions",
     "Scorer",
     "ScoringContext",
+    "ShardableScorer",
     "apply_rule",
     "ascore_case",
     "build_scorer",

@@ -49,9 +49,6 @@ class Scorer:
     judged_by_execution: ClassVar[bool] = True
     # runs the prediction on the case's database: every case must name one the suite has
     needs_database: ClassVar[bool] = False
-    # Pure, local and cheap: may run in forked workers on large runs; its aggregate() reads
-    # only id, name, tags, metadata and labels of the cases.
-    shardable: ClassVar[bool] = False
     # `score` blocks on I/O or a subprocess (a plain function that waits): on the event loop
     # it runs in a thread
     blocking: ClassVar[bool] = False
@@ -152,19 +149,6 @@ class Scorer:
         """Dataset-level figures beyond mean/CI of the values. Default: none."""
         return {}
 
-    def aggregate_partial(self, cases: Sequence[Case], scores: Sequence[Score]) -> Any:
-        """`aggregate`'s work on part of the scores, to be joined by `aggregate_merge` (the
-        forked workers of a large run aggregate their own slices). Default: keeps the scores;
-        shardable scorers override both so that merging parts in any order gives exactly
-        `aggregate` of the whole."""
-        return (list(cases), list(scores))
-
-    def aggregate_merge(self, partials: Sequence[Any]) -> dict[str, Any]:
-        """`aggregate` of the scores behind the `aggregate_partial` results."""
-        cases = [c for part in partials for c in part[0]]
-        scores = [s for part in partials for s in part[1]]
-        return self.aggregate(cases, scores)
-
     @classmethod
     def report_tables(cls, aggregate: dict[str, Any]) -> list[tuple[str, list[list[Any]]]]:
         """Dataset-level tables for the console: (title, rows with a header row first), built
@@ -188,6 +172,24 @@ class Scorer:
     def passes(self, value: float) -> bool | None:
         """A value's verdict under the pass threshold (None without a threshold)."""
         return None if self.threshold is None else value >= self.threshold - 1e-12
+
+
+class ShardableScorer(Scorer):
+    """A scorer that may run in the forked workers of large runs: pure, local and cheap,
+    its `aggregate` reading only id, name, tags, metadata and labels of the cases. Workers
+    aggregate their own slices (`aggregate_partial`) and the driver joins the parts
+    (`aggregate_merge`), which must give exactly `aggregate` of the whole in any order."""
+
+    def aggregate_partial(self, cases: Sequence[Case], scores: Sequence[Score]) -> Any:
+        """`aggregate`'s work on part of the scores, to be joined by `aggregate_merge`.
+        Default: keeps the scores (override both to send less)."""
+        return (list(cases), list(scores))
+
+    def aggregate_merge(self, partials: Sequence[Any]) -> dict[str, Any]:
+        """`aggregate` of the scores behind the `aggregate_partial` results."""
+        cases = [c for part in partials for c in part[0]]
+        scores = [s for part in partials for s in part[1]]
+        return self.aggregate(cases, scores)
 
 
 def apply_rule(scorer: Scorer, score: Score) -> Score:
