@@ -1,6 +1,7 @@
 """Scorers: thin adapters from a case and an output to a metric, returning a Score."""
 
 from queryeval.scorers._base import (
+    AsyncScorer,
     NoOptions,
     Scorer,
     ShardableScorer,
@@ -21,6 +22,7 @@ from queryeval.scorers._registry import (
 )
 
 __all__ = [
+    "AsyncScorer",
     "NoOptions",
     "Scorer",
     "ScoringContext",

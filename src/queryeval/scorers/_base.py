@@ -49,9 +49,17 @@ class Scorer:
     judged_by_execution: ClassVar[bool] = True
     # runs the prediction on the case's database: every case must name one the suite has
     needs_database: ClassVar[bool] = False
+    # `score` is a coroutine (declared by deriving from AsyncScorer; a subclass that defines a
+    # coroutine `score` is marked too)
+    is_async: ClassVar[bool] = False
     # `score` blocks on I/O or a subprocess (a plain function that waits): on the event loop
     # it runs in a thread
     blocking: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if inspect.iscoroutinefunction(cls.__dict__.get("score")):
+            cls.is_async = True
 
     def __init__(self, options: BaseModel, config: ScorerConfig | None = None) -> None:
         self.options = options
@@ -71,11 +79,6 @@ class Scorer:
     def label(self) -> str:
         """Key of this scorer's scores in results."""
         return self.config.label if self.config is not None else self.name
-
-    @property
-    def is_async(self) -> bool:
-        """True when `score` is a coroutine function."""
-        return inspect.iscoroutinefunction(self.score)
 
     @property
     def attempt_choice(self) -> str:
@@ -172,6 +175,17 @@ class Scorer:
     def passes(self, value: float) -> bool | None:
         """A value's verdict under the pass threshold (None without a threshold)."""
         return None if self.threshold is None else value >= self.threshold - 1e-12
+
+
+class AsyncScorer(Scorer):
+    """A scorer whose `score` is a coroutine (a judge, a remote model): the runner awaits it
+    on its event loop, many cases at once."""
+
+    is_async: ClassVar[bool] = True
+
+    async def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:  # type: ignore[override]
+        """Score one output against one case."""
+        raise NotImplementedError
 
 
 class ShardableScorer(Scorer):
