@@ -14,8 +14,8 @@ from scipy.stats import kendalltau, spearmanr
 
 import queryeval.judges
 from queryeval.cases import Attempt, Case, Output
+from queryeval.runner.grid import judge_top_configurations
 from queryeval.scorers import ScoringContext
-from queryeval.scorers.answer_ranking import judge_top_configurations
 from queryeval.stats import (
     base_system,
     compare_methods,

@@ -12,7 +12,7 @@ import typer
 from queryeval.errors import InputError
 
 if TYPE_CHECKING:
-    from queryeval.scorers.answer_ranking import FinalRanking
+    from queryeval.runner.grid import FinalRanking
     from queryeval.stats import Leaderboard
 
 GRID_FILE = "grid.json"
@@ -119,8 +119,8 @@ def _judge_top(
     from queryeval.cases import Output, load_cases
     from queryeval.config import SuiteConfig
     from queryeval.runner import cache_dir
+    from queryeval.runner.grid import judge_top_configurations
     from queryeval.scorers import ScoringContext
-    from queryeval.scorers.answer_ranking import judge_top_configurations
 
     suite_file = info.get("suite_file")
     if not suite_file or not isinstance(info.get("config"), dict):

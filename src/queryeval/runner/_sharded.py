@@ -24,7 +24,7 @@ from queryeval._gc import bulk_allocation
 from queryeval._inputs import BOM
 from queryeval.cases import Case, Output, Score, case_files
 from queryeval.errors import InputError
-from queryeval.scorers import Scorer, ScoringContext
+from queryeval.scorers import Scorer, ScoringContext, ShardableScorer
 from queryeval.stats import RunColumns, SystemColumns
 from queryeval.systems import CaseOutputs, parse_prediction_line, read_prediction_line
 
@@ -91,7 +91,7 @@ def shard_contents(suite: SuiteConfig) -> dict[Path, bytes] | None:
         return None
     if not all(cfg.predictions for cfg in suite.systems):
         return None
-    if not all(getattr(scorer_class(s.name), "shardable", False) for s in suite.scorers):
+    if not all(issubclass(scorer_class(s.name), ShardableScorer) for s in suite.scorers):
         return None
     files = case_files(suite.cases, suite.base_dir)
     if not files or any(p.suffix.lower() not in (".jsonl", ".ndjson") for p in files):
@@ -320,7 +320,7 @@ def _score_slice(
     try:
         for system in runner.plan.systems:
             table = columns.system(system.name)
-            # scorers aggregate their scores here, a chunk at a time (see Scorer.aggregate_partial)
+            # scorers aggregate their scores here, a chunk at a time (see ShardableScorer)
             chunk_cases: list[Case] = []
             chunk_scores: dict[str, list[Score]] = {label: [] for label in scorers}
             done = {case_id for name, case_id in runner.done if name == system.name}
@@ -356,6 +356,7 @@ def _aggregate_chunk(
     if not cases:
         return
     for label, scorer in scorers.items():
+        assert isinstance(scorer, ShardableScorer)  # a sharded run has no other scorers
         table.scorers[label].partials.append(scorer.aggregate_partial(cases, scores[label]))
         scores[label].clear()
 

@@ -1,8 +1,10 @@
 """Scorers: thin adapters from a case and an output to a metric, returning a Score."""
 
 from queryeval.scorers._base import (
+    AsyncScorer,
     NoOptions,
     Scorer,
+    ShardableScorer,
     apply_rule,
     ascore_case,
     score_case,
@@ -20,9 +22,11 @@ from queryeval.scorers._registry import (
 )
 
 __all__ = [
+    "AsyncScorer",
     "NoOptions",
     "Scorer",
     "ScoringContext",
+    "ShardableScorer",
     "apply_rule",
     "ascore_case",
     "build_scorer",

@@ -49,12 +49,17 @@ class Scorer:
     judged_by_execution: ClassVar[bool] = True
     # runs the prediction on the case's database: every case must name one the suite has
     needs_database: ClassVar[bool] = False
-    # Pure, local and cheap: may run in forked workers on large runs; its aggregate() reads
-    # only id, name, tags, metadata and labels of the cases.
-    shardable: ClassVar[bool] = False
+    # `score` is a coroutine (declared by deriving from AsyncScorer; a subclass that defines a
+    # coroutine `score` is marked too)
+    is_async: ClassVar[bool] = False
     # `score` blocks on I/O or a subprocess (a plain function that waits): on the event loop
     # it runs in a thread
     blocking: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if inspect.iscoroutinefunction(cls.__dict__.get("score")):
+            cls.is_async = True
 
     def __init__(self, options: BaseModel, config: ScorerConfig | None = None) -> None:
         self.options = options
@@ -74,11 +79,6 @@ class Scorer:
     def label(self) -> str:
         """Key of this scorer's scores in results."""
         return self.config.label if self.config is not None else self.name
-
-    @property
-    def is_async(self) -> bool:
-        """True when `score` is a coroutine function."""
-        return inspect.iscoroutinefunction(self.score)
 
     @property
     def attempt_choice(self) -> str:
@@ -158,19 +158,6 @@ class Scorer:
         """Dataset-level figures beyond mean/CI of the values. Default: none."""
         return {}
 
-    def aggregate_partial(self, cases: Sequence[Case], scores: Sequence[Score]) -> Any:
-        """`aggregate`'s work on part of the scores, to be joined by `aggregate_merge` (the
-        forked workers of a large run aggregate their own slices). Default: keeps the scores;
-        shardable scorers override both so that merging parts in any order gives exactly
-        `aggregate` of the whole."""
-        return (list(cases), list(scores))
-
-    def aggregate_merge(self, partials: Sequence[Any]) -> dict[str, Any]:
-        """`aggregate` of the scores behind the `aggregate_partial` results."""
-        cases = [c for part in partials for c in part[0]]
-        scores = [s for part in partials for s in part[1]]
-        return self.aggregate(cases, scores)
-
     @classmethod
     def report_tables(cls, aggregate: dict[str, Any]) -> list[tuple[str, list[list[Any]]]]:
         """Dataset-level tables for the console: (title, rows with a header row first), built
@@ -194,6 +181,35 @@ class Scorer:
     def passes(self, value: float) -> bool | None:
         """A value's verdict under the pass threshold (None without a threshold)."""
         return None if self.threshold is None else value >= self.threshold - 1e-12
+
+
+class AsyncScorer(Scorer):
+    """A scorer whose `score` is a coroutine (a judge, a remote model): the runner awaits it
+    on its event loop, many cases at once."""
+
+    is_async: ClassVar[bool] = True
+
+    async def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:  # type: ignore[override]
+        """Score one output against one case."""
+        raise NotImplementedError
+
+
+class ShardableScorer(Scorer):
+    """A scorer that may run in the forked workers of large runs: pure, local and cheap,
+    its `aggregate` reading only id, name, tags, metadata and labels of the cases. Workers
+    aggregate their own slices (`aggregate_partial`) and the driver joins the parts
+    (`aggregate_merge`), which must give exactly `aggregate` of the whole in any order."""
+
+    def aggregate_partial(self, cases: Sequence[Case], scores: Sequence[Score]) -> Any:
+        """`aggregate`'s work on part of the scores, to be joined by `aggregate_merge`.
+        Default: keeps the scores (override both to send less)."""
+        return (list(cases), list(scores))
+
+    def aggregate_merge(self, partials: Sequence[Any]) -> dict[str, Any]:
+        """`aggregate` of the scores behind the `aggregate_partial` results."""
+        cases = [c for part in partials for c in part[0]]
+        scores = [s for part in partials for s in part[1]]
+        return self.aggregate(cases, scores)
 
 
 def apply_rule(scorer: Scorer, score: Score) -> Score:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from queryeval.cases import Answer, Case, Output, Score
 from queryeval.metrics import keyword_match
 from queryeval.metrics.rag import keyword_score_legacy, metric_from_confusion
-from queryeval.scorers._base import Scorer, ScoringContext
+from queryeval.scorers._base import AsyncScorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class AnswerOptions(BaseModel):
 
 
 @register_scorer("answer")
-class AnswerScorer(Scorer):
+class AnswerScorer(AsyncScorer):
     """Binary 0/1 correctness for every method except `llm_judge` (the judge's graded score).
     Semantic methods compare with every accepted answer (any-of) and keep the best."""
 
@@ -183,9 +183,7 @@ class AnswerScorer(Scorer):
 
     # --- scoring ------------------------------------------------------------------------
 
-    async def score(  # type: ignore[override]  # the base allows an async score
-        self, case: Case, output: Output, ctx: ScoringContext
-    ) -> Score:
+    async def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:  # type: ignore[override]
         """Score the final answer of `output` with the configured method."""
         if case.id not in self._refs and not expected_answers(case):
             return Score.unscored("the case has no expected answer", method=self.method)

@@ -17,7 +17,7 @@ from queryeval._validation import duplicates
 from queryeval.cases import Case, Output, Score
 from queryeval.config import ScorerConfig
 from queryeval.errors import InputError
-from queryeval.scorers._base import Scorer, ScoringContext, ascore_case
+from queryeval.scorers._base import AsyncScorer, Scorer, ScoringContext, ascore_case
 from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer
 
 UnscoredPolicy = Literal["auto", "renormalize", "unscored"]
@@ -72,7 +72,7 @@ class CaseOverride(BaseModel):
 
 
 @register_scorer("composite")
-class CompositeScorer(Scorer):
+class CompositeScorer(AsyncScorer):
     """Weighted mean of components; fails when a required component fails, whatever the total."""
 
     Options = CompositeOptions

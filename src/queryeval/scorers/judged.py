@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from queryeval.cases import Answer, Case, Output, Query, Score
-from queryeval.scorers._base import Scorer, ScoringContext
+from queryeval.scorers._base import AsyncScorer, ScoringContext
 from queryeval.scorers._registry import register_scorer
 
 
@@ -41,7 +41,7 @@ class QuerySimilarityOptions(JudgedOptions):
     )
 
 
-class _JudgedScorer(Scorer):
+class _JudgedScorer(AsyncScorer):
     """Shared logic: collect the rubric's inputs, ask the judge, report cost and agreement."""
 
     rubric_name: ClassVar[str]

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from queryeval.cases import Case, Output, Score
 from queryeval.metrics import TermSelectionResult
 from queryeval.metrics.sdmx import DimensionResult, TermRef, compare_terms
-from queryeval.scorers._base import Scorer, ScoringContext
+from queryeval.scorers._base import ScoringContext, ShardableScorer
 from queryeval.scorers._registry import register_scorer
 
 
@@ -61,13 +61,12 @@ def details_text(details: dict[str, Any]) -> str:
 
 
 @register_scorer("term_selection")
-class TermSelectionScorer(Scorer):
+class TermSelectionScorer(ShardableScorer):
     """Per-dimension TP/FP/FN; the value is the case's macro F1 unless `value` says otherwise.
     A case passes when its value reaches the threshold (default 1.0: exactly right)."""
 
     Options = TermSelectionOptions
     default_threshold = 1.0
-    shardable = True
     reads = "indicator_selection"
     options: TermSelectionOptions
 

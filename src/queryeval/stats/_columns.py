@@ -335,6 +335,9 @@ def aggregate_of(scorer: Scorer, table: SystemTable, cases: Sequence[Case]) -> d
     scores = [s for _, s in column.views]
     if not column.partials:
         return scorer.aggregate(table.cases(cases, rows), scores)
+    from queryeval.scorers import ShardableScorer
+
+    assert isinstance(scorer, ShardableScorer), "only shardable scorers send partials"
     partials = list(column.partials)
     if scores:
         partials.append(scorer.aggregate_partial(table.cases(cases, rows), scores))

@@ -1,5 +1,8 @@
 """Seed 004 phase 3: re-score the top N configurations of a grid with the LLM judge and rank
-them again. Without a configured judge the final ranking is `unscored`, with the reason."""
+them again. Without a configured judge the final ranking is `unscored`, with the reason.
+
+A step after a run, above both the scorers it uses (the `answer` scorer's judge) and the
+statistics it ranks with (`stats.leaderboard`); `queryeval grid` calls it."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from queryeval.cases import Case, Output, Score
-from queryeval.scorers._base import ScoringContext, ascore_case
+from queryeval.scorers import ScoringContext, ascore_case
 from queryeval.scorers.answer import AnswerOptions, AnswerScorer
 from queryeval.stats import Leaderboard, leaderboard
 
