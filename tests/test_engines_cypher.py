@@ -214,3 +214,24 @@ def test_example_predictions_score_as_designed(ctx: ScoringContext, graph: Engin
             matched.add(record["case_id"])
     assert matched == EXPECTED_MATCH
     assert {k: v for k, v in kinds.items() if v != "ok"} == EXPECTED_KINDS
+
+
+def test_the_query_heap_budget_ends_a_query_as_a_resource_limit(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A live ArcadeDB with a small `memory_limit` (its queries' heap budget) and a long
+    time limit: a sort of 5 million rows runs out of budget, not time, and is the query's
+    `resource_limit` (it was `runtime`); the server answers the next query."""
+    suite = load_suite(SUITE)
+    movies = suite.databases["movies"]
+    movies.options = {**movies.options, "timeout_s": 60.0, "memory_limit": "8MiB"}
+    context = ScoringContext(suite, cache_dir=tmp_path_factory.mktemp("budget"))
+    try:
+        engine = engine_from_context(context, "movies")
+        run = engine.execute("UNWIND range(1, 5000000) AS x WITH x ORDER BY x DESC RETURN x")
+        assert run.outcome.kind == "resource_limit", (run.outcome.kind, run.outcome.message)
+        assert "heap" in run.outcome.message.lower(), run.outcome.message
+        after = engine.execute("MATCH (m:Movie) RETURN count(m) AS n")
+        assert after.result is not None and after.result.rows == ((22,),)
+    finally:
+        context.close()
