@@ -8,9 +8,11 @@ run.json         RunInfo: what ran, with which inputs and versions, how far it g
 summary.json     Summary: every system's figures, with the GateResults
 comparison.json  the comparison with a baseline run, when there is one
 review.json      a human review's overridden scores, put over the records when read
+.lock            held while a run writes here (one run per directory; `run_lock`)
 ```
 """
 
+from queryeval.log._lock import LOCK, run_lock
 from queryeval.log._read import (
     RunLog,
     as_log,
@@ -35,6 +37,7 @@ from queryeval.log._write import LogWriter, encode_record, json_default
 
 __all__ = [
     "COMPARISON",
+    "LOCK",
     "RESULTS",
     "REVIEW",
     "RUN",
@@ -53,4 +56,5 @@ __all__ = [
     "overlay_review",
     "read_json",
     "read_log",
+    "run_lock",
 ]

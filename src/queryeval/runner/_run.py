@@ -34,6 +34,7 @@ from queryeval.log import (
     Summary,
     iter_records,
     read_json,
+    run_lock,
 )
 from queryeval.runner._executors import AsyncExecutor, Executor, InlineExecutor, ScoreWork, WorkItem
 from queryeval.runner._pipeline import Scored
@@ -521,7 +522,7 @@ def run_suite(
     suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`);
     `use_cache=False` asks model systems again instead of reading their cached replies;
     `review` (a review file) corrects golds before scoring and overrides verdicts after."""
-    from queryeval.runner._baseline import compare_with_baseline, load_baseline
+    from queryeval.runner._baseline import load_baseline
     from queryeval.runner._review import apply_golds
     from queryeval.runner._review_file import load_review
     from queryeval.runner._sharded import shard_contents
@@ -534,6 +535,30 @@ def run_suite(
         plan.cases = apply_golds(plan.cases, rev)
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
+    with run_lock(out):  # one run per directory: a second one is refused, naming the first
+        return _locked_run(
+            suite, plan, out, rev, base, resume=resume, overwrite=overwrite, progress=progress,
+            use_cache=use_cache, write_reports=write_reports, extra_reports=extra_reports,
+        )  # fmt: skip
+
+
+def _locked_run(
+    suite: SuiteConfig,
+    plan: RunPlan,
+    out: Path,
+    rev: Review | None,
+    base: RunLog | None,
+    *,
+    resume: bool,
+    overwrite: bool,
+    progress: bool,
+    use_cache: bool,
+    write_reports: bool,
+    extra_reports: Sequence[ReportConfig],
+) -> RunResult:
+    """run_suite's work once the run directory is locked."""
+    from queryeval.runner._baseline import compare_with_baseline
+
     runner = Runner(
         plan,
         out,
