@@ -67,6 +67,17 @@ def run(
         Path | None,
         typer.Option(help="human review file (YAML/CSV): gold corrections and verdict overrides"),
     ] = None,
+    filter_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter",
+            help="run only the cases whose id or a tag matches this glob (repeatable; "
+            "predictions for the other cases are ignored)",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="run only the first N (selected) cases, in suite order")
+    ] = None,
 ) -> None:
     """Run a suite: generate, score, store results.jsonl, summary.json, run.json and reports.
 
@@ -74,10 +85,11 @@ def run(
     flagged for its unscored share), 2 bad input, a broken configuration or a broken scorer.
     """
     from queryeval.config import ReportConfig
-    from queryeval.runner import load_suite, run_suite
+    from queryeval.runner import CaseSelection, load_suite, run_suite
 
     extra = [ReportConfig(kind="junit", path=str(junit.resolve()))] if junit else []
     try:
+        selection = CaseSelection(tuple(filter_ or ()), limit)
         config = load_suite(suite)
         result = run_suite(
             config,
@@ -89,6 +101,7 @@ def run(
             extra_reports=extra,
             use_cache=cache,
             review=review,
+            selection=selection,
         )
     except InputError as exc:
         raise fail_input(exc) from None

@@ -64,6 +64,7 @@ class RunInfo(TypedDict, total=False):
     system_calls: dict[str, dict[str, Any]]
     baseline: str
     review: dict[str, Any]  # the review file applied: its path, sha256 and counts
+    selection: dict[str, Any]  # the subset run (--filter, --limit), when not every case
 
 
 class _GateResultBase(TypedDict):

@@ -22,10 +22,12 @@ from queryeval.runner._run import (
     reviewed_summary,
     run_suite,
 )
+from queryeval.runner._select import CaseSelection
 from queryeval.runner._selftest import GoldFinding, SelftestReport, gold_findings, selftest
 
 __all__ = [
     "AsyncExecutor",
+    "CaseSelection",
     "Executor",
     "GoldCorrection",
     "GoldFinding",

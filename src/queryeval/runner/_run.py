@@ -40,6 +40,7 @@ from queryeval.runner._executors import AsyncExecutor, Executor, InlineExecutor,
 from queryeval.runner._pipeline import Scored
 from queryeval.runner._progress import Progress
 from queryeval.runner._review_file import Review
+from queryeval.runner._select import CaseSelection
 from queryeval.scorers import Scorer, ScoringContext, build_scorers
 from queryeval.stats import RunColumns
 from queryeval.systems import (
@@ -95,6 +96,7 @@ class RunPlan:
     input_files: list[str] = field(default_factory=list)
     lazy: bool = False  # cases and predictions are loaded by the sharded workers
     contents: dict[Path, bytes] = field(default_factory=dict)  # input files read already
+    selection: dict[str, Any] | None = None  # the subset run (--filter, --limit), if any
 
 
 @dataclass
@@ -159,11 +161,13 @@ def plan_run(
     lazy: bool = False,
     contents: dict[Path, bytes] | None = None,
     baseline: bool = False,
+    selection: CaseSelection | None = None,
 ) -> RunPlan:
     """Load and check everything a run needs (see `queryeval.runner._check`); InputError on
     any bad input, before anything runs. With `lazy`, cases and predictions are left for the
     sharded workers to load and check; `contents` are the input files' bytes when they were
-    read already; `baseline`: a baseline run is given on the command line."""
+    read already; `baseline`: a baseline run is given on the command line; `selection`: run
+    a subset (every case is still loaded and checked, and so are the predictions)."""
     from queryeval.runner._check import check_suite
 
     places: dict[str, tuple[Path, int | None]] = {}
@@ -210,6 +214,10 @@ def plan_run(
             live = build_system(suite, i, cfg, cases)
             concurrency = getattr(live, "concurrency", cfg.concurrency)
             systems.append(SystemRun(cfg.name, {}, callable=live, concurrency=concurrency))
+    if selection is not None and not selection.everything:
+        if lazy:
+            raise InputError("a subset of cases (--filter, --limit) is run unsharded")
+        cases = selection.apply(cases)
     config_json = suite.model_dump_json(exclude={"base_dir", "source"})
     return RunPlan(
         suite=suite,
@@ -221,6 +229,7 @@ def plan_run(
         input_files=[str(p) for p in files],
         lazy=lazy,
         contents=contents or {},
+        selection=None if selection is None or selection.everything else selection.describe(),
     )
 
 
@@ -283,6 +292,10 @@ class Runner:
             info["review"] = self.review
         else:
             info.pop("review", None)
+        if self.plan.selection is not None:
+            info["selection"] = self.plan.selection
+        else:
+            info.pop("selection", None)
         if status == "complete":
             info["finished_at"] = now
         return info
@@ -517,20 +530,30 @@ def run_suite(
     extra_reports: Sequence[ReportConfig] = (),
     use_cache: bool = True,
     review: Path | None = None,
+    selection: CaseSelection | None = None,
 ) -> RunResult:
     """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
     suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`);
     `use_cache=False` asks model systems again instead of reading their cached replies;
-    `review` (a review file) corrects golds before scoring and overrides verdicts after."""
+    `review` (a review file) corrects golds before scoring and overrides verdicts after;
+    `selection` runs a subset of the cases (predictions for the others are ignored)."""
     from queryeval.runner._baseline import load_baseline
     from queryeval.runner._review import apply_golds
     from queryeval.runner._review_file import load_review
     from queryeval.runner._sharded import shard_contents
 
     rev = load_review(review) if review is not None else None
-    # sharded workers load their own cases: a run correcting golds is not sharded
-    contents = None if rev is not None and rev.golds else shard_contents(suite)
-    plan = plan_run(suite, lazy=contents is not None, contents=contents, baseline=bool(baseline))
+    subset = selection is not None and not selection.everything
+    # sharded workers load their own cases: a run correcting golds or running a subset is
+    # not sharded
+    contents = None if subset or (rev is not None and rev.golds) else shard_contents(suite)
+    plan = plan_run(
+        suite,
+        lazy=contents is not None,
+        contents=contents,
+        baseline=bool(baseline),
+        selection=selection,
+    )
     if rev is not None and rev.golds:
         plan.cases = apply_golds(plan.cases, rev)
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
