@@ -564,3 +564,48 @@ def test_sharded_case_stubs_keep_every_field() -> None:
     got = [(s.id, s.name, s.tags, s.metadata, s.labels, s.question) for s in stubs]
     assert got == [(c.id, c.name, c.tags, c.metadata, c.labels, c.question) for c in first + second]
     assert stubs[0].metadata == {} and stubs[0].metadata is not stubs[3].metadata
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return set()
+    return {int(p) for p in text.split()}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal")
+def test_sharded_workers_end_when_the_run_is_killed(tmp_path: Path) -> None:
+    """SIGKILL of a sharded run's process ends its workers too (they held gigabytes and
+    scored on); nothing is written after the run's process is gone."""
+    suite_path = _sdmx_bench_suite(tmp_path / "s", 60_000, workers=2)
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "queryeval", "run", str(suite_path), "--out", str(run_dir),
+         "--no-progress"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    workers: set[int] = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(workers) < 2 and proc.poll() is None:
+        workers = _children(proc.pid)
+        time.sleep(0.01)
+    assert len(workers) >= 2, "the run ended before its workers were seen"
+    proc.kill()
+    proc.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
+    results = run_dir / "results.jsonl"
+    size = results.stat().st_size if results.exists() else 0
+    time.sleep(0.5)
+    assert (results.stat().st_size if results.exists() else 0) == size

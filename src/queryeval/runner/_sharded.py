@@ -9,9 +9,12 @@ worker's inputs (duplicates and unknown case ids across all workers included).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import re
+import signal
+import sys
 import time
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -249,10 +252,28 @@ def _aligned_outputs(
     return outputs
 
 
-def _worker(runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection) -> None:
+def _die_with_parent(parent_pid: int) -> None:
+    """A worker ends when the run's process does (Linux: the kernel sends it SIGKILL), so a
+    run killed with SIGKILL leaves no worker scoring on, holding gigabytes."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker(
+    runner: Runner, inputs: _Inputs, lo: int, hi: int, conn: Connection, parent_pid: int
+) -> None:
     """Runs in a forked child: validate the slice, score it, send the records and the
     summary columns to the parent (which reads the records once the ids are checked).
     The cyclic GC stays off (see queryeval._gc): the child exits when its slice is done."""
+    _die_with_parent(parent_pid)
     gc.disable()
     try:
         cases, indexes = _load_shard(inputs.cases, lo, hi)
@@ -379,7 +400,9 @@ def _run_sharded(runner: Runner, inputs: _Inputs, bar: Progress) -> tuple[list[C
     procs, conns = [], []
     for lo, hi in bounds:
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(runner, inputs, lo, hi, child), daemon=True)
+        proc = ctx.Process(
+            target=_worker, args=(runner, inputs, lo, hi, child, os.getpid()), daemon=True
+        )
         proc.start()
         procs.append(proc)
         conns.append(parent)
