@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -609,3 +610,51 @@ def test_sharded_workers_end_when_the_run_is_killed(tmp_path: Path) -> None:
     size = results.stat().st_size if results.exists() else 0
     time.sleep(0.5)
     assert (results.stat().st_size if results.exists() else 0) == size
+
+
+def _kill_then_resume(suite_path: Path, tmp_path: Path, name: str, share: float) -> None:
+    """Run into a fresh folder, SIGKILL the run once about `share` of the reference run's
+    bytes are on disk, resume: the same summary.json byte for byte, every record once."""
+    ref = tmp_path / "ref"
+    if not (ref / "summary.json").exists():
+        done = _cli("run", str(suite_path), "--out", str(ref), "--no-progress", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    full = (ref / "results.jsonl").stat().st_size
+    n = (ref / "results.jsonl").read_bytes().count(b"\n")
+    run_dir = tmp_path / name
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "queryeval", "run", str(suite_path), "--out", str(run_dir),
+         "--no-progress"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    results = run_dir / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if results.exists() and results.stat().st_size >= share * full:
+            break
+        time.sleep(0.002)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kept = results.read_bytes().count(b"\n") if results.exists() else 0
+    assert kept < n, f"the kill at {share:.0%} came after the run ended"
+    resumed = _cli(
+        "run", str(suite_path), "--out", str(run_dir), "--resume", "--no-progress", cwd=tmp_path
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    keys = [(r["system"], r["case_id"]) for r in read_records(run_dir)]
+    assert len(keys) == n and len(set(keys)) == n  # no duplicates, nothing missing
+    assert (run_dir / "summary.json").read_bytes() == (ref / "summary.json").read_bytes()
+
+
+@pytest.mark.parametrize("share", [0.1, 0.5, 0.9])
+def test_kill_at_any_point_of_a_plain_run_then_resume(tmp_path: Path, share: float) -> None:
+    suite = make_answer_suite(
+        tmp_path / "s", 1500, scorers="  - {name: test_slow_echo, options: {sleep_s: 0.002}}\n"
+    )
+    _kill_then_resume(suite, tmp_path, "killed", random.Random(share).uniform(0.8, 1.0) * share)
+
+
+@pytest.mark.parametrize("share", [0.1, 0.5, 0.9])
+def test_kill_at_any_point_of_a_sharded_run_then_resume(tmp_path: Path, share: float) -> None:
+    suite = _sdmx_bench_suite(tmp_path / "s", 60_000, workers=2)
+    _kill_then_resume(suite, tmp_path, "killed", random.Random(share).uniform(0.8, 1.0) * share)
