@@ -112,3 +112,29 @@ def hanging_system(case: Case) -> dict:
         while not RELEASE.wait(3600):
             pass
     return {"answer": f"a{case.id.split('-')[-1]}"}
+
+
+class Flaky:
+    """Switches for the `test_flaky_judge` scorer and `counting_system` (a test sets them)."""
+
+    down = False
+    calls = 0
+
+
+@register_scorer("test_flaky_judge")
+class FlakyJudge(Scorer):
+    """An evaluator that may be down: unscored while `Flaky.down`, else 1 when the answer is
+    right (0 otherwise)."""
+
+    def score(self, case: Case, output: Output, ctx: ScoringContext) -> Score:
+        if Flaky.down:
+            return Score.unscored("judge unreachable (503)")
+        final = output.final
+        got = final.answer if final is not None else None
+        return Score(value=1.0 if got == f"a{case.id.split('-')[-1]}" else 0.0)
+
+
+def counting_system(case: Case) -> dict:
+    """Answers right except on case 2, counting its calls."""
+    Flaky.calls += 1
+    return {"answer": "wrong" if case.id.endswith("-2") else f"a{case.id.split('-')[-1]}"}

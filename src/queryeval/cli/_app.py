@@ -78,6 +78,13 @@ def run(
     limit: Annotated[
         int | None, typer.Option(help="run only the first N (selected) cases, in suite order")
     ] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option(
+            help="resume --out, scoring again the stored cases a judge, engine or scorer left "
+            "unscored or in error (from their stored outputs: systems are not called again)"
+        ),
+    ] = False,
 ) -> None:
     """Run a suite: generate, score, store results.jsonl, summary.json, run.json and reports.
 
@@ -102,6 +109,7 @@ def run(
             use_cache=cache,
             review=review,
             selection=selection,
+            retry_errors=retry_errors,
         )
     except InputError as exc:
         raise fail_input(exc) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,18 @@ class LogWriter:
                 pos = start
             f.truncate(0)
             return size
+
+    def rewrite(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Replace results.jsonl by `records` (written beside it, then moved over it: a kill
+        leaves the old file or the new one, never a mix). For `run --retry-errors`."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        temporary = self.results_path.with_name(self.results_path.name + ".tmp")
+        with temporary.open("wb") as f:
+            for record in records:
+                f.write(encode_record(record))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, self.results_path)
 
     def open_for_append(self) -> None:
         """Open results.jsonl for appending (creating the directory)."""

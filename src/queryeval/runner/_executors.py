@@ -13,11 +13,11 @@ scorers' partial aggregates. Another executor (a process pool, a cluster) implem
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from queryeval._gc import bulk_allocation
-from queryeval.cases import Case
+from queryeval.cases import Case, Output
 from queryeval.runner._pipeline import Scored, ascore_output, score_output
 from queryeval.scorers import Scorer, ScoringContext
 
@@ -38,20 +38,28 @@ class ScoreWork:
 
     scorers: Mapping[str, Scorer]
     ctx: ScoringContext
+    # outputs stored by an earlier run, scored again without asking the system
+    # (`run --retry-errors`), by (system, case id)
+    stored: Mapping[tuple[str, str], Output] = field(default_factory=dict)
 
     def score(self, item: WorkItem) -> Scored:
         """Score a saved prediction (synchronous scorers only)."""
         system, case = item
-        predictions = system.predictions
-        assert predictions is not None, "a live system's output is generated (ascore)"
-        output = predictions.get(case.id)
+        output = self.stored.get((system.name, case.id))
+        if output is None:
+            predictions = system.predictions
+            assert predictions is not None, "a live system's output is generated (ascore)"
+            output = predictions.get(case.id)
         return score_output(system.name, case, output, self.scorers, self.ctx)
 
     async def ascore(self, item: WorkItem, limit: asyncio.Semaphore | None = None) -> Scored:
         """Read or generate the item's output (a live system's call under `limit`, its
         concurrency), then score it on the event loop."""
         system, case = item
-        if system.predictions is not None:
+        stored = self.stored.get((system.name, case.id))
+        if stored is not None:
+            output = stored
+        elif system.predictions is not None:
             output = system.predictions.get(case.id)
         else:
             assert system.callable is not None

@@ -18,7 +18,7 @@ import orjson
 
 from queryeval import __version__
 from queryeval._gc import bulk_allocation
-from queryeval.cases import Case, Score, case_files, load_cases
+from queryeval.cases import Case, Output, Score, case_files, load_cases
 from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.log import (
@@ -251,6 +251,8 @@ class Runner:
         # what the summary needs of every record, kept in memory so it is not read back
         self.columns = RunColumns([s.name for s in plan.systems])
         self.done: set[tuple[str, str]] = set()
+        # stored outputs scored again (`run --retry-errors`), by (system, case id)
+        self.retry: dict[tuple[str, str], Output] = {}
         self.store = LogWriter(out_dir)
         self.progress = progress
         self.ctx = ScoringContext(plan.suite, cache_dir=cache_dir(plan.suite))
@@ -324,8 +326,14 @@ class Runner:
 
     # --- main loop ----------------------------------------------------------------------
 
-    def run(self, *, resume: bool = False, overwrite: bool = False) -> tuple[int, int]:
-        """Generate and score every (system, case) not yet stored. Returns (new, skipped)."""
+    def run(
+        self, *, resume: bool = False, overwrite: bool = False, retry_errors: bool = False
+    ) -> tuple[int, int]:
+        """Generate and score every (system, case) not yet stored. Returns (new, skipped).
+        `retry_errors` (a resume): the stored records with a score in `error` or `unscored`
+        (a judge or an engine that was down, a scorer that broke) are scored again from their
+        stored outputs (the system is not called again); the others are kept."""
+        resume = resume or retry_errors
         store = self.store
         if store.has_results() and not (resume or overwrite):
             raise InputError(
@@ -341,9 +349,18 @@ class Runner:
             store.repair_tail()
         done = self.done = set()
         if resume:
+            kept: list[Record] = []
             for record in iter_records(store.dir):
+                if retry_errors and _needs_retry(record):
+                    key = (record["system"], record["case_id"])
+                    self.retry[key] = Output.model_validate(record.get("output") or {})
+                    continue
+                kept.append(record)
                 self.columns.add(record)
                 done.add((record["system"], record["case_id"]))
+            if self.retry:  # the retried records leave the file; their new ones are appended
+                store.rewrite(kept)
+            del kept
         store.write_json(RUN, self._run_json(previous, "running"))
         if self.plan.lazy:
             return self._run_sharded(len(done))
@@ -366,7 +383,7 @@ class Runner:
                     self._keep(scored)
                     bar.advance()
 
-                work = ScoreWork(self.plan.scorers, self.ctx)
+                work = ScoreWork(self.plan.scorers, self.ctx, self.retry)
                 self._executor().run(todo, work, emit)
         finally:
             store.close()
@@ -531,12 +548,15 @@ def run_suite(
     use_cache: bool = True,
     review: Path | None = None,
     selection: CaseSelection | None = None,
+    retry_errors: bool = False,
 ) -> RunResult:
     """Plan, run, summarise and report one suite. `baseline` (a run directory) overrides the
     suite's `baseline:`; `extra_reports` are written beside the suite's (e.g. `--junit`);
     `use_cache=False` asks model systems again instead of reading their cached replies;
     `review` (a review file) corrects golds before scoring and overrides verdicts after;
-    `selection` runs a subset of the cases (predictions for the others are ignored)."""
+    `selection` runs a subset of the cases (predictions for the others are ignored);
+    `retry_errors` resumes the run in `out_dir`, scoring again the stored records that a
+    judge, engine or scorer left `unscored` or in `error` (from their stored outputs)."""
     from queryeval.runner._baseline import load_baseline
     from queryeval.runner._review import apply_golds
     from queryeval.runner._review_file import load_review
@@ -562,6 +582,7 @@ def run_suite(
         return _locked_run(
             suite, plan, out, rev, base, resume=resume, overwrite=overwrite, progress=progress,
             use_cache=use_cache, write_reports=write_reports, extra_reports=extra_reports,
+            retry_errors=retry_errors,
         )  # fmt: skip
 
 
@@ -578,6 +599,7 @@ def _locked_run(
     use_cache: bool,
     write_reports: bool,
     extra_reports: Sequence[ReportConfig],
+    retry_errors: bool = False,
 ) -> RunResult:
     """run_suite's work once the run directory is locked."""
     from queryeval.runner._baseline import compare_with_baseline
@@ -589,7 +611,7 @@ def _locked_run(
         use_cache=use_cache,
         review=rev.describe() if rev is not None else None,
     )
-    new, skipped = runner.run(resume=resume, overwrite=overwrite)
+    new, skipped = runner.run(resume=resume, overwrite=overwrite, retry_errors=retry_errors)
     summary, gates = runner.finish(base)
     if rev is None:  # a review of an earlier run in this directory no longer applies
         with contextlib.suppress(FileNotFoundError):
@@ -653,3 +675,13 @@ def reviewed_summary(
 def dumps(data: Any) -> str:
     """Pretty JSON text (for the CLI)."""
     return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+
+
+def _needs_retry(record: Record) -> bool:
+    """Whether a stored record has a score the evaluator could not give (`error`, or
+    `unscored`: its judge, embedder or engine trouble), for `run --retry-errors`.
+
+    >>> _needs_retry({"scores": {"a": {"status": "ok"}, "b": {"status": "unscored"}}})
+    True
+    """
+    return any(s.get("status") in ("error", "unscored") for s in record.get("scores", {}).values())
