@@ -83,3 +83,33 @@ def test_judge_outage_is_recorded_per_case_and_the_run_completes(tmp_path: Path)
         "connection error" in reason or "marked down" in reason
         for reason in scorer["not_scored_reasons"]
     )
+
+
+def test_a_judge_outage_mid_run_then_retry_errors_scores_what_it_missed(tmp_path: Path) -> None:
+    """Soak: the judge answers three calls, then is down (HTTP 503); the run completes with
+    the rest unscored; once it is back, `--retry-errors` judges those again and only those
+    (the cached judgments are not asked for again), to the figures of an undisturbed run."""
+    answered = 0
+
+    def flaky(req: object) -> Reply:
+        nonlocal answered
+        if answered >= 3:
+            return Reply.server_error(503)
+        answered += 1
+        return Reply.verdict(1.0)
+
+    with FakeOpenAI(flaky) as server:
+        suite = load_suite(write_suite(tmp_path, server.base_url))
+        first = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
+        scorer = first.summary["systems"]["sys"]["scorers"]["llm_answer_correctness"]
+        assert (scorer["ok"], scorer["unscored"], scorer["mean"]) == (3, 3, None)
+        answered, outage_calls = -100, server.chat_calls  # back up
+        again = run_suite(
+            suite, tmp_path / "run", progress=False, write_reports=False, retry_errors=True
+        )
+        assert server.chat_calls - outage_calls == 3  # only the three it missed
+    assert (again.new_records, again.skipped) == (3, 3)
+    scorer = again.summary["systems"]["sys"]["scorers"]["llm_answer_correctness"]
+    assert (scorer["ok"], scorer["unscored"], scorer["mean"]) == (6, 0, 1.0)
+    ids = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").open()]
+    assert sorted(ids) == [f"c{i}" for i in range(6)]
