@@ -440,6 +440,29 @@ def test_sharded_run_checks_inputs_before_writing(tmp_path: Path) -> None:
     assert info2.value.line == 51
 
 
+def test_sharded_run_refuses_text_that_is_not_utf8_or_a_line_too_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forked workers' inputs are checked as every reader's: UTF-8 and the line cap,
+    the file and line named, before anything is written."""
+    suite_path = _sdmx_bench_suite(tmp_path / "s", 50, workers=2)
+    preds = tmp_path / "s" / "predictions.jsonl"
+    good = preds.read_bytes()
+    lines = good.splitlines(keepends=True)
+    preds.write_bytes(
+        b"".join(lines[:7]) + lines[7].replace(b"{", b"{\xff", 1) + b"".join(lines[8:])
+    )
+    with pytest.raises(InputError, match="not UTF-8") as info:
+        run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
+    assert (str(info.value.path), info.value.line) == (str(preds), 8)
+    preds.write_bytes(good)
+    monkeypatch.setenv("QUERYEVAL_MAX_LINE_BYTES", str(max(map(len, lines)) - 2))
+    with pytest.raises(InputError, match="line longer than") as info2:
+        run_suite(load_suite(suite_path), tmp_path / "run", progress=False)
+    assert info2.value.path is not None and info2.value.line is not None
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
 def test_case_verdict_required_and_informational_scorers() -> None:
     from queryeval.cases import Score
     from queryeval.config import ScorerConfig

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from queryeval._gc import bulk_allocation
-from queryeval._inputs import BOM
+from queryeval._inputs import BOM, decode_utf8, max_line_bytes
 from queryeval.cases import Case, Output, Score, case_files
 from queryeval.errors import InputError
 from queryeval.scorers import Scorer, ScoringContext, ShardableScorer
@@ -47,6 +47,19 @@ _CASE_ID_FIRST = b'{"case_id":"'
 _CASE_ID = re.compile(rb'"case_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))')
 
 
+def _check_line_lengths(raw: list[bytes], path: Path) -> None:
+    """InputError naming the first line past `max_line_bytes()` (as `jsonl_lines`)."""
+    cap = max_line_bytes()
+    if raw and max(map(len, raw)) > cap:
+        line = next(i for i, text in enumerate(raw, start=1) if len(text) > cap)
+        raise InputError(
+            f"line longer than {cap} bytes; expected one JSON record per line (raise the cap "
+            "with QUERYEVAL_MAX_LINE_BYTES)",
+            path=path,
+            line=line,
+        )
+
+
 @dataclass
 class _Lines:
     """The lines of one or more files, blank ones included, so that an index gives the place
@@ -65,7 +78,11 @@ class _Lines:
             lines.starts.append(len(lines.raw))
             lines.paths.append(path)
             data = path.read_bytes() if data is None else data
-            lines.raw.extend(data.removeprefix(BOM).splitlines())  # a BOM, as elsewhere
+            if not data.isascii():  # as every other reader: UTF-8, the bad byte's line named
+                decode_utf8(data, path)
+            raw = data.removeprefix(BOM).splitlines()  # a BOM, as elsewhere
+            _check_line_lengths(raw, path)
+            lines.raw.extend(raw)
         return lines
 
     def count(self) -> int:
