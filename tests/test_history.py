@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from browser_support import chromium, open_page
 from queryeval.cli._app import app
 from queryeval.config import load_suite
 from queryeval.reports import history_context, write_history
@@ -116,7 +117,6 @@ def test_cli(runs: list[Path], tmp_path: Path) -> None:
 
 # --- in the browser ---------------------------------------------------------------------
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
@@ -127,30 +127,13 @@ def page_path(runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 @pytest.fixture(scope="module")
 def browser(page_path: Path) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    assert CHROMIUM.exists(), "headless Chromium is missing: run scripts/install-browser.sh"
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.mark.browser
 def test_history_page_in_the_browser(browser: Any, page_path: Path) -> None:
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on(
-        "request",
-        lambda r: errors.append(r.url) if not r.url.startswith(("file:", "data:")) else None,
-    )
-    page.goto(page_path.as_uri())
-    page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+    page, errors = open_page(browser, page_path, local=("file:", "data:"))
     # runs table: one row per (run, system)
     assert page.locator("#runs-table tbody tr").count() == 2 * len(SKILLS)
     # a trend chart with a line per system

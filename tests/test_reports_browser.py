@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from browser_support import chromium, open_page
 from queryeval.reports._html import write_html
 from queryeval.runner import load_suite, plan_run, run_suite
 from reports_plugin import make_suite
@@ -19,18 +20,6 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-LOCAL = ("file:", "data:", "blob:")  # any other request would be network access
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
@@ -45,31 +34,8 @@ def grid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
 @pytest.fixture(scope="module")
 def browser(grid: tuple[Path, list[dict]]) -> Iterator[Any]:
     """Chromium, started after the runs (Playwright's sync API holds an event loop)."""
-    from playwright.sync_api import sync_playwright
-
-    assert CHROMIUM.exists(), "headless Chromium is missing: run scripts/install-browser.sh"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
-
-
-def _open(browser: Any, path: Path) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on(
-        "request",
-        lambda r: (
-            errors.append(f"network: {r.url}")
-            if not r.url.startswith(("file:", "data:", "blob:"))
-            else None
-        ),
-    )
-    page.goto(path.as_uri())
-    page.wait_for_selector("body[data-ready='1']", timeout=30_000)
-    return page, errors
 
 
 def _count(page: Any) -> str:
@@ -87,7 +53,7 @@ def test_report_renders_filters_sorts_and_expands(
     browser: Any, grid: tuple[Path, list[dict]]
 ) -> None:
     run, records = grid
-    page, errors = _open(browser, run / "report.html")
+    page, errors = open_page(browser, run / "report.html")
     assert _count(page) == f"{len(records)} rows"
     assert page.locator("#case-table tbody tr.r").count() == 50  # one page, not every row
     assert page.locator("svg.chart").count() >= 6
@@ -159,7 +125,7 @@ def test_compressed_report_and_case_links(
         plan.scorers,
         options={"compress": "always"},
     )
-    page, errors = _open(browser, path)
+    page, errors = open_page(browser, path)
     assert _count(page) == f"{len(records)} rows"
     # a link from the slowest-cases table filters the table to that case and opens it
     link = page.locator("#outliers a").first
@@ -176,7 +142,7 @@ def test_sdmx_example_report(browser: Any, tmp_path: Path) -> None:
     result = run_suite(
         load_suite(ROOT / "examples" / "sdmx" / "suite.yaml"), tmp_path / "run", progress=False
     )
-    page, errors = _open(browser, result.reports["html"])
+    page, errors = open_page(browser, result.reports["html"])
     assert _count(page) == "32 rows"
     page.select_option("#f-tag", label="growth")
     assert _wait_count(page, "32 rows") == "8 of 32 rows"

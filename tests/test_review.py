@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from browser_support import chromium, open_page
 from queryeval.cli._report import report_command
 from queryeval.config import load_suite
 from queryeval.errors import InputError
@@ -259,22 +260,10 @@ def test_gold_correction_is_scored_by_run(tmp_path: Path) -> None:
 def test_override_marked_in_the_browser(run: Path, tmp_path: Path) -> None:
     """The overridden score's cell is marked ✎ (and only that one), its row says so when
     expanded, and the Human review section links to it; no console errors."""
-    from playwright.sync_api import sync_playwright
-
     path, picked = _review_file(run, tmp_path)
     report_command(run, path)
-    chromium = Path("/usr/bin/chromium")
-    assert chromium.exists(), "headless Chromium is missing: run scripts/install-browser.sh"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(chromium), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto((run / "report.html").as_uri())
-        page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+    with chromium() as browser:
+        page, errors = open_page(browser, run / "report.html")
         assert page.locator("#review tr.override").count() == 4
         page.fill("#q", f"id:{picked['to_fail']} system:{SYSTEM}")
         page.wait_for_function("document.querySelectorAll('#case-table tbody tr.r').length == 1")
@@ -285,5 +274,4 @@ def test_override_marked_in_the_browser(run: Path, tmp_path: Path) -> None:
         assert row.locator("td.s.P").count() == 1  # test_exec_match: the machine's pass
         row.click()
         page.wait_for_selector("text=overridden by human review")
-        browser.close()
     assert errors == []
