@@ -94,28 +94,37 @@ def parse_gate(text: str) -> Gate:
     return Gate(text, m.group("metric"), m.group("op"), float(m.group("offset")), rel)
 
 
-def metric_value(system_summary: Mapping[str, Any], metric: str) -> float | None:
-    """Look a metric up in one system's summary: `pass_rate`, `<scorer>` (its mean),
-    `<scorer>.pass_rate`, `<scorer>.<sub-metric>`, or a sub-metric name unique across scorers."""
-    if metric in ("pass_rate", "system_errors", "cases"):
-        v = system_summary.get(metric)
-        return float(v) if v is not None else None
+_SYSTEM_FIGURES = ("pass_rate", "system_errors", "cases")
+
+
+def _scorer_entry(system_summary: Mapping[str, Any], metric: str) -> tuple[Any, str] | None:
+    """The scorer entry a metric path names and what of it: (`<scorer>`'s entry, the part
+    after the dot) or (the one scorer with that sub-metric, the sub-metric); None if none."""
     scorers = system_summary.get("scorers", {})
     head, _, tail = metric.partition(".")
     if head in scorers:
-        s = scorers[head]
-        if not tail:
-            return s.get("mean")
-        if tail in ("pass_rate", "mean"):
-            return s.get(tail)
-        sub = s.get("metrics", {}).get(tail)
-        return sub.get("mean") if sub else None
-    found = [
-        s["metrics"][metric]["mean"] for s in scorers.values() if metric in s.get("metrics", {})
-    ]
-    if len(found) == 1 and found[0] is not None:
-        return float(found[0])
-    return None
+        return scorers[head], tail
+    owners = [s for s in scorers.values() if metric in s.get("metrics", {})]
+    return (owners[0], metric) if len(owners) == 1 else None
+
+
+def metric_value(system_summary: Mapping[str, Any], metric: str) -> float | None:
+    """Look a metric up in one system's summary: `pass_rate`, `<scorer>` (its mean),
+    `<scorer>.pass_rate`, `<scorer>.<sub-metric>`, or a sub-metric name unique across scorers."""
+    if metric in _SYSTEM_FIGURES:
+        v = system_summary.get(metric)
+        return float(v) if v is not None else None
+    found = _scorer_entry(system_summary, metric)
+    if found is None:
+        return None
+    entry, part = found
+    if not part:
+        return entry.get("mean")
+    if part in ("pass_rate", "mean") and part != metric:  # `<scorer>.pass_rate`
+        return entry.get(part)
+    sub = entry.get("metrics", {}).get(part)
+    value = sub.get("mean") if sub else None
+    return float(value) if value is not None else None
 
 
 def metric_flagged(system_summary: Mapping[str, Any], metric: str) -> bool:
@@ -125,14 +134,10 @@ def metric_flagged(system_summary: Mapping[str, Any], metric: str) -> bool:
     >>> metric_flagged({"scorers": {"em": {"flagged": True}}}, "em.exact")
     True
     """
-    if metric in ("pass_rate", "system_errors", "cases"):
+    if metric in _SYSTEM_FIGURES:
         return metric == "pass_rate" and bool(system_summary.get("flagged"))
-    scorers = system_summary.get("scorers", {})
-    head = metric.partition(".")[0]
-    if head in scorers:
-        return bool(scorers[head].get("flagged"))
-    owners = [s for s in scorers.values() if metric in s.get("metrics", {})]
-    return len(owners) == 1 and bool(owners[0].get("flagged"))
+    found = _scorer_entry(system_summary, metric)
+    return found is not None and bool(found[0].get("flagged"))
 
 
 def _baseline_system(baseline: Mapping[str, Any], system: str) -> Mapping[str, Any] | None:
