@@ -55,21 +55,21 @@ def _mean(values: np.ndarray) -> float | None:
 DEFAULT_MAX_UNSCORED_SHARE = 0.05
 
 
-def _flagged_view(values: np.ndarray, n: int, verdicts: np.ndarray) -> dict[str, Any]:
+def _flagged_view(values: np.ndarray, n: int, pass_rate: float | None) -> dict[str, Any]:
     """What a flagged scorer shows instead of a mean: the mean of what was scored, and the
     bounds the mean over every case would lie in (each unscored or error case counted as 0,
-    then as 1), so a reader sees how much the unscored part could move it.
+    then as 1), so a reader sees how much the unscored part could move it; `pass_rate` is
+    the rate of the verdicts it gave.
 
-    >>> _flagged_view(np.array([1.0, 0.0]), 4, np.array([1, 0, -1, -1]))["bounds"]
+    >>> _flagged_view(np.array([1.0, 0.0]), 4, 0.5)["bounds"]
     [0.25, 0.75]
     """
     missing = n - len(values)
     total = float(np.sum(values)) if len(values) else 0.0
-    counts = _pass_counts(verdicts)
     return {
         "mean_scored": _mean(values),
         "bounds": [total / n, (total + missing) / n] if n else None,
-        "pass_rate_scored": counts["pass_rate"],
+        "pass_rate_scored": pass_rate,
     }
 
 
@@ -101,9 +101,8 @@ def summarize_scorer(
     )
     share = not_scored / n if n else 0.0
     flagged = share > max_unscored_share + 1e-12
-    # too much unscored and nothing but failures scored (a judge down while some outputs
-    # were missing): a mean of those zeros would describe the evaluator, not the system
     values = column.values[ok]
+    verdicts = _pass_counts(column.passed[present])
     out: dict[str, Any] = {
         "n": n,
         "ok": int(np.count_nonzero(ok)),
@@ -114,7 +113,7 @@ def summarize_scorer(
         # leave scorable (valid KQL the engine cannot run in place of every wrong answer)
         "mean": None if flagged else _mean(values),
         "ci95": None if flagged else _ci(values, seed),
-        **_pass_counts(column.passed[present]),
+        **verdicts,
     }
     own_verdicts = present & ~failed & (column.passed >= 0)
     no_threshold = scorer is not None and scorer.threshold is None
@@ -125,7 +124,7 @@ def summarize_scorer(
     out["unscored_share"] = share
     out["flagged"] = flagged
     if flagged:
-        out |= _flagged_view(values, n, column.passed[present])
+        out |= _flagged_view(values, n, verdicts["pass_rate"])
     if column.failures:
         counts = Counter(reason for _, reason in column.failures)
         out["failures"] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
