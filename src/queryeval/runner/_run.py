@@ -557,7 +557,7 @@ def run_suite(
     `selection` runs a subset of the cases (predictions for the others are ignored);
     `retry_errors` resumes the run in `out_dir`, scoring again the stored records that a
     judge, engine or scorer left `unscored` or in `error` (from their stored outputs)."""
-    from queryeval.runner._baseline import load_baseline
+    from queryeval.runner._baseline import compare_with_baseline, load_baseline
     from queryeval.runner._review import apply_golds
     from queryeval.runner._review_file import load_review
     from queryeval.runner._sharded import shard_contents
@@ -579,63 +579,38 @@ def run_suite(
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
     with run_lock(out):  # one run per directory: a second one is refused, naming the first
-        return _locked_run(
-            suite, plan, out, rev, base, resume=resume, overwrite=overwrite, progress=progress,
-            use_cache=use_cache, write_reports=write_reports, extra_reports=extra_reports,
-            retry_errors=retry_errors,
-        )  # fmt: skip
+        runner = Runner(
+            plan,
+            out,
+            progress=progress,
+            use_cache=use_cache,
+            review=rev.describe() if rev is not None else None,
+        )
+        new, skipped = runner.run(resume=resume, overwrite=overwrite, retry_errors=retry_errors)
+        summary, gates = runner.finish(base)
+        if rev is None:  # a review of an earlier run in this directory no longer applies
+            with contextlib.suppress(FileNotFoundError):
+                (out / REVIEW).unlink()
+        else:
+            if plan.lazy:
+                plan.cases = load_cases(suite.cases, suite.base_dir)
+                plan.lazy = False
+            summary, _ = reviewed_summary(plan, runner.store, rev, base)
+            gates = summary["gates"]
+        # the records as read_log gives them: review.json's overrides over the stored ones
+        info = cast(RunInfo, read_json(out, RUN))
+        log = RunLog(str(out), out, summary, info, review=read_json(out, REVIEW))
+        if base is not None:
+            log.comparison = compare_with_baseline(suite, base, log.records, out)
+            runner.store.write_json(COMPARISON, log.comparison)
+        if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
+            plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
+        reports: dict[str, Path] = {}
+        if write_reports:
+            from queryeval.reports import write_reports as _write
 
-
-def _locked_run(
-    suite: SuiteConfig,
-    plan: RunPlan,
-    out: Path,
-    rev: Review | None,
-    base: RunLog | None,
-    *,
-    resume: bool,
-    overwrite: bool,
-    progress: bool,
-    use_cache: bool,
-    write_reports: bool,
-    extra_reports: Sequence[ReportConfig],
-    retry_errors: bool = False,
-) -> RunResult:
-    """run_suite's work once the run directory is locked."""
-    from queryeval.runner._baseline import compare_with_baseline
-
-    runner = Runner(
-        plan,
-        out,
-        progress=progress,
-        use_cache=use_cache,
-        review=rev.describe() if rev is not None else None,
-    )
-    new, skipped = runner.run(resume=resume, overwrite=overwrite, retry_errors=retry_errors)
-    summary, gates = runner.finish(base)
-    if rev is None:  # a review of an earlier run in this directory no longer applies
-        with contextlib.suppress(FileNotFoundError):
-            (out / REVIEW).unlink()
-    else:
-        if plan.lazy:
-            plan.cases = load_cases(suite.cases, suite.base_dir)
-            plan.lazy = False
-        summary, _ = reviewed_summary(plan, runner.store, rev, base)
-        gates = summary["gates"]
-    # the records as read_log gives them: review.json's overrides over the stored ones
-    info = cast(RunInfo, read_json(out, RUN))
-    log = RunLog(str(out), out, summary, info, review=read_json(out, REVIEW))
-    if base is not None:
-        log.comparison = compare_with_baseline(suite, base, log.records, out)
-        runner.store.write_json(COMPARISON, log.comparison)
-    if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
-        plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
-    reports: dict[str, Path] = {}
-    if write_reports:
-        from queryeval.reports import write_reports as _write
-
-        reports = _write(suite, log, plan.cases, plan.scorers, extra=extra_reports)
-    return RunResult(out, summary, gates, reports, new, skipped)
+            reports = _write(suite, log, plan.cases, plan.scorers, extra=extra_reports)
+        return RunResult(out, summary, gates, reports, new, skipped)
 
 
 def reviewed_summary(
