@@ -64,6 +64,16 @@ def read_text(path: Path) -> str:
     return decode_utf8(data, path)
 
 
+def line_too_long(path: Path, line: int, cap: int) -> InputError:
+    """The error for a JSONL line past the cap, naming the file and the line."""
+    return InputError(
+        f"line longer than {cap} bytes; expected one JSON record per line (raise the cap "
+        f"with {_LINE_ENV})",
+        path=path,
+        line=line,
+    )
+
+
 def jsonl_lines(path: Path, what: str = "file") -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) of every non-blank line of a JSONL file: the byte-order mark of
     the first line dropped, each line checked to be UTF-8 and no longer than
@@ -78,12 +88,7 @@ def jsonl_lines(path: Path, what: str = "file") -> Iterator[tuple[int, bytes]]:
         while raw := handle.readline(cap + 1):
             lineno += 1
             if len(raw) > cap and not raw.endswith(b"\n"):
-                raise InputError(
-                    f"line longer than {cap} bytes; expected one JSON record per line "
-                    f"(raise the cap with {_LINE_ENV})",
-                    path=path,
-                    line=lineno,
-                )
+                raise line_too_long(path, lineno, cap)
             if lineno == 1 and raw.startswith(BOM):
                 raw = raw[len(BOM) :]
             if not raw.strip():

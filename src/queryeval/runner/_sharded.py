@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from queryeval._gc import bulk_allocation
-from queryeval._inputs import BOM, decode_utf8, max_line_bytes
+from queryeval._inputs import BOM, decode_utf8, line_too_long, max_line_bytes
 from queryeval.cases import Case, Output, Score, case_files
 from queryeval.errors import InputError
 from queryeval.scorers import Scorer, ScoringContext, ShardableScorer
@@ -52,12 +52,7 @@ def _check_line_lengths(raw: list[bytes], path: Path) -> None:
     cap = max_line_bytes()
     if raw and max(map(len, raw)) > cap:
         line = next(i for i, text in enumerate(raw, start=1) if len(text) > cap)
-        raise InputError(
-            f"line longer than {cap} bytes; expected one JSON record per line (raise the cap "
-            "with QUERYEVAL_MAX_LINE_BYTES)",
-            path=path,
-            line=line,
-        )
+        raise line_too_long(path, line, cap)
 
 
 @dataclass
