@@ -571,23 +571,34 @@ def test_stored_output_json_is_pydantics(record: dict, error: str | None) -> Non
     ).encode()
 
 
-def test_sharded_case_stubs_keep_every_field() -> None:
+def test_sharded_case_stubs_keep_every_field(tmp_path: Path) -> None:
+    """The first pass keeps what summaries and `aggregate` read of every case (id, name,
+    tags, metadata, labels), over several ranges, in case order."""
     from queryeval.cases import Case
-    from queryeval.runner._sharded import _stub_fields, _stubs
+    from queryeval.runner._ranges import split_file
+    from queryeval.runner._shard_check import check_inputs
 
-    def case(i: int, **extra: dict) -> Case:
+    def case(i: int, **extra: dict) -> dict:
         turn = {"role": "user", "content": f"q{i}"}
-        return Case.model_validate(
-            {"id": f"c{i}", "name": f"n{i}", "tags": [f"t{i}"], "conversation": [turn], **extra}
-        )
+        return {"id": f"c{i}", "name": f"n{i}", "tags": [f"t{i}"], "conversation": [turn], **extra}
 
-    first = [case(0), case(1, metadata={"m": 1})]
-    second = [case(2, labels={"correct": 1}), case(3)]
-    ids = [c.id for c in first + second]
-    stubs = _stubs(ids, [_stub_fields(first), _stub_fields(second)])
-    got = [(s.id, s.name, s.tags, s.metadata, s.labels, s.question) for s in stubs]
-    assert got == [(c.id, c.name, c.tags, c.metadata, c.labels, c.question) for c in first + second]
-    assert stubs[0].metadata == {} and stubs[0].metadata is not stubs[3].metadata
+    raw = [case(0), case(1, metadata={"m": 1}), case(2, labels={"correct": 1}), case(3)]
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in raw))
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"case_id": c["id"], "answer": "a"}) + "\n" for c in raw))
+    ranges = split_file(cases, 100)
+    assert len(ranges) > 1
+    checked = check_inputs(
+        ranges,
+        {"s": split_file(preds, 40)},
+        lambda rs, work: [work(r) for r in rs],
+        set(),
+    )
+    want = [Case.model_validate(c) for c in raw]
+    got = [(s.id, s.name, s.tags, s.metadata, s.labels) for s in checked.stubs]
+    assert got == [(c.id, c.name, c.tags, c.metadata, c.labels) for c in want]
+    assert sum(s.count for s in checked.shards) == 4
 
 
 def _children(pid: int) -> set[int]:

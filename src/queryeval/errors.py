@@ -24,6 +24,10 @@ class InputError(Exception):
         self.where = where
         super().__init__(self.render())
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled whole (a worker process's error reaches the driver with its place)."""
+        return _input_error, (self.message, self.path, self.line, self.where)
+
     def render(self) -> str:
         """One line: `file:line: where: message`, leaving out what is unknown."""
         place = self.path or ""
@@ -32,6 +36,10 @@ class InputError(Exception):
         parts = [p for p in (place, self.where) if p]
         prefix = ": ".join(parts)
         return f"{prefix}: {self.message}" if prefix else self.message
+
+
+def _input_error(message: str, path: str | None, line: int | None, where: str | None) -> InputError:
+    return InputError(message, path=path, line=line, where=where)
 
 
 class GateFailure(Exception):

@@ -1,6 +1,6 @@
 """Test cases, system outputs and scores, and their loaders."""
 
-from queryeval.cases._load import case_files, load_cases, load_cases_file
+from queryeval.cases._load import case_files, load_cases, load_cases_file, parse_case_line
 from queryeval.cases._model import (
     Answer,
     Attempt,
@@ -54,4 +54,5 @@ __all__ = [
     "failure_label",
     "load_cases",
     "load_cases_file",
+    "parse_case_line",
 ]

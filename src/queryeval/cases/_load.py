@@ -82,18 +82,25 @@ def _load_yaml(path: Path) -> list[tuple[Case, int | None]]:
 
 
 def _load_jsonl(path: Path) -> list[tuple[Case, int | None]]:
-    cases: list[tuple[Case, int | None]] = []
-    for lineno, raw in jsonl_lines(path):
-        try:
-            cases.append((Case.model_validate_json(raw), lineno))
-        except ValidationError as exc:
-            invalid = [e for e in exc.errors() if e["type"] == "json_invalid"]
-            if invalid:
-                why = str(invalid[0].get("ctx", {}).get("error", "")).strip()
-                message = f"invalid JSON ({why})" if why else "invalid JSON"
-                raise InputError(message, path=path, line=lineno) from None
-            raise input_error(exc, path=path, line=lineno) from None
-    return cases
+    return [(parse_case_line(raw, path, lineno), lineno) for lineno, raw in jsonl_lines(path)]
+
+
+def parse_case_line(raw: bytes, path: Path, lineno: int) -> Case:
+    """One JSONL line of a cases file as a Case; InputError naming the line otherwise.
+
+    >>> line = b'{"id": "q1", "conversation": [{"role": "user", "content": "Hi"}]}'
+    >>> parse_case_line(line, Path("cases.jsonl"), 1).id
+    'q1'
+    """
+    try:
+        return Case.model_validate_json(raw)
+    except ValidationError as exc:
+        invalid = [e for e in exc.errors() if e["type"] == "json_invalid"]
+        if invalid:
+            why = str(invalid[0].get("ctx", {}).get("error", "")).strip()
+            message = f"invalid JSON ({why})" if why else "invalid JSON"
+            raise InputError(message, path=path, line=lineno) from None
+        raise input_error(exc, path=path, line=lineno) from None
 
 
 def load_cases(

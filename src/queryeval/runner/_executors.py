@@ -5,16 +5,21 @@ items and a `ScoreWork` (an item's output, saved or generated, scored into a `Sc
 receives every result through `emit`, in its own thread: it is the only writer of
 results.jsonl and the only keeper of the summary's columns. An executor only decides how
 the items are mapped: a loop (`InlineExecutor`), an event loop with each system's
-concurrency (`AsyncExecutor`). The forked workers of a large run (`runner._sharded`) score
-with the same `score_output` and send the driver blocks of summary columns with the
-scorers' partial aggregates. Another executor (a process pool, a cluster) implements `run`.
+concurrency (`AsyncExecutor`), forked worker processes (`PoolExecutor`, for a large run's
+shards: `runner._shard_check` and `runner._shard_score`). Another executor (a cluster)
+implements the same `run`: items and work are plain picklable data for the process-based
+ones, and the driver's `emit` is called in the driver only.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from queryeval._gc import bulk_allocation
 from queryeval.cases import Case, Output
@@ -26,6 +31,8 @@ if TYPE_CHECKING:
 
     from queryeval.runner._run import SystemRun
 
+T = TypeVar("T")
+R = TypeVar("R")
 Emit = Callable[[Scored], None]
 # One (system, case) to generate (or read) and score: a plain tuple, made by the thousand.
 WorkItem = tuple["SystemRun", Case]
@@ -42,7 +49,7 @@ class ScoreWork:
     # (`run --retry-errors`), by (system, case id)
     stored: Mapping[tuple[str, str], Output] = field(default_factory=dict)
 
-    def score(self, item: WorkItem) -> Scored:
+    def __call__(self, item: WorkItem) -> Scored:
         """Score a saved prediction (synchronous scorers only)."""
         system, case = item
         output = self.stored.get((system.name, case.id))
@@ -87,10 +94,9 @@ class InlineExecutor:
 
     def run(self, items: Sequence[WorkItem], work: ScoreWork, emit: Emit) -> None:
         """Score every item, in order."""
-        score = work.score
         with bulk_allocation():
             for item in items:
-                emit(score(item))
+                emit(work(item))
 
 
 class AsyncExecutor:
@@ -131,3 +137,97 @@ class AsyncExecutor:
             await asyncio.gather(*(worker() for _ in range(n_workers)))
         finally:
             await work.ctx.aclose()  # async clients close inside the loop they live in
+
+
+class PoolExecutor:
+    """Forked worker processes (the standard library's `ProcessPoolExecutor`), for work
+    that is pure computation on local files: a large run's shards. Workers are forked when
+    the pool starts, before the driver holds anything large, and end with the run's
+    process (Linux: the kernel's parent-death signal), so a run killed with SIGKILL leaves
+    no worker scoring on. A few items per worker are in flight at a time, so memory does
+    not grow with the number of items; results are emitted in the order they finish."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+        self._pool: Any = None
+
+    def __enter__(self) -> PoolExecutor:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        self._pool = ProcessPoolExecutor(
+            self.workers,
+            mp_context=mp.get_context("fork"),
+            initializer=_worker_started,
+            initargs=(os.getpid(),),
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if exc[0] is not None:  # an error or an interrupt: what runs is dropped
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                with contextlib.suppress(Exception):
+                    proc.kill()
+            pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            pool.shutdown(wait=True)
+
+    def run(self, items: Sequence[T], work: Callable[[T], R], emit: Callable[[R], None]) -> None:
+        """Map `work` over `items` in the workers, `emit` each result here as it comes; the
+        first exception (of `work` or of `emit`) stops the run."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        assert self._pool is not None, "PoolExecutor is used as a context manager"
+        queue = iter(items)
+        running: set[Any] = set()
+
+        def submit() -> bool:
+            item = next(queue, _END)
+            if item is _END:
+                return False
+            running.add(self._pool.submit(_WithoutCycles(work), item))
+            return True
+
+        for _ in range(self.workers * 2):
+            if not submit():
+                break
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                running.discard(future)
+                emit(future.result())
+                submit()
+
+
+_END: Any = object()
+
+
+@dataclass(frozen=True)
+class _WithoutCycles:
+    """`work` with the cyclic collector paused (`queryeval._gc`): a shard builds thousands
+    of acyclic objects that refcounting frees when it ends."""
+
+    work: Callable[[Any], Any]
+
+    def __call__(self, item: Any) -> Any:
+        with bulk_allocation():
+            return self.work(item)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_started(parent_pid: int) -> None:
+    """In each worker: end with the run's process (Linux), and let the driver alone answer
+    Ctrl-C (a worker would print its own KeyboardInterrupt)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -95,7 +95,6 @@ class RunPlan:
     inputs_hash: str
     input_files: list[str] = field(default_factory=list)
     lazy: bool = False  # cases and predictions are loaded by the sharded workers
-    contents: dict[Path, bytes] = field(default_factory=dict)  # input files read already
     selection: dict[str, Any] | None = None  # the subset run (--filter, --limit), if any
 
 
@@ -137,12 +136,13 @@ class RunResult:
         return flags
 
 
-def _hash_files(paths: Sequence[Path], contents: dict[Path, bytes]) -> str:
+def _hash_files(paths: Sequence[Path]) -> str:
+    """One digest of the input files (names and contents), read in blocks."""
     h = hashlib.sha256()
     for p in paths:
         h.update(str(p.name).encode())
-        data = contents.get(p)
-        h.update(hashlib.sha256(p.read_bytes() if data is None else data).digest())
+        with p.open("rb") as f:
+            h.update(hashlib.file_digest(f, "sha256").digest())
     return h.hexdigest()
 
 
@@ -159,14 +159,13 @@ def plan_run(
     suite: SuiteConfig,
     *,
     lazy: bool = False,
-    contents: dict[Path, bytes] | None = None,
     baseline: bool = False,
     selection: CaseSelection | None = None,
 ) -> RunPlan:
     """Load and check everything a run needs (see `queryeval.runner._check`); InputError on
     any bad input, before anything runs. With `lazy`, cases and predictions are left for the
-    sharded workers to load and check; `contents` are the input files' bytes when they were
-    read already; `baseline`: a baseline run is given on the command line; `selection`: run
+    sharded workers to load and check; `baseline`: a baseline run is given on the command
+    line; `selection`: run
     a subset (every case is still loaded and checked, and so are the predictions)."""
     from queryeval.runner._check import check_suite
 
@@ -225,10 +224,9 @@ def plan_run(
         scorers=scorers,
         systems=systems,
         config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
-        inputs_hash=_hash_files(files, contents or {}),
+        inputs_hash=_hash_files(files),
         input_files=[str(p) for p in files],
         lazy=lazy,
-        contents=contents or {},
         selection=None if selection is None or selection.everything else selection.describe(),
     )
 
@@ -401,19 +399,17 @@ class Runner:
         print(f"[queryeval] {line}", file=sys.stderr)
 
     def _run_sharded(self, skipped: int) -> tuple[int, int]:
-        from queryeval.runner._sharded import read_inputs, run_sharded
+        from queryeval.runner._executors import PoolExecutor
+        from queryeval.runner._sharded import run_sharded, workers_for
 
-        with bulk_allocation():
-            inputs = read_inputs(self)
-        total = len(self.plan.suite.systems) * inputs.cases.count() - skipped
         try:
-            with Progress(total, f"{self.plan.suite.name}", self.progress) as bar:
-                stubs, columns = run_sharded(self, inputs, bar)
+            with PoolExecutor(workers_for(self.plan.suite)) as pool:
+                stubs, columns, written = run_sharded(self, pool)
         finally:
             self.ctx.close()
-        self.plan.cases = stubs
+        self.plan.cases = cast(list[Case], stubs)
         self.columns.extend(columns)
-        return len(columns), skipped
+        return written, skipped
 
     def _executor(self) -> Executor:
         """A loop for saved predictions scored by synchronous scorers; else the event loop,
@@ -560,17 +556,16 @@ def run_suite(
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
     from queryeval.runner._review import apply_golds
     from queryeval.runner._review_file import load_review
-    from queryeval.runner._sharded import shard_contents
+    from queryeval.runner._sharded import can_shard
 
     rev = load_review(review) if review is not None else None
     subset = selection is not None and not selection.everything
     # sharded workers load their own cases: a run correcting golds or running a subset is
     # not sharded
-    contents = None if subset or (rev is not None and rev.golds) else shard_contents(suite)
+    lazy = not subset and not (rev is not None and rev.golds) and can_shard(suite)
     plan = plan_run(
         suite,
-        lazy=contents is not None,
-        contents=contents,
+        lazy=lazy,
         baseline=bool(baseline),
         selection=selection,
     )

@@ -23,9 +23,12 @@ from queryeval.systems._predictions import (
     PredictionLine,
     PredictionsFile,
     TextFields,
+    join_outputs,
     parse_output,
     parse_prediction_line,
+    prediction_key,
     read_prediction_line,
+    repeated_record,
     text_fields_for,
 )
 from queryeval.systems._prompt import PromptTemplate, builtin_prompt, load_prompt
@@ -57,12 +60,15 @@ __all__ = [
     "coerce_output",
     "estimate_systems",
     "import_callable",
+    "join_outputs",
     "load_prompt",
     "parse_output",
     "parse_prediction_line",
+    "prediction_key",
     "read_output",
     "read_path",
     "read_prediction_line",
     "render_body",
+    "repeated_record",
     "text_fields_for",
 ]

@@ -88,6 +88,8 @@ def _fast_attempt(raw: bytes) -> PredictionLine | None:
         output = Output.model_validate_json(b'{"attempts":[' + raw + b"]}")
     except ValidationError:
         return None  # the general path reports the problem with its place
+    if len(output.attempts) != 1:  # `{...}, {...}`: two values on a line, not one record
+        return None
     extra = output.attempts[0].__pydantic_extra__
     if extra is None or "case_id" not in extra or _OUTPUT_KEYS_SEEN.intersection(extra):
         return None  # no case id, or a record in the long form
@@ -108,6 +110,27 @@ def read_prediction_line(
     fast = _fast_attempt(raw)
     if fast is not None:
         return fast
+    data = _record(raw, path, lineno)
+    try:
+        output = parse_output(data, text_fields)
+    except (ValidationError, ValueError) as exc:
+        output = unusable(exc)
+    return PredictionLine(str(data["case_id"]), output, data.get("attempt"))
+
+
+def prediction_key(raw: bytes, path: Path, lineno: int) -> tuple[str, int | None]:
+    """(case id, attempt number) of a JSONL record, checked as `read_prediction_line` checks
+    it (its output is not read: an unreadable output is the system's failure, not bad input).
+
+    >>> prediction_key(b'{"case_id": 7, "query": "SELECT 1"}', Path("p.jsonl"), 1)
+    ('7', None)
+    """
+    data = _record(raw, path, lineno)
+    return str(data["case_id"]), data.get("attempt")
+
+
+def _record(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
+    """The record as JSON: an object with a `case_id`, and an integer `attempt` if any."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -126,11 +149,7 @@ def read_prediction_line(
             line=lineno,
             where="attempt",
         )
-    try:
-        output = parse_output(data, text_fields)
-    except (ValidationError, ValueError) as exc:
-        output = unusable(exc)
-    return PredictionLine(str(data["case_id"]), output, attempt)
+    return data
 
 
 def parse_prediction_line(raw: bytes, path: Path, lineno: int) -> tuple[str, Output]:
@@ -151,22 +170,42 @@ class CaseOutputs:
     def add(self, lineno: int, line: PredictionLine) -> None:
         """Keep a record, refusing a second one for the same case and attempt."""
         seen = self._lines.setdefault(line.case_id, [])
-        for other_no, other in seen:
-            if other.attempt is None or line.attempt is None or other.attempt == line.attempt:
-                what = "" if line.attempt is None else f" and attempt {line.attempt}"
-                raise InputError(
-                    f"a second prediction for case {line.case_id!r}{what} (the first is at "
-                    f"line {other_no}); expected one record per case, or records with "
-                    "distinct 'attempt' numbers",
-                    path=self.path,
-                    line=lineno,
-                    where="case_id",
-                )
+        earlier = [(other_no, other.attempt) for other_no, other in seen]
+        problem = repeated_record(self.path, lineno, line.case_id, line.attempt, earlier)
+        if problem is not None:
+            raise problem
         seen.append((lineno, line))
 
     def outputs(self) -> dict[str, Output]:
         """case id -> its Output."""
         return {case_id: join_outputs(lines) for case_id, lines in self._lines.items()}
+
+
+def repeated_record(
+    path: Path,
+    lineno: int,
+    case_id: str,
+    attempt: int | None,
+    earlier: list[tuple[int, int | None]],
+) -> InputError | None:
+    """The error for a record of a case that has `earlier` records ((line, attempt) each)
+    with no attempt number or the same one; None when the attempts are distinct.
+
+    >>> repeated_record(Path("p.jsonl"), 2, "q1", None, [(1, None)]).line
+    2
+    """
+    for other_no, other in earlier:
+        if other is None or attempt is None or other == attempt:
+            what = "" if attempt is None else f" and attempt {attempt}"
+            return InputError(
+                f"a second prediction for case {case_id!r}{what} (the first is at line "
+                f"{other_no}); expected one record per case, or records with distinct "
+                "'attempt' numbers",
+                path=path,
+                line=lineno,
+                where="case_id",
+            )
+    return None
 
 
 def join_outputs(lines: list[tuple[int, PredictionLine]]) -> Output:

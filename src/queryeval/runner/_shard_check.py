@@ -1,0 +1,365 @@
+"""The first pass of a large run: workers check every input line, range by range, and the
+driver joins what they found into the shards of the second pass.
+
+Nothing is scored or written in this pass. Each worker validates the cases of a range of a
+cases file (whole models, then dropped) or reads the keys (case id, attempt) of a range of a
+predictions file, and returns a few compact columns: ids, line numbers, byte offsets, and
+what summaries read of a case. The driver then applies, in file order, the checks a plain
+run applies while loading: the first bad line, a duplicate case id, a prediction for an
+unknown case, a second record for one case and attempt, an empty predictions file. Memory
+stays small: ids and offsets, never a case or an output.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from queryeval._inputs import BOM
+from queryeval.cases import Case, parse_case_line
+from queryeval.errors import InputError
+from queryeval.runner._ranges import FileRange, numbered, placed, range_lines
+from queryeval.systems import prediction_key, repeated_record
+
+_NO_EXTRA: dict[str, Any] = {}
+
+
+@dataclass(slots=True)
+class CaseStub:
+    """What summaries and the scorers' `aggregate` read of a case (id, name, tags, metadata,
+    labels: see `ShardableScorer`), without holding whole cases for a large run. Stubs
+    without metadata or labels share one empty mapping: they are only read."""
+
+    id: str
+    name: str
+    tags: list[str]
+    metadata: dict[str, Any] = field(default_factory=lambda: _NO_EXTRA)
+    labels: dict[str, Any] = field(default_factory=lambda: _NO_EXTRA)
+
+
+@dataclass
+class CaseLines:
+    """What a worker found in a range of a cases file: per case its line (counted in the
+    range), id, name and tags; metadata and labels where a case has them; the first bad
+    line, if any (the cases before it are kept: the driver reports problems in file order)."""
+
+    lines: int
+    numbers: array[int] = field(default_factory=lambda: array("i"))
+    ids: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    tags: list[list[str]] = field(default_factory=list)
+    extra: dict[int, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
+    error: InputError | None = None
+
+
+@dataclass
+class PredictionLines:
+    """What a worker found in a range of a predictions file: per record its line (counted
+    in the range), byte offset in the file, case id, and attempt number where given."""
+
+    lines: int
+    numbers: array[int] = field(default_factory=lambda: array("i"))
+    offsets: array[int] = field(default_factory=lambda: array("q"))
+    ids: list[str] = field(default_factory=list)
+    attempts: dict[int, int] = field(default_factory=dict)
+    error: InputError | None = None
+
+
+@dataclass(frozen=True)
+class CheckRange:
+    """The first pass's work on one range (picklable, for any executor)."""
+
+    kind: Literal["cases", "predictions"]
+
+    def __call__(self, r: FileRange) -> CaseLines | PredictionLines:
+        data = r.read()
+        try:
+            lines = range_lines(data, r)
+        except InputError as exc:  # not UTF-8, a line too long: nothing of the range
+            out = CaseLines(0) if self.kind == "cases" else PredictionLines(0)
+            out.error = exc
+            return out
+        if self.kind == "cases":
+            return _check_cases(lines, r)
+        skipped = len(BOM) if r.start == 0 and data.startswith(BOM) else 0
+        return _check_predictions(lines, r.start + skipped, r.path)
+
+
+def _check_cases(lines: list[bytes], r: FileRange) -> CaseLines:
+    out = CaseLines(len(lines))
+    for number, raw in numbered(lines):
+        try:
+            case = parse_case_line(raw, r.path, number)
+        except InputError as exc:
+            out.error = exc
+            break
+        _add_case(out, number, case)
+    return out
+
+
+def _add_case(out: CaseLines, number: int, case: Case) -> None:
+    if case.metadata or case.labels:
+        out.extra[len(out.ids)] = (case.metadata, case.labels)
+    out.numbers.append(number)
+    out.ids.append(case.id)
+    out.names.append(case.name)
+    out.tags.append(case.tags)
+
+
+def _check_predictions(lines: list[bytes], offset: int, path: Path) -> PredictionLines:
+    """The keys of the records in `lines`, which start at byte `offset` of the file."""
+    out = PredictionLines(len(lines))
+    for number, raw in enumerate(lines, start=1):
+        at, offset = offset, offset + len(raw) + 1
+        if not raw.strip():
+            continue
+        try:
+            case_id, attempt = prediction_key(raw, path, number)
+        except InputError as exc:
+            out.error = exc
+            break
+        if attempt is not None:
+            out.attempts[len(out.ids)] = attempt
+        out.numbers.append(number)
+        out.offsets.append(at)
+        out.ids.append(case_id)
+    return out
+
+
+# --- the driver's side -------------------------------------------------------------------
+
+
+@dataclass
+class SystemPredictions:
+    """Where each case's records are in a system's predictions file: for case i, the
+    offset of its record (-1: none) and its line; cases with several records (attempts)
+    list them all, as (offset, line), in `more`."""
+
+    path: Path
+    offsets: array[int]
+    lines: array[int]
+    more: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+@dataclass
+class Shard:
+    """The second pass's work item: a range of a cases file and, per system, where its
+    cases' records are (in case order), and the cases already stored (a resumed run)."""
+
+    index: int
+    cases: FileRange
+    lines_before: int  # lines of the cases file before the range (for line numbers)
+    predictions: dict[str, SystemPredictions]
+    done: dict[str, frozenset[str]] = field(default_factory=dict)
+    count: int = 0  # cases in the range
+
+    def todo(self, systems: int) -> int:
+        """(system, case) pairs left to score."""
+        return self.count * systems - sum(len(ids) for ids in self.done.values())
+
+
+@dataclass
+class CheckedInputs:
+    """The first pass's outcome: the second pass's shards and the cases' stubs in order."""
+
+    shards: list[Shard]
+    stubs: list[CaseStub]
+
+
+def check_inputs(
+    case_ranges: Sequence[FileRange],
+    prediction_ranges: Mapping[str, Sequence[FileRange]],
+    check: Callable[[Sequence[FileRange], CheckRange], list[Any]],
+    done: set[tuple[str, str]],
+) -> CheckedInputs:
+    """Run the first pass (`check` maps a CheckRange over ranges, in any executor, and
+    returns the results in range order) and apply every input check in file order;
+    InputError on the first problem. `done`: (system, case id) of stored records."""
+    found = check(case_ranges, CheckRange("cases"))
+    stubs, starts = _case_stubs(case_ranges, found)
+    if not stubs:
+        path = case_ranges[0].path if case_ranges else None
+        raise InputError("no cases matched", path=path, where="cases")
+    positions: dict[str, int] | None = None
+    per_system: dict[str, SystemPredictions] = {}
+    ids = [s.id for s in stubs]
+    for system, ranges in prediction_ranges.items():
+        lines = check(ranges, CheckRange("predictions"))
+        if all(lines_of.ids == ids[a:b] for lines_of, (a, b) in _aligned_spans(lines, starts)):
+            per_system[system] = _aligned(ranges, lines)
+            continue
+        if positions is None:
+            positions = {case_id: i for i, case_id in enumerate(ids)}
+        per_system[system] = _grouped(ranges, lines, positions)
+    shards = _shards(case_ranges, found, starts, per_system, stubs, done)
+    return CheckedInputs(shards, stubs)
+
+
+def _case_stubs(
+    ranges: Sequence[FileRange], found: Sequence[CaseLines]
+) -> tuple[list[CaseStub], list[int]]:
+    """The stubs in case order, and the position of each range's first case; the first bad
+    line or duplicate id (in file order) is an InputError."""
+    stubs: list[CaseStub] = []
+    starts: list[int] = []
+    first_at: dict[str, int] = {}
+    places: list[tuple[int, int]] = []  # (range index, case index in range) of each case
+    shared_tags: dict[tuple[str, ...], list[str]] = {}
+    before = _lines_before(ranges, found)
+    for k, (r, part) in enumerate(zip(ranges, found, strict=True)):
+        starts.append(len(stubs))
+        for i, case_id in enumerate(part.ids):
+            earlier = first_at.setdefault(case_id, len(stubs))
+            if earlier != len(stubs):
+                ek, ei = places[earlier]
+                first = f"{ranges[ek].path}:{before[ek] + found[ek].numbers[ei]}"
+                raise InputError(
+                    f"duplicate case id {case_id!r} (first defined at {first})",
+                    path=r.path,
+                    line=before[k] + part.numbers[i],
+                    where="id",
+                )
+            places.append((k, i))
+            tags = part.tags[i]
+            tags = shared_tags.setdefault(tuple(tags), tags)
+            stub = CaseStub(case_id, part.names[i], tags)
+            extra = part.extra.get(i)
+            if extra is not None:
+                stub.metadata, stub.labels = extra
+            stubs.append(stub)
+        if part.error is not None:
+            raise placed(part.error, before[k])
+    starts.append(len(stubs))
+    return stubs, starts
+
+
+def _lines_before(ranges: Sequence[FileRange], found: Sequence[Any]) -> list[int]:
+    """For each range, the lines of its file before it."""
+    out: list[int] = []
+    path, count = None, 0
+    for r, part in zip(ranges, found, strict=True):
+        if r.path != path:
+            path, count = r.path, 0
+        out.append(count)
+        count += part.lines
+    return out
+
+
+def _aligned_spans(
+    found: Sequence[PredictionLines], starts: list[int]
+) -> list[tuple[PredictionLines, tuple[int, int]]]:
+    """Each prediction range beside the span of case positions its records would hold if
+    the file follows the cases record for record (an empty list when the counts differ)."""
+    spans = []
+    at = 0
+    for part in found:
+        if part.error is not None or part.attempts:
+            return [(part, (0, -1))]  # never equal: checked the general way
+        spans.append((part, (at, at + len(part.ids))))
+        at += len(part.ids)
+    if at != starts[-1]:
+        return [(PredictionLines(0), (0, -1))]
+    return spans
+
+
+def _aligned(ranges: Sequence[FileRange], found: Sequence[PredictionLines]) -> SystemPredictions:
+    before = _lines_before(ranges, found)
+    offsets: array[int] = array("q")
+    lines: array[int] = array("i")
+    for part, n in zip(found, before, strict=True):
+        offsets.extend(part.offsets)
+        lines.extend(number + n for number in part.numbers)
+    return SystemPredictions(ranges[0].path, offsets, lines)
+
+
+def _grouped(
+    ranges: Sequence[FileRange], found: Sequence[PredictionLines], positions: dict[str, int]
+) -> SystemPredictions:
+    """Records grouped by case, checked in file order: an unknown case id, a second record
+    for a case and attempt, the first bad line, an empty file."""
+    path = ranges[0].path if ranges else Path()
+    n = len(positions)
+    offsets = array("q", [-1]) * n
+    lines = array("i", [0]) * n
+    attempts: dict[int, int | None] = {}  # case position -> attempt of its first record
+    more: dict[int, list[tuple[int, int]]] = {}
+    more_attempts: dict[int, list[tuple[int, int | None]]] = {}
+    records = 0
+    for part, before in zip(found, _lines_before(ranges, found), strict=True):
+        for i, case_id in enumerate(part.ids):
+            records += 1
+            line = before + part.numbers[i]
+            pos = positions.get(case_id)
+            if pos is None:
+                raise InputError(
+                    f"prediction for unknown case id {case_id!r}",
+                    path=path,
+                    line=line,
+                    where="case_id",
+                )
+            attempt = part.attempts.get(i)
+            if offsets[pos] < 0:
+                offsets[pos], lines[pos], attempts[pos] = part.offsets[i], line, attempt
+                continue
+            earlier = [(lines[pos], attempts[pos]), *more_attempts.get(pos, [])]
+            problem = repeated_record(path, line, case_id, attempt, earlier)
+            if problem is not None:
+                raise problem
+            more.setdefault(pos, [(offsets[pos], lines[pos])]).append((part.offsets[i], line))
+            more_attempts.setdefault(pos, []).append((line, attempt))
+        if part.error is not None:
+            raise placed(part.error, before)
+    if not records:
+        raise InputError(
+            "the predictions file is empty: expected one JSON record per case",
+            path=path,
+            line=1,
+        )
+    return SystemPredictions(path, offsets, lines, more)
+
+
+def _shards(
+    ranges: Sequence[FileRange],
+    found: Sequence[CaseLines],
+    starts: list[int],
+    per_system: Mapping[str, SystemPredictions],
+    stubs: list[CaseStub],
+    done: set[tuple[str, str]],
+) -> list[Shard]:
+    shards: list[Shard] = []
+    before = _lines_before(ranges, found)
+    for k, r in enumerate(ranges):
+        a, b = starts[k], starts[k + 1]
+        if a == b:
+            continue
+        preds = {
+            system: SystemPredictions(
+                where.path,
+                where.offsets[a:b],
+                where.lines[a:b],
+                {pos - a: recs for pos, recs in where.more.items() if a <= pos < b},
+            )
+            for system, where in per_system.items()
+        }
+        finished = (
+            {
+                system: frozenset(s.id for s in stubs[a:b] if (system, s.id) in done)
+                for system in per_system
+            }
+            if done
+            else {}
+        )
+        shards.append(
+            Shard(
+                len(shards),
+                r,
+                before[k],
+                preds,
+                {s: ids for s, ids in finished.items() if ids},
+                b - a,
+            )
+        )
+    return shards
