@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # torch 2.13.0 (CPU build) is installed first and pinned, so nothing pulls a CUDA build.
+# The tests need the `ray` extra too (the Ray executor's tests; ~240 MB, not in `all`).
 TORCH  := torch==2.13.0
 # Microsoft's KQL parser and analyzer for JavaScript (KQL validity: kql_syntax, kql_semantic),
 # installed into the environment when npm is present; queryeval finds it there.
@@ -22,7 +23,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[all,dev]" "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[all,dev,ray]" "$(TORCH)"
 	$(MAKE) --no-print-directory bytecode
 	touch $(STAMP)
 

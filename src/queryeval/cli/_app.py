@@ -85,6 +85,24 @@ def run(
             "unscored or in error (from their stored outputs: systems are not called again)"
         ),
     ] = False,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            help="local (this machine) or ray (a Ray cluster: queryeval[ray]); default: the "
+            "suite's settings.executor, else local"
+        ),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="with --executor ray: the cluster to join (auto, ray://HOST:10001, "
+            "HOST:6379); default: start a local cluster for the run"
+        ),
+    ] = None,
+    shards: Annotated[
+        int | None,
+        typer.Option(help="with --executor ray: how many shards a saved-prediction run makes"),
+    ] = None,
 ) -> None:
     """Run a suite: generate, score, store results.jsonl, summary.json, run.json and reports.
 
@@ -92,12 +110,14 @@ def run(
     flagged for its unscored share), 2 bad input, a broken configuration or a broken scorer.
     """
     from queryeval.config import ReportConfig
-    from queryeval.runner import CaseSelection, load_suite, run_suite
+    from queryeval.runner import CaseSelection, load_suite, run_suite, with_executor
 
     extra = [ReportConfig(kind="junit", path=str(junit.resolve()))] if junit else []
     try:
         selection = CaseSelection(tuple(filter_ or ()), limit)
         config = load_suite(suite)
+        if executor is not None or address is not None or shards is not None:
+            config = with_executor(config, executor, address=address, shards=shards)
         result = run_suite(
             config,
             out,

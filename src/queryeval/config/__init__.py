@@ -5,6 +5,7 @@ from queryeval.config._load import load_suite
 from queryeval.config._model import (
     BaselineConfig,
     DatabaseConfig,
+    RaySettings,
     ReportConfig,
     ScorerConfig,
     SuiteConfig,
@@ -22,6 +23,7 @@ __all__ = [
     "ExamplesSpec",
     "ModelSpec",
     "Price",
+    "RaySettings",
     "ReplySpec",
     "ReportConfig",
     "ScorerConfig",

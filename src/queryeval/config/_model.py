@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -208,6 +209,68 @@ class GridSettings(_Model):
     rank_by: str | None = Field(default=None, description="scorer label that ranks the grid")
 
 
+_RAY_ADDRESS = r"^(auto|local|ray://[^\s/]+(:\d+)?/?|[A-Za-z0-9_.\-\[\]:]+:\d+)$"
+
+
+class RaySettings(_Model):
+    """How a run with `executor: ray` reaches its Ray cluster and what it asks of it (see
+    docs/ray.md). None of it shapes a score: it is left out of the run's config hash."""
+
+    address: str | None = Field(
+        default=None,
+        description="auto, ray://host:10001 or host:6379 (join that cluster); unset: start a "
+        "local cluster sized to this machine, shut down after the run",
+    )
+    num_cpus: int | None = Field(
+        default=None, ge=1, le=4096, description="CPUs of a local cluster (default: cores)"
+    )
+    task_cpus: float = Field(
+        default=0.5, gt=0, le=64, description="CPUs each scoring task asks for (fractional)"
+    )
+    actor_cpus: float = Field(
+        default=0.0, ge=0, le=64, description="CPUs each service actor asks for"
+    )
+    shards: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="shards of a saved-prediction run"
+    )
+    batch_size: int = Field(
+        default=8, ge=1, le=10_000, description="(system, case) items per task, other runs"
+    )
+    max_retries: int = Field(
+        default=3, ge=0, le=100, description="retries of a pure task whose worker was lost"
+    )
+    connections: int = Field(
+        default=4, ge=1, le=1024, description="concurrent queries per database, cluster-wide"
+    )
+    connections_per_database: dict[str, int] = Field(
+        default_factory=dict, description="the cap of one database (overrides `connections`)"
+    )
+    embedder_gpus: float | None = Field(
+        default=None, ge=0, le=64, description="GPUs of the embedder actor (default: 1 if any)"
+    )
+    runtime_env: dict[str, Any] | None = Field(
+        default=None, description="Ray runtime_env for the job (working_dir, pip, env_vars)"
+    )
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(_RAY_ADDRESS, value):
+            raise ValueError(
+                f"{value!r} is not a Ray address: expected auto, ray://HOST:PORT (Ray Client) "
+                "or HOST:PORT (the head node's GCS); leave it out to start a local cluster"
+            )
+        return value
+
+    @field_validator("connections_per_database")
+    @classmethod
+    def _positive_caps(cls, value: dict[str, int]) -> dict[str, int]:
+        bad = [name for name, n in value.items() if n < 1]
+        if bad:
+            raise ValueError(f"the cap of database {bad[0]!r} must be at least 1")
+        return value
+
+
 class SettingsConfig(_Model):
     """Run settings: where caches go, how a large run is split, and how much unscored
     work a figure may hide before it is flagged."""
@@ -221,6 +284,10 @@ class SettingsConfig(_Model):
         default=None, ge=1, description="(system, case) pairs from which a run is sharded"
     )
     grid: GridSettings = Field(default_factory=GridSettings)
+    executor: Literal["local", "ray"] = Field(
+        default="local", description="local: this machine; ray: a Ray cluster (docs/ray.md)"
+    )
+    ray: RaySettings = Field(default_factory=RaySettings)
     max_unscored_share: float = Field(
         default=0.05,
         ge=0,

@@ -9,6 +9,7 @@ from queryeval.engines._base import Engine, Execution, Limits
 from queryeval.engines._blame import Blame, blame
 from queryeval.engines._describe import describe_schema
 from queryeval.engines._factory import EngineSpec, build_engine, engine_from_context
+from queryeval.engines._gold_store import GoldStore
 from queryeval.engines._kusto_language import (
     KqlDiagnostic,
     KqlSchema,
@@ -53,6 +54,7 @@ __all__ = [
     "EngineSpec",
     "Execution",
     "ExecutionMemo",
+    "GoldStore",
     "KqlDiagnostic",
     "KqlSchema",
     "KqlValidator",

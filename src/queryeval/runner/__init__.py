@@ -10,6 +10,7 @@ from queryeval.runner._executors import (
     WorkItem,
 )
 from queryeval.runner._pipeline import Scored, case_passed, make_record, score_output
+from queryeval.runner._ray import RayExecutor, with_executor
 from queryeval.runner._review import apply_golds, apply_overrides, review_agreement
 from queryeval.runner._review_file import GoldCorrection, Override, Review, load_review
 from queryeval.runner._run import (
@@ -33,6 +34,7 @@ __all__ = [
     "GoldFinding",
     "InlineExecutor",
     "Override",
+    "RayExecutor",
     "Review",
     "RunPlan",
     "RunResult",
@@ -58,4 +60,5 @@ __all__ = [
     "run_suite",
     "score_output",
     "selftest",
+    "with_executor",
 ]

@@ -47,6 +47,7 @@ from queryeval.systems import (
     CallableSystem,
     LiveSystem,
     PredictionsFile,
+    TextFields,
     attach_systems,
     build_system,
     check_systems,
@@ -155,6 +156,10 @@ def suite_reads(scorers: Sequence[Scorer]) -> set[str]:
     return reads
 
 
+# where the run is executed shapes no score: a run may be resumed on another executor
+_NOT_HASHED: Any = {"base_dir": True, "source": True, "settings": {"executor": True, "ray": True}}
+
+
 def plan_run(
     suite: SuiteConfig,
     *,
@@ -174,7 +179,6 @@ def plan_run(
         cases = [] if lazy else load_cases(suite.cases, suite.base_dir, places)
     if not cases and not lazy:
         raise InputError("no cases matched", path=suite.source, where="cases")
-    known = {c.id for c in cases}
     scorers = build_scorers(suite)
     if not scorers:
         raise InputError("no scorers configured (add 'scorers:' or a 'preset:')", path=suite.source)
@@ -182,15 +186,49 @@ def plan_run(
     check_systems(suite)
     text_fields = text_fields_for(suite_reads(list(scorers.values())))
     files = list(case_files(suite.cases, suite.base_dir))
+    files += [suite.resolve(cfg.predictions) for cfg in suite.systems if cfg.predictions]
+    systems = system_runs(suite, cases, text_fields, lazy=lazy)
+    if selection is not None and not selection.everything:
+        if lazy:
+            raise InputError("a subset of cases (--filter, --limit) is run unsharded")
+        cases = selection.apply(cases)
+    config_json = suite.model_dump_json(exclude=_NOT_HASHED)
+    return RunPlan(
+        suite=suite,
+        cases=cases,
+        scorers=scorers,
+        systems=systems,
+        config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
+        inputs_hash=_hash_files(files),
+        input_files=[str(p) for p in files],
+        lazy=lazy,
+        selection=None if selection is None or selection.everything else selection.describe(),
+    )
+
+
+def system_runs(
+    suite: SuiteConfig,
+    cases: list[Case],
+    text_fields: TextFields,
+    *,
+    lazy: bool = False,
+    predictions: bool = True,
+) -> list[SystemRun]:
+    """The suite's system configurations to run (a grid's callable gives one per point):
+    saved predictions read and checked against `cases` (`lazy`: only found, left for the
+    sharded workers; `predictions=False`: not read, as a cluster's worker that is sent the
+    outputs), live systems built (not attached)."""
+    known = {c.id for c in cases}
     systems: list[SystemRun] = []
     for i, cfg in enumerate(suite.systems):
         if cfg.predictions:
             path = suite.resolve(cfg.predictions)
-            files.append(path)
             if lazy and not path.is_file():  # read later by the workers: checked here
                 raise InputError("cannot read predictions (no such file)", path=path)
             with bulk_allocation():
-                preds = None if lazy else PredictionsFile(path, known, text_fields)
+                preds = (
+                    PredictionsFile(path, known, text_fields) if predictions and not lazy else None
+                )
             systems.append(SystemRun(cfg.name, {}, predictions=preds))
         elif cfg.callable:
             try:
@@ -213,22 +251,7 @@ def plan_run(
             live = build_system(suite, i, cfg, cases)
             concurrency = getattr(live, "concurrency", cfg.concurrency)
             systems.append(SystemRun(cfg.name, {}, callable=live, concurrency=concurrency))
-    if selection is not None and not selection.everything:
-        if lazy:
-            raise InputError("a subset of cases (--filter, --limit) is run unsharded")
-        cases = selection.apply(cases)
-    config_json = suite.model_dump_json(exclude={"base_dir", "source"})
-    return RunPlan(
-        suite=suite,
-        cases=cases,
-        scorers=scorers,
-        systems=systems,
-        config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
-        inputs_hash=_hash_files(files),
-        input_files=[str(p) for p in files],
-        lazy=lazy,
-        selection=None if selection is None or selection.everything else selection.describe(),
-    )
+    return systems
 
 
 class Runner:
@@ -370,23 +393,42 @@ class Runner:
         ]
         live = [s.callable for s in self.plan.systems if s.callable is not None]
         attach_systems(live, self.ctx, use_cache=self.use_cache)
-        for scorer in self.plan.scorers.values():
-            scorer.prepare(self.plan.cases, self.ctx)
+        on_ray = self.plan.suite.settings.executor == "ray"
+        if not on_ray:  # a cluster's workers prepare their own scorers
+            for scorer in self.plan.scorers.values():
+                scorer.prepare(self.plan.cases, self.ctx)
         self._print_estimate()
-        store.open_for_append()
         try:
-            with Progress(len(todo), f"{self.plan.suite.name}", self.progress) as bar:
+            with contextlib.ExitStack() as stack:
+                executor = self._ray_executor(stack) if on_ray else self._executor()
+                store.open_for_append()
+                with Progress(len(todo), f"{self.plan.suite.name}", self.progress) as bar:
 
-                def emit(scored: Scored) -> None:
-                    self._keep(scored)
-                    bar.advance()
+                    def emit(scored: Scored) -> None:
+                        self._keep(scored)
+                        bar.advance()
 
-                work = ScoreWork(self.plan.scorers, self.ctx, self.retry)
-                self._executor().run(todo, work, emit)
+                    work = ScoreWork(self.plan.scorers, self.ctx, self.retry)
+                    executor.run(todo, work, emit)
         finally:
             store.close()
             self.ctx.close()
         return len(todo), len(done)
+
+    def _ray_executor(self, stack: contextlib.ExitStack) -> Executor:
+        """The Ray executor of `settings.executor: ray` (joined or started; left by
+        `stack`)."""
+        from queryeval.runner._ray import RayExecutor
+
+        plan = self.plan
+        executor = RayExecutor(
+            plan.suite.settings.ray,
+            cases=plan.cases,
+            text_fields=text_fields_for(suite_reads(list(plan.scorers.values()))),
+            use_cache=self.use_cache,
+            key=plan.config_hash,
+        )
+        return stack.enter_context(executor)
 
     def _print_estimate(self) -> None:
         """Before spending: judge calls not in cache, tokens and cost (nothing is called)."""
@@ -402,9 +444,18 @@ class Runner:
         from queryeval.runner._executors import PoolExecutor
         from queryeval.runner._sharded import run_sharded, workers_for
 
+        settings = self.plan.suite.settings
         try:
-            with PoolExecutor(workers_for(self.plan.suite)) as pool:
-                stubs, columns, written = run_sharded(self, pool)
+            if settings.executor == "ray":
+                from queryeval.runner._ray import RayExecutor
+
+                with RayExecutor(settings.ray, key=self.plan.config_hash) as cluster:
+                    stubs, columns, written = run_sharded(
+                        self, cluster, workers=cluster.workers, shards=settings.ray.shards
+                    )
+            else:
+                with PoolExecutor(workers_for(self.plan.suite)) as pool:
+                    stubs, columns, written = run_sharded(self, pool)
         finally:
             self.ctx.close()
         self.plan.cases = cast(list[Case], stubs)
@@ -562,7 +613,8 @@ def run_suite(
     subset = selection is not None and not selection.everything
     # sharded workers load their own cases: a run correcting golds or running a subset is
     # not sharded
-    lazy = not subset and not (rev is not None and rev.golds) and can_shard(suite)
+    on_ray = suite.settings.executor == "ray"
+    lazy = not subset and not (rev is not None and rev.golds) and can_shard(suite, any_size=on_ray)
     plan = plan_run(
         suite,
         lazy=lazy,

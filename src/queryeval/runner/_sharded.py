@@ -4,7 +4,8 @@ checks every line of them (`runner._shard_check`) before anything is written, th
 scores them shard by shard (`runner._shard_score`); the driver alone writes results.jsonl.
 
 Used only when the whole run is pure computation on local files: JSONL cases, JSONL
-predictions, and scorers marked `ShardableScorer`.
+predictions, and scorers marked `ShardableScorer`. The pool is forked local workers
+(`PoolExecutor`) or a Ray cluster (`runner._ray.RayExecutor`, any number of cases).
 """
 
 from __future__ import annotations
@@ -39,13 +40,14 @@ def workers_for(suite: SuiteConfig) -> int:
     return suite.settings.workers or os.cpu_count() or 1
 
 
-def can_shard(suite: SuiteConfig) -> bool:
+def can_shard(suite: SuiteConfig, *, any_size: bool = False) -> bool:
     """Whether this run goes to the workers: saved predictions only, shardable scorers
     only, JSONL cases, at least `settings.shard_min_cases` (system, case) pairs, two or
-    more workers, and `fork` available."""
+    more workers, and `fork` available. `any_size` (a cluster's executor): whatever the
+    number of cases and of local workers."""
     from queryeval.scorers import scorer_class
 
-    if workers_for(suite) < 2 or not hasattr(os, "fork"):
+    if not any_size and (workers_for(suite) < 2 or not hasattr(os, "fork")):
         return False
     if not all(cfg.predictions for cfg in suite.systems):
         return False
@@ -54,6 +56,8 @@ def can_shard(suite: SuiteConfig) -> bool:
     files = case_files(suite.cases, suite.base_dir)
     if not files or any(p.suffix.lower() not in (".jsonl", ".ndjson") for p in files):
         return False
+    if any_size:
+        return True
     wanted = suite.settings.shard_min_cases or MIN_CASES
     lines = 0
     for path in files:
@@ -72,10 +76,15 @@ def _count_lines(path: Path, enough: int) -> int:
     return count
 
 
-def _ranges(paths: Sequence[Path], workers: int) -> list[FileRange]:
+def _ranges(paths: Sequence[Path], workers: int, shards: int | None = None) -> list[FileRange]:
+    """Byte ranges of `paths`: about eight per worker (64 KiB to 4 MiB each), or about
+    `shards` of them in all when given."""
     total = sum(p.stat().st_size for p in paths)
-    size = total // (workers * _SHARDS_PER_WORKER) + 1
-    size = max(_MIN_SHARD_BYTES, min(_SHARD_BYTES, size))
+    if shards:
+        size = max(1, total // shards + 1)
+    else:
+        size = total // (workers * _SHARDS_PER_WORKER) + 1
+        size = max(_MIN_SHARD_BYTES, min(_SHARD_BYTES, size))
     return [r for path in paths for r in split_file(path, size)]
 
 
@@ -100,20 +109,24 @@ class ShardExecutor(Protocol):
         ...
 
 
-def run_sharded(runner: Runner, pool: ShardExecutor) -> tuple[list[CaseStub], RunColumns, int]:
+def run_sharded(
+    runner: Runner, pool: ShardExecutor, *, workers: int | None = None, shards: int | None = None
+) -> tuple[list[CaseStub], RunColumns, int]:
     """Check and score the plan's inputs with `pool` (started: its workers forked before
     the driver holds anything large); returns (the cases' stubs in case order, the summary
-    columns of the new records, how many were written)."""
+    columns of the new records, how many were written). `workers`: how many run at once
+    (default: the suite's `settings.workers`); `shards`: about how many shards to make."""
     from queryeval.runner._run import cache_dir, suite_reads
     from queryeval.systems import text_fields_for
 
     suite = runner.plan.suite
-    workers = workers_for(suite)
-    case_ranges = _ranges(case_files(suite.cases, suite.base_dir), workers)
+    workers = workers or workers_for(suite)
+    case_ranges = _ranges(case_files(suite.cases, suite.base_dir), workers, shards)
     prediction_ranges = {}
     for cfg in suite.systems:
         assert cfg.predictions
-        prediction_ranges[cfg.name] = _ranges([suite.resolve(cfg.predictions)], workers)
+        path = suite.resolve(cfg.predictions)
+        prediction_ranges[cfg.name] = _ranges([path], workers, shards)
 
     def check(ranges: Sequence[FileRange], work: CheckRange) -> list[Any]:
         found: list[Any] = [None] * len(ranges)

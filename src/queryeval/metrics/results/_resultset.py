@@ -46,6 +46,11 @@ class ResultSet:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("ResultSet is immutable")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its columns and its rows or table (a result may cross processes: a
+        cluster's engine actor returns it)."""
+        return (_restored, (self._columns, self._rows, self._table))
+
     # -- constructors ---------------------------------------------------------------------
 
     @classmethod
@@ -192,3 +197,10 @@ def as_result_set(value: ResultLike, side: str = "result") -> ResultSet:
         f"{side}: expected a ResultSet, a (columns, rows) pair, a list of dict rows or an "
         f"Arrow table, got {type(value).__name__}"
     )
+
+
+def _restored(columns: tuple[str, ...], rows: Any, table: Any) -> ResultSet:
+    """A pickled ResultSet, as `__reduce__` gave it."""
+    out = ResultSet.__new__(ResultSet)
+    out._init(columns, rows, table)
+    return out
