@@ -65,6 +65,7 @@ class RunInfo(TypedDict, total=False):
     baseline: str
     review: dict[str, Any]  # the review file applied: its path, sha256 and counts
     selection: dict[str, Any]  # the subset run (--filter, --limit), when not every case
+    cluster: dict[str, Any]  # an `executor: ray` run: workers and what each actor did
 
 
 class _GateResultBase(TypedDict):

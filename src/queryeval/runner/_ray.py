@@ -43,6 +43,7 @@ from queryeval.errors import InputError
 from queryeval.runner._executors import Emit, ScoreWork, WorkItem
 from queryeval.runner._pipeline import Scored, ascore_output, make_record, score_output
 from queryeval.runner._ray_actors import ClusterContext, Services, ray_await
+from queryeval.runner._shard_score import import_plugins
 
 if TYPE_CHECKING:
     from queryeval.config import RaySettings, SuiteConfig
@@ -133,6 +134,7 @@ class RayExecutor:
         self.services: Services | None = None
         self._driver_ctx: ClusterContext | None = None
         self.lost: list[str] = []  # why tasks were lost with their workers
+        self.stats: dict[str, Any] = {}  # what the cluster did (run.json's `cluster`)
 
     # --- the cluster ------------------------------------------------------------------
 
@@ -167,8 +169,11 @@ class RayExecutor:
         if ctx is not None:
             ctx.close()
         services, self.services = self.services, None
-        if services is not None and ray.is_initialized():
-            services.stop()
+        if ray.is_initialized():
+            self.stats = {"workers": self.workers, "task_cpus": self.settings.task_cpus}
+            if services is not None:
+                self.stats.update(services.stats())
+                services.stop()
         if self.started:
             self.started = False
             ray.shutdown()
@@ -235,6 +240,7 @@ class RayExecutor:
                         result = _get(ref)
                     except _Lost as exc:
                         self.lost.append(f"{_describe(item)}: {exc}")
+                        self._give_back(ref)
                     else:
                         emit(result)
                     submit()
@@ -242,6 +248,14 @@ class RayExecutor:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
+
+    def _give_back(self, ref: Any) -> None:
+        """The concurrency slots a lost task held, given back."""
+        if self.services is not None and self.services.slots:
+            import ray
+
+            holder = ref.task_id().hex()
+            ray.get([s.release_holder.remote(holder) for s in self.services.slots.values()])
 
     def _raise_lost(self) -> None:
         if self.lost:
@@ -456,11 +470,14 @@ class ScoreBatch:
             if slots is None:
                 output = await system.callable.generate(case)
             else:
-                await ray_await(slots.acquire.remote())
+                import ray
+
+                holder = ray.get_runtime_context().get_task_id()
+                await ray_await(slots.acquire.remote(holder))
                 try:
                     output = await system.callable.generate(case)
                 finally:
-                    await ray_await(slots.release.remote())
+                    await ray_await(slots.release.remote(holder))
         scored = await ascore_output(name, case, output, state.scorers, state.ctx)
         return name, pos, output, scored.scores
 
@@ -494,7 +511,7 @@ def _state(work: ScoreBatch) -> _WorkerState:
     from queryeval.scorers import build_scorers
     from queryeval.systems import attach_systems
 
-    _import_plugins(work.suite)
+    import_plugins(work.suite)
     cases: list[Case] = ray.get(work.cases)
     ctx = ClusterContext(work.suite, work.cache_dir, work.services)
     scorers = build_scorers(work.suite)
@@ -515,14 +532,3 @@ def _state(work: ScoreBatch) -> _WorkerState:
     asynchronous = any(s.is_async or s.blocking for s in scorers.values())
     _STATE = _WorkerState(work.key, cases, scorers, ctx, systems, asynchronous)
     return _STATE
-
-
-def _import_plugins(suite: SuiteConfig) -> None:
-    """The suite's `plugins:` modules, imported in this worker as the loader did."""
-    import importlib
-    import sys
-
-    if suite.plugins and str(suite.base_dir) not in sys.path:
-        sys.path.insert(0, str(suite.base_dir))
-    for module in suite.plugins:
-        importlib.import_module(module)

@@ -201,6 +201,19 @@ class EmbedderActor:
         vectors = await asyncio.gather(*(self._batcher.encode(t) for t in texts))
         return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
 
+    async def stats(self) -> dict[str, Any]:
+        """The model and the texts asked for, embedded and found in the cache."""
+        if self._embedder is None:
+            return {"model_id": None}
+        st = self._embedder.stats
+        return {
+            "model_id": self._embedder.model_id,
+            "requested": st.requested,
+            "embedded": st.embedded,
+            "cache_hits": st.cache_hits,
+            "batches": self._batcher.batches,
+        }
+
     async def close(self) -> None:
         """Close the embedder's cache and backend."""
         if self._embedder is not None:
@@ -208,24 +221,39 @@ class EmbedderActor:
 
 
 class SlotsActor:
-    """A semaphore of `n` slots shared by the cluster (an async actor)."""
+    """A semaphore of `n` slots shared by the cluster (an async actor). Slots are held by
+    a task (its id), so the slots of a task lost with its worker are given back
+    (`release_holder`, by the driver) instead of leaking."""
 
     def __init__(self, n: int) -> None:
         self.n = n
         self._sem = asyncio.Semaphore(n)
         self.in_flight = 0
         self.peak = 0
+        self._held: dict[str, int] = {}
 
-    async def acquire(self) -> None:
+    async def acquire(self, holder: str) -> None:
         """Wait for a slot."""
         await self._sem.acquire()
+        self._held[holder] = self._held.get(holder, 0) + 1
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
 
-    async def release(self) -> None:
+    async def release(self, holder: str) -> None:
         """Give a slot back."""
+        if self._held.get(holder, 0) <= 0:
+            return
+        self._held[holder] -= 1
         self.in_flight -= 1
         self._sem.release()
+
+    async def release_holder(self, holder: str) -> int:
+        """Give back every slot a (lost) task held; how many."""
+        n = self._held.pop(holder, 0)
+        for _ in range(n):
+            self.in_flight -= 1
+            self._sem.release()
+        return n
 
     async def stats(self) -> dict[str, int]:
         """The slots and the most held at once."""
@@ -274,6 +302,32 @@ class Services:
             out.embedder = out.embedder.remote(suite, cache_dir)
         for group, n in concurrency.items():
             out.slots[group] = actor(SlotsActor, max_concurrency=1000).remote(n)
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """What each actor did (for run.json's `cluster`): queries per database and the
+        most at once, the judge's calls and cost, the embedder's batches, each system's
+        most concurrent calls."""
+        import ray
+
+        named: dict[str, Any] = {f"engines.{k}": a for k, a in self.engines.items()}
+        named.update({f"systems.{k}": a for k, a in self.slots.items()})
+        if self.judge is not None:
+            named["judge"] = self.judge
+        if self.embedder is not None:
+            named["embedder"] = self.embedder
+        out: dict[str, Any] = {}
+        refs = {name: actor.stats.remote() for name, actor in named.items()}
+        for name, ref in refs.items():
+            try:
+                value = ray.get(ref, timeout=30)
+            except Exception as exc:  # an actor that died: say so, the run is stored
+                value = {"error": f"{type(exc).__name__}"}
+            group, _, key = name.partition(".")
+            if key:
+                out.setdefault(group, {})[key] = value
+            else:
+                out[group] = value
         return out
 
     def stop(self) -> None:

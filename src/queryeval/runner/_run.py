@@ -279,6 +279,7 @@ class Runner:
         self.ctx = ScoringContext(plan.suite, cache_dir=cache_dir(plan.suite))
         self._errors: dict[str, int] = {}  # scorer label -> error scores so far
         self._first_error: dict[str, str] = {}
+        self.cluster: Any = None  # the Ray executor of an `executor: ray` run (its stats)
         self._planned = len(plan.systems) * len(plan.cases)
         self._error_limit = plan.suite.settings.max_scorer_error_share * self._planned
 
@@ -311,6 +312,10 @@ class Runner:
         }
         if calls:  # model and endpoint systems: calls, cache hits, tokens, cost of this run
             info["system_calls"] = calls
+        if self.cluster is not None and self.cluster.stats:
+            info["cluster"] = self.cluster.stats  # the Ray executor's actors and workers
+        elif self.cluster is None:
+            info.pop("cluster", None)
         if self.review is not None:
             info["review"] = self.review
         else:
@@ -428,6 +433,7 @@ class Runner:
             use_cache=self.use_cache,
             key=plan.config_hash,
         )
+        self.cluster = executor
         return stack.enter_context(executor)
 
     def _print_estimate(self) -> None:
@@ -449,7 +455,8 @@ class Runner:
             if settings.executor == "ray":
                 from queryeval.runner._ray import RayExecutor
 
-                with RayExecutor(settings.ray, key=self.plan.config_hash) as cluster:
+                self.cluster = RayExecutor(settings.ray, key=self.plan.config_hash)
+                with self.cluster as cluster:
                     stubs, columns, written = run_sharded(
                         self, cluster, workers=cluster.workers, shards=settings.ray.shards
                     )

@@ -102,9 +102,22 @@ def _state(work: ScoreShard) -> tuple[dict[str, Scorer], ScoringContext]:
     """This process's scorers and context for the run (built on first use)."""
     state = _STATES.get(work.key)
     if state is None:
+        import_plugins(work.suite)  # a forked worker has them; a cluster's imports them
         ctx = ScoringContext(work.suite, cache_dir=work.cache_dir)
         state = _STATES[work.key] = (build_scorers(work.suite), ctx)
     return state
+
+
+def import_plugins(suite: SuiteConfig) -> None:
+    """The suite's `plugins:` modules (custom scorers), imported in this process as the
+    suite's loader imported them in the driver's."""
+    import importlib
+    import sys
+
+    if suite.plugins and str(suite.base_dir) not in sys.path:
+        sys.path.insert(0, str(suite.base_dir))
+    for module in suite.plugins:
+        importlib.import_module(module)
 
 
 def read_outputs(where: SystemPredictions, n: int, text_fields: TextFields) -> list[Output]:

@@ -1,0 +1,55 @@
+"""Ray clusters for the tests: HOME and TMPDIR in a temporary folder (Ray writes its token,
+sockets and logs there), fractional CPUs, no dashboard, a small object store; the examples
+and this folder importable by the workers (PYTHONPATH, which they inherit)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OBJECT_STORE = 100 * 2**20
+
+
+@contextlib.contextmanager
+def ray_environment() -> Iterator[Path]:
+    """HOME and TMPDIR in a new short folder (Ray's socket paths must stay short), the
+    repository's src, root and tests on PYTHONPATH; all restored after."""
+    folder = Path(tempfile.mkdtemp(prefix="qe-ray-", dir="/tmp"))
+    saved = {k: os.environ.get(k) for k in ("HOME", "TMPDIR", "PYTHONPATH", "RAY_DEDUP_LOGS")}
+    paths = [str(ROOT / "src"), str(ROOT), str(ROOT / "tests")]
+    if saved["PYTHONPATH"]:
+        paths.append(saved["PYTHONPATH"])
+    os.environ.update(
+        HOME=str(folder), TMPDIR=str(folder), PYTHONPATH=os.pathsep.join(paths), RAY_DEDUP_LOGS="0"
+    )
+    tempfile.tempdir = None  # re-read TMPDIR
+    try:
+        yield folder
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        tempfile.tempdir = None
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def init_local(ray: Any, cpus: int = 2) -> None:
+    """A local cluster for the tests."""
+    import logging
+
+    ray.init(
+        num_cpus=cpus,
+        include_dashboard=False,
+        object_store_memory=OBJECT_STORE,
+        namespace="queryeval-tests",
+        logging_level=logging.WARNING,
+        log_to_driver=False,
+    )
