@@ -42,7 +42,7 @@ from queryeval.cases import Case, Output, Score
 from queryeval.errors import InputError
 from queryeval.runner._executors import Emit, ScoreWork, WorkItem
 from queryeval.runner._pipeline import Scored, ascore_output, make_record, score_output
-from queryeval.runner._ray_actors import ClusterContext, Services, ray_await
+from queryeval.runner._ray_actors import ClusterContext, Services, forwarded_env, ray_await
 from queryeval.runner._shard_score import import_plugins
 
 if TYPE_CHECKING:
@@ -135,6 +135,8 @@ class RayExecutor:
         self._driver_ctx: ClusterContext | None = None
         self.lost: list[str] = []  # why tasks were lost with their workers
         self.stats: dict[str, Any] = {}  # what the cluster did (run.json's `cluster`)
+        self.batches_per_node: dict[str, int] = {}
+        self.env: dict[str, str] = {}  # the suite's keys, given to the tasks (forwarded_env)
 
     # --- the cluster ------------------------------------------------------------------
 
@@ -171,6 +173,8 @@ class RayExecutor:
         services, self.services = self.services, None
         if ray.is_initialized():
             self.stats = {"workers": self.workers, "task_cpus": self.settings.task_cpus}
+            if self.batches_per_node:
+                self.stats["batches_per_node"] = self.batches_per_node
             if services is not None:
                 self.stats.update(services.stats())
                 services.stop()
@@ -215,6 +219,7 @@ class RayExecutor:
         work_ref = ray.put(_WithoutCycles(work))
         cpus = self.settings.task_cpus
         window = 2 * self.workers
+        env = {"runtime_env": {"env_vars": self.env}} if self.env else {}
         queue = iter(items)
         pending: dict[Any, Any] = {}
 
@@ -223,9 +228,8 @@ class RayExecutor:
             if item is _END:
                 return False
             n = retries(item)
-            ref = task.options(num_cpus=cpus, max_retries=n, retry_exceptions=False).remote(
-                work_ref, item
-            )
+            options = task.options(num_cpus=cpus, max_retries=n, retry_exceptions=False, **env)
+            ref = options.remote(work_ref, item)
             pending[ref] = item
             return True
 
@@ -294,6 +298,7 @@ class RayExecutor:
         if not batches:
             return
         live = {s.group or s.name: s.concurrency for s in systems.values() if s.callable}
+        self.env = forwarded_env(suite)
         self.services = Services.start(
             suite,
             work.ctx.cache_dir,
@@ -321,17 +326,23 @@ class RayExecutor:
             self.use_cache,
         )
 
-        def keep(results: list[tuple[str, int, Output, dict[str, Score]]]) -> None:
-            for name, pos, output, scores in results:
+        nodes: dict[str, int] = {}
+
+        def keep(result: BatchResult) -> None:
+            nodes[result.node] = nodes.get(result.node, 0) + 1
+            for name, pos, output, scores in result.items:
                 record = make_record(name, cases[pos], output, scores, work.scorers)
                 emit(Scored(record, scores))
 
-        self.map(
-            batches,
-            score,
-            keep,
-            retries=lambda b: self.settings.max_retries if b.pure else 0,
-        )
+        try:
+            self.map(
+                batches,
+                score,
+                keep,
+                retries=lambda b: self.settings.max_retries if b.pure else 0,
+            )
+        finally:
+            self.batches_per_node = dict(sorted(nodes.items(), key=lambda kv: -kv[1]))
 
     def _embedder_gpus(self, ray: Any) -> float:
         if self.settings.embedder_gpus is not None:
@@ -429,6 +440,15 @@ class Batch:
 
 
 @dataclass(frozen=True)
+class BatchResult:
+    """A scored batch: the node that scored it, and (system, case position, output,
+    scores) per item."""
+
+    node: str
+    items: list[tuple[str, int, Output, dict[str, Score]]]
+
+
+@dataclass(frozen=True)
 class ScoreBatch:
     """A batch's work in a worker: outputs generated where live (each system's calls under
     its cluster-wide concurrency), every scorer's score; returns (system, case position,
@@ -443,16 +463,19 @@ class ScoreBatch:
     text_fields: TextFields | None
     use_cache: bool
 
-    def __call__(self, batch: Batch) -> list[tuple[str, int, Output, dict[str, Score]]]:
+    def __call__(self, batch: Batch) -> BatchResult:
+        import ray
+
         state = _state(self)
+        node = ray.get_runtime_context().get_node_id()
         if all(o is not None for _, _, o in batch.items) and not state.asynchronous:
             out = []
             for name, pos, output in batch.items:
                 assert output is not None
                 scored = score_output(name, state.cases[pos], output, state.scorers, state.ctx)
                 out.append((name, pos, output, scored.scores))
-            return out
-        return state.loop.run_until_complete(self._all(state, batch))
+            return BatchResult(node, out)
+        return BatchResult(node, state.loop.run_until_complete(self._all(state, batch)))
 
     async def _all(
         self, state: _WorkerState, batch: Batch

@@ -231,10 +231,14 @@ class SlotsActor:
         self.in_flight = 0
         self.peak = 0
         self._held: dict[str, int] = {}
+        self._lost: set[str] = set()
 
     async def acquire(self, holder: str) -> None:
-        """Wait for a slot."""
+        """Wait for a slot (a lost holder's pending requests get none)."""
         await self._sem.acquire()
+        if holder in self._lost:  # its task died while this request waited
+            self._sem.release()
+            return
         self._held[holder] = self._held.get(holder, 0) + 1
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
@@ -248,7 +252,9 @@ class SlotsActor:
         self._sem.release()
 
     async def release_holder(self, holder: str) -> int:
-        """Give back every slot a (lost) task held; how many."""
+        """Give back every slot a (lost) task held, and refuse its requests still waiting;
+        how many were given back."""
+        self._lost.add(holder)
         n = self._held.pop(holder, 0)
         for _ in range(n):
             self.in_flight -= 1
@@ -261,6 +267,38 @@ class SlotsActor:
 
 
 # --- what the driver starts ----------------------------------------------------------------
+
+
+def forwarded_env(suite: SuiteConfig) -> dict[str, str]:
+    """The environment variables the suite names (`api_key_env`, `password_env`,
+    `user_env`, any `*_env` option) that are set here: given to the run's tasks and actors,
+    whose processes were started with the cluster's environment, not the driver's.
+
+    >>> import os
+    >>> from queryeval.config import SuiteConfig
+    >>> os.environ["QE_DOC_KEY"] = "secret"
+    >>> suite = SuiteConfig(name="s", cases="c", systems=[{"name": "a", "predictions": "p"}],
+    ...                     judge={"model": "m", "api_key_env": "QE_DOC_KEY"})
+    >>> forwarded_env(suite)
+    {'QE_DOC_KEY': 'secret'}
+    """
+    import os
+
+    names: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and key.endswith("_env") and isinstance(item, str):
+                    names.add(item)
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(suite.model_dump(mode="json", exclude={"base_dir", "source"}))
+    return {name: os.environ[name] for name in sorted(names) if name in os.environ}
 
 
 @dataclass
@@ -287,7 +325,11 @@ class Services:
         """Start the actors a run needs (their services are built on first use)."""
         import ray
 
+        env = forwarded_env(suite)
+
         def actor(c: type, **options: Any) -> Any:
+            if env:
+                options["runtime_env"] = {"env_vars": env}
             return ray.remote(c).options(num_cpus=actor_cpus, max_restarts=0, **options)
 
         out = cls()

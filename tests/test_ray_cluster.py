@@ -1,0 +1,137 @@
+"""The Ray executor on two nodes (`ray.cluster_utils.Cluster`, one CPU each): the cap on a
+database's concurrent queries and the judge's concurrency limit hold for the whole
+cluster, because each is one actor that every worker on every node goes through."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from queryeval.log import iter_records
+from queryeval.runner import load_suite, run_suite, with_executor
+from ray_support import OBJECT_STORE, ROOT, ray_environment
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A head node and a second node, one CPU each; the driver joins them."""
+    import logging
+
+    from ray.cluster_utils import Cluster
+
+    tmp_path_factory.getbasetemp()  # pytest's folder chosen before TMPDIR changes
+    with ray_environment():
+        node = {"num_cpus": 1, "object_store_memory": OBJECT_STORE}
+        cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+        cluster.add_node(**node)
+        try:
+            ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
+            cluster.wait_for_nodes()
+            yield cluster
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+
+
+def _cluster_stats(out: Path) -> dict[str, Any]:
+    return dict(json.loads((out / "run.json").read_text())["cluster"])
+
+
+def test_a_database_cap_holds_across_nodes(tmp_path: Path) -> None:
+    """Every query of the SQL example runs in its database's engine actor, at most the
+    database's cap at once, while batches are scored on both nodes; the summary is the
+    local run's."""
+    assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+    suite = load_suite(ROOT / "examples" / "sql" / "suite.yaml")
+    suite.reports = [r for r in suite.reports if r.kind == "json"]
+    run_suite(suite, tmp_path / "local", progress=False)
+    on_ray = with_executor(suite, "ray")
+    on_ray.settings.ray.batch_size = 1
+    on_ray.settings.ray.task_cpus = 0.25  # eight tasks at once on the two CPUs
+    on_ray.settings.ray.connections = 2
+    on_ray.settings.ray.connections_per_database = {"sales": 1}
+    run_suite(on_ray, tmp_path / "ray", progress=False)
+    assert (tmp_path / "ray" / "summary.json").read_bytes() == (
+        tmp_path / "local" / "summary.json"
+    ).read_bytes()
+    stats = _cluster_stats(tmp_path / "ray")
+    assert len(stats["batches_per_node"]) == 2  # both nodes scored
+    engines = stats["engines"]
+    assert engines["sales"]["calls"] > 10 and engines["sales"]["peak"] == 1
+    assert 1 <= engines["sales_sqlite"]["peak"] <= 2
+
+
+def test_the_judge_limit_and_cache_hold_across_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judged scorer on saved predictions, tasks on both nodes: the fake judge never
+    sees more requests at once than the judge's `concurrency`; each distinct judgment is
+    asked once, and a second run asks nothing (one cache, in the judge actor)."""
+    from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
+
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def slow_verdict(request: ChatRequest) -> Reply:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.05)
+        with lock:
+            state["now"] -= 1
+        return Reply.verdict(0.8)
+
+    monkeypatch.setenv("FAKE_JUDGE_KEY", "k")
+    with FakeOpenAI(slow_verdict, api_key="k") as server:
+        sql = ROOT / "examples" / "sql"
+        limit, fixture = "options: {timeout_s: 2.0}", sql / "fixtures" / "sales"
+        suite_path = tmp_path / "suite.yaml"
+        suite_path.write_text(
+            f"name: judged\ncases: {sql / 'cases'}/*.yaml\n"
+            f"databases:\n  sales: {{engine: duckdb, fixture: {fixture}, {limit}}}\n"
+            f"  sales_sqlite: {{engine: sqlite, fixture: {fixture}, {limit}}}\n"
+            f"systems: [{{name: b, predictions: {sql / 'predictions/baseline.jsonl'}}}]\n"
+            "scorers: [llm_query_similarity]\nreports: [json]\n"
+            f"judge: {{model: fake, base_url: '{server.base_url}', "
+            "api_key_env: FAKE_JUDGE_KEY, concurrency: 2}\n"
+            "settings: {executor: ray, ray: {batch_size: 1, task_cpus: 0.25}}\n"
+        )
+        suite = load_suite(suite_path)
+        run_suite(suite, tmp_path / "run", progress=False)
+        asked = server.chat_calls
+        records = list(iter_records(tmp_path / "run"))
+        scores = [r["scores"]["llm_query_similarity"] for r in records]
+        verdicts = [s for s in scores if s.get("explanation") == "scripted"]  # the judge's
+        assert len(verdicts) > 10 and asked > 10
+        assert state["peak"] <= 2
+        assert asked <= len(records)  # identical requests asked once
+        stats = _cluster_stats(tmp_path / "run")
+        assert len(stats["batches_per_node"]) == 2
+        assert stats["judge"]["http_calls"] == asked
+        run_suite(suite, tmp_path / "again", progress=False)
+        assert server.chat_calls == asked  # the second run: every verdict from the cache
+        again = json.loads((tmp_path / "again" / "summary.json").read_text())
+        first = json.loads((tmp_path / "run" / "summary.json").read_text())
+        assert _scores_only(again["systems"]) == _scores_only(first["systems"])
+        assert '"cached": 15' in json.dumps(again) and '"cached": 0' in json.dumps(first)
+
+
+_SPENDING = {"cached", "prompt_tokens", "completion_tokens", "cost_usd"}
+
+
+def _scores_only(data: Any) -> Any:
+    """A summary without what the judge spent (a cached verdict costs nothing)."""
+    if isinstance(data, dict):
+        return {k: _scores_only(v) for k, v in data.items() if k not in _SPENDING}
+    if isinstance(data, list):
+        return [_scores_only(v) for v in data]
+    return data
