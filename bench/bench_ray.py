@@ -13,7 +13,8 @@ included), interleaved rounds, medians, the load average beside each figure:
 - scaling: on the joined cluster, one task at a time (`task_cpus` = the cluster's CPUs)
   against two (`task_cpus` = half of them), both with the same shards.
 
-Ray's files (its token in HOME, sockets and logs in TMPDIR) go to a temporary folder.
+Ray's files (sockets and logs in TMPDIR) go to a temporary folder; token authentication is
+off (`RAY_AUTH_MODE=disabled`: one machine, clusters this script starts).
 
     .venv/bin/python bench/bench_ray.py [--cases 100000] [--rounds 3] [--quick]
 """
@@ -62,7 +63,9 @@ def main() -> None:
     print(f"Ray executor, SDMX {n:,} cases; {h.machine()}")
     with tempfile.TemporaryDirectory(prefix="qe-bench-ray-", dir="/tmp") as tmp:
         folder = Path(tmp)
-        os.environ.update(HOME=str(folder), TMPDIR=str(folder))
+        # one machine, clusters started and joined by this script: Ray's token check is off
+        # (a run with its own new cluster would write a new token over the joined one's)
+        os.environ.update(HOME=str(folder), TMPDIR=str(folder), RAY_AUTH_MODE="disabled")
         os.environ["PYTHONPATH"] = os.pathsep.join(
             [str(h.ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
         )
@@ -120,7 +123,7 @@ def main() -> None:
             f"{n / t.median:,.0f} cases/s ({t.median:.2f} s)",
             against=f"local executor {n / base.median:,.0f} cases/s ({base.median:.2f} s)",
             note=f"{h.ratio(t, base)} the local time; median of {args.rounds}; load "
-            f"{t.load_range()}",
+            f"{t.load_range}",
         )
     w1, w2 = scaling["ray, 1 worker"], scaling["ray, 2 workers"]
     h.record(
@@ -129,7 +132,7 @@ def main() -> None:
         f"{n / w2.median:,.0f} cases/s ({w2.median:.2f} s)",
         against=f"1 worker {n / w1.median:,.0f} cases/s ({w1.median:.2f} s)",
         note=f"speed-up {w1.median / w2.median:.2f}x; median of {args.rounds}; load "
-        f"{w2.load_range()}",
+        f"{w2.load_range}",
     )
 
 

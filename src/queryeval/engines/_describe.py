@@ -49,7 +49,12 @@ _SAMPLE = 100  # nodes / relationships per label or type read to tell property t
 
 
 def describe_schema(engine: Engine) -> str:
-    """The schema text of `engine`'s database for a prompt (see the module's docstring)."""
+    """The schema text of `engine`'s database for a prompt (see the module's docstring).
+    An engine served by another process (a cluster's engine actor) describes itself there
+    (`described_schema`), so its prompt is the same as in process."""
+    described = getattr(engine, "described_schema", None)
+    if callable(described):
+        return str(described())
     from queryeval.engines._cypher import CypherEngine
     from queryeval.engines._duckdb import DuckDBEngine
     from queryeval.engines._sqlalchemy import SQLAlchemyEngine

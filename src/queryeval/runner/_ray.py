@@ -137,6 +137,7 @@ class RayExecutor:
         self.stats: dict[str, Any] = {}  # what the cluster did (run.json's `cluster`)
         self.batches_per_node: dict[str, int] = {}
         self.env: dict[str, str] = {}  # the suite's keys, given to the tasks (forwarded_env)
+        self._calls: dict[str, dict[str, dict[str, Any]]] = {}  # worker -> system -> stats
 
     # --- the cluster ------------------------------------------------------------------
 
@@ -253,6 +254,16 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
             raise
 
+    @property
+    def system_calls(self) -> dict[str, dict[str, Any]]:
+        """Model and endpoint systems' calls, cache hits, tokens and cost in every worker,
+        added up (run.json's `system_calls`, as a local run counts them)."""
+        out: dict[str, dict[str, Any]] = {}
+        for per_system in self._calls.values():
+            for name, stats in per_system.items():
+                out[name] = _added(out.get(name, {}), stats)
+        return out
+
     def _give_back(self, ref: Any) -> None:
         """The concurrency slots a lost task held, given back."""
         if self.services is not None and self.services.slots:
@@ -330,6 +341,8 @@ class RayExecutor:
 
         def keep(result: BatchResult) -> None:
             nodes[result.node] = nodes.get(result.node, 0) + 1
+            if result.system_calls:  # each worker's counters so far (they only grow)
+                self._calls[result.worker] = result.system_calls
             for name, pos, output, scores in result.items:
                 record = make_record(name, cases[pos], output, scores, work.scorers)
                 emit(Scored(record, scores))
@@ -377,6 +390,35 @@ def _get(ref: Any) -> Any:
         ray.exceptions.ObjectLostError,
     ) as exc:
         raise _Lost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+_NOT_ADDED = frozenset({"bytes", "max_bytes", "path"})  # a cache file's, the same file
+
+
+def _added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Counters of two workers added up (nested ones too; a cache file's size is kept).
+
+    >>> a = {"calls": 2, "cache": {"hits": 1, "bytes": 10}}
+    >>> _added(a, {"calls": 3, "cache": {"hits": 2, "bytes": 12}})
+    {'calls': 5, 'cache': {'hits': 3, 'bytes': 12}}
+    """
+    out = dict(a)
+    for key, value in b.items():
+        mine = out.get(key)
+        if isinstance(value, dict):
+            out[key] = _added(mine if isinstance(mine, dict) else {}, value)
+        elif (
+            key not in _NOT_ADDED
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and isinstance(mine, int | float)
+        ):
+            out[key] = mine + value
+        elif key in _NOT_ADDED and isinstance(value, int | float) and isinstance(mine, int | float):
+            out[key] = max(mine, value)
+        else:
+            out[key] = value
+    return out
 
 
 def _describe(item: Any) -> str:
@@ -446,6 +488,8 @@ class BatchResult:
 
     node: str
     items: list[tuple[str, int, Output, dict[str, Score]]]
+    worker: str = ""  # the worker process (node:pid), whose counters follow
+    system_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -475,7 +519,13 @@ class ScoreBatch:
                 scored = score_output(name, state.cases[pos], output, state.scorers, state.ctx)
                 out.append((name, pos, output, scored.scores))
             return BatchResult(node, out)
-        return BatchResult(node, state.loop.run_until_complete(self._all(state, batch)))
+        out = state.loop.run_until_complete(self._all(state, batch))
+        calls = {
+            name: getattr(system.callable, "run_stats")()  # noqa: B009 - model/endpoint only
+            for name, system in state.systems.items()
+            if hasattr(system.callable, "run_stats")
+        }
+        return BatchResult(node, out, f"{node}:{os.getpid()}", calls)
 
     async def _all(
         self, state: _WorkerState, batch: Batch

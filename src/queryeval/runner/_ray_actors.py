@@ -116,6 +116,12 @@ class EngineActor:
             with self._lock:
                 self.in_flight -= 1
 
+    def describe_schema(self) -> str:
+        """The schema text a prompt shows (`queryeval.engines.describe_schema`)."""
+        from queryeval.engines import describe_schema
+
+        return describe_schema(self._built())
+
     def gold_get(self, key: tuple[str, int, int, str]) -> Any:
         """The gold cache's stored execution under `key`."""
         return self._gold_store().get(key)
@@ -402,6 +408,10 @@ class RemoteEngine:
         if self._schema is None:
             self._schema = self.schema()
         return self._schema
+
+    def described_schema(self) -> str:
+        """The schema text of a prompt, described by the engine in its actor."""
+        return str(ray_get(self._actor.describe_schema.remote()))
 
     def close(self) -> None:
         """Nothing to close here (the actor closes the engine)."""

@@ -310,6 +310,8 @@ class Runner:
             for s in self.plan.systems
             if hasattr(s.callable, "run_stats")
         }
+        if self.cluster is not None and self.cluster.system_calls:
+            calls = self.cluster.system_calls  # the calls were made in the cluster's workers
         if calls:  # model and endpoint systems: calls, cache hits, tokens, cost of this run
             info["system_calls"] = calls
         if self.cluster is not None and self.cluster.stats:
