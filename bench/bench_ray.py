@@ -11,7 +11,8 @@ included), interleaved rounds, medians, the load average beside each figure:
   (in a child process holding `ray.init`, ended with it: no `ray stop`, which would end
   other users' clusters on the machine) is joined by each run;
 - scaling: on the joined cluster, one task at a time (`task_cpus` = the cluster's CPUs)
-  against two (`task_cpus` = half of them), both with the same shards.
+  against two (`task_cpus` = half of them), beside the local executor's one process against
+  two forked workers in the same rounds (what this machine allowed at that moment).
 
 Ray's files (sockets and logs in TMPDIR) go to a temporary folder; token authentication is
 off (`RAY_AUTH_MODE=disabled`: one machine, clusters this script starts).
@@ -102,10 +103,14 @@ def main() -> None:
             print(h.table(timings, reference="local (forked workers)", per=(n, "cases/s")))
             summaries = {(out / s / "summary.json").read_bytes() for s in ("l", "f", "j")}
             assert len(summaries) == 1, "the executors' summaries differ"
+            serial = _variant(suite, "serial", "{executor: local, workers: 1}")
             scaling = h.interleaved(
                 [
                     h.Side("ray, 1 worker", lambda: h.queryeval_run(one, out / "1"), 1),
                     h.Side("ray, 2 workers", lambda: h.queryeval_run(two, out / "2"), 2),
+                    # the same step on this machine at the same moment, for reference
+                    h.Side("local, 1 process", lambda: h.queryeval_run(serial, out / "s"), 1),
+                    h.Side("local, 2 workers", lambda: h.queryeval_run(local, out / "l"), 2),
                 ],
                 args.rounds,
             )
@@ -122,17 +127,17 @@ def main() -> None:
             f"SDMX {n:,} cases, {label}",
             f"{n / t.median:,.0f} cases/s ({t.median:.2f} s)",
             against=f"local executor {n / base.median:,.0f} cases/s ({base.median:.2f} s)",
-            note=f"{h.ratio(t, base)} the local time; median of {args.rounds}; load "
-            f"{t.load_range}",
+            note=f"{h.ratio(t, base)} the local time; median of {args.rounds}; load {t.load_range}",
         )
     w1, w2 = scaling["ray, 1 worker"], scaling["ray, 2 workers"]
+    l1, l2 = scaling["local, 1 process"], scaling["local, 2 workers"]
     h.record(
         "ray",
         f"SDMX {n:,} cases on a joined cluster, 2 workers",
         f"{n / w2.median:,.0f} cases/s ({w2.median:.2f} s)",
         against=f"1 worker {n / w1.median:,.0f} cases/s ({w1.median:.2f} s)",
-        note=f"speed-up {w1.median / w2.median:.2f}x; median of {args.rounds}; load "
-        f"{w2.load_range}",
+        note=f"speed-up {w1.median / w2.median:.2f}x (local 1 -> 2 workers at the same time: "
+        f"{l1.median / l2.median:.2f}x); median of {args.rounds}; load {w2.load_range}",
     )
 
 

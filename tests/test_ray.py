@@ -247,6 +247,42 @@ def test_a_lost_worker_calling_a_system_is_not_retried_then_resume_finishes(
     assert _without_latency(json.loads(_summary(tmp_path / "ray"))) == _without_latency(local)
 
 
+def test_the_command_starts_its_own_cluster_and_shuts_it_down(tmp_path: Path) -> None:
+    """`queryeval run --executor ray --shards N` in a fresh process (not connected to the
+    module's cluster): it starts a local cluster, gives the local summary, and leaves no
+    Ray process of its own behind."""
+    path = _sdmx_suite(tmp_path / "s", 200)
+    run_suite(load_suite(path), tmp_path / "local", progress=False)
+    before = _ray_processes()
+    command = ["run", str(path), "--out", str(tmp_path / "ray"), "--no-progress"]
+    out = subprocess.run(
+        [sys.executable, "-m", "queryeval", *command, "--executor", "ray", "--shards", "3"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "200 new record(s)" in out.stdout
+    assert _summary(tmp_path / "ray") == _summary(tmp_path / "local")
+    info = json.loads((tmp_path / "ray" / "run.json").read_text())
+    assert info["config"]["settings"]["ray"]["shards"] == 3
+    assert _ray_processes() <= before  # its raylet, GCS and workers are gone
+
+
+def _ray_processes() -> set[int]:
+    """Ray's own processes (raylet, GCS) on this machine."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"raylet" in cmd or b"gcs_server" in cmd:
+                found.add(int(entry.name))
+    return found
+
+
 def test_cluster_options_are_checked_with_a_clear_message(tmp_path: Path) -> None:
     suite = load_suite(ROOT / "examples" / "sdmx" / "suite.yaml")
     with pytest.raises(InputError, match="not a Ray address: expected auto"):

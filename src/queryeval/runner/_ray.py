@@ -153,7 +153,12 @@ class RayExecutor:
             "logging_level": logging.WARNING,
         }
         if s.address in (None, "local"):
-            ray.init(num_cpus=s.num_cpus or os.cpu_count() or 1, include_dashboard=False, **common)
+            ray.init(  # "local": a new cluster, even where `ray start` left one running
+                address="local",
+                num_cpus=s.num_cpus or os.cpu_count() or 1,
+                include_dashboard=False,
+                **common,
+            )
         else:
             try:
                 ray.init(address=s.address, **common)

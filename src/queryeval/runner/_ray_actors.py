@@ -287,6 +287,7 @@ def forwarded_env(suite: SuiteConfig) -> dict[str, str]:
     ...                     judge={"model": "m", "api_key_env": "QE_DOC_KEY"})
     >>> forwarded_env(suite)
     {'QE_DOC_KEY': 'secret'}
+    >>> del os.environ["QE_DOC_KEY"]
     """
     import os
 
