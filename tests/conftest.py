@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,26 @@ ROOT = Path(__file__).resolve().parent.parent
 def root() -> Path:
     """The repository root."""
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def ray_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The folder the Ray tests' clusters use as HOME and TMPDIR, one for the session (Ray
+    keeps state there from one cluster to the next); see tests/ray_support.py."""
+    from ray_support import ray_folder
+
+    tmp_path_factory.getbasetemp()  # pytest's own folder chosen before TMPDIR changes
+    with ray_folder() as folder:
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def ray_env(ray_home: Path) -> Iterator[Path]:
+    """HOME and TMPDIR in `ray_home` for one module's tests, restored after it."""
+    from ray_support import ray_environment
+
+    with ray_environment(ray_home) as folder:
+        yield folder
 
 
 @pytest.fixture(autouse=True)

@@ -17,10 +17,19 @@ OBJECT_STORE = 100 * 2**20
 
 
 @contextlib.contextmanager
-def ray_environment() -> Iterator[Path]:
-    """HOME and TMPDIR in a new short folder (Ray's socket paths must stay short), the
-    repository's src, root and tests on PYTHONPATH; all restored after."""
+def ray_folder() -> Iterator[Path]:
+    """A new short folder (Ray's socket paths must stay short), removed after."""
     folder = Path(tempfile.mkdtemp(prefix="qe-ray-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def ray_environment(folder: Path) -> Iterator[Path]:
+    """HOME and TMPDIR in `folder`, the repository's src, root and tests on PYTHONPATH;
+    all restored after (the tests after the Ray ones see the usual HOME)."""
     saved = {k: os.environ.get(k) for k in ("HOME", "TMPDIR", "PYTHONPATH", "RAY_DEDUP_LOGS")}
     paths = [str(ROOT / "src"), str(ROOT), str(ROOT / "tests")]
     if saved["PYTHONPATH"]:
@@ -38,7 +47,6 @@ def ray_environment() -> Iterator[Path]:
             else:
                 os.environ[key] = value
         tempfile.tempdir = None
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def init_local(ray: Any, cpus: int = 2) -> None:

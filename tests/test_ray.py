@@ -19,22 +19,20 @@ from queryeval.config import RaySettings
 from queryeval.errors import InputError
 from queryeval.log import iter_records
 from queryeval.runner import load_suite, run_suite, with_executor
-from ray_support import ROOT, init_local, ray_environment
+from ray_support import ROOT, init_local
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def cluster(ray_env: Path) -> Iterator[Any]:
     """One local cluster (2 CPUs) for the module; the runs join it."""
-    tmp_path_factory.getbasetemp()  # pytest's folder chosen before TMPDIR changes
-    with ray_environment():
-        init_local(ray, cpus=2)
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
+    init_local(ray, cpus=2)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
 
 
 def read_records(run: Path) -> list[dict[str, Any]]:

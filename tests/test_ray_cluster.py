@@ -15,31 +15,29 @@ import pytest
 
 from queryeval.log import iter_records
 from queryeval.runner import load_suite, run_suite, with_executor
-from ray_support import OBJECT_STORE, ROOT, ray_environment
+from ray_support import OBJECT_STORE, ROOT
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def two_nodes(ray_env: Path) -> Iterator[Any]:
     """A head node and a second node, one CPU each; the driver joins them."""
     import logging
 
     from ray.cluster_utils import Cluster
 
-    tmp_path_factory.getbasetemp()  # pytest's folder chosen before TMPDIR changes
-    with ray_environment():
-        node = {"num_cpus": 1, "object_store_memory": OBJECT_STORE}
-        cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    node = {"num_cpus": 1, "object_store_memory": OBJECT_STORE}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    try:
         cluster.add_node(**node)
-        try:
-            ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
-            cluster.wait_for_nodes()
-            yield cluster
-        finally:
-            ray.shutdown()
-            cluster.shutdown()
+        ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
+        cluster.wait_for_nodes()
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
 
 
 def _cluster_stats(out: Path) -> dict[str, Any]:
