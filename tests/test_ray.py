@@ -312,6 +312,17 @@ def test_cluster_options_are_checked_with_a_clear_message(tmp_path: Path) -> Non
     assert out.returncode == 2, out.stderr
 
 
+def test_a_task_no_node_can_run_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    suite = with_executor(load_suite(ROOT / "examples" / "sdmx" / "suite.yaml"), "ray")
+    suite.settings.ray.task_cpus = 16  # the module's cluster has 2 CPUs
+    with pytest.raises(InputError, match="task_cpus 16 is more than any node"):
+        run_suite(suite, tmp_path / "run", progress=False)
+    suite.settings.ray.task_cpus = 0.5
+    suite.settings.ray.embedder_gpus = 1
+    with pytest.raises(InputError, match="embedder_gpus 1 is more than any node"):
+        run_suite(suite, tmp_path / "run2", progress=False)
+
+
 def test_without_ray_the_message_says_how_to_install_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

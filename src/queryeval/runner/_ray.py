@@ -203,11 +203,34 @@ class RayExecutor:
     ) -> None:
         """Map `work` over `items` on the cluster and `emit` each result here: a run's
         `ScoreWork` in batches (`ScoreBatch`), other (picklable) work one task per item."""
+        self._check_fits()
         if isinstance(work, ScoreWork):
             self._run_items(items, work, emit)
         else:
             self.map(items, work, emit, retries=lambda _: self.settings.max_retries)
         self._raise_lost()
+
+    def _check_fits(self) -> None:
+        """InputError when no node could ever run a task (`task_cpus`) or hold the
+        embedder (`embedder_gpus`): Ray would wait for such a node forever."""
+        import ray
+
+        nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+        cpus = max((float(r.get("CPU", 0)) for r in nodes), default=0.0)
+        gpus = max((float(r.get("GPU", 0)) for r in nodes), default=0.0)
+        s = self.settings
+        if s.task_cpus > cpus:
+            raise InputError(
+                f"task_cpus {s.task_cpus:g} is more than any node of the cluster has "
+                f"({cpus:g} CPUs at most): no task could ever start",
+                where="settings.ray.task_cpus",
+            )
+        if s.embedder_gpus and s.embedder_gpus > gpus:
+            raise InputError(
+                f"embedder_gpus {s.embedder_gpus:g} is more than any node of the cluster has "
+                f"({gpus:g} GPUs at most)",
+                where="settings.ray.embedder_gpus",
+            )
 
     def map(
         self,
