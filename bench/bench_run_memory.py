@@ -23,27 +23,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE)]
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
 import _harness as h  # noqa: E402
 from _sdmx_data import write_suite  # noqa: E402
-
-
-def _tree(root: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(fields[1])
-    tree, grew = {root}, True
-    while grew:
-        more = {pid for pid, parent in parents.items() if parent in tree} - tree
-        tree |= more
-        grew = bool(more)
-    return tree
+from hostile_catalogue import process_tree  # noqa: E402
 
 
 def _memory_kib(pids: set[int]) -> tuple[int, int]:
@@ -75,7 +59,7 @@ def measure(suite: Path, out: Path, src: Path) -> dict[str, float]:
     )  # fmt: skip
     peak_rss = peak_pss = 0
     while proc.poll() is None:
-        rss, pss = _memory_kib(_tree(proc.pid))
+        rss, pss = _memory_kib(process_tree(proc.pid))
         peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
         time.sleep(0.1)
     wall = time.perf_counter() - start

@@ -22,7 +22,7 @@ from queryeval._inputs import BOM
 from queryeval.cases import Case, parse_case_line
 from queryeval.errors import InputError
 from queryeval.runner._ranges import FileRange, numbered, placed, range_lines
-from queryeval.systems import prediction_key, repeated_record
+from queryeval.systems import empty_predictions, prediction_key, repeated_record
 
 _NO_EXTRA: dict[str, Any] = {}
 
@@ -172,12 +172,14 @@ class CheckedInputs:
 def check_inputs(
     case_ranges: Sequence[FileRange],
     prediction_ranges: Mapping[str, Sequence[FileRange]],
+    paths: Mapping[str, Path],
     check: Callable[[Sequence[FileRange], CheckRange], list[Any]],
     done: set[tuple[str, str]],
 ) -> CheckedInputs:
     """Run the first pass (`check` maps a CheckRange over ranges, in any executor, and
     returns the results in range order) and apply every input check in file order;
-    InputError on the first problem. `done`: (system, case id) of stored records."""
+    InputError on the first problem. `paths`: each system's predictions file; `done`:
+    (system, case id) of stored records."""
     found = check(case_ranges, CheckRange("cases"))
     stubs, starts = _case_stubs(case_ranges, found)
     if not stubs:
@@ -189,11 +191,11 @@ def check_inputs(
     for system, ranges in prediction_ranges.items():
         lines = check(ranges, CheckRange("predictions"))
         if all(lines_of.ids == ids[a:b] for lines_of, (a, b) in _aligned_spans(lines, starts)):
-            per_system[system] = _aligned(ranges, lines)
+            per_system[system] = _aligned(paths[system], ranges, lines)
             continue
         if positions is None:
             positions = {case_id: i for i, case_id in enumerate(ids)}
-        per_system[system] = _grouped(ranges, lines, positions)
+        per_system[system] = _grouped(paths[system], ranges, lines, positions)
     shards = _shards(case_ranges, found, starts, per_system, stubs, done)
     return CheckedInputs(shards, stubs)
 
@@ -265,22 +267,26 @@ def _aligned_spans(
     return spans
 
 
-def _aligned(ranges: Sequence[FileRange], found: Sequence[PredictionLines]) -> SystemPredictions:
+def _aligned(
+    path: Path, ranges: Sequence[FileRange], found: Sequence[PredictionLines]
+) -> SystemPredictions:
     before = _lines_before(ranges, found)
     offsets: array[int] = array("q")
     lines: array[int] = array("i")
     for part, n in zip(found, before, strict=True):
         offsets.extend(part.offsets)
         lines.extend(number + n for number in part.numbers)
-    return SystemPredictions(ranges[0].path, offsets, lines)
+    return SystemPredictions(path, offsets, lines)
 
 
 def _grouped(
-    ranges: Sequence[FileRange], found: Sequence[PredictionLines], positions: dict[str, int]
+    path: Path,
+    ranges: Sequence[FileRange],
+    found: Sequence[PredictionLines],
+    positions: dict[str, int],
 ) -> SystemPredictions:
     """Records grouped by case, checked in file order: an unknown case id, a second record
     for a case and attempt, the first bad line, an empty file."""
-    path = ranges[0].path if ranges else Path()
     n = len(positions)
     offsets = array("q", [-1]) * n
     lines = array("i", [0]) * n
@@ -313,11 +319,7 @@ def _grouped(
         if part.error is not None:
             raise placed(part.error, before)
     if not records:
-        raise InputError(
-            "the predictions file is empty: expected one JSON record per case",
-            path=path,
-            line=1,
-        )
+        raise empty_predictions(path)
     return SystemPredictions(path, offsets, lines, more)
 
 

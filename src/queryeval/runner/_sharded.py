@@ -110,10 +110,8 @@ def run_sharded(runner: Runner, pool: ShardExecutor) -> tuple[list[CaseStub], Ru
     suite = runner.plan.suite
     workers = workers_for(suite)
     case_ranges = _ranges(case_files(suite.cases, suite.base_dir), workers)
-    prediction_ranges = {}
-    for cfg in suite.systems:
-        assert cfg.predictions
-        prediction_ranges[cfg.name] = _ranges([suite.resolve(cfg.predictions)], workers)
+    paths = {cfg.name: suite.resolve(cfg.predictions or "") for cfg in suite.systems}
+    prediction_ranges = {name: _ranges([path], workers) for name, path in paths.items()}
 
     def check(ranges: Sequence[FileRange], work: CheckRange) -> list[Any]:
         found: list[Any] = [None] * len(ranges)
@@ -124,7 +122,7 @@ def run_sharded(runner: Runner, pool: ShardExecutor) -> tuple[list[CaseStub], Ru
         pool.run(list(enumerate(ranges)), _Indexed(work), keep)
         return found
 
-    checked = check_inputs(case_ranges, prediction_ranges, check, runner.done)
+    checked = check_inputs(case_ranges, prediction_ranges, paths, check, runner.done)
     todo = sum(s.todo(len(suite.systems)) for s in checked.shards)
     work = ScoreShard(
         suite,

@@ -23,7 +23,6 @@ from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._comparisons import comparison_memo
 from queryeval.scorers._policy import comparison_policy, policy_problem
-from queryeval.scorers._registry import register_scorer
 
 
 class ExecutionOptions(BaseModel):
@@ -425,7 +424,6 @@ class _ExecutionScorer(Scorer):
         }
 
 
-@register_scorer("executes")
 class ExecutesScorer(_ExecutionScorer):
     """1 when the predicted query runs (outcome `ok`), else a failure (0); a valid query the
     engine cannot run is unscored (see `queryeval.engines.blame`)."""
@@ -438,7 +436,6 @@ class ExecutesScorer(_ExecutionScorer):
         return Score(value=1.0, details=details)
 
 
-@register_scorer("execution_match")
 class ExecutionMatchScorer(_ExecutionScorer):
     """Execution accuracy (Spider/BIRD EX, seed 003): 1 when the result equals a gold's
     under the comparison policy, else 0."""
@@ -467,7 +464,6 @@ class ExecutionMatchScorer(_ExecutionScorer):
         return 1.0 if result.exact else 0.0
 
 
-@register_scorer("results_f1")
 class ResultsF1Scorer(_ExecutionScorer):
     """Row-level F1 of the predicted result against the best gold (partial credit)."""
 
@@ -478,7 +474,6 @@ class ResultsF1Scorer(_ExecutionScorer):
         return float(result.f1)
 
 
-@register_scorer("results_match_legacy")
 class ResultsMatchLegacyScorer(_ExecutionScorer):
     """Seed 002's "results match": expected rows found / expected rows (keys lower-cased,
     values as strings, first 100 rows, extra rows never penalised). Kept to compare with

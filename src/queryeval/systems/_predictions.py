@@ -181,6 +181,16 @@ class CaseOutputs:
         return {case_id: join_outputs(lines) for case_id, lines in self._lines.items()}
 
 
+def empty_predictions(path: Path) -> InputError:
+    """The error for a predictions file without a record."""
+    return InputError(
+        "the predictions file is empty: expected one JSON record per case, e.g. "
+        '{"case_id": "q1", "query": "SELECT ..."}',
+        path=path,
+        line=1,
+    )
+
+
 def repeated_record(
     path: Path,
     lineno: int,
@@ -248,12 +258,7 @@ class PredictionsFile:
                 )
             by_case.add(lineno, line)
         if not records:
-            raise InputError(
-                "the predictions file is empty: expected one JSON record per case, e.g. "
-                '{"case_id": "q1", "query": "SELECT ..."}',
-                path=self.path,
-                line=1,
-            )
+            raise empty_predictions(self.path)
         self.outputs = by_case.outputs()
 
     def get(self, case_id: str) -> Output:
