@@ -94,9 +94,9 @@ def database_problem(
             allowed = ", ".join(_allowed(entry.options))
             return ("options", key), f"not an option of engine {kind!r}; expected some of {allowed}"
     if kind == "duckdb" and config.options.get("settings"):
-        problem = _duckdb_settings_problem(config.options["settings"])
-        if problem is not None:
-            return ("options", "settings"), problem
+        refused = _duckdb_settings_problem(config.options["settings"])
+        if refused is not None:
+            return ("options", "settings"), refused
     places = entry.places
     given = [p for p in ("path", "fixture", "url") if getattr(config, p)]
     wrong = [p for p in given if p not in places]
