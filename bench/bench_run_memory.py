@@ -74,7 +74,7 @@ def measure(suite: Path, out: Path, src: Path) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default="10000,100000,1000000")
     parser.add_argument("--rounds", type=int, default=1)
@@ -88,6 +88,7 @@ def main() -> None:
     print(f"peak memory of `queryeval run` on SDMX suites; {h.machine()}")
     print("| cases | side | peak RSS, all processes | peak PSS | wall s | load |")
     print("|---:|---|---:|---:|---:|---:|")
+    peaks: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             folder = Path(tmp) / str(n)
@@ -95,18 +96,32 @@ def main() -> None:
             for _ in range(args.rounds):
                 for side, src in sides.items():
                     m = measure(suite, folder / f"run-{side}", src)
+                    if side == "now":
+                        peaks[n] = max(peaks.get(n, 0.0), m["rss"])
                     print(
                         f"| {n:,} | {side} | {m['rss']:,.0f} MiB | {m['pss']:,.0f} MiB | "
                         f"{m['wall']:.1f} | {m['load']:.1f} |",
                         flush=True,
                     )
+            now = peaks.get(n)
+            if now is not None:
+                h.record(
+                    "run_memory",
+                    f"peak memory of a whole run, {n:,} SDMX cases (all processes)",
+                    f"{now:,.0f} MiB RSS",
+                    note="target < 1,536 MiB at 1M" if n == 1_000_000 else "",
+                )
             for side in sides:
                 a = (folder / "run-now" / "summary.json").read_bytes()
                 b = (folder / f"run-{side}" / "summary.json").read_bytes()
                 if a != b:
                     print(f"  summary.json of {side} differs from now's", flush=True)
             subprocess.run(["rm", "-rf", str(folder)], check=False)
+    if peaks.get(1_000_000, 0.0) > 1536:
+        print("missed the target: 1M cases over 1.5 GiB")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

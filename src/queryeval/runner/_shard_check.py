@@ -173,14 +173,19 @@ def check_inputs(
     case_ranges: Sequence[FileRange],
     prediction_ranges: Mapping[str, Sequence[FileRange]],
     paths: Mapping[str, Path],
-    check: Callable[[Sequence[FileRange], CheckRange], list[Any]],
+    check: Callable[[Sequence[tuple[CheckRange, FileRange]]], list[Any]],
     done: set[tuple[str, str]],
 ) -> CheckedInputs:
-    """Run the first pass (`check` maps a CheckRange over ranges, in any executor, and
-    returns the results in range order) and apply every input check in file order;
+    """Run the first pass (`check` applies each (CheckRange, range) pair, in any executor,
+    all at once, and returns the results in the pairs' order) and apply every input check
+    in file order;
     InputError on the first problem. `paths`: each system's predictions file; `done`:
     (system, case id) of stored records."""
-    found = check(case_ranges, CheckRange("cases"))
+    jobs = [(CheckRange("cases"), r) for r in case_ranges]
+    for ranges in prediction_ranges.values():
+        jobs += [(CheckRange("predictions"), r) for r in ranges]
+    results = iter(check(jobs))
+    found = [next(results) for _ in case_ranges]
     stubs, starts = _case_stubs(case_ranges, found)
     if not stubs:
         path = case_ranges[0].path if case_ranges else None
@@ -189,7 +194,7 @@ def check_inputs(
     per_system: dict[str, SystemPredictions] = {}
     ids = [s.id for s in stubs]
     for system, ranges in prediction_ranges.items():
-        lines = check(ranges, CheckRange("predictions"))
+        lines = [next(results) for _ in ranges]
         if all(lines_of.ids == ids[a:b] for lines_of, (a, b) in _aligned_spans(lines, starts)):
             per_system[system] = _aligned(paths[system], ranges, lines)
             continue
