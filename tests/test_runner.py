@@ -593,7 +593,7 @@ def test_sharded_case_stubs_keep_every_field(tmp_path: Path) -> None:
         ranges,
         {"s": split_file(preds, 40)},
         {"s": preds},
-        lambda jobs: [work(r) for work, r in jobs],
+        lambda jobs, arrived: [arrived(i, work(r)) for i, (work, r) in enumerate(jobs)],
         set(),
     )
     want = [Case.model_validate(c) for c in raw]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -98,6 +99,10 @@ def run(
     try:
         selection = CaseSelection(tuple(filter_ or ()), limit)
         config = load_suite(suite)
+        # this process only runs the suite and exits: what it has imported is frozen out of
+        # the collector's scans for good (run_suite then leaves what it freezes frozen too,
+        # and the exit's final collection has nothing large to scan)
+        gc.freeze()
         result = run_suite(
             config,
             out,

@@ -108,14 +108,10 @@ def run_sharded(runner: Runner, pool: ShardExecutor) -> tuple[list[CaseStub], Ru
     paths = {cfg.name: suite.resolve(cfg.predictions or "") for cfg in suite.systems}
     prediction_ranges = {name: _ranges([path], workers) for name, path in paths.items()}
 
-    def check(jobs: Sequence[tuple[CheckRange, FileRange]]) -> list[Any]:
-        found: list[Any] = [None] * len(jobs)
-
-        def keep(result: tuple[int, Any]) -> None:
-            found[result[0]] = result[1]
-
-        pool.run(list(enumerate(jobs)), _check_job, keep)
-        return found
+    def check(
+        jobs: Sequence[tuple[CheckRange, FileRange]], arrived: Callable[[int, Any], None]
+    ) -> None:
+        pool.run(list(enumerate(jobs)), _check_job, lambda result: arrived(*result))
 
     checked = check_inputs(case_ranges, prediction_ranges, paths, check, runner.done)
     todo = sum(s.todo(len(suite.systems)) for s in checked.shards)

@@ -92,11 +92,12 @@ def builtin_name(cls: type[Scorer]) -> str:
     'term_selection'
     """
     target = f"{cls.__module__}:{cls.__qualname__}"
-    for table in (_BUILTIN, _plugins()):
-        for name, where in table.items():
-            if where == target:
-                return name
-    return ""
+    for name, where in _BUILTIN.items():
+        if where == target:
+            return name
+    if cls.__module__.startswith("queryeval."):
+        return ""  # not a built-in: no entry point to scan for (importlib.metadata is slow)
+    return next((name for name, where in _plugins().items() if where == target), "")
 
 
 def build_scorer(config: ScorerConfig) -> Scorer:
