@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from queryeval._inputs import BOM
-from queryeval.cases import Case, parse_case_line
+from queryeval.cases import Case, duplicate_case, parse_case_line
 from queryeval.errors import InputError
 from queryeval.runner._ranges import FileRange, numbered, placed, range_lines
-from queryeval.systems import empty_predictions, prediction_key, repeated_record
+from queryeval.systems import empty_predictions, prediction_key, repeated_record, unknown_case
 
 _NO_EXTRA: dict[str, Any] = {}
 
@@ -246,12 +246,8 @@ class _CaseStubs:
         for i, case_id in enumerate(part.ids):
             earlier = first_at.setdefault(case_id, start + i)
             if earlier != start + i:
-                raise InputError(
-                    f"duplicate case id {case_id!r} (first defined at {self._place(earlier)})",
-                    path=r.path,
-                    line=before + part.numbers[i],
-                    where="id",
-                )
+                line = before + part.numbers[i]
+                raise duplicate_case(case_id, self._place(earlier), r.path, line)
             tags = part.tags[i]
             tags = shared_tags.setdefault(tuple(tags), tags)
             stub = CaseStub(case_id, part.names[i], tags)
@@ -334,12 +330,7 @@ def _grouped(
             line = before + part.numbers[i]
             pos = positions.get(case_id)
             if pos is None:
-                raise InputError(
-                    f"prediction for unknown case id {case_id!r}",
-                    path=path,
-                    line=line,
-                    where="case_id",
-                )
+                raise unknown_case(path, line, case_id)
             attempt = part.attempts.get(i)
             if offsets[pos] < 0:
                 offsets[pos], lines[pos], attempts[pos] = part.offsets[i], line, attempt

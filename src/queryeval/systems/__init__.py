@@ -31,6 +31,7 @@ from queryeval.systems._predictions import (
     read_prediction_line,
     repeated_record,
     text_fields_for,
+    unknown_case,
 )
 from queryeval.systems._prompt import PromptTemplate, builtin_prompt, load_prompt
 from queryeval.systems._reply import ReadOutput, read_output
@@ -73,4 +74,5 @@ __all__ = [
     "render_body",
     "repeated_record",
     "text_fields_for",
+    "unknown_case",
 ]

@@ -181,6 +181,13 @@ class CaseOutputs:
         return {case_id: join_outputs(lines) for case_id, lines in self._lines.items()}
 
 
+def unknown_case(path: Path, lineno: int, case_id: str) -> InputError:
+    """The error for a record whose case id is no case's."""
+    return InputError(
+        f"prediction for unknown case id {case_id!r}", path=path, line=lineno, where="case_id"
+    )
+
+
 def empty_predictions(path: Path) -> InputError:
     """The error for a predictions file without a record."""
     return InputError(
@@ -250,12 +257,7 @@ class PredictionsFile:
             records += 1
             line = read_prediction_line(raw, self.path, lineno, self.text_fields)
             if known_ids is not None and line.case_id not in known_ids:
-                raise InputError(
-                    f"prediction for unknown case id {line.case_id!r}",
-                    path=self.path,
-                    line=lineno,
-                    where="case_id",
-                )
+                raise unknown_case(self.path, lineno, line.case_id)
             by_case.add(lineno, line)
         if not records:
             raise empty_predictions(self.path)
