@@ -9,7 +9,7 @@ beside each figure. `--baseline-src DIR` runs another checkout's code on the sam
 the same rounds (interleaved), for a before/after.
 
     .venv/bin/python bench/bench_run_memory.py [--cases 10000,100000,1000000] [--rounds 1]
-        [--baseline-src DIR] [--quick]
+        [--baseline-src DIR] [--quick: 10k and 50k cases]
 """
 
 from __future__ import annotations
@@ -79,9 +79,9 @@ def main() -> int:
     parser.add_argument("--cases", default="10000,100000,1000000")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--baseline-src", type=Path)
-    parser.add_argument("--quick", action="store_true", help="10k and 100k cases, one round")
+    parser.add_argument("--quick", action="store_true", help="10k and 50k cases, one round")
     args = parser.parse_args()
-    sizes = [10_000, 100_000] if args.quick else [int(x) for x in args.cases.split(",")]
+    sizes = [10_000, 50_000] if args.quick else [int(x) for x in args.cases.split(",")]
     sides = {"now": h.ROOT / "src"}
     if args.baseline_src:
         sides["before"] = args.baseline_src.resolve() / "src"
