@@ -6,6 +6,7 @@ configured."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,37 @@ def test_the_token_pass_lets_through_only_what_the_parse_does(
     except RecursionError:
         full = "nested too deeply"
     assert not fast or full is None
+
+
+_PIECES = [
+    " ", "\n", "\t", "(", ")", "*", ",", ".", ";", "'", '"', "`", "[", "]", "--", "/*", "*/",
+    "#", "$", "$$", "@", ":", "0x", "0b", "1", "2e", "1_0", "_", "a", "users", "offset", "set",
+    "Set", "insert", "INTO", "drop", "load", "use", "copy", "call", "Replace", "N'", "E'",
+    "U&'", "$tag$", "=", "-", "+", "/", "|", "?", "{", "}", "FROM", "WHERE", "ORDER BY", "''",
+]  # fmt: skip
+
+
+def test_the_text_pass_clears_only_what_the_token_pass_does() -> None:
+    """`_plain_text` (a regular expression, no tokens) never clears a query that the token
+    pass would send to the parse, in any dialect: hand-picked traps and random ones."""
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.errors import SqlglotError
+
+    dialects = sorted(set(sql.DIALECTS.values()), key=str)
+    for d in dialects:  # the head check relies on no multi-word keyword after SELECT/WITH
+        keywords = Dialect.get_or_raise(d).tokenizer_class.KEYWORDS
+        assert not [k for k in keywords if k.upper().startswith(("SELECT ", "WITH "))]
+    rng = random.Random(16)
+    heads = ["SELECT ", "select\n", "WITH ", "SELECT(", "SELECT*", "  SELECT "]
+    queries = [*TRICKY, "SELECT 1set", "SELECT 0xSET", "SELECT $set", "SELECT a FROM users"]
+    queries += [rng.choice(heads) + "".join(rng.choices(_PIECES, k=rng.randrange(1, 12)))
+                for _ in range(1500)]  # fmt: skip
+    cleared = [q for q in queries if sql._plain_text(q)]
+    assert len(cleared) > 500
+    for query in cleared:
+        for d in dialects:
+            try:
+                Dialect.get_or_raise(d).tokenize(query)
+            except SqlglotError:
+                continue  # the parse fails too, and so does the token fallback: it runs
+            assert sql._plain_tokens(query, d), (d, query)
