@@ -110,10 +110,10 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
     >>> read_only_refusal("SELECT 1; DROP TABLE t", "duckdb")
     '2 statements: only one read-only query may run at a time'
     """
-    from sqlglot import exp
-
     if _plainly_read_only(query, dialect):
         return None
+    from sqlglot import exp
+
     statements = parsed(query, dialect)
     if isinstance(statements, str):
         # sqlglot cannot read every dialect's every corner; then look at the tokens, and
