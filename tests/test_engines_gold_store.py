@@ -34,3 +34,19 @@ def test_the_gold_store_reads_one_key_or_many_and_skips_unreadable_rows(tmp_path
     con.execute("UPDATE gold SET rows = 'not json' WHERE query = 'SELECT 1'")
     assert again.get(keys[1]) is None  # unreadable: executed again
     again.close()
+
+
+def test_the_gold_store_keeps_orderings_by_language_parser_and_query(tmp_path: Path) -> None:
+    from queryeval.engines._gold_store import GoldStore
+    from queryeval.languages import OrderInfo
+
+    store = GoldStore(tmp_path)
+    key = ("duckdb", "1/sqlglot 1.0", "SELECT a, b FROM t ORDER BY b, x")
+    store.put_order(key, OrderInfo(True, (1, "x", None)))
+    store.close()
+    again = GoldStore(tmp_path)
+    assert again.get_order(key) == OrderInfo(True, (1, "x", None))
+    assert again.get_order(("duckdb", "1/sqlglot 2.0", key[2])) is None  # another parser
+    again._connection().execute("UPDATE gold_order SET keys = '[[1]]'")
+    assert again.get_order(key) is None  # unreadable: parsed again
+    again.close()

@@ -112,7 +112,10 @@ class Deadline:
 
     Repeats the interrupt (every 20 ms) after it fired, because an interrupt that lands
     while the engine is still planning is lost and the query would then run unbounded.
-    Served by the process's one watchdog thread (`_watchdog`), not a thread per query.
+    Served by the process's one watchdog thread (`_watchdog`), not a thread per query. The
+    watchdog keeps the deadline until it falls due; `interrupt` (and what it holds: a
+    cursor) is let go when the block exits. Kept, thousands of closed DuckDB cursors made
+    each new one slower (114 -> 293 us a query with 6,000 alive).
     """
 
     _REPEAT_S = 0.02
@@ -142,6 +145,11 @@ class Deadline:
     def __exit__(self, *exc: object) -> None:
         with self._guard:
             self.finished = True
+            self._interrupt = _never_called  # `fire` no longer calls it
+
+
+def _never_called() -> None:
+    """What a finished deadline holds instead of its interrupt."""
 
 
 _WATCHDOG = Watchdog(Deadline._REPEAT_S)
