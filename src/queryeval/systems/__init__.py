@@ -5,6 +5,8 @@ Live systems (callable, model, endpoint) share one small interface, `LiveSystem`
 `await system.generate(case) -> Output`, each owning its concurrency and timeouts.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from queryeval.systems._build import (
     LiveSystem,
     SystemProblem,
@@ -16,7 +18,6 @@ from queryeval.systems._build import (
 from queryeval.systems._callable import CallableSystem, coerce_output, import_callable
 from queryeval.systems._endpoint import EndpointSystem, read_path, render_body
 from queryeval.systems._estimate import SystemEstimate, estimate_systems
-from queryeval.systems._model import ModelSystem
 from queryeval.systems._predictions import (
     ANSWER,
     CaseOutputs,
@@ -36,6 +37,20 @@ from queryeval.systems._predictions import (
 from queryeval.systems._prompt import PromptTemplate, builtin_prompt, load_prompt
 from queryeval.systems._reply import ReadOutput, read_output
 from queryeval.systems._task import CaseTask, case_database, case_task
+
+if TYPE_CHECKING:
+    from queryeval.systems._model import ModelSystem
+
+
+def __getattr__(name: str) -> Any:
+    # `ModelSystem` on first use: it brings asyncio and the LLM client (about 35 ms of a
+    # process's start), which a run of saved predictions does not need
+    if name == "ModelSystem":
+        from queryeval.systems._model import ModelSystem
+
+        return ModelSystem
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ANSWER",
