@@ -150,8 +150,8 @@ finally:  # VmHWM: this process's own peak (ru_maxrss would keep its parent's ac
 """
 
 
-def _tree_rss_kib(root: int) -> int:
-    """The resident memory of a process and all its descendants now, in KiB (from /proc)."""
+def process_tree(root: int) -> set[int]:
+    """A process and all its descendants now (from /proc)."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -165,8 +165,13 @@ def _tree_rss_kib(root: int) -> int:
         more = {pid for pid, parent in parents.items() if parent in tree} - tree
         tree |= more
         grew = bool(more)
+    return tree
+
+
+def _tree_rss_kib(root: int) -> int:
+    """The resident memory of a process and all its descendants now, in KiB (from /proc)."""
     total = 0
-    for pid in tree:
+    for pid in process_tree(root):
         try:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 
 import numpy as np
 
 from queryeval.metrics import compare_results
-from queryeval.metrics.results._columns import ColumnView, align_by_name, search_permutation
+from queryeval.metrics.results._columns import (
+    ColumnView,
+    _best_of_two,
+    align_by_name,
+    search_permutation,
+)
 
 
 def test_by_name_ignores_case_and_order() -> None:
@@ -171,3 +177,19 @@ def test_permutation_needs_equal_column_counts() -> None:
     result = compare_results((["a", "b"], [(1, 2)]), (["a"], [(1,)]), columns="permutation")
     assert not result.exact
     assert result.extra_columns == ("b",)
+
+
+def test_the_two_column_assignment_is_scipys_choice_ties_included() -> None:
+    """One or two columns skip the scipy import; the choice is linear_sum_assignment's,
+    between equal totals too (every 2x2 overlap matrix of values 0-6, and large ones)."""
+    from scipy.optimize import linear_sum_assignment
+
+    rng = random.Random(5)
+    large = [[rng.randrange(10**6) for _ in range(4)] for _ in range(500)]
+    large += [[a, b, c, b + c - a] for a, b, c, _ in large if b + c >= a]  # ties
+    for values in [*itertools.product(range(7), repeat=4), *large]:
+        overlap = [list(values[:2]), list(values[2:])]
+        rows, cols = linear_sum_assignment(np.array(overlap, dtype=np.float64), maximize=True)
+        expected = tuple((int(r), int(c)) for r, c in zip(rows, cols, strict=True))
+        assert _best_of_two(overlap) == expected, values
+    assert _best_of_two([[3]]) == ((0, 0),)

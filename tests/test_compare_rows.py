@@ -238,3 +238,26 @@ def test_nested_lists_and_maps() -> None:
     reordered_list = (["k", "tags", "props"], [("a", [2, 1], {"x": 1, "y": [None, "z"]})])
     assert compare_results(same, gold).exact
     assert not compare_results(reordered_list, gold).exact
+
+
+def test_matching_range_by_range_gives_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large inputs are matched over ranges of sorted keys (small temporaries); cut into
+    ranges of a few rows, the overlaps are those of one pass."""
+    import numpy as np
+
+    from queryeval.metrics.results import _match
+
+    rng = np.random.default_rng(3)
+    cases = []
+    for n_p, n_g, keys in [(200, 180, 40), (500, 500, 3), (50, 300, 1000), (0, 20, 5), (30, 0, 5)]:
+        kp, kg = rng.integers(0, keys, n_p), rng.integers(0, keys, n_g)
+        vp = np.round(rng.normal(0, 1, (n_p, 2)), 1)
+        vg = np.round(rng.normal(0, 1, (n_g, 2)), 1)
+        cases.append((kp, vp, kg, vg))
+    whole = [(_match.multiset_overlap(kp, kg), _match.tolerant_overlap(kp, vp, kg, vg, 0.1, 0))
+             for kp, vp, kg, vg in cases]  # fmt: skip
+    monkeypatch.setattr(_match, "KEY_RANGE_ROWS", 7)
+    assert len(_match.key_ranges(np.sort(cases[0][0]), np.sort(cases[0][2]))) > 5
+    ranged = [(_match.multiset_overlap(kp, kg), _match.tolerant_overlap(kp, vp, kg, vg, 0.1, 0))
+              for kp, vp, kg, vg in cases]  # fmt: skip
+    assert ranged == whole

@@ -117,7 +117,10 @@ GOLD = ResultSet(["name", "n"], [("ada", 3), ("bob", 1), ("cy", 1)])
         (ResultSet(["n", "name"], [(1, "bob"), (3, "ada"), (1, "cy")]), {}, True),
         (ResultSet(["x", "y"], [("bob", 1), ("ada", 3), ("cy", 1)]), {}, True),  # renamed
         (ResultSet(["name", "n"], [("bob", 1)]), {}, True),  # wrong: scored with the names
-        (ResultSet(["name", "n"], [("ada", 3.0), ("bob", 1), ("cy", 1)]), {}, False),  # float
+        (ResultSet(["name", "n"], [("ada", 3.0), ("bob", 1), ("cy", 1)]), {}, True),  # equal
+        (ResultSet(["name", "n"], [("ada", 3.1), ("bob", 1), ("cy", 1)]), {}, False),  # float
+        (ResultSet(["x", "y"], [("ada", 3.0), ("bob", 1), ("cy", 1)]), {}, False),  # renamed
+        (ResultSet(["n"], [(3.0,), (1,), (1,)]), {}, False),  # a column missing
         (ResultSet(["name", "n"], [("ada", 3.0), ("bob", 1), ("cy", 1)]), {"rel_tol": 0.0}, True),
         (ResultSet(["name", "n"], [("bob", 1), ("ada", 3), ("cy", 1)]), {"rows": "ordered"}, False),
         (ResultSet(["name", "n"], [("ada", 3), ("bob", 1), ("cy", 1)]), {"rows": "ordered"}, True),

@@ -34,3 +34,89 @@ def test_the_gold_store_reads_one_key_or_many_and_skips_unreadable_rows(tmp_path
     con.execute("UPDATE gold SET rows = 'not json' WHERE query = 'SELECT 1'")
     assert again.get(keys[1]) is None  # unreadable: executed again
     again.close()
+
+
+def test_the_gold_store_keeps_orderings_by_language_parser_and_query(tmp_path: Path) -> None:
+    from queryeval.engines._gold_store import GoldStore
+    from queryeval.languages import OrderInfo
+
+    store = GoldStore(tmp_path)
+    key = ("duckdb", "1/sqlglot 1.0", "SELECT a, b FROM t ORDER BY b, x")
+    store.put_order(key, OrderInfo(True, (1, "x", None)))
+    store.close()
+    again = GoldStore(tmp_path)
+    assert again.get_order(key) == OrderInfo(True, (1, "x", None))
+    assert again.get_order(("duckdb", "1/sqlglot 2.0", key[2])) is None  # another parser
+    again._connection().execute("UPDATE gold_order SET keys = '[[1]]'")
+    assert again.get_order(key) is None  # unreadable: parsed again
+    again.close()
+
+
+def _decode_before(value: object) -> object:
+    """The codec's decoder as it was (a recursive walk after `json.loads`)."""
+    import base64
+    import datetime as dt
+    import decimal
+    import uuid
+
+    if isinstance(value, list):
+        return [_decode_before(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    tag, v = value.get("$qe"), value.get("v")
+    simple = {"float": float, "decimal": decimal.Decimal, "datetime": dt.datetime.fromisoformat,
+              "date": dt.date.fromisoformat, "time": dt.time.fromisoformat,
+              "bytes": base64.b64decode, "uuid": uuid.UUID}  # fmt: skip
+    if tag in simple:
+        return simple[tag](v)
+    if tag == "timedelta":
+        return dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2])
+    if tag == "set":
+        return frozenset(_decode_before(x) for x in v)
+    if tag == "map":
+        return {_decode_before(k): _decode_before(x) for k, x in v}
+    if tag == "repr":
+        return v
+    raise ValueError(f"unknown tag in gold cache: {tag!r}")
+
+
+def test_the_codec_reads_back_what_the_recursive_decoder_read() -> None:
+    import datetime as dt
+    import decimal
+    import json
+    import math
+    import random
+    import uuid
+
+    from queryeval.engines._values import dumps, loads
+
+    rng = random.Random(4)
+    leaves = [None, True, 0, -7, 2**70, 1.5, -0.0, math.inf, -math.inf, math.nan, "x", "",
+              "ü$qe", decimal.Decimal("1.10"), dt.date(2024, 2, 29),
+              dt.datetime(2024, 1, 1, 12, 30, tzinfo=dt.UTC), dt.time(1, 2, 3),
+              dt.timedelta(days=-1, seconds=5), b"\x00\xff", uuid.UUID(int=5),
+              object()]  # fmt: skip
+
+    def value(depth: int) -> object:
+        kind = rng.random()
+        if depth > 2 or kind < 0.6:
+            return rng.choice(leaves)
+        if kind < 0.75:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        if kind < 0.9:
+            return frozenset(v for v in (value(3) for _ in range(3)) if v == v and v is not None)
+        return {str(rng.random()): value(depth + 1) for _ in range(rng.randint(0, 3))}
+
+    for _ in range(3000):
+        text = dumps([value(0) for _ in range(rng.randint(0, 4))])
+        assert repr(loads(text)) == repr(_decode_before(json.loads(text)))
+    for bad in ('[{"$qe": "nope", "v": 1}]', '[{"a": 1}]', '[{"$qe": "set", "v": [[1]]}]'):
+        try:
+            _decode_before(json.loads(bad))
+        except (ValueError, TypeError) as before:
+            try:
+                loads(bad)
+            except (ValueError, TypeError) as now:
+                assert type(now) is type(before)
+            else:
+                raise AssertionError(f"{bad} decoded")

@@ -175,3 +175,27 @@ def test_a_process_forked_while_a_query_runs_has_no_bound() -> None:
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert resource.getrlimit(resource.RLIMIT_DATA) == before
+
+
+def test_a_finished_deadline_lets_go_of_what_it_would_interrupt() -> None:
+    """The watchdog keeps a deadline until it falls due (30 s by default); the cursor its
+    interrupt holds is freed when the query ends (thousands of live closed DuckDB cursors
+    slow every new one)."""
+    import gc
+    import weakref
+
+    from queryeval.engines._base import Deadline
+
+    class Handle:
+        def interrupt(self) -> None:
+            raise AssertionError("a finished deadline interrupts nothing")
+
+    handle = Handle()
+    alive = weakref.ref(handle)
+    deadline = Deadline(30.0, handle.interrupt)
+    with deadline:
+        pass
+    del handle
+    gc.collect()
+    assert alive() is None
+    assert deadline.fire() is False  # finished: not called, not repeated

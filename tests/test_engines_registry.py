@@ -60,3 +60,37 @@ def test_an_unknown_engine_is_named_with_the_known_ones(tmp_path: Path) -> None:
     assert loc == ("engine",) and "unknown engine 'oracle'" in message and "duckdb" in message
     with pytest.raises(InputError, match="unknown engine 'oracle'"):
         build_engine("db", bad, tmp_path, tmp_path)
+
+
+def test_a_registered_engine_types_its_own_options_with_a_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A kind registered with a pydantic model has its options checked by it before anything
+    runs (a wrong value named at its place), and gets them as given."""
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from queryeval.engines import _registry
+
+    monkeypatch.setattr(_registry, "_REGISTERED", dict(_registry._REGISTERED))
+
+    class ToyOptions(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        pool: int = Field(default=4, ge=1)
+        mode: str = "fast"
+
+    @register_engine("typed_toy", options=ToyOptions)
+    def build_toy(spec: EngineSpec) -> Any:
+        return spec
+
+    good = DatabaseConfig(engine="typed_toy", url="toy://", options={"pool": 2, "timeout_s": 3})
+    assert database_problem(good, tmp_path) is None
+    bad = DatabaseConfig(engine="typed_toy", url="toy://", options={"pool": 0})
+    loc, message = database_problem(bad, tmp_path) or ((), "")
+    assert loc == ("options", "pool") and "greater than or equal to 1" in message
+    wrong_type = DatabaseConfig(engine="typed_toy", url="toy://", options={"mode": ["x"]})
+    assert (database_problem(wrong_type, tmp_path) or ((),))[0] == ("options", "mode")
+    common = DatabaseConfig(engine="typed_toy", url="toy://", options={"timeout_s": -1})
+    assert (database_problem(common, tmp_path) or ((),))[0] == ("options", "timeout_s")
+    typo = DatabaseConfig(engine="typed_toy", url="toy://", options={"pools": 2})
+    loc, message = database_problem(typo, tmp_path) or ((), "")
+    assert loc == ("options", "pools") and "mode" in message and "pool" in message

@@ -207,6 +207,10 @@ def test_example_predictions_score_as_designed(suite_path: Path, cache: Path) ->
     finally:
         context.close()
     expected_kinds, expected_matches = EXPECTED[suite_path]
+    if kinds.get("sql-21") == "resource_limit":
+        # a runaway recursive CTE grows in memory and in time: which guard stops it first
+        # depends on the machine's speed (both are the query's failure, and count 0)
+        kinds["sql-21"] = "timeout"
     assert {k: v for k, v in kinds.items() if v != "ok"} == expected_kinds
     assert matched == expected_matches
     assert len(kinds) == len(cases) >= 20

@@ -252,3 +252,29 @@ def test_bad_predictions_name_line(tmp_path: Path, text: str, line: int, fragmen
         PredictionsFile(path, known_ids={"a"})
     assert info.value.line == line
     assert fragment in info.value.render()
+
+
+def test_a_predictions_line_of_two_json_values_is_refused_naming_its_line(tmp_path: Path) -> None:
+    """`{...}, {...}` is not one record (the shorthand reader once read it as two attempts):
+    every reader refuses it as invalid JSON at its line, and the first pass of a large run
+    reads the same key as the plain reader for every line it accepts."""
+    from queryeval.systems import prediction_key, read_prediction_line
+
+    path = tmp_path / "p.jsonl"
+    two = b'{"case_id": "a", "query": "x"}, {"query": "y"}'
+    for read in (read_prediction_line, prediction_key):
+        with pytest.raises(InputError, match="invalid JSON") as info:
+            read(two, path, 3)
+        assert info.value.line == 3
+    for line in (b'{"case_id": 7, "query": "q"}', b'{"case_id": "b", "attempt": 2, "answer": "a"}'):
+        record = read_prediction_line(line, path, 1)
+        assert prediction_key(line, path, 1) == (record.case_id, record.attempt)
+
+
+def test_an_input_error_keeps_its_place_when_pickled() -> None:
+    import pickle
+
+    error = InputError("bad", path="cases.jsonl", line=4, where="id")
+    again = pickle.loads(pickle.dumps(error))
+    assert (again.message, again.path, again.line, again.where) == ("bad", "cases.jsonl", 4, "id")
+    assert str(again) == str(error) == "cases.jsonl:4: id: bad"

@@ -592,7 +592,8 @@ def test_sharded_case_stubs_keep_every_field(tmp_path: Path) -> None:
     checked = check_inputs(
         ranges,
         {"s": split_file(preds, 40)},
-        lambda rs, work: [work(r) for r in rs],
+        {"s": preds},
+        lambda jobs, arrived: [arrived(i, work(r)) for i, (work, r) in enumerate(jobs)],
         set(),
     )
     want = [Case.model_validate(c) for c in raw]
@@ -692,3 +693,78 @@ def test_kill_at_any_point_of_a_plain_run_then_resume(tmp_path: Path, share: flo
 def test_kill_at_any_point_of_a_sharded_run_then_resume(tmp_path: Path, share: float) -> None:
     suite = _sdmx_bench_suite(tmp_path / "s", 60_000, workers=2)
     _kill_then_resume(suite, tmp_path, "killed", random.Random(share).uniform(0.8, 1.0) * share)
+
+
+_CORRUPTIONS = {
+    "case invalid JSON": ("cases", lambda ls: ls.__setitem__(30, ls[30][:-5])),
+    "case missing field": ("cases", lambda ls: ls.__setitem__(12, '{"id": "x"}')),
+    "case id repeated": (
+        "cases",
+        lambda ls: ls.__setitem__(44, ls[44].replace("case-44", "case-2")),
+    ),
+    "prediction not an object": ("preds", lambda ls: ls.__setitem__(20, "[1, 2]")),
+    "prediction bad attempt": (
+        "preds",
+        lambda ls: ls.__setitem__(33, ls[33].replace('"case_id"', '"attempt": "one", "case_id"')),
+    ),
+    "prediction repeated": ("preds", lambda ls: ls.insert(50, ls[5])),
+    "prediction unknown": (
+        "preds",
+        lambda ls: ls.insert(25, '{"case_id": "ghost", "answer": "a"}'),
+    ),
+    "prediction invalid JSON": ("preds", lambda ls: ls.__setitem__(40, ls[40] + "}")),
+    "predictions empty": ("preds", lambda ls: ls.clear()),
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(_CORRUPTIONS))
+def test_a_sharded_run_refuses_bad_input_as_the_plain_run_does(
+    tmp_path: Path, corruption: str
+) -> None:
+    """Every input check of a plain run, on every class of bad line, gives the same error
+    (message, file, line, place) in a sharded run, whose ranges end mid-file; nothing is
+    written by either."""
+    from queryeval.runner import _sharded
+
+    which, change = _CORRUPTIONS[corruption]
+    folder = tmp_path / "s"
+    suite_path = _sdmx_bench_suite(folder, 60, workers=2)
+    target = folder / ("cases.jsonl" if which == "cases" else "predictions.jsonl")
+    lines = target.read_text().splitlines()
+    change(lines)
+    target.write_text("".join(line + "\n" for line in lines))
+    serial_path = folder / "serial.yaml"
+    serial_path.write_text(suite_path.read_text().replace("workers: 2", "workers: 1"))
+    errors = []
+    for path, out in ((serial_path, "r1"), (suite_path, "r2")):
+        # small ranges, so the bad line is in the middle of the run's ranges
+        with pytest.raises(InputError) as info, pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_sharded, "_MIN_SHARD_BYTES", 2000)
+            run_suite(load_suite(path), tmp_path / out, progress=False)
+        errors.append((info.value.message, info.value.path, info.value.line, info.value.where))
+        assert not (tmp_path / out / "results.jsonl").exists()
+    assert errors[0] == errors[1]
+
+
+def test_a_sharded_run_reads_bom_and_crlf_files_as_the_plain_run(tmp_path: Path) -> None:
+    """Byte-order marks and CRLF line ends (files written on Windows) read the same in
+    ranges as line by line: the same records, the same summary."""
+    from queryeval.runner import _sharded
+
+    folder = tmp_path / "s"
+    suite_path = _sdmx_bench_suite(folder, 80, workers=2)
+    for name in ("cases.jsonl", "predictions.jsonl"):
+        text = (folder / name).read_text()
+        (folder / name).write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    serial_path = folder / "serial.yaml"
+    serial_path.write_text(suite_path.read_text().replace("workers: 2", "workers: 1"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_sharded, "_MIN_SHARD_BYTES", 3000)
+        run_suite(load_suite(suite_path), tmp_path / "r1", progress=False)
+    run_suite(load_suite(serial_path), tmp_path / "r2", progress=False)
+    assert (tmp_path / "r1" / "summary.json").read_bytes() == (
+        tmp_path / "r2" / "summary.json"
+    ).read_bytes()
+    one = sorted(read_records(tmp_path / "r1"), key=lambda r: r["case_id"])
+    two = sorted(read_records(tmp_path / "r2"), key=lambda r: r["case_id"])
+    assert one == two and len(one) == 80

@@ -75,7 +75,8 @@ def line_too_long(path: Path, line: int, cap: int) -> InputError:
 
 
 def jsonl_lines(path: Path, what: str = "file") -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) of every non-blank line of a JSONL file: the byte-order mark of
+    """(line number, bytes without the newline) of every non-blank line of a JSONL file: the
+    byte-order mark of
     the first line dropped, each line checked to be UTF-8 and no longer than
     `max_line_bytes()`."""
     cap = max_line_bytes()
@@ -95,4 +96,4 @@ def jsonl_lines(path: Path, what: str = "file") -> Iterator[tuple[int, bytes]]:
                 continue
             if not raw.isascii():
                 decode_utf8(raw, path, lineno)  # raises naming the line
-            yield lineno, raw
+            yield lineno, raw.removesuffix(b"\n")  # a parser's "column" is then the line's

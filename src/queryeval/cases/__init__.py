@@ -1,6 +1,12 @@
 """Test cases, system outputs and scores, and their loaders."""
 
-from queryeval.cases._load import case_files, load_cases, load_cases_file, parse_case_line
+from queryeval.cases._load import (
+    case_files,
+    duplicate_case,
+    load_cases,
+    load_cases_file,
+    parse_case_line,
+)
 from queryeval.cases._model import (
     Answer,
     Attempt,
@@ -51,6 +57,7 @@ __all__ = [
     "Turn",
     "case_files",
     "describe_failures",
+    "duplicate_case",
     "failure_label",
     "load_cases",
     "load_cases_file",

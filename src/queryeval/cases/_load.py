@@ -85,6 +85,20 @@ def _load_jsonl(path: Path) -> list[tuple[Case, int | None]]:
     return [(parse_case_line(raw, path, lineno), lineno) for lineno, raw in jsonl_lines(path)]
 
 
+def duplicate_case(case_id: str, first: str, path: Path, line: int | None) -> InputError:
+    """The error for a second case with an id (`first`: where the first is, FILE:LINE).
+
+    >>> duplicate_case("q1", "a.jsonl:3", Path("b.jsonl"), 7).render()
+    "b.jsonl:7: id: duplicate case id 'q1' (first defined at a.jsonl:3)"
+    """
+    return InputError(
+        f"duplicate case id {case_id!r} (first defined at {first})",
+        path=path,
+        line=line,
+        where="id",
+    )
+
+
 def parse_case_line(raw: bytes, path: Path, lineno: int) -> Case:
     """One JSONL line of a cases file as a Case; InputError naming the line otherwise.
 
@@ -115,12 +129,7 @@ def load_cases(
     for path in case_files(patterns, base):
         for case, line in _load_file(path):
             if case.id in where:
-                raise InputError(
-                    f"duplicate case id {case.id!r} (first defined at {where[case.id]})",
-                    path=path,
-                    line=line,
-                    where="id",
-                )
+                raise duplicate_case(case.id, where[case.id], path, line)
             where[case.id] = f"{path}:{line}" if line else str(path)
             if places is not None:
                 places[case.id] = (path, line)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -118,6 +119,10 @@ def run(
         config = load_suite(suite)
         if executor is not None or address is not None or shards is not None:
             config = with_executor(config, executor, address=address, shards=shards)
+        # this process only runs the suite and exits: what it has imported is frozen out of
+        # the collector's scans for good (run_suite then leaves what it freezes frozen too,
+        # and the exit's final collection has nothing large to scan)
+        gc.freeze()
         result = run_suite(
             config,
             out,

@@ -33,6 +33,7 @@ from queryeval.engines._results import (
     ExecutionMemo,
     execute_query,
     gold_execution,
+    gold_order,
     run_prediction,
 )
 from queryeval.engines._twin import empty_twin
@@ -77,6 +78,7 @@ __all__ = [
     "engine_kinds",
     "execute_query",
     "gold_execution",
+    "gold_order",
     "independent_verdict",
     "kql_schema_from_context",
     "kql_validator_from_context",

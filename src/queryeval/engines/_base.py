@@ -112,7 +112,10 @@ class Deadline:
 
     Repeats the interrupt (every 20 ms) after it fired, because an interrupt that lands
     while the engine is still planning is lost and the query would then run unbounded.
-    Served by the process's one watchdog thread (`_watchdog`), not a thread per query.
+    Served by the process's one watchdog thread (`_watchdog`), not a thread per query. The
+    watchdog keeps the deadline until it falls due; `interrupt` (and what it holds: a
+    cursor) is let go when the block exits. Kept, thousands of closed DuckDB cursors made
+    each new one slower (114 -> 293 us a query with 6,000 alive).
     """
 
     _REPEAT_S = 0.02
@@ -142,6 +145,11 @@ class Deadline:
     def __exit__(self, *exc: object) -> None:
         with self._guard:
             self.finished = True
+            self._interrupt = _never_called  # `fire` no longer calls it
+
+
+def _never_called() -> None:
+    """What a finished deadline holds instead of its interrupt."""
 
 
 _WATCHDOG = Watchdog(Deadline._REPEAT_S)
@@ -156,6 +164,24 @@ def cell_bytes(value: Any) -> int:
     return len(repr(value))
 
 
+def row_bytes(row: Sequence[Any]) -> int:
+    """`cell_bytes` summed over a row (the common types settled inline, same values).
+
+    >>> row_bytes((1, "ab", None, 2.5, b"x", [1]))
+    32
+    """
+    total = 0
+    for value in row:
+        kind = type(value)
+        if kind is str:
+            total += len(value) + 1
+        elif kind is int or kind is float or value is None or kind is bool:
+            total += 8
+        else:
+            total += cell_bytes(value)
+    return total
+
+
 def collect_rows(
     batches: Iterable[Sequence[Sequence[Any]]],
     limits: Limits,
@@ -168,8 +194,11 @@ def collect_rows(
         for raw in batch:
             if len(rows) >= limits.max_rows:
                 return rows, True
-            row = tuple(convert(v) for v in raw) if convert else tuple(raw)
-            size += sum(cell_bytes(v) for v in row)
+            if convert:
+                row = tuple(convert(v) for v in raw)
+            else:
+                row = raw if type(raw) is tuple else tuple(raw)
+            size += row_bytes(row)
             if size > limits.max_bytes:
                 return rows, True
             rows.append(row)

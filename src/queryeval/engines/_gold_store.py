@@ -1,7 +1,9 @@
 """The on-disk gold cache: one SQLite file (WAL, so parallel runs read while one writes)
 holding every successful gold result, keyed by what it depends on (database identity,
 row and byte caps, query text) and read back with one indexed lookup or one query per
-batch; values go through the engines' lossless JSON codec."""
+batch; values go through the engines' lossless JSON codec. Beside the results, each gold
+query's top-level ordering (`queryeval.languages.top_level_order`), keyed by language,
+parser version and query text, so a run with cached golds parses none of them."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 from queryeval.cases import ExecutionOutcome
 from queryeval.engines._base import Execution
 from queryeval.engines._values import dumps, loads
+from queryeval.languages import OrderInfo
 from queryeval.metrics import ResultSet
 
 GOLD_STORE_VERSION = "2"  # 1: one JSON file per gold (gold/<sha256>.json)
@@ -23,6 +26,8 @@ _COMMIT_EVERY = 64  # puts per transaction; the rest are committed by `close`
 
 Key = tuple[str, int, int, str]
 """(database identity, max_rows, max_bytes, query)."""
+OrderKey = tuple[str, str, str]
+"""(language, parser version, query)."""
 
 
 class GoldStore:
@@ -44,6 +49,10 @@ class GoldStore:
                 "CREATE TABLE IF NOT EXISTS gold (identity TEXT, max_rows INTEGER, "
                 "max_bytes INTEGER, query TEXT, outcome TEXT, columns TEXT, rows TEXT, "
                 "PRIMARY KEY (identity, max_rows, max_bytes, query)) WITHOUT ROWID"
+            )
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS gold_order (language TEXT, parser TEXT, query TEXT, "
+                "ordered INTEGER, keys TEXT, PRIMARY KEY (language, parser, query)) WITHOUT ROWID"
             )
             con.commit()
             self._con = con
@@ -97,6 +106,39 @@ class GoldStore:
             con.execute(
                 "INSERT OR REPLACE INTO gold VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (*key, outcome, columns, body),
+            )
+            self._pending += 1
+            if self._pending >= _COMMIT_EVERY:
+                self._commit()
+
+    def get_order(self, key: OrderKey) -> OrderInfo | None:
+        """The stored ordering of a gold query, or None (absent or unreadable)."""
+        with self._lock:
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT ordered, keys FROM gold_order WHERE language = ? AND parser = ? "
+                    "AND query = ?",
+                    key,
+                )
+                .fetchone()
+            )
+        if row is None:
+            return None
+        try:
+            keys = loads(row[1])
+            if not all(k is None or isinstance(k, int | str) for k in keys):
+                return None
+            return OrderInfo(bool(row[0]), tuple(keys))
+        except (ValueError, TypeError):
+            return None
+
+    def put_order(self, key: OrderKey, order: OrderInfo) -> None:
+        """Store a gold query's ordering (committed with the results)."""
+        with self._lock:
+            self._connection().execute(
+                "INSERT OR REPLACE INTO gold_order VALUES (?, ?, ?, ?, ?)",
+                (*key, int(order.ordered), dumps(list(order.keys))),
             )
             self._pending += 1
             if self._pending >= _COMMIT_EVERY:

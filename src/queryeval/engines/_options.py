@@ -62,9 +62,6 @@ class DatabaseOptions(BaseModel):
         return v.replace("Z", "+00:00") if isinstance(v, str) else v
 
 
-_MODEL_KEYS = {f.alias or name for name, f in DatabaseOptions.model_fields.items()}
-
-
 def engine_kind(name: str) -> str:
     """The engine an `engine:` value stands for (aliases resolved)."""
     return ENGINE_ALIASES.get(name, name)
@@ -84,24 +81,22 @@ def database_problem(
         known = ", ".join([*engine_kinds(), *ENGINE_ALIASES])
         return ("engine",), f"unknown engine {config.engine!r}; expected one of {known}"
     options = config.options
-    if kind not in BUILTIN_ENGINES:  # a registered engine's own options are its own to type
-        options = {k: v for k, v in options.items() if k in _MODEL_KEYS}
-    try:
-        DatabaseOptions.model_validate(options)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        loc = ("options", *(p for p in first["loc"] if isinstance(p, str | int)))
-        if first["type"] == "extra_forbidden":
-            return loc, f"unknown option; expected some of {', '.join(_allowed(entry.options))}"
-        return loc, str(first["msg"])
+    if kind not in BUILTIN_ENGINES:  # a registered engine's own options: its model's to type
+        options = {k: v for k, v in options.items() if k in _COMMON}
+    problem = _model_problem(DatabaseOptions, options, entry.options)
+    if problem is None and entry.model is not None:
+        own = {k: v for k, v in config.options.items() if k in entry.options}
+        problem = _model_problem(entry.model, own, entry.options)
+    if problem is not None:
+        return problem
     for key in config.options:
         if key not in _COMMON and key not in entry.options:
             allowed = ", ".join(_allowed(entry.options))
             return ("options", key), f"not an option of engine {kind!r}; expected some of {allowed}"
     if kind == "duckdb" and config.options.get("settings"):
-        problem = _duckdb_settings_problem(config.options["settings"])
-        if problem is not None:
-            return ("options", "settings"), problem
+        refused = _duckdb_settings_problem(config.options["settings"])
+        if refused is not None:
+            return ("options", "settings"), refused
     places = entry.places
     given = [p for p in ("path", "fixture", "url") if getattr(config, p)]
     wrong = [p for p in given if p not in places]
@@ -116,6 +111,21 @@ def database_problem(
             if not resolved.exists():
                 what = "database file or folder" if place == "path" else "fixture seed"
                 return (place,), f"{what} not found: {resolved}"
+    return None
+
+
+def _model_problem(
+    model: type[BaseModel], options: dict[str, Any], names: frozenset[str]
+) -> tuple[tuple[str | int, ...], str] | None:
+    """(location, message) of the first option `model` refuses, or None."""
+    try:
+        model.model_validate(options)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        loc = ("options", *(p for p in first["loc"] if isinstance(p, str | int)))
+        if first["type"] == "extra_forbidden":
+            return loc, f"unknown option; expected some of {', '.join(_allowed(names))}"
+        return loc, str(first["msg"])
     return None
 
 

@@ -13,6 +13,8 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from queryeval.engines._base import Engine
     from queryeval.engines._factory import EngineSpec
 
@@ -23,11 +25,13 @@ EngineBuilder = Callable[["EngineSpec"], "Engine"]
 class EngineKind:
     """An engine kind: its builder ("module:function", or the function), the options it
     reads beyond the common ones (timeout_s, max_rows, max_bytes, gold_cache, memory_limit,
-    max_query_bytes), and where its database may live (path, fixture, url)."""
+    max_query_bytes), where its database may live (path, fixture, url), and for a
+    registered kind the pydantic model its own options are checked with (if it gave one)."""
 
     build: str | EngineBuilder
     options: frozenset[str]
     places: tuple[str, ...]
+    model: type[BaseModel] | None = None
 
 
 def _builtin(build: str, options: set[str], places: tuple[str, ...]) -> EngineKind:
@@ -54,14 +58,19 @@ _REGISTERED: dict[str, EngineKind] = {}
 def register_engine(
     kind: str,
     *,
-    options: frozenset[str] | set[str] = frozenset(),
+    options: frozenset[str] | set[str] | type[BaseModel] = frozenset(),
     places: tuple[str, ...] = ("url",),
 ) -> Callable[[EngineBuilder], EngineBuilder]:
     """Decorator: register an engine builder `(EngineSpec) -> Engine` under `kind`, with the
-    options it reads (beyond the common ones) and where its database may live."""
+    options it reads (beyond the common ones: their names, or a pydantic model that types
+    them, checked before anything runs) and where its database may live."""
 
     def deco(build: EngineBuilder) -> EngineBuilder:
-        _REGISTERED[kind] = EngineKind(build, frozenset(options), tuple(places))
+        if isinstance(options, type):
+            names = frozenset(f.alias or name for name, f in options.model_fields.items())
+            _REGISTERED[kind] = EngineKind(build, names, tuple(places), options)
+        else:
+            _REGISTERED[kind] = EngineKind(build, frozenset(options), tuple(places))
         return build
 
     return deco

@@ -1,8 +1,10 @@
 """Executions shared across scorers: each predicted query runs once per (database, query),
-and each gold query once ever per (database identity, query), cached on disk (`GoldStore`)."""
+and each gold query once ever per (database identity, query), cached on disk (`GoldStore`);
+likewise each gold query's ordering is parsed once ever per (language, query)."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -12,6 +14,7 @@ from queryeval.engines._base import Execution
 from queryeval.engines._blame import Blame, blame
 from queryeval.engines._factory import engine_from_context
 from queryeval.engines._gold_store import GoldStore
+from queryeval.languages import OrderInfo, top_level_order
 
 if TYPE_CHECKING:
     from queryeval.resources import RunResources
@@ -98,6 +101,57 @@ def gold_execution(ctx: RunResources, database: str, query: str) -> Execution:
         return execution
 
     return _memo(ctx).get(("gold", database, query), run)
+
+
+ORDER_VERSION = "1"  # bump when `top_level_order` answers differently for some query
+
+
+@functools.cache
+def _order_parser() -> str:
+    """What a stored ordering depends on besides the query: this rule, sqlglot's version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"{ORDER_VERSION}/sqlglot {version('sqlglot')}"
+    except PackageNotFoundError:  # pragma: no cover - sqlglot is a dependency
+        return f"{ORDER_VERSION}/sqlglot ?"
+
+
+class _Orders:
+    """A small LRU of gold orderings (the scorers of a case ask in turn)."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self.items: OrderedDict[tuple[str, str], OrderInfo | None] = OrderedDict()
+        self.lock = threading.Lock()
+
+
+def gold_order(ctx: RunResources, database: str | None, query: str,
+               language: str) -> OrderInfo | None:  # fmt: skip
+    """`queryeval.languages.top_level_order(query, language)` of a gold query, or None when
+    it cannot be parsed; kept with the gold cache (when `database` uses it), so a gold is
+    parsed once ever, not once per run."""
+    memo = ctx.resource("engines:gold-orders", _Orders)
+    key = (language, query)
+    with memo.lock:
+        if key in memo.items:
+            memo.items.move_to_end(key)
+            return memo.items[key]
+    use_cache = ctx.suite is None or database is None or _cache_enabled(ctx, database)
+    store_key = (language, _order_parser(), query)
+    order = gold_store(ctx).get_order(store_key) if use_cache else None
+    if order is None:
+        try:
+            order = top_level_order(query, language)
+        except ValueError:  # compare_results parses it again and notes why not
+            order = None
+        if order is not None and use_cache:
+            gold_store(ctx).put_order(store_key, order)
+    with memo.lock:
+        memo.items[key] = order
+        while len(memo.items) > memo.capacity:
+            memo.items.popitem(last=False)
+    return order
 
 
 def _cache_enabled(ctx: RunResources, database: str) -> bool:

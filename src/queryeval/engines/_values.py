@@ -84,11 +84,9 @@ def _encode(value: Any) -> Any:
     return {_TAG: "repr", "v": repr(value)}
 
 
-def _decode(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    if not isinstance(value, dict):
-        return value
+def _decode_tagged(value: dict[str, Any]) -> Any:
+    """One tagged object, its contents already decoded (`json.loads`' object hook: JSON
+    objects are decoded innermost first, and the codec writes no untagged object)."""
     tag: Any = value.get(_TAG)
     v: Any = value.get("v")
     if tag == "float":
@@ -108,9 +106,9 @@ def _decode(value: Any) -> Any:
     if tag == "uuid":
         return uuid.UUID(v)
     if tag == "set":
-        return frozenset(_decode(x) for x in v)
+        return frozenset(v)
     if tag == "map":
-        return {_decode(k): _decode(x) for k, x in v}
+        return {k: x for k, x in v}
     if tag == "repr":
         return v
     raise ValueError(f"unknown tag in gold cache: {tag!r}")
@@ -123,4 +121,4 @@ def dumps(payload: Any) -> str:
 
 def loads(text: str) -> Any:
     """The inverse of `dumps`. Rows come back as lists; callers make tuples."""
-    return _decode(json.loads(text))
+    return json.loads(text, object_hook=_decode_tagged)

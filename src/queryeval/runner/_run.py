@@ -17,7 +17,7 @@ from typing import Any, cast
 import orjson
 
 from queryeval import __version__
-from queryeval._gc import bulk_allocation
+from queryeval._gc import bulk_allocation, run_scope
 from queryeval.cases import Case, Output, Score, case_files, load_cases
 from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
@@ -613,6 +613,38 @@ def run_suite(
     `selection` runs a subset of the cases (predictions for the others are ignored);
     `retry_errors` resumes the run in `out_dir`, scoring again the stored records that a
     judge, engine or scorer left `unscored` or in `error` (from their stored outputs)."""
+    with run_scope():  # the collector as it was, afterwards (queryeval._gc)
+        return _run_suite(
+            suite,
+            out_dir,
+            resume=resume,
+            overwrite=overwrite,
+            progress=progress,
+            write_reports=write_reports,
+            baseline=baseline,
+            extra_reports=extra_reports,
+            use_cache=use_cache,
+            review=review,
+            selection=selection,
+            retry_errors=retry_errors,
+        )
+
+
+def _run_suite(
+    suite: SuiteConfig,
+    out_dir: Path | None,
+    *,
+    resume: bool,
+    overwrite: bool,
+    progress: bool,
+    write_reports: bool,
+    baseline: Path | None,
+    extra_reports: Sequence[ReportConfig],
+    use_cache: bool,
+    review: Path | None,
+    selection: CaseSelection | None,
+    retry_errors: bool,
+) -> RunResult:
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
     from queryeval.runner._review import apply_golds
     from queryeval.runner._review_file import load_review

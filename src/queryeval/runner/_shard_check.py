@@ -13,16 +13,17 @@ stays small: ids and offsets, never a case or an output.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from queryeval._inputs import BOM
-from queryeval.cases import Case, parse_case_line
+from queryeval.cases import Case, duplicate_case, parse_case_line
 from queryeval.errors import InputError
 from queryeval.runner._ranges import FileRange, numbered, placed, range_lines
-from queryeval.systems import prediction_key, repeated_record
+from queryeval.systems import empty_predictions, prediction_key, repeated_record, unknown_case
 
 _NO_EXTRA: dict[str, Any] = {}
 
@@ -172,57 +173,81 @@ class CheckedInputs:
 def check_inputs(
     case_ranges: Sequence[FileRange],
     prediction_ranges: Mapping[str, Sequence[FileRange]],
-    check: Callable[[Sequence[FileRange], CheckRange], list[Any]],
+    paths: Mapping[str, Path],
+    check: Callable[[Sequence[tuple[CheckRange, FileRange]], Callable[[int, Any], None]], None],
     done: set[tuple[str, str]],
 ) -> CheckedInputs:
-    """Run the first pass (`check` maps a CheckRange over ranges, in any executor, and
-    returns the results in range order) and apply every input check in file order;
-    InputError on the first problem. `done`: (system, case id) of stored records."""
-    found = check(case_ranges, CheckRange("cases"))
-    stubs, starts = _case_stubs(case_ranges, found)
+    """Run the first pass and apply every input check in file order; InputError on the
+    first problem. `check(jobs, arrived)` applies each (CheckRange, range) pair, in any
+    executor, all at once, and calls `arrived(index, result)` here as each is done (the
+    cases are taken in as they come, while the workers go on). `paths`: each system's
+    predictions file; `done`: (system, case id) of stored records."""
+    jobs = [(CheckRange("cases"), r) for r in case_ranges]
+    for ranges in prediction_ranges.values():
+        jobs += [(CheckRange("predictions"), r) for r in ranges]
+    results: list[Any] = [None] * len(jobs)
+    cases = _CaseStubs(case_ranges)
+
+    def arrived(index: int, result: Any) -> None:
+        results[index] = result
+        while cases.taken < len(case_ranges) and results[cases.taken] is not None:
+            cases.take(results[cases.taken])
+
+    check(jobs, arrived)
+    stubs, starts = cases.stubs, cases.starts
     if not stubs:
         path = case_ranges[0].path if case_ranges else None
         raise InputError("no cases matched", path=path, where="cases")
+    found = results[: len(case_ranges)]
+    at = len(case_ranges)
     positions: dict[str, int] | None = None
     per_system: dict[str, SystemPredictions] = {}
     ids = [s.id for s in stubs]
     for system, ranges in prediction_ranges.items():
-        lines = check(ranges, CheckRange("predictions"))
+        lines = results[at : at + len(ranges)]
+        at += len(ranges)
         if all(lines_of.ids == ids[a:b] for lines_of, (a, b) in _aligned_spans(lines, starts)):
-            per_system[system] = _aligned(ranges, lines)
+            per_system[system] = _aligned(paths[system], ranges, lines)
             continue
         if positions is None:
             positions = {case_id: i for i, case_id in enumerate(ids)}
-        per_system[system] = _grouped(ranges, lines, positions)
+        per_system[system] = _grouped(paths[system], ranges, lines, positions)
     shards = _shards(case_ranges, found, starts, per_system, stubs, done)
     return CheckedInputs(shards, stubs)
 
 
-def _case_stubs(
-    ranges: Sequence[FileRange], found: Sequence[CaseLines]
-) -> tuple[list[CaseStub], list[int]]:
-    """The stubs in case order, and the position of each range's first case; the first bad
+class _CaseStubs:
+    """The cases' stubs, built from the ranges' results taken in file order; the first bad
     line or duplicate id (in file order) is an InputError."""
-    stubs: list[CaseStub] = []
-    starts: list[int] = []
-    first_at: dict[str, int] = {}
-    places: list[tuple[int, int]] = []  # (range index, case index in range) of each case
-    shared_tags: dict[tuple[str, ...], list[str]] = {}
-    before = _lines_before(ranges, found)
-    for k, (r, part) in enumerate(zip(ranges, found, strict=True)):
-        starts.append(len(stubs))
+
+    def __init__(self, ranges: Sequence[FileRange]) -> None:
+        self.ranges = ranges
+        self.stubs: list[CaseStub] = []
+        self.starts: list[int] = []  # the position of each range's first case, then the end
+        self.taken = 0
+        self._before: list[int] = []  # lines of its file before each range
+        self._numbers: list[array[int]] = []
+        self._file_lines = 0
+        self._first_at: dict[str, int] = {}
+        self._tags: dict[tuple[str, ...], list[str]] = {}
+
+    def take(self, part: CaseLines) -> None:
+        """The next range's cases."""
+        k = self.taken
+        r = self.ranges[k]
+        same_file = k > 0 and self.ranges[k - 1].path == r.path
+        before = self._file_lines if same_file else 0
+        self._file_lines = before + part.lines  # lines of the file up to this range's end
+        self._before.append(before)
+        self._numbers.append(part.numbers)
+        stubs, first_at, shared_tags = self.stubs, self._first_at, self._tags
+        start = len(stubs)
+        self.starts.append(start)
         for i, case_id in enumerate(part.ids):
-            earlier = first_at.setdefault(case_id, len(stubs))
-            if earlier != len(stubs):
-                ek, ei = places[earlier]
-                first = f"{ranges[ek].path}:{before[ek] + found[ek].numbers[ei]}"
-                raise InputError(
-                    f"duplicate case id {case_id!r} (first defined at {first})",
-                    path=r.path,
-                    line=before[k] + part.numbers[i],
-                    where="id",
-                )
-            places.append((k, i))
+            earlier = first_at.setdefault(case_id, start + i)
+            if earlier != start + i:
+                line = before + part.numbers[i]
+                raise duplicate_case(case_id, self._place(earlier), r.path, line)
             tags = part.tags[i]
             tags = shared_tags.setdefault(tuple(tags), tags)
             stub = CaseStub(case_id, part.names[i], tags)
@@ -230,10 +255,17 @@ def _case_stubs(
             if extra is not None:
                 stub.metadata, stub.labels = extra
             stubs.append(stub)
+        self.taken += 1
         if part.error is not None:
-            raise placed(part.error, before[k])
-    starts.append(len(stubs))
-    return stubs, starts
+            raise placed(part.error, before)
+        if self.taken == len(self.ranges):
+            self.starts.append(len(stubs))
+
+    def _place(self, position: int) -> str:
+        """FILE:LINE of the case at `position`."""
+        k = bisect_right(self.starts, position) - 1
+        number = self._numbers[k][position - self.starts[k]]
+        return f"{self.ranges[k].path}:{self._before[k] + number}"
 
 
 def _lines_before(ranges: Sequence[FileRange], found: Sequence[Any]) -> list[int]:
@@ -265,22 +297,26 @@ def _aligned_spans(
     return spans
 
 
-def _aligned(ranges: Sequence[FileRange], found: Sequence[PredictionLines]) -> SystemPredictions:
+def _aligned(
+    path: Path, ranges: Sequence[FileRange], found: Sequence[PredictionLines]
+) -> SystemPredictions:
     before = _lines_before(ranges, found)
     offsets: array[int] = array("q")
     lines: array[int] = array("i")
     for part, n in zip(found, before, strict=True):
         offsets.extend(part.offsets)
         lines.extend(number + n for number in part.numbers)
-    return SystemPredictions(ranges[0].path, offsets, lines)
+    return SystemPredictions(path, offsets, lines)
 
 
 def _grouped(
-    ranges: Sequence[FileRange], found: Sequence[PredictionLines], positions: dict[str, int]
+    path: Path,
+    ranges: Sequence[FileRange],
+    found: Sequence[PredictionLines],
+    positions: dict[str, int],
 ) -> SystemPredictions:
     """Records grouped by case, checked in file order: an unknown case id, a second record
     for a case and attempt, the first bad line, an empty file."""
-    path = ranges[0].path if ranges else Path()
     n = len(positions)
     offsets = array("q", [-1]) * n
     lines = array("i", [0]) * n
@@ -294,12 +330,7 @@ def _grouped(
             line = before + part.numbers[i]
             pos = positions.get(case_id)
             if pos is None:
-                raise InputError(
-                    f"prediction for unknown case id {case_id!r}",
-                    path=path,
-                    line=line,
-                    where="case_id",
-                )
+                raise unknown_case(path, line, case_id)
             attempt = part.attempts.get(i)
             if offsets[pos] < 0:
                 offsets[pos], lines[pos], attempts[pos] = part.offsets[i], line, attempt
@@ -313,11 +344,7 @@ def _grouped(
         if part.error is not None:
             raise placed(part.error, before)
     if not records:
-        raise InputError(
-            "the predictions file is empty: expected one JSON record per case",
-            path=path,
-            line=1,
-        )
+        raise empty_predictions(path)
     return SystemPredictions(path, offsets, lines, more)
 
 

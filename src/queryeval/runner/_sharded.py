@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -88,14 +87,10 @@ def _ranges(paths: Sequence[Path], workers: int, shards: int | None = None) -> l
     return [r for path in paths for r in split_file(path, size)]
 
 
-@dataclass(frozen=True)
-class _Indexed:
-    """`work` on (index, item), giving (index, result): results come back in any order."""
-
-    work: Callable[[Any], Any]
-
-    def __call__(self, item: tuple[int, Any]) -> tuple[int, Any]:
-        return item[0], self.work(item[1])
+def _check_job(item: tuple[int, tuple[CheckRange, FileRange]]) -> tuple[int, Any]:
+    """A check of the first pass, with its index (results come back in any order)."""
+    index, (work, r) = item
+    return index, work(r)
 
 
 class ShardExecutor(Protocol):
@@ -122,22 +117,15 @@ def run_sharded(
     suite = runner.plan.suite
     workers = workers or workers_for(suite)
     case_ranges = _ranges(case_files(suite.cases, suite.base_dir), workers, shards)
-    prediction_ranges = {}
-    for cfg in suite.systems:
-        assert cfg.predictions
-        path = suite.resolve(cfg.predictions)
-        prediction_ranges[cfg.name] = _ranges([path], workers, shards)
+    paths = {cfg.name: suite.resolve(cfg.predictions or "") for cfg in suite.systems}
+    prediction_ranges = {name: _ranges([path], workers, shards) for name, path in paths.items()}
 
-    def check(ranges: Sequence[FileRange], work: CheckRange) -> list[Any]:
-        found: list[Any] = [None] * len(ranges)
+    def check(
+        jobs: Sequence[tuple[CheckRange, FileRange]], arrived: Callable[[int, Any], None]
+    ) -> None:
+        pool.run(list(enumerate(jobs)), _check_job, lambda result: arrived(*result))
 
-        def keep(result: tuple[int, Any]) -> None:
-            found[result[0]] = result[1]
-
-        pool.run(list(enumerate(ranges)), _Indexed(work), keep)
-        return found
-
-    checked = check_inputs(case_ranges, prediction_ranges, check, runner.done)
+    checked = check_inputs(case_ranges, prediction_ranges, paths, check, runner.done)
     todo = sum(s.todo(len(suite.systems)) for s in checked.shards)
     work = ScoreShard(
         suite,

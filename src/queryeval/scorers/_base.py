@@ -62,6 +62,11 @@ class Scorer:
             cls.is_async = True
 
     def __init__(self, options: BaseModel, config: ScorerConfig | None = None) -> None:
+        cls = type(self)
+        if "name" not in cls.__dict__:  # a class imported directly, not through the registry
+            from queryeval.scorers._registry import builtin_name
+
+            cls.name = builtin_name(cls) or cls.name
         self.options = options
         self.config = config
         threshold = config.threshold if config is not None else None

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from queryeval.engines import Blame, Engine, Execution
     from queryeval.judges import Judge
     from queryeval.kg import KGValidator, KGValidity
+    from queryeval.languages import OrderInfo
 
 
 class ScoringContext(RunResources):
@@ -53,6 +54,13 @@ class ScoringContext(RunResources):
         from queryeval.engines import gold_execution
 
         return gold_execution(self, database, query)
+
+    def gold_order(self, database: str | None, query: str, language: str) -> OrderInfo | None:
+        """A gold query's top-level ordering in `language` (None when it cannot be parsed),
+        parsed once and kept with the gold cache."""
+        from queryeval.engines import gold_order
+
+        return gold_order(self, database, query, language)
 
     def judge(self) -> Judge | None:
         """The run's judge, or None when the suite configures none."""

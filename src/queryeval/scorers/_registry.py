@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 S = TypeVar("S", bound=type[Scorer])
 
-# Built-in scorers: name -> "module:Class". One line each; the module is imported on first use.
+# Built-in scorers: name -> "module:Class", the only place a built-in's name is written (the
+# class gets it when loaded). One line each; the module is imported on first use.
 _BUILTIN: dict[str, str] = {
     "term_selection": "queryeval.scorers.sdmx:TermSelectionScorer",
     "answer": "queryeval.scorers.answer:AnswerScorer",
@@ -47,7 +48,8 @@ _REGISTERED: dict[str, type[Scorer]] = {}
 
 
 def register_scorer(name: str) -> Callable[[S], S]:
-    """Class decorator: register a Scorer subclass under `name`."""
+    """Class decorator: register a Scorer subclass under `name` (third-party scorers; the
+    built-in ones are listed in `_BUILTIN`)."""
 
     def deco(cls: S) -> S:
         cls.name = name
@@ -76,8 +78,26 @@ def scorer_class(name: str) -> type[Scorer]:
         raise KeyError(name)
     module, _, attr = target.partition(":")
     cls: type[Scorer] = getattr(importlib.import_module(module), attr)
+    if "name" not in cls.__dict__:  # the name is given once: here (a class never repeats it)
+        cls.name = name
     _REGISTERED.setdefault(name, cls)
     return cls
+
+
+def builtin_name(cls: type[Scorer]) -> str:
+    """The name a built-in or entry-point scorer class is registered under ("" if none).
+
+    >>> from queryeval.scorers.sdmx import TermSelectionScorer
+    >>> builtin_name(TermSelectionScorer)
+    'term_selection'
+    """
+    target = f"{cls.__module__}:{cls.__qualname__}"
+    for name, where in _BUILTIN.items():
+        if where == target:
+            return name
+    if cls.__module__.startswith("queryeval."):
+        return ""  # not a built-in: no entry point to scan for (importlib.metadata is slow)
+    return next((name for name, where in _plugins().items() if where == target), "")
 
 
 def build_scorer(config: ScorerConfig) -> Scorer:

@@ -15,7 +15,6 @@ from queryeval.metrics import agentic_report, success_at_k
 from queryeval.metrics.agentic import AttemptSummary, first_success
 from queryeval.scorers._attempts import AttemptGrader, GradingOptions
 from queryeval.scorers._base import Scorer, ScoringContext
-from queryeval.scorers._registry import register_scorer
 
 
 class AgenticOptions(GradingOptions):
@@ -46,7 +45,6 @@ def _flag(value: bool | None) -> float | None:
     return None if value is None else float(value)
 
 
-@register_scorer("agentic")
 class AgenticScorer(Scorer):
     """Value: 1 when the loop succeeded within its iterations (success@n), else 0; with
     `samples`, c/n. Passes when it succeeded (samples: when any sample is correct)."""

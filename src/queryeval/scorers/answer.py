@@ -15,7 +15,6 @@ from queryeval.cases import Answer, Case, Output, Score
 from queryeval.metrics import keyword_match
 from queryeval.metrics.rag import keyword_score_legacy, metric_from_confusion
 from queryeval.scorers._base import AsyncScorer, ScoringContext
-from queryeval.scorers._registry import register_scorer
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,7 +47,6 @@ class AnswerOptions(BaseModel):
     )
 
 
-@register_scorer("answer")
 class AnswerScorer(AsyncScorer):
     """Binary 0/1 correctness for every method except `llm_judge` (the judge's graded score).
     Semantic methods compare with every accepted answer (any-of) and keep the best."""

@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from queryeval.cases import Case, Output, Score
 from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
-from queryeval.scorers._registry import register_scorer
 from queryeval.scorers.execution import ExecutionMatchScorer, case_database, target_query
 
 
@@ -48,7 +47,6 @@ def _schema(ctx: ScoringContext, database: str) -> dict[str, list[str]]:
     return ctx.resource(f"spider_schema:{database}", load)
 
 
-@register_scorer("spider_exact_match")
 class SpiderExactMatchScorer(Scorer):
     """Spider's exact-set-match (EM) with its per-clause scores and the gold's hardness:
     1 when every clause matches as a set (values ignored, foreign keys folded)."""
@@ -251,7 +249,6 @@ def clean_ratios(ratios: Sequence[float]) -> list[float]:
     return [r for r in ratios if mean - 3 * std < r < mean + 3 * std]
 
 
-@register_scorer("bird_ves")
 class BirdVesScorer(Scorer):
     """BIRD's valid efficiency score of one case: ``sqrt(mean(gold time / predicted time))``
     when the result is correct, else 0 (reported x100 by BIRD; here on the 0-1 scale of the

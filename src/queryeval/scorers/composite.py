@@ -18,7 +18,7 @@ from queryeval.cases import Case, Output, Score
 from queryeval.config import ScorerConfig
 from queryeval.errors import InputError
 from queryeval.scorers._base import AsyncScorer, Scorer, ScoringContext, ascore_case
-from queryeval.scorers._registry import build_scorer, known_scorers, register_scorer
+from queryeval.scorers._registry import build_scorer, known_scorers
 
 UnscoredPolicy = Literal["auto", "renormalize", "unscored"]
 _EPS = 1e-12
@@ -71,7 +71,6 @@ class CaseOverride(BaseModel):
         return v
 
 
-@register_scorer("composite")
 class CompositeScorer(AsyncScorer):
     """Weighted mean of components; fails when a required component fails, whatever the total."""
 

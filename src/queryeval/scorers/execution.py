@@ -23,7 +23,6 @@ from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
 from queryeval.scorers._comparisons import comparison_memo
 from queryeval.scorers._policy import comparison_policy, policy_problem
-from queryeval.scorers._registry import register_scorer
 
 
 class ExecutionOptions(BaseModel):
@@ -96,6 +95,7 @@ class Gold:
     result: Any = None
     query: str | None = None
     problem: str | None = None
+    database: str | None = None  # where the gold query ran
 
 
 @dataclass
@@ -198,9 +198,10 @@ class _ExecutionScorer(Scorer):
             query = target_query(target)
             if query is not None:
                 text = self._executed(query.text, role="gold")
-                execution = ctx.gold_execution(query.database or database, text)
+                where = query.database or database
+                execution = ctx.gold_execution(where, text)
                 if execution.ok:
-                    golds.append(Gold(i, "query", execution.result, text))
+                    golds.append(Gold(i, "query", execution.result, text, database=where))
                 else:
                     o = execution.outcome
                     problem = f"gold failed: {o.kind}: {o.message}"
@@ -320,6 +321,7 @@ class _ExecutionScorer(Scorer):
         if ctx is None:
             result = compare_results(execution.result, gold.result, **policy, **extra)
         else:
+            policy, extra = _known_order(policy, extra, gold, ctx)
             memo = comparison_memo(ctx)
             legacy = memo.legacy_wanted or "legacy_recall" in self.metric_names
             result = memo.compare(execution.result, gold.result, policy, extra, legacy)
@@ -388,8 +390,8 @@ class _ExecutionScorer(Scorer):
                 if not gold_run.ok:
                     o = gold_run.outcome
                     return Score.failed(f"gold failed on variant {name}: {o.kind}: {o.message}")
-                other = self._compare(run, Gold(gold.index, "query", gold_run.result, gold.query),
-                                      policy, dialect, case, ctx)  # fmt: skip
+                variant = Gold(gold.index, "query", gold_run.result, gold.query, database=name)
+                other = self._compare(run, variant, policy, dialect, case, ctx)
                 if not other.exact:
                     first_failure = first_failure or (name, other.reason or "results differ")
                     break
@@ -425,7 +427,6 @@ class _ExecutionScorer(Scorer):
         }
 
 
-@register_scorer("executes")
 class ExecutesScorer(_ExecutionScorer):
     """1 when the predicted query runs (outcome `ok`), else a failure (0); a valid query the
     engine cannot run is unscored (see `queryeval.engines.blame`)."""
@@ -438,7 +439,6 @@ class ExecutesScorer(_ExecutionScorer):
         return Score(value=1.0, details=details)
 
 
-@register_scorer("execution_match")
 class ExecutionMatchScorer(_ExecutionScorer):
     """Execution accuracy (Spider/BIRD EX, seed 003): 1 when the result equals a gold's
     under the comparison policy, else 0."""
@@ -467,7 +467,6 @@ class ExecutionMatchScorer(_ExecutionScorer):
         return 1.0 if result.exact else 0.0
 
 
-@register_scorer("results_f1")
 class ResultsF1Scorer(_ExecutionScorer):
     """Row-level F1 of the predicted result against the best gold (partial credit)."""
 
@@ -478,7 +477,6 @@ class ResultsF1Scorer(_ExecutionScorer):
         return float(result.f1)
 
 
-@register_scorer("results_match_legacy")
 class ResultsMatchLegacyScorer(_ExecutionScorer):
     """Seed 002's "results match": expected rows found / expected rows (keys lower-cased,
     values as strings, first 100 rows, extra rows never penalised). Kept to compare with
@@ -495,6 +493,24 @@ class ResultsMatchLegacyScorer(_ExecutionScorer):
 
     def value_of(self, result: Any) -> float:
         return float(result.legacy_recall)
+
+
+def _known_order(policy: dict[str, Any], extra: dict[str, Any], gold: Gold,
+                 ctx: ScoringContext) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """The policy and keywords that give compare_results the gold's ordering as it would
+    find it by parsing `gold_query` (the same row policy and sort keys, no note), read once
+    per gold (`ScoringContext.gold_order`, kept with the gold cache); unchanged when the
+    policy does not ask for it or the gold query cannot be parsed (compare_results notes
+    why)."""
+    rows = policy.get("rows", "auto")
+    if "gold_query" not in extra or "order_keys" in policy or rows not in ("auto", "ordered"):
+        return policy, extra
+    order = ctx.gold_order(gold.database, extra["gold_query"], extra["language"])
+    if order is None:
+        return policy, extra
+    if order.ordered or rows == "ordered":
+        return policy, {"order_keys": order.keys}
+    return {**policy, "rows": "multiset"}, {}
 
 
 def _spider2_verdict(pred: Any, gold: Any, case: Case | None) -> bool:

@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from queryeval.cases import Answer, Case, Output, Query, Score
 from queryeval.scorers._base import AsyncScorer, ScoringContext
-from queryeval.scorers._registry import register_scorer
 
 
 class JudgedOptions(BaseModel):
@@ -143,7 +142,6 @@ def _as_number(label: Any) -> float | None:
     return None
 
 
-@register_scorer("llm_query_similarity")
 class QuerySimilarityScorer(_JudgedScorer):
     """Seed 002's "query similarity": an LLM compares the generated query with the gold one
     (question and schema in the prompt) on table selection, filters, aggregations, result
@@ -208,7 +206,6 @@ def _engine_schema(ctx: ScoringContext, database: str) -> Any:
         return None
 
 
-@register_scorer("llm_answer_correctness")
 class AnswerCorrectnessScorer(_JudgedScorer):
     """Seed 004 phase 3: an LLM rates the factual correctness of the answer against the
     expected one on 0 / 0.2 / 0.4 / 0.6 / 0.8 / 1.0. An unparseable reply is unscored,

@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict
 from queryeval.cases import Case, Output, Score
 from queryeval.errors import InputError
 from queryeval.scorers._base import Scorer, ScoringContext
-from queryeval.scorers._registry import register_scorer
 
 
 class KqlValidityOptions(BaseModel):
@@ -97,7 +96,6 @@ class _KqlValidityScorer(Scorer):
         return {"diagnostic_codes": dict(codes.most_common())}
 
 
-@register_scorer("kql_syntax")
 class KqlSyntaxScorer(_KqlValidityScorer):
     """NL2KQL's syntax score: 1 when Kusto.Language's parser reports no diagnostic."""
 
@@ -107,7 +105,6 @@ class KqlSyntaxScorer(_KqlValidityScorer):
         return bool(validity.syntax_ok)
 
 
-@register_scorer("kql_semantic")
 class KqlSemanticScorer(_KqlValidityScorer):
     """NL2KQL's semantic score: 1 when parsing and analysis against the database schema
     report no error or warning (tables, columns, functions, types)."""

@@ -19,7 +19,6 @@ from queryeval.metrics import jaro_winkler, llmetric_q, rouge_l
 from queryeval.metrics.agentic import LLMETRIC_Q_WEIGHTS, jarou
 from queryeval.scorers._attempts import AttemptGrader, GradingOptions, gold_query, jaccard_of
 from queryeval.scorers._base import Scorer, ScoringContext
-from queryeval.scorers._registry import register_scorer
 
 
 class LLMetricQOptions(GradingOptions):
@@ -57,7 +56,6 @@ def _kg_unknown(graded: Any, details: dict[str, Any]) -> Score:
     return Score.unscored(f"KG validity unknown: {reason}", **details)
 
 
-@register_scorer("llmetric_q")
 class LLMetricQScorer(Scorer):
     """LLMetric-Q of the final (or first) attempt, in [0, 1]."""
 
@@ -133,7 +131,6 @@ class KGValidOptions(GradingOptions):
     attempt: Literal["final", "first"] = "final"
 
 
-@register_scorer("kg_valid")
 class KGValidScorer(Scorer):
     """KG validity of the final (or first) attempt: 1 when syntax and schema score 1 and
     properties score 1 or are not applicable (CyVer on the Cypher engine), else 0."""

@@ -24,7 +24,6 @@ from queryeval.metrics.rag import (
     reciprocal_rank,
 )
 from queryeval.scorers._base import Scorer, ScoringContext
-from queryeval.scorers._registry import register_scorer
 
 RetrievalMetric = Literal["recall", "precision", "hit_rate", "mrr", "ndcg"]
 SUB_METRICS: tuple[str, ...] = ("recall", "precision", "hit_rate", "mrr", "ndcg")
@@ -51,7 +50,6 @@ def relevance(case: Case) -> list[str] | dict[str, float] | None:
     return None
 
 
-@register_scorer("retrieval")
 class RetrievalScorer(Scorer):
     """Ranked retrieval quality of a RAG system's `retrieved` ids."""
 

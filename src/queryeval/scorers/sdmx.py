@@ -13,7 +13,6 @@ from queryeval.cases import Case, Output, Score
 from queryeval.metrics import TermSelectionResult
 from queryeval.metrics.sdmx import DimensionResult, TermRef, compare_terms
 from queryeval.scorers._base import ScoringContext, ShardableScorer
-from queryeval.scorers._registry import register_scorer
 
 
 class TermSelectionOptions(BaseModel):
@@ -60,7 +59,6 @@ def details_text(details: dict[str, Any]) -> str:
     return result.details_text()
 
 
-@register_scorer("term_selection")
 class TermSelectionScorer(ShardableScorer):
     """Per-dimension TP/FP/FN; the value is the case's macro F1 unless `value` says otherwise.
     A case passes when its value reaches the threshold (default 1.0: exactly right)."""

@@ -13,7 +13,6 @@ from queryeval.cases import Case, Output, Score
 from queryeval.metrics import bleu, exact_match, jaccard, jaro_winkler, rouge_l
 from queryeval.scorers._attempts import gold_query
 from queryeval.scorers._base import Scorer, ScoringContext
-from queryeval.scorers._registry import register_scorer
 
 
 class _TextOptions(BaseModel):
@@ -77,7 +76,6 @@ class BleuOptions(_TextOptions):
     )
 
 
-@register_scorer("bleu")
 class BleuScorer(_QueryTextScorer):
     """Sentence BLEU of the query text (equal to sacrebleu.sentence_bleu / 100)."""
 
@@ -103,7 +101,6 @@ class RougeLOptions(_TextOptions):
     measure: Literal["f", "precision", "recall"] = "f"
 
 
-@register_scorer("rouge_l")
 class RougeLScorer(_QueryTextScorer):
     """ROUGE-L of the query text (rouge-score's rougeL, default tokenizer, no stemming)."""
 
@@ -121,7 +118,6 @@ class JaroWinklerOptions(_TextOptions):
     prefix_weight: float = Field(default=0.1, ge=0.0, le=0.25)
 
 
-@register_scorer("jaro_winkler")
 class JaroWinklerScorer(_QueryTextScorer):
     """Jaro-Winkler similarity of the query texts (characters)."""
 
@@ -140,7 +136,6 @@ class JaccardOptions(_TextOptions):
     lowercase: bool = False
 
 
-@register_scorer("jaccard")
 class JaccardScorer(_QueryTextScorer):
     """Jaccard similarity of the query texts' token sets (seed 003's "Jaccard Cypher")."""
 
@@ -160,7 +155,6 @@ class ExactMatchOptions(_TextOptions):
     normalize_whitespace: bool = False
 
 
-@register_scorer("exact_match")
 class ExactMatchScorer(_QueryTextScorer):
     """1 when the query text equals a gold query text, else 0."""
 

@@ -28,7 +28,6 @@ from queryeval.metrics.weaviate import (
     parse_schema,
 )
 from queryeval.scorers._base import Scorer, ScoringContext
-from queryeval.scorers._registry import register_scorer
 
 COMPONENT_NAMES = ("collection", "search", "filters", "aggregations", "groupby")
 
@@ -125,7 +124,6 @@ def load_schemas(path: Path) -> dict[str, WeaviateSchema]:
     return out
 
 
-@register_scorer("weaviate_ast")
 class WeaviateAstScorer(Scorer):
     """Weighted AST comparison (collection 0.4, search / filters / aggregations / group-by
     0.15 each). A case passes when its score reaches the threshold (default 1.0: exact)."""

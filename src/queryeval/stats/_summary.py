@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from queryeval.log import Summary
-from queryeval.stats._bootstrap import mean_ci
+from queryeval.stats._bootstrap import MeanCIs
 from queryeval.stats._columns import (
     ABSENT,
     ERROR,
@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     from queryeval.scorers import Scorer
 
 
-def _ci(values: Sequence[float] | np.ndarray, seed: int) -> dict[str, Any] | None:
-    interval = mean_ci(values, seed=seed)
+def _ci(values: Sequence[float] | np.ndarray, cis: MeanCIs) -> dict[str, Any] | None:
+    """`mean_ci(values, seed=...)` as a dict, filled in when `cis` is resolved (the
+    intervals of one summary are computed together: see `MeanCIs`)."""
+    interval = cis.add(values)
     return interval.as_dict() if interval is not None else None
 
 
@@ -79,6 +81,7 @@ def summarize_scorer(
     table: SystemTable,
     seed: int,
     max_unscored_share: float = DEFAULT_MAX_UNSCORED_SHARE,
+    cis: MeanCIs | None = None,
 ) -> dict[str, Any]:
     """Counts by status, mean value with CI, pass rate, sub-metric means, the scorer's own
     dataset-level figures (see `queryeval.cases._rule`). A failure counts as 0 in the mean
@@ -87,7 +90,11 @@ def summarize_scorer(
     flagged scorer has no mean, pass rate or sub-metric mean (None, "—"): what was scored
     may be the part a system chose to leave scorable, or what a judge outage left; its
     `mean_scored`, `pass_rate_scored` and `bounds` (the unscored counted as 0, then as 1)
-    are shown beside it instead."""
+    are shown beside it instead. `cis`: where the intervals are computed (its caller
+    resolves it; by default here)."""
+    own = cis is None
+    if cis is None:
+        cis = MeanCIs(seed=seed)
     label = scorer.label if scorer is not None else ""
     column = table.scorers.get(label)
     if column is None:
@@ -112,7 +119,7 @@ def summarize_scorer(
         # a flagged mean is no figure: what was scored may be the part a system chose to
         # leave scorable (valid KQL the engine cannot run in place of every wrong answer)
         "mean": None if flagged else _mean(values),
-        "ci95": None if flagged else _ci(values, seed),
+        "ci95": None if flagged else _ci(values, cis),
         **verdicts,
     }
     own_verdicts = present & ~failed & (column.passed >= 0)
@@ -135,7 +142,7 @@ def summarize_scorer(
             metric[failed] = 0.0
         vs = metric[ok & ~np.isnan(metric)]
         if len(vs) and not flagged:
-            metrics[name] = {"mean": float(np.mean(vs)), "n": len(vs), "ci95": _ci(vs, seed)}
+            metrics[name] = {"mean": float(np.mean(vs)), "n": len(vs), "ci95": _ci(vs, cis)}
         elif len(vs):
             metrics[name] = {"mean": None, "n": len(vs), "ci95": None,
                              "mean_scored": float(np.mean(vs))}  # fmt: skip
@@ -148,6 +155,8 @@ def summarize_scorer(
         extra = aggregate_of(scorer, table, cases)
         if extra:
             out["aggregate"] = extra
+    if own:
+        cis.resolve()
     return out
 
 
@@ -174,6 +183,7 @@ def summarize(
         for rec in records:
             columns.add(rec)
     systems: dict[str, Any] = {}
+    cis = MeanCIs(seed=seed)  # every interval of the summary, computed at the end
     names = [*system_names, *(n for n in columns.systems if n not in system_names)]
     for name in names:
         table = finish(columns.system(name), cases)
@@ -183,7 +193,7 @@ def summarize(
             **_pass_counts(table.passed),
         }
         judged = table.passed[table.passed >= 0]
-        entry["pass_rate_ci95"] = _ci((judged == 1).astype(np.float64), seed)
+        entry["pass_rate_ci95"] = _ci((judged == 1).astype(np.float64), cis)
         # cases without a verdict are the evaluator's: too many of them and the pass rate
         # describes what could be judged, not the system
         share = entry["no_verdict"] / entry["cases"] if entry["cases"] else 0.0
@@ -204,11 +214,12 @@ def summarize(
         if len(costs):
             entry["system_cost"] = float(np.sum(costs))
         entry["scorers"] = {
-            label: summarize_scorer(scorer, cases, table, seed, max_unscored_share)
+            label: summarize_scorer(scorer, cases, table, seed, max_unscored_share, cis)
             for label, scorer in scorers.items()
         }
         entry["by_tag"] = _by_tag(cases, table, list(scorers))
         systems[name] = entry
+    cis.resolve()
     return {"suite": suite_name, "n_cases": len(cases), "systems": systems}
 
 

@@ -5,6 +5,8 @@ Live systems (callable, model, endpoint) share one small interface, `LiveSystem`
 `await system.generate(case) -> Output`, each owning its concurrency and timeouts.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from queryeval.systems._build import (
     LiveSystem,
     SystemProblem,
@@ -16,13 +18,13 @@ from queryeval.systems._build import (
 from queryeval.systems._callable import CallableSystem, coerce_output, import_callable
 from queryeval.systems._endpoint import EndpointSystem, read_path, render_body
 from queryeval.systems._estimate import SystemEstimate, estimate_systems
-from queryeval.systems._model import ModelSystem
 from queryeval.systems._predictions import (
     ANSWER,
     CaseOutputs,
     PredictionLine,
     PredictionsFile,
     TextFields,
+    empty_predictions,
     join_outputs,
     parse_output,
     parse_prediction_line,
@@ -30,10 +32,25 @@ from queryeval.systems._predictions import (
     read_prediction_line,
     repeated_record,
     text_fields_for,
+    unknown_case,
 )
 from queryeval.systems._prompt import PromptTemplate, builtin_prompt, load_prompt
 from queryeval.systems._reply import ReadOutput, read_output
 from queryeval.systems._task import CaseTask, case_database, case_task
+
+if TYPE_CHECKING:
+    from queryeval.systems._model import ModelSystem
+
+
+def __getattr__(name: str) -> Any:
+    # `ModelSystem` on first use: it brings asyncio and the LLM client (about 35 ms of a
+    # process's start), which a run of saved predictions does not need
+    if name == "ModelSystem":
+        from queryeval.systems._model import ModelSystem
+
+        return ModelSystem
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ANSWER",
@@ -58,6 +75,7 @@ __all__ = [
     "check_system",
     "check_systems",
     "coerce_output",
+    "empty_predictions",
     "estimate_systems",
     "import_callable",
     "join_outputs",
@@ -71,4 +89,5 @@ __all__ = [
     "render_body",
     "repeated_record",
     "text_fields_for",
+    "unknown_case",
 ]

@@ -19,7 +19,6 @@ from pydantic import ValidationError
 
 from queryeval.cases import Attempt, Case, Output
 from queryeval.errors import InputError
-from queryeval.llm import CallError, JsonClient, RetryPolicy
 from queryeval.systems._predictions import parse_output
 from queryeval.systems._reply import read_output
 from queryeval.systems._task import CaseTask, case_task
@@ -99,6 +98,8 @@ class EndpointSystem:
         self.spec: EndpointSpec = config.endpoint
         spec = self.spec
         self.concurrency = spec.concurrency or config.concurrency
+        from queryeval.llm import JsonClient, RetryPolicy  # asyncio and HTTP: only when used
+
         headers = dict(spec.headers)
         if spec.api_key_env and os.environ.get(spec.api_key_env):
             headers["Authorization"] = f"Bearer {os.environ[spec.api_key_env]}"
@@ -163,6 +164,8 @@ class EndpointSystem:
         start = time.perf_counter()
         task = case_task(case, self.suite, self.config)
         body = render_body(self.spec.body, self.variables(case, task))
+        from queryeval.llm import CallError
+
         try:
             reply, _ = await self.client.send(body)
         except CallError as exc:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from queryeval.cases import Case
-from queryeval.llm import spend_parts
 
 if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
@@ -40,6 +39,8 @@ class SystemEstimate:
                 f"system {self.system} (endpoint): {self.to_call} call(s) to make "
                 "(services are not cached)"
             )
+        from queryeval.llm import spend_parts  # asyncio and HTTP: only when estimating
+
         parts = [
             f"system {self.system} ({self.model}): {self.to_call} call(s) to make "
             f"({self.cached} of {self.requests} request(s) cached)"

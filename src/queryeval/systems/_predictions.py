@@ -181,6 +181,23 @@ class CaseOutputs:
         return {case_id: join_outputs(lines) for case_id, lines in self._lines.items()}
 
 
+def unknown_case(path: Path, lineno: int, case_id: str) -> InputError:
+    """The error for a record whose case id is no case's."""
+    return InputError(
+        f"prediction for unknown case id {case_id!r}", path=path, line=lineno, where="case_id"
+    )
+
+
+def empty_predictions(path: Path) -> InputError:
+    """The error for a predictions file without a record."""
+    return InputError(
+        "the predictions file is empty: expected one JSON record per case, e.g. "
+        '{"case_id": "q1", "query": "SELECT ..."}',
+        path=path,
+        line=1,
+    )
+
+
 def repeated_record(
     path: Path,
     lineno: int,
@@ -240,20 +257,10 @@ class PredictionsFile:
             records += 1
             line = read_prediction_line(raw, self.path, lineno, self.text_fields)
             if known_ids is not None and line.case_id not in known_ids:
-                raise InputError(
-                    f"prediction for unknown case id {line.case_id!r}",
-                    path=self.path,
-                    line=lineno,
-                    where="case_id",
-                )
+                raise unknown_case(self.path, lineno, line.case_id)
             by_case.add(lineno, line)
         if not records:
-            raise InputError(
-                "the predictions file is empty: expected one JSON record per case, e.g. "
-                '{"case_id": "q1", "query": "SELECT ..."}',
-                path=self.path,
-                line=1,
-            )
+            raise empty_predictions(self.path)
         self.outputs = by_case.outputs()
 
     def get(self, case_id: str) -> Output:

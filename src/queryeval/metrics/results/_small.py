@@ -3,9 +3,10 @@ engines hand over): rows of canonical values counted with `collections.Counter`.
 
 It answers only where its answer is provably the general path's (exact values: no float
 under tolerance, NULL equal to NULL; a column mapping the permutation search would pick,
-and no search cap reached; ordered rows only when identical or of different counts) and
-returns None everywhere else, so that the general path decides: mappings with several
-candidates, the best mapping by value overlap, ties in ordered rows.
+and no search cap reached; ordered rows only when identical or of different counts; floats
+under tolerance only when the rows are equal outright) and returns None everywhere else,
+so that the general path decides: mappings with several candidates, the best mapping by
+value overlap, ties in ordered rows, floats that differ.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from queryeval.metrics.results._columns import (
     align_by_name,
     align_by_position,
 )
+from queryeval.metrics.results._match import MAX_CANDIDATE_PAIRS
 from queryeval.metrics.results._resultset import ResultSet
 from queryeval.metrics.results._rows import Options, RowOutcome, rows_equal
 
@@ -56,8 +58,8 @@ def small_comparison(
         return None
     pred = _canonical_rows(p.rows, options)
     gold = _canonical_rows(g.rows, options) if pred is not None else None
-    if pred is None or gold is None:
-        return None  # floats within a tolerance: the general path's matching
+    if pred is None or gold is None:  # floats within a tolerance
+        return _equal_outright(p, g, row_policy, columns, options)
     rows = _Rows(pred, gold, p.num_columns, g.num_columns, row_policy)
     if columns == "permutation":
         return _permutation(p, g, rows, row_policy == "set", max_permutations)
@@ -69,6 +71,37 @@ def small_comparison(
         return None  # a column problem: the general path reports it
     outcome = rows.under(alignment.pairs)
     return None if outcome is None else (alignment, outcome, ())
+
+
+def _equal_outright(
+    p: ResultSet, g: ResultSet, row_policy: str, columns: str, options: Options
+) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
+    """Floats under a tolerance: the answer when the canonical rows are equal outright (the
+    same multiset; for ``ordered``, the same sequence) under the mapping the general path
+    takes or tries first (the names' when they pair up, the only one of a single column),
+    which it then finds exact too: equal values are close, and no group of rows is large
+    enough for its greedy matching (``MAX_CANDIDATE_PAIRS``). None otherwise: rows that
+    differ are matched within the tolerance there."""
+    n = p.num_rows
+    if row_policy not in ("multiset", "ordered") or g.num_rows != n:
+        return None
+    if n * n > MAX_CANDIDATE_PAIRS:
+        return None
+    if columns == "by_position":
+        alignment = align_by_position(g.num_columns, p.num_columns)
+    elif columns == "permutation" and g.num_columns == p.num_columns == 1:
+        alignment = Alignment(((0, 0),), (), ())
+    else:
+        alignment = align_by_name(g.columns, p.columns)
+    if alignment.missing or alignment.extra:
+        return None
+    policy = options.policy
+    picks = [j for _, j in alignment.pairs]
+    gold = [tuple(canonical(v, policy) for v in row) for row in g.rows]
+    pred = [tuple(canonical(row[j], policy) for j in picks) for row in p.rows]
+    if row_policy == "ordered":
+        return (alignment, RowOutcome(n, n, n, True), ()) if pred == gold else None
+    return (alignment, RowOutcome(n, n, n, None), ()) if Counter(pred) == Counter(gold) else None
 
 
 def _canonical_rows(rows: Rows, options: Options) -> Rows | None:
