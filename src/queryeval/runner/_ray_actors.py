@@ -122,13 +122,9 @@ class EngineActor:
 
         return describe_schema(self._built())
 
-    def gold_get(self, key: tuple[str, int, int, str]) -> Any:
-        """The gold cache's stored execution under `key`."""
-        return self._gold_store().get(key)
-
-    def gold_put(self, key: tuple[str, int, int, str], execution: Any) -> None:
-        """Store a gold execution."""
-        self._gold_store().put(key, execution)
+    def gold(self, method: str, *args: Any) -> Any:
+        """`GoldStore.method(*args)` on this actor's gold cache (get, put, get_order, ...)."""
+        return getattr(self._gold_store(), method)(*args)
 
     def _gold_store(self) -> Any:
         with self._lock:
@@ -429,19 +425,31 @@ class RemoteEngine:
 
 
 class RemoteGoldStore:
-    """The gold cache of each database, kept by its `EngineActor` (keys name the engine's
-    identity, which says which actor)."""
+    """The gold cache, kept by the `EngineActor`s: a gold result by the actor of its
+    database (its key starts with the engine's identity); what does not name a database
+    (a gold query's parsed ordering, keyed by language and query) by the first actor.
+    Every `GoldStore` method is forwarded."""
 
-    def __init__(self, by_identity: Callable[[str], Any]) -> None:
-        self._actor = by_identity
+    def __init__(self, by_identity: Callable[[str], Any], first: Any) -> None:
+        self._by_identity = by_identity
+        self._first = first
 
-    def get(self, key: tuple[str, int, int, str]) -> Any:
-        """The stored execution under `key`, or None."""
-        return ray_get(self._actor(key[0]).gold_get.remote(key))
+    def _actor(self, args: tuple[Any, ...]) -> Any:
+        key = args[0] if args else None
+        if isinstance(key, tuple) and len(key) == 4 and isinstance(key[0], str):
+            return self._by_identity(key[0])  # (identity, max_rows, max_bytes, query)
+        if isinstance(key, list | tuple) and key and isinstance(key[0], tuple) and len(key[0]) == 4:
+            return self._by_identity(key[0][0])  # get_many: keys of one database
+        return self._first
 
-    def put(self, key: tuple[str, int, int, str], execution: Any) -> None:
-        """Store a gold execution."""
-        ray_get(self._actor(key[0]).gold_put.remote(key, execution))
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method.startswith("__"):
+            raise AttributeError(method)
+
+        def call(*args: Any) -> Any:
+            return ray_get(self._actor(args).gold.remote(method, *args))
+
+        return call
 
     def close(self) -> None:
         """Nothing to close here."""
@@ -529,7 +537,8 @@ class ClusterContext(ScoringContext):
             actor = services.engines[key[len("engine:") :]]
             return lambda: RemoteEngine(actor)
         if key == "engines:gold-store" and services.engines:
-            return lambda: RemoteGoldStore(self._engine_actor_of)
+            first = next(iter(services.engines.values()))
+            return lambda: RemoteGoldStore(self._engine_actor_of, first)
         if key == "judge" and services.judge is not None and self.suite is not None:
             suite = self.suite
             return lambda: RemoteJudge(suite, services.judge)
