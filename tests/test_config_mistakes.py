@@ -297,3 +297,37 @@ def test_a_broken_case_is_named_by_its_place_and_id(tmp_path: Path) -> None:
     edit("cases.yaml", "{note: second}", "{database: nope}")(folder)
     result = CliRunner().invoke(app, ["validate", str(path)])
     assert re.search(r"cases\.yaml:5: case q2: metadata\.database: unknown database", result.stderr)
+
+
+def test_kg_validation_on_a_ray_cluster_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """KG validity is checked with the Cypher engine's own driver, which cannot leave the
+    run's process: a Ray run asking for it stops with exit 2 at the option (no cluster is
+    started); `kg_validity: recorded` or `off` is accepted."""
+    import shutil
+
+    from queryeval.errors import InputError
+    from queryeval.runner import load_suite
+    from queryeval.runner._run import plan_run
+
+    folder = tmp_path / "cypher"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "cypher", folder)
+    suite_path = folder / "suite_agentic.yaml"
+    text = suite_path.read_text() + "settings: {executor: ray}\n"
+    suite_path.write_text(text)
+    with pytest.raises(InputError) as info:
+        plan_run(load_suite(suite_path))
+    assert info.value.where is not None and info.value.where.endswith("options.kg_validity")
+    assert "Ray cluster" in info.value.message and info.value.line is not None
+    off = text.replace(
+        "{ks: [1, 2, 3], breakdown: [tag]}", "{ks: [1, 2, 3], breakdown: [tag], kg_validity: 'off'}"
+    )
+    off = off.replace(
+        "{name: llmetric_q, weight: 0}",
+        "{name: llmetric_q, weight: 0, options: {kg_validity: 'off'}}",
+    )
+    off = off.replace(
+        "{name: kg_valid, weight: 0}",
+        "{name: kg_valid, weight: 0, options: {kg_validity: recorded}}",
+    )
+    suite_path.write_text(off)
+    plan_run(load_suite(suite_path))  # accepted

@@ -31,6 +31,22 @@ Source = Literal["auto", "recorded", "execute"]
 KGSource = Literal["auto", "recorded", "validate", "off"]
 
 
+def cluster_problems(options: GradingOptions, suite: Any) -> list[tuple[tuple[str, ...], str]]:
+    """KG validity asked of a run on a Ray cluster: the validators use the Cypher engine's
+    own driver, which cannot leave the run's process (a configuration that cannot be
+    honoured: refused before anything runs)."""
+    if suite.settings.executor != "ray" or options.kg_validity in ("recorded", "off"):
+        return []
+    return [
+        (
+            ("options", "kg_validity"),
+            f"kg_validity: {options.kg_validity} checks queries with the Cypher engine's own "
+            "driver, which stays in the run's process: on a Ray cluster use recorded or off, "
+            "or run with the local executor (settings.executor: local)",
+        )
+    ]
+
+
 class GradingOptions(BaseModel):
     """Where correctness and KG validity come from, and how results are compared."""
 

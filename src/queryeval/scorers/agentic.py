@@ -6,15 +6,18 @@ in both forms, error distributions) overall and per complexity/level."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field, field_validator
 
 from queryeval.cases import Case, Output, Score
 from queryeval.metrics import agentic_report, success_at_k
 from queryeval.metrics.agentic import AttemptSummary, first_success
-from queryeval.scorers._attempts import AttemptGrader, GradingOptions
+from queryeval.scorers._attempts import AttemptGrader, GradingOptions, cluster_problems
 from queryeval.scorers._base import Scorer, ScoringContext
+
+if TYPE_CHECKING:
+    from queryeval.config import SuiteConfig
 
 
 class AgenticOptions(GradingOptions):
@@ -53,6 +56,10 @@ class AgenticScorer(Scorer):
     reads = "attempts"
     needs_database = True
     options: AgenticOptions
+
+    def config_problems(self, suite: SuiteConfig) -> list[tuple[tuple[str | int, ...], str]]:
+        """The base checks, and KG validation asked of a run on a Ray cluster."""
+        return [*super().config_problems(suite), *cluster_problems(self.options, suite)]
 
     def sub_metrics(self) -> frozenset[str]:
         """Pass@1, success, KG Valid@1/@k, iterations, success@k for each k."""

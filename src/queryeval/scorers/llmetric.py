@@ -10,15 +10,24 @@ query texts. The original's jump to the maximum when Pass@1 and KG Valid both ho
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from queryeval.cases import Case, Output, Score
 from queryeval.metrics import jaro_winkler, llmetric_q, rouge_l
 from queryeval.metrics.agentic import LLMETRIC_Q_WEIGHTS, jarou
-from queryeval.scorers._attempts import AttemptGrader, GradingOptions, gold_query, jaccard_of
+from queryeval.scorers._attempts import (
+    AttemptGrader,
+    GradingOptions,
+    cluster_problems,
+    gold_query,
+    jaccard_of,
+)
 from queryeval.scorers._base import Scorer, ScoringContext
+
+if TYPE_CHECKING:
+    from queryeval.config import SuiteConfig
 
 
 class LLMetricQOptions(GradingOptions):
@@ -63,6 +72,10 @@ class LLMetricQScorer(Scorer):
     reads = "query"
     needs_database = True
     options: LLMetricQOptions
+
+    def config_problems(self, suite: SuiteConfig) -> list[tuple[tuple[str | int, ...], str]]:
+        """The base checks, and KG validation asked of a run on a Ray cluster."""
+        return [*super().config_problems(suite), *cluster_problems(self.options, suite)]
 
     def sub_metrics(self) -> frozenset[str]:
         """LLMetric-Q and its terms."""
@@ -140,6 +153,10 @@ class KGValidScorer(Scorer):
     default_threshold = 1.0
     reads = "query"
     needs_database = True
+
+    def config_problems(self, suite: SuiteConfig) -> list[tuple[tuple[str | int, ...], str]]:
+        """The base checks, and KG validation asked of a run on a Ray cluster."""
+        return [*super().config_problems(suite), *cluster_problems(self.options, suite)]
 
     def sub_metrics(self) -> frozenset[str]:
         """KG validity and the three checks' scores."""
