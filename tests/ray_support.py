@@ -8,7 +8,9 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +63,23 @@ def init_local(ray: Any, cpus: int = 2) -> None:
         logging_level=logging.WARNING,
         log_to_driver=False,
     )
+
+
+class Overlap:
+    """A fake server's reply function, slowed by `delay_s`, that counts how many requests it
+    serves at once (`peak`): what a concurrency limit across a cluster must bound."""
+
+    def __init__(self, reply: Callable[[Any], Any], delay_s: float = 0.05) -> None:
+        self.reply = reply
+        self.delay_s = delay_s
+        self.now = self.peak = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Any) -> Any:
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(self.delay_s)
+        with self._lock:
+            self.now -= 1
+        return self.reply(request)

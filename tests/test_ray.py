@@ -19,7 +19,7 @@ from queryeval.config import RaySettings
 from queryeval.errors import InputError
 from queryeval.log import iter_records
 from queryeval.runner import load_suite, run_suite, with_executor
-from ray_support import ROOT, init_local
+from ray_support import ROOT, Overlap, init_local
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.timeout(300)
@@ -352,24 +352,11 @@ def test_a_model_system_on_ray_keeps_its_concurrency_and_counts_its_calls(
     added up over the workers in run.json; its prompts (the schema described in the engine
     actor) are a local run's: a local run answers every request from the same output
     cache and gives the same summary (but for the system's measured latencies)."""
-    import threading
-    import time
 
-    from fakes.openai_server import FakeOpenAI, Reply
+    from fakes.openai_server import FakeOpenAI
     from systems_support import CASES, answering, fenced, model_system, write_suite
 
-    lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
-    answer = answering({q: fenced(sql) for q, sql in CASES.items()})
-
-    def slow(request: Any) -> Reply:
-        with lock:
-            state["now"] += 1
-            state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.05)
-        with lock:
-            state["now"] -= 1
-        return answer(request)
+    slow = Overlap(answering({q: fenced(sql) for q, sql in CASES.items()}))
 
     with FakeOpenAI(slow) as server:
         system = model_system(server.base_url, model={"concurrency": 2}, samples=3)
@@ -380,7 +367,7 @@ def test_a_model_system_on_ray_keeps_its_concurrency_and_counts_its_calls(
         suite = load_suite(path)
         run_suite(with_executor(suite, "ray"), tmp_path / "ray", progress=False)
         asked = server.chat_calls
-        assert asked == 4 * 3 and state["peak"] <= 2
+        assert asked == 4 * 3 and slow.peak <= 2
         info = json.loads((tmp_path / "ray" / "run.json").read_text())
         assert info["system_calls"]["gpt"]["calls"] == asked
         assert info["cluster"]["systems"]["gpt"]["peak"] <= 2

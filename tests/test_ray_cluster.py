@@ -5,8 +5,6 @@ cluster, because each is one actor that every worker on every node goes through.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ import pytest
 
 from queryeval.log import iter_records
 from queryeval.runner import load_suite, run_suite, with_executor
-from ray_support import OBJECT_STORE, ROOT
+from ray_support import OBJECT_STORE, ROOT, Overlap
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.timeout(300)
@@ -74,19 +72,9 @@ def test_the_judge_limit_and_cache_hold_across_nodes(
     """A judged scorer on saved predictions, tasks on both nodes: the fake judge never
     sees more requests at once than the judge's `concurrency`; each distinct judgment is
     asked once, and a second run asks nothing (one cache, in the judge actor)."""
-    from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
+    from fakes.openai_server import FakeOpenAI, Reply
 
-    lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
-
-    def slow_verdict(request: ChatRequest) -> Reply:
-        with lock:
-            state["now"] += 1
-            state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.05)
-        with lock:
-            state["now"] -= 1
-        return Reply.verdict(0.8)
+    slow_verdict = Overlap(lambda request: Reply.verdict(0.8))
 
     monkeypatch.setenv("FAKE_JUDGE_KEY", "k")
     with FakeOpenAI(slow_verdict, api_key="k") as server:
@@ -110,7 +98,7 @@ def test_the_judge_limit_and_cache_hold_across_nodes(
         scores = [r["scores"]["llm_query_similarity"] for r in records]
         verdicts = [s for s in scores if s.get("explanation") == "scripted"]  # the judge's
         assert len(verdicts) > 10 and asked > 10
-        assert state["peak"] <= 2
+        assert slow_verdict.peak <= 2
         assert asked <= len(records)  # identical requests asked once
         stats = _cluster_stats(tmp_path / "run")
         assert len(stats["batches_per_node"]) == 2

@@ -42,7 +42,13 @@ from queryeval.cases import Case, Output, Score
 from queryeval.errors import InputError
 from queryeval.runner._executors import Emit, ScoreWork, WorkItem
 from queryeval.runner._pipeline import Scored, ascore_output, make_record, score_output
-from queryeval.runner._ray_actors import ClusterContext, Services, forwarded_env, ray_await
+from queryeval.runner._ray_actors import (
+    ClusterContext,
+    Services,
+    forwarded_env,
+    ray_await,
+    ray_get,
+)
 from queryeval.runner._shard_score import import_plugins
 
 if TYPE_CHECKING:
@@ -404,12 +410,7 @@ def _get(ref: Any) -> Any:
     import ray
 
     try:
-        return ray.get(ref)
-    except ray.exceptions.RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, BaseException):
-            raise cause from None
-        raise
+        return ray_get(ref)
     except (
         ray.exceptions.WorkerCrashedError,
         ray.exceptions.NodeDiedError,
