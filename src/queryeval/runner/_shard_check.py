@@ -198,7 +198,6 @@ def check_inputs(
     if not stubs:
         path = case_ranges[0].path if case_ranges else None
         raise InputError("no cases matched", path=path, where="cases")
-    found = results[: len(case_ranges)]
     at = len(case_ranges)
     positions: dict[str, int] | None = None
     per_system: dict[str, SystemPredictions] = {}
@@ -206,13 +205,13 @@ def check_inputs(
     for system, ranges in prediction_ranges.items():
         lines = results[at : at + len(ranges)]
         at += len(ranges)
-        if all(lines_of.ids == ids[a:b] for lines_of, (a, b) in _aligned_spans(lines, starts)):
+        if _follows_cases(lines, ids):
             per_system[system] = _aligned(paths[system], ranges, lines)
             continue
         if positions is None:
             positions = {case_id: i for i, case_id in enumerate(ids)}
         per_system[system] = _grouped(paths[system], ranges, lines, positions)
-    shards = _shards(case_ranges, found, starts, per_system, stubs, done)
+    shards = _shards(case_ranges, cases.before, starts, per_system, stubs, done)
     return CheckedInputs(shards, stubs)
 
 
@@ -225,7 +224,7 @@ class _CaseStubs:
         self.stubs: list[CaseStub] = []
         self.starts: list[int] = []  # the position of each range's first case, then the end
         self.taken = 0
-        self._before: list[int] = []  # lines of its file before each range
+        self.before: list[int] = []  # lines of its file before each range
         self._numbers: list[array[int]] = []
         self._file_lines = 0
         self._first_at: dict[str, int] = {}
@@ -238,7 +237,7 @@ class _CaseStubs:
         same_file = k > 0 and self.ranges[k - 1].path == r.path
         before = self._file_lines if same_file else 0
         self._file_lines = before + part.lines  # lines of the file up to this range's end
-        self._before.append(before)
+        self.before.append(before)
         self._numbers.append(part.numbers)
         stubs, first_at, shared_tags = self.stubs, self._first_at, self._tags
         start = len(stubs)
@@ -265,7 +264,7 @@ class _CaseStubs:
         """FILE:LINE of the case at `position`."""
         k = bisect_right(self.starts, position) - 1
         number = self._numbers[k][position - self.starts[k]]
-        return f"{self.ranges[k].path}:{self._before[k] + number}"
+        return f"{self.ranges[k].path}:{self.before[k] + number}"
 
 
 def _lines_before(ranges: Sequence[FileRange], found: Sequence[Any]) -> list[int]:
@@ -280,21 +279,15 @@ def _lines_before(ranges: Sequence[FileRange], found: Sequence[Any]) -> list[int
     return out
 
 
-def _aligned_spans(
-    found: Sequence[PredictionLines], starts: list[int]
-) -> list[tuple[PredictionLines, tuple[int, int]]]:
-    """Each prediction range beside the span of case positions its records would hold if
-    the file follows the cases record for record (an empty list when the counts differ)."""
-    spans = []
+def _follows_cases(found: Sequence[PredictionLines], ids: list[str]) -> bool:
+    """Whether the file holds one record per case, in case order, and nothing else (no bad
+    line, no attempt numbers): then no grouping is needed."""
     at = 0
     for part in found:
-        if part.error is not None or part.attempts:
-            return [(part, (0, -1))]  # never equal: checked the general way
-        spans.append((part, (at, at + len(part.ids))))
+        if part.error is not None or part.attempts or part.ids != ids[at : at + len(part.ids)]:
+            return False
         at += len(part.ids)
-    if at != starts[-1]:
-        return [(PredictionLines(0), (0, -1))]
-    return spans
+    return at == len(ids)
 
 
 def _aligned(
@@ -320,9 +313,8 @@ def _grouped(
     n = len(positions)
     offsets = array("q", [-1]) * n
     lines = array("i", [0]) * n
-    attempts: dict[int, int | None] = {}  # case position -> attempt of its first record
-    more: dict[int, list[tuple[int, int]]] = {}
-    more_attempts: dict[int, list[tuple[int, int | None]]] = {}
+    first_attempt: dict[int, int] = {}  # case position -> its first record's attempt, if any
+    repeated: dict[int, list[tuple[int, int, int | None]]] = {}  # (offset, line, attempt)s
     records = 0
     for part, before in zip(found, _lines_before(ranges, found), strict=True):
         for i, case_id in enumerate(part.ids):
@@ -333,31 +325,35 @@ def _grouped(
                 raise unknown_case(path, line, case_id)
             attempt = part.attempts.get(i)
             if offsets[pos] < 0:
-                offsets[pos], lines[pos], attempts[pos] = part.offsets[i], line, attempt
+                offsets[pos], lines[pos] = part.offsets[i], line
+                if attempt is not None:
+                    first_attempt[pos] = attempt
                 continue
-            earlier = [(lines[pos], attempts[pos]), *more_attempts.get(pos, [])]
+            records_of = repeated.setdefault(
+                pos, [(offsets[pos], lines[pos], first_attempt.get(pos))]
+            )
+            earlier = [(number, tried) for _, number, tried in records_of]
             problem = repeated_record(path, line, case_id, attempt, earlier)
             if problem is not None:
                 raise problem
-            more.setdefault(pos, [(offsets[pos], lines[pos])]).append((part.offsets[i], line))
-            more_attempts.setdefault(pos, []).append((line, attempt))
+            records_of.append((part.offsets[i], line, attempt))
         if part.error is not None:
             raise placed(part.error, before)
     if not records:
         raise empty_predictions(path)
+    more = {pos: [(o, number) for o, number, _ in recs] for pos, recs in repeated.items()}
     return SystemPredictions(path, offsets, lines, more)
 
 
 def _shards(
     ranges: Sequence[FileRange],
-    found: Sequence[CaseLines],
+    before: list[int],
     starts: list[int],
     per_system: Mapping[str, SystemPredictions],
     stubs: list[CaseStub],
     done: set[tuple[str, str]],
 ) -> list[Shard]:
     shards: list[Shard] = []
-    before = _lines_before(ranges, found)
     for k, r in enumerate(ranges):
         a, b = starts[k], starts[k + 1]
         if a == b:
