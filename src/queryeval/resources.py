@@ -36,6 +36,9 @@ class RunResources:
         self.suite = suite
         self.cache_dir = cache_dir or Path(".queryeval-cache")
         self._resources: dict[str, Any] = {}
+        # DuckDB's threads in engines built from now on, where a database sets none (None:
+        # DuckDB's default, every core): an executor running one engine per core lowers it
+        self.engine_threads: int | None = None
         # re-entrant: a factory may ask for another resource (a KG validator for its engine)
         self._build_lock = threading.RLock()
 
@@ -59,6 +62,26 @@ class RunResources:
                 with contextlib.suppress(Exception):
                     await aclose()
                 self._resources.pop(key, None)
+
+    def close_handles(self) -> None:
+        """Close and forget the resources that hold something open (engines, connections,
+        clients: whatever has `close`), newest first; plain data (memos, loaded files,
+        settings made by a scorer's `prepare`) stays. Before a fork, so that no two
+        processes share a connection: each opens its own on first use."""
+        for key, res in reversed(list(self._resources.items())):
+            close = getattr(res, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):  # closing is best effort
+                    close()
+                del self._resources[key]
+
+    def flush(self) -> None:
+        """Write out what the resources keep for later (`flush`: the gold cache's pending
+        results, a reply cache), as a forked worker must before it may be ended."""
+        for res in list(self._resources.values()):
+            flush = getattr(res, "flush", None)
+            if callable(flush):
+                flush()
 
     def close(self) -> None:
         """Close every resource that can be closed (engines, clients), newest first."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,9 +97,11 @@ class EngineSpec:
             )
 
 
-def build_engine(name: str, config: DatabaseConfig, base_dir: Path, cache_dir: Path) -> Engine:
+def build_engine(name: str, config: DatabaseConfig, base_dir: Path, cache_dir: Path,
+                 threads: int | None = None) -> Engine:  # fmt: skip
     """A ready engine for one configured database (fixtures are built on first use), by the
-    builder registered for its engine kind (`queryeval.engines.register_engine`)."""
+    builder registered for its engine kind (`queryeval.engines.register_engine`).
+    `threads`: DuckDB's threads where the database's options set none."""
     from queryeval.engines._registry import engine_builder
 
     kind = _ALIASES.get(config.engine, config.engine)
@@ -111,7 +113,10 @@ def build_engine(name: str, config: DatabaseConfig, base_dir: Path, cache_dir: P
             where=f"databases.{name}",
         ) from None
     options = dict(config.options)
-    spec = EngineSpec(name, config, options, Limits.from_options(options), base_dir, cache_dir)
+    limits = Limits.from_options(options)
+    if threads is not None and limits.threads is None:
+        limits = replace(limits, threads=threads)
+    spec = EngineSpec(name, config, options, limits, base_dir, cache_dir)
     return builder(spec)
 
 
@@ -237,5 +242,5 @@ def engine_from_context(ctx: RunResources, database_name: str) -> Engine:
     base_dir = ctx.suite.base_dir
     return ctx.resource(
         f"engine:{database_name}",
-        lambda: build_engine(database_name, config, base_dir, ctx.cache_dir),
+        lambda: build_engine(database_name, config, base_dir, ctx.cache_dir, ctx.engine_threads),
     )

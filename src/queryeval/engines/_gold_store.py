@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from queryeval.metrics import ResultSet
 
 GOLD_STORE_VERSION = "2"  # 1: one JSON file per gold (gold/<sha256>.json)
 _BATCH = 500  # keys per bulk read (SQLite's limit on bound parameters is 32766)
-_COMMIT_EVERY = 64  # puts per transaction; the rest are committed by `close`
+_BUSY_S = 30.0  # how long a writer waits for another's transaction
+_COMMIT_EVERY = 64  # puts written per transaction; the rest by `flush` or `close`
 
 Key = tuple[str, int, int, str]
 """(database identity, max_rows, max_bytes, query)."""
@@ -31,37 +33,30 @@ OrderKey = tuple[str, str, str]
 
 
 class GoldStore:
-    """Gold results in `<cache_dir>/gold-v2.sqlite`; safe to share between threads."""
+    """Gold results in `<cache_dir>/gold-v2.sqlite`; safe to share between threads, and
+    between processes (a forked run's workers each open their own): what is put is kept
+    here and written in one short transaction every `_COMMIT_EVERY` puts, so a writer
+    holds SQLite's write lock only while it writes, never while it executes queries."""
 
     def __init__(self, cache_dir: Path) -> None:
         self.path = cache_dir / f"gold-v{GOLD_STORE_VERSION}.sqlite"
         self._lock = threading.Lock()
         self._con: sqlite3.Connection | None = None
-        self._pending = 0
+        self._golds: dict[Key, tuple[str, str, str]] = {}  # put, not yet written
+        self._orders: dict[OrderKey, tuple[int, str]] = {}
 
     def _connection(self) -> sqlite3.Connection:
         if self._con is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS gold (identity TEXT, max_rows INTEGER, "
-                "max_bytes INTEGER, query TEXT, outcome TEXT, columns TEXT, rows TEXT, "
-                "PRIMARY KEY (identity, max_rows, max_bytes, query)) WITHOUT ROWID"
-            )
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS gold_order (language TEXT, parser TEXT, query TEXT, "
-                "ordered INTEGER, keys TEXT, PRIMARY KEY (language, parser, query)) WITHOUT ROWID"
-            )
-            con.commit()
+            con = sqlite3.connect(self.path, timeout=_BUSY_S, check_same_thread=False)
+            _prepare(con)
             self._con = con
         return self._con
 
     def get(self, key: Key) -> Execution | None:
         """The stored execution under `key`, or None (absent or unreadable)."""
         with self._lock:
-            row = (
+            row = self._golds.get(key) or (
                 self._connection()
                 .execute(
                     "SELECT outcome, columns, rows FROM gold WHERE identity = ? AND max_rows = ? "
@@ -80,6 +75,11 @@ class GoldStore:
         found: dict[Key, Execution] = {}
         with self._lock:
             con = self._connection()
+            for key, payload in self._golds.items():
+                if key[3] in groups.get(key[:3], ()):
+                    execution = _decode(*payload)
+                    if execution is not None:
+                        found[key] = execution
             for head, queries in groups.items():
                 for start in range(0, len(queries), _BATCH):
                     batch = queries[start : start + _BATCH]
@@ -102,19 +102,13 @@ class GoldStore:
         columns = dumps(list(execution.result.columns))
         body = dumps([list(r) for r in execution.result.rows])
         with self._lock:
-            con = self._connection()
-            con.execute(
-                "INSERT OR REPLACE INTO gold VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (*key, outcome, columns, body),
-            )
-            self._pending += 1
-            if self._pending >= _COMMIT_EVERY:
-                self._commit()
+            self._golds[key] = (outcome, columns, body)
+            self._write_when_due()
 
     def get_order(self, key: OrderKey) -> OrderInfo | None:
         """The stored ordering of a gold query, or None (absent or unreadable)."""
         with self._lock:
-            row = (
+            row = self._orders.get(key) or (
                 self._connection()
                 .execute(
                     "SELECT ordered, keys FROM gold_order WHERE language = ? AND parser = ? "
@@ -134,34 +128,73 @@ class GoldStore:
             return None
 
     def put_order(self, key: OrderKey, order: OrderInfo) -> None:
-        """Store a gold query's ordering (committed with the results)."""
+        """Store a gold query's ordering (written with the results)."""
         with self._lock:
-            self._connection().execute(
-                "INSERT OR REPLACE INTO gold_order VALUES (?, ?, ?, ?, ?)",
-                (*key, int(order.ordered), dumps(list(order.keys))),
-            )
-            self._pending += 1
-            if self._pending >= _COMMIT_EVERY:
-                self._commit()
+            self._orders[key] = (int(order.ordered), dumps(list(order.keys)))
+            self._write_when_due()
 
     def flush(self) -> None:
-        """Commit the results stored since the last commit."""
+        """Write what was put since the last write, in one transaction."""
         with self._lock:
-            self._commit()
+            self._write()
 
-    def _commit(self) -> None:
-        if self._con is not None and self._pending:
-            self._con.commit()
-        self._pending = 0
+    def _write_when_due(self) -> None:
+        if len(self._golds) + len(self._orders) >= _COMMIT_EVERY:
+            self._write()
+
+    def _write(self) -> None:
+        if not (self._golds or self._orders):
+            return
+        con = self._connection()
+        with con:  # one transaction: the write lock is held only for these statements
+            con.executemany(
+                "INSERT OR REPLACE INTO gold VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*key, *row) for key, row in self._golds.items()],
+            )
+            con.executemany(
+                "INSERT OR REPLACE INTO gold_order VALUES (?, ?, ?, ?, ?)",
+                [(*key, *row) for key, row in self._orders.items()],
+            )
+        self._golds.clear()
+        self._orders.clear()
 
     def close(self) -> None:
-        """Commit and close the connection (it is opened again on next use)."""
+        """Write what is pending and close the connection (opened again on next use)."""
         with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                self._write()
             if self._con is not None:
                 with contextlib.suppress(sqlite3.Error):
-                    self._commit()
                     self._con.close()
                 self._con = None
+
+
+def _prepare(con: sqlite3.Connection) -> None:
+    """WAL mode and the tables. Processes opening a new store at once (a forked run's
+    workers) may find it locked where SQLite's busy handler does not wait (changing the
+    journal mode): then again, until `_BUSY_S`."""
+    deadline = time.monotonic() + _BUSY_S
+    while True:
+        try:
+            if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            with con:
+                con.execute(
+                    "CREATE TABLE IF NOT EXISTS gold (identity TEXT, max_rows INTEGER, "
+                    "max_bytes INTEGER, query TEXT, outcome TEXT, columns TEXT, rows TEXT, "
+                    "PRIMARY KEY (identity, max_rows, max_bytes, query)) WITHOUT ROWID"
+                )
+                con.execute(
+                    "CREATE TABLE IF NOT EXISTS gold_order (language TEXT, parser TEXT, "
+                    "query TEXT, ordered INTEGER, keys TEXT, "
+                    "PRIMARY KEY (language, parser, query)) WITHOUT ROWID"
+                )
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _decode(outcome: str, columns: str, body: str) -> Execution | None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from queryeval._gc import bulk_allocation
 from queryeval.cases import Case, Output
+from queryeval.log import encode_record
 from queryeval.runner._pipeline import Scored, ascore_output, score_output
 from queryeval.scorers import Scorer, ScoringContext
 
@@ -203,6 +204,77 @@ class PoolExecutor:
 
 
 _END: Any = object()
+
+
+class ForkExecutor:
+    """Saved predictions whose scoring runs queries on local database files (DuckDB,
+    SQLite, KQL): the engines' work, not Python's, is most of the time, and one process
+    uses one core. Each forked worker opens its own engines and gold cache (the driver's
+    are closed before the fork; what its scorers prepared is inherited), with its share of
+    the cores as DuckDB's threads where a database sets none, and scores runs of
+    consecutive items; the results are emitted in item order, so the records are written as
+    the inline loop writes them. The decision is `runner._forked.fork_workers`."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+
+    def run(self, items: Sequence[WorkItem], work: ScoreWork, emit: Emit) -> None:
+        """Score every item in the workers; emit the results here, in item order."""
+        global _FORKED
+        n = len(items)
+        size = max(_MIN_SPAN, min(_MAX_SPAN, -(-n // (self.workers * _SPANS_PER_WORKER))))
+        spans = [(start, min(start + size, n)) for start in range(0, n, size)]
+        finished: dict[int, list[Scored]] = {}
+        following = 0  # the first item not yet emitted
+
+        def keep(done: tuple[int, list[Scored]]) -> None:
+            nonlocal following
+            finished[done[0]] = done[1]
+            while following in finished:
+                batch = finished.pop(following)
+                for scored in batch:
+                    emit(scored)
+                following += len(batch)
+
+        ctx = work.ctx
+        ctx.close_handles()  # no connection is shared across the fork
+        threads = ctx.engine_threads
+        if threads is None:  # DuckDB's default is every core, in each worker
+            ctx.engine_threads = max(1, (os.cpu_count() or 1) // self.workers)
+        _FORKED = (items, work)
+        try:
+            with PoolExecutor(self.workers) as pool:
+                pool.run(spans, _score_span, keep)
+        finally:
+            _FORKED = None
+            ctx.engine_threads = threads
+
+
+# items per span: about `_SPANS_PER_WORKER` spans a worker, so that the last ones end close
+# together, each large enough that its pickled results are few messages
+_SPANS_PER_WORKER = 48
+_MIN_SPAN = 4
+_MAX_SPAN = 256
+# the items and the work of the ForkExecutor run in progress: the workers inherit them
+_FORKED: tuple[Sequence[WorkItem], ScoreWork] | None = None
+
+
+def _score_span(span: tuple[int, int]) -> tuple[int, list[Scored]]:
+    """In a worker: score the items `span` names, then write what the context keeps for
+    later (the gold cache), since a worker may be ended without notice once idle."""
+    assert _FORKED is not None, "a ForkExecutor's worker"
+    items, work = _FORKED
+    start, stop = span
+    out: list[Scored] = []
+    try:
+        for i in range(start, stop):
+            record, scores, _ = work(items[i])
+            line = encode_record(record)
+            record["output"] = None  # the line has it (and a Fragment does not pickle)
+            out.append(Scored(record, scores, line))
+    finally:
+        work.ctx.flush()
+    return start, out
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ class Scored(NamedTuple):
 
     record: Record
     scores: dict[str, Score]
+    # the record already encoded as its results.jsonl line (by a forked worker, whose
+    # record then goes without its output): written as it is
+    line: bytes | None = None
 
 
 def case_passed(scores: Mapping[str, Score], scorers: Mapping[str, Scorer]) -> bool | None:
@@ -108,7 +111,7 @@ def score_output(
     """Every scorer's score of `output` for `case` (`score_case`: the scoring rule first),
     and the record."""
     scores = {label: score_case(s, case, output, ctx) for label, s in scorers.items()}
-    return _new(Scored, (make_record(system, case, output, scores, scorers), scores))
+    return _new(Scored, (make_record(system, case, output, scores, scorers), scores, None))
 
 
 async def ascore_output(

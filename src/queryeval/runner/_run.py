@@ -407,7 +407,7 @@ class Runner:
         self._print_estimate()
         try:
             with contextlib.ExitStack() as stack:
-                executor = self._ray_executor(stack) if on_ray else self._executor()
+                executor = self._ray_executor(stack) if on_ray else self._executor(len(todo))
                 store.open_for_append()
                 with Progress(len(todo), f"{self.plan.suite.name}", self.progress) as bar:
 
@@ -471,14 +471,23 @@ class Runner:
         self.columns.extend(columns)
         return written, skipped
 
-    def _executor(self) -> Executor:
-        """A loop for saved predictions scored by synchronous scorers; else the event loop,
-        with each configured system's concurrency (and the judge's, when it asks for more:
-        judged scoring overlaps many calls even when outputs are saved)."""
+    def _executor(self, items: int) -> Executor:
+        """A loop for saved predictions scored by synchronous scorers, or forked workers
+        when they run the predictions on local database files (`runner._forked`); else the
+        event loop, with each configured system's concurrency (and the judge's, when it
+        asks for more: judged scoring overlaps many calls even when outputs are saved)."""
         systems = self.plan.systems
+        scorers = self.plan.scorers.values()
         if all(s.predictions is not None for s in systems) and not any(
-            s.is_async or s.blocking for s in self.plan.scorers.values()
+            s.is_async or s.blocking for s in scorers
         ):
+            from queryeval.runner._forked import fork_workers
+
+            workers = fork_workers(self.plan.suite, scorers, items)
+            if workers:
+                from queryeval.runner._executors import ForkExecutor
+
+                return ForkExecutor(workers)
             return InlineExecutor()
         wanted = sum(s.concurrency for s in systems)
         judge = (self.plan.suite.judge or {}).get("concurrency")
@@ -488,7 +497,10 @@ class Runner:
 
     def _keep(self, scored: Scored) -> None:
         """The driver's side of every result: stored, kept for the summary, errors counted."""
-        self.store.append(scored.record)
+        if scored.line is None:
+            self.store.append(scored.record)
+        else:
+            self.store.write_lines(scored.line)
         self.columns.add(scored.record, scored.scores)
         for label, score in scored.scores.items():
             if score.status == "error":

@@ -55,6 +55,10 @@ class Scorer:
     # `score` blocks on I/O or a subprocess (a plain function that waits): on the event loop
     # it runs in a thread
     blocking: ClassVar[bool] = False
+    # may score in forked workers (`runner`'s ForkExecutor): each case's score depends only
+    # on the case, the output and the context (no state kept on the scorer while scoring,
+    # nothing of the context held on it), so every worker's copy scores as the one would
+    forks: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -204,6 +208,8 @@ class ShardableScorer(Scorer):
     its `aggregate` reading only id, name, tags, metadata and labels of the cases. Workers
     aggregate their own slices (`aggregate_partial`) and the driver joins the parts
     (`aggregate_merge`), which must give exactly `aggregate` of the whole in any order."""
+
+    forks = True
 
     def aggregate_partial(self, cases: Sequence[Case], scores: Sequence[Score]) -> Any:
         """`aggregate`'s work on part of the scores, to be joined by `aggregate_merge`.

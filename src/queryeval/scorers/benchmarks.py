@@ -51,6 +51,8 @@ class SpiderExactMatchScorer(Scorer):
     """Spider's exact-set-match (EM) with its per-clause scores and the gold's hardness:
     1 when every clause matches as a set (values ignored, foreign keys folded)."""
 
+    forks = True  # pure per case: see Scorer.forks
+
     Options: ClassVar[type[BaseModel]] = SpiderExactMatchOptions
     options: SpiderExactMatchOptions
     default_threshold = 1.0

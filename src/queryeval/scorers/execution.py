@@ -110,6 +110,8 @@ class Prediction:
 class _ExecutionScorer(Scorer):
     """Shared plumbing: find the database, run the prediction once, run the golds."""
 
+    forks = True  # pure per case: see Scorer.forks
+
     Options: ClassVar[type[BaseModel]] = ExecutionOptions
     options: ExecutionOptions
     default_threshold = 1.0

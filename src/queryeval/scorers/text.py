@@ -28,6 +28,8 @@ class _QueryTextScorer(Scorer):
     the system's failure (empty, a write, rejected by the engine) is 0 before any text is
     compared (`queryeval.scorers._produced`): text similarity never rewards garbage."""
 
+    forks = True  # pure per case: see Scorer.forks
+
     Options: ClassVar[type[BaseModel]] = _TextOptions
     metric_name: ClassVar[str] = ""
     reads = "query"
