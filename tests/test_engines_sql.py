@@ -187,3 +187,27 @@ def test_sqlalchemy_classifies_and_times_out(alchemy: SQLAlchemyEngine) -> None:
     assert alchemy.execute(RECURSIVE).outcome.kind == "timeout"
     assert time.perf_counter() - start < 1.5 * LIMIT_S
     assert alchemy.execute("SELECT count(*) FROM products").result.rows == ((20,),)  # type: ignore[union-attr]
+
+
+def test_duckdb_batches_end_at_the_first_short_one() -> None:
+    """DuckDB's `fetchmany(n)` gives fewer than n rows only at the end, so the engine stops
+    at a short batch (one call for a small result): every row still comes, around the batch
+    and DuckDB's chunk sizes."""
+    import duckdb
+
+    from queryeval.engines._duckdb import _BATCH, _batches
+
+    con = duckdb.connect()
+    for n in [0, 1, _BATCH - 1, _BATCH, _BATCH + 1, 2047, 2048, 2049, 3 * _BATCH, 100_003]:
+        query = f"SELECT range, range::VARCHAR FROM range({n})"
+        cursor = con.cursor()
+        cursor.execute(query)
+        calls: list[int] = []
+
+        def fetchmany(size: int, cursor: object = cursor, calls: list[int] = calls) -> list:
+            calls.append(size)
+            return cursor.fetchmany(size)  # type: ignore[attr-defined]
+
+        rows = [row for batch in _batches(fetchmany) for row in batch]
+        assert rows == con.execute(query).fetchall()
+        assert len(calls) == n // _BATCH + 1  # no call after the short (or empty) batch

@@ -99,12 +99,14 @@ class Refused(Exception):
 
 @dataclass
 class RawResult:
-    """Columns and (capped) rows as an engine fetched them."""
+    """Columns and (capped) rows as an engine fetched them; or, for a result an engine
+    fetched as Arrow (`table`, a `pyarrow.Table`), no rows."""
 
     columns: list[str]
     rows: list[tuple[Any, ...]]
     truncated: bool = False
     notes: list[str] = field(default_factory=list)
+    table: Any = None
 
 
 class Deadline:
@@ -314,13 +316,15 @@ class Engine(ABC):
             kind, message = self.outcome_of(exc, query)
             return Execution(_outcome(kind, message, elapsed))
         elapsed = time.perf_counter() - start
-        result = ResultSet(raw.columns, raw.rows)
+        if raw.table is not None:
+            result = ResultSet.from_arrow(raw.table)
+        else:
+            result = ResultSet(raw.columns, raw.rows)
+        count = result.num_rows
         message = "; ".join(raw.notes)
         if raw.truncated:
-            message = "; ".join(
-                [*raw.notes, f"truncated at {len(raw.rows)} rows (max_rows/max_bytes)"]
-            )
-        outcome = _outcome("ok", message, elapsed, row_count=len(raw.rows), truncated=raw.truncated)
+            message = "; ".join([*raw.notes, f"truncated at {count} rows (max_rows/max_bytes)"])
+        outcome = _outcome("ok", message, elapsed, row_count=count, truncated=raw.truncated)
         return Execution(outcome, result)
 
     def validate(self, query: str) -> ExecutionOutcome:

@@ -4,7 +4,7 @@ locked, a cursor per query, and `interrupt()` from a deadline thread."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,9 @@ from queryeval.engines._base import (
     RawResult,
     collect_rows,
     describe_refusal,
-    fetch_batches,
 )
 from queryeval.languages import sql
+from queryeval.metrics.results import FAST_MAX_ROWS
 
 _BATCH = 1024
 
@@ -85,15 +85,22 @@ def classify_duckdb(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     return "runtime", message
 
 
-def run_on_cursor(cursor: Any, start: Callable[[], object], limits: Limits) -> RawResult:
+def run_on_cursor(cursor: Any, start: Callable[[], object], limits: Limits,
+                  arrow_query: str | None = None) -> RawResult:  # fmt: skip
     """Start a query on a DuckDB cursor under the time limit (interrupting it when the
-    deadline fires) and collect its rows within the row and size caps."""
+    deadline fires) and collect its rows within the row and size caps. `arrow_query`: the
+    query is first planned as a relation, and a result whose columns `arrow_fetch` can
+    bound exactly is fetched as an Arrow table (else `start` runs it as usual)."""
     deadline = Deadline(limits.timeout_s, cursor.interrupt)
     with deadline:
         try:
+            if arrow_query is not None:
+                fetched = _arrow_result(cursor, arrow_query, limits)
+                if fetched is not None:
+                    return fetched
             start()
             columns = [d[0] for d in cursor.description or []]
-            rows, truncated = collect_rows(fetch_batches(cursor.fetchmany, _BATCH), limits)
+            rows, truncated = collect_rows(_batches(cursor.fetchmany), limits)
         except Exception:
             if deadline.fired:
                 raise QueryTimeout(
@@ -101,6 +108,101 @@ def run_on_cursor(cursor: Any, start: Callable[[], object], limits: Limits) -> R
                 ) from None
             raise
     return RawResult(columns, rows, truncated)
+
+
+# DuckDB types whose Python values `row_bytes` sizes by kind alone (8 bytes a number or
+# boolean) or by length (a string: its characters + 1): their Arrow columns are sized the
+# same way without making Python values
+_FIXED_TYPES = frozenset({
+    "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
+    "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE",
+})  # fmt: skip
+_ARROW_BATCH = 65_536  # rows per Arrow batch
+
+
+def _arrow_result(cursor: Any, query: str, limits: Limits) -> RawResult | None:
+    """The query's result as an Arrow table when every column is of a type `arrow_fetch`
+    bounds exactly; None otherwise (planned, not run: the caller runs it for rows)."""
+    relation = cursor.sql(query)  # a query is planned here, and runs when read
+    if relation is None:
+        return None
+    strings = arrow_kinds([str(t) for t in relation.types])
+    if strings is None:
+        return None
+    # `to_arrow_reader` since DuckDB 2.0; `fetch_arrow_reader` before
+    read = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+    table, truncated = arrow_fetch(read(_ARROW_BATCH), strings, limits)
+    return RawResult(list(relation.columns), [], truncated, table=table)
+
+
+def arrow_kinds(types: Sequence[str]) -> list[bool] | None:
+    """Per column, whether it holds strings (else fixed-size values), when every type (a
+    DuckDB type name) is one `arrow_fetch` sizes exactly; None otherwise.
+
+    >>> arrow_kinds(["INTEGER", "VARCHAR"]), arrow_kinds(["DATE"])
+    ([False, True], None)
+    """
+    kinds = []
+    for name in types:
+        if name == "VARCHAR":
+            kinds.append(True)
+        elif name in _FIXED_TYPES:
+            kinds.append(False)
+        else:
+            return None
+    return kinds if kinds else None
+
+
+def arrow_fetch(reader: Any, strings: Sequence[bool], limits: Limits) -> tuple[Any, bool]:
+    """The batches of an Arrow `reader` as a `pyarrow.Table`, cut where `collect_rows` cuts
+    the same rows as Python values (the first `max_rows`, and no row past `max_bytes`
+    counted as `row_bytes` counts: 8 a number, boolean or NULL, a string's characters +
+    1); (table, truncated). `strings`: per column, whether it is VARCHAR (else
+    fixed-size)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kept: list[Any] = []
+    rows = size = 0
+    fixed = 8 * (len(strings) - sum(strings))
+
+    def table() -> Any:
+        return pa.Table.from_batches(kept, reader.schema)
+
+    for batch in reader:
+        n = batch.num_rows
+        if not n:
+            continue
+        if rows >= limits.max_rows:
+            return table(), True
+        sizes = np.full(n, fixed, dtype=np.int64)
+        for column, is_string in zip(batch.columns, strings, strict=True):
+            if is_string:
+                lengths = pc.fill_null(pc.add(pc.utf8_length(column), 1), 8)
+                sizes += lengths.to_numpy(zero_copy_only=False)
+        total = size + np.cumsum(sizes)
+        within = int(np.searchsorted(total, limits.max_bytes, side="right"))
+        fits = min(n, limits.max_rows - rows, within)
+        if fits < n:
+            kept.append(batch.slice(0, fits))
+            return table(), True
+        kept.append(batch)
+        rows += n
+        size = int(total[-1])
+    return table(), False
+
+
+def _batches(fetchmany: Callable[[int], list[Any]]) -> Iterator[list[Any]]:
+    """`fetch_batches` for DuckDB, whose `fetchmany(n)` returns fewer than n rows only at
+    the end (it fetches row by row until n or none is left): a short batch is the last,
+    so a small result costs one call, not two."""
+    while True:
+        batch = fetchmany(_BATCH)
+        if batch:
+            yield batch
+        if len(batch) < _BATCH:
+            return
 
 
 def duckdb_tables(cursor: Any) -> dict[str, dict[str, str]]:
@@ -145,7 +247,9 @@ class DuckDBEngine(Engine):
     def _run(self, query: str) -> RawResult:
         cursor = self._cursor()
         try:
-            return run_on_cursor(cursor, lambda: cursor.execute(query), self.limits)
+            # results past the comparator's fast path for Python rows: Arrow, when exact
+            arrow = query if self.limits.max_rows > FAST_MAX_ROWS else None
+            return run_on_cursor(cursor, lambda: cursor.execute(query), self.limits, arrow)
         finally:
             cursor.close()
 

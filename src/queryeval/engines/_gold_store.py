@@ -42,7 +42,7 @@ class GoldStore:
         self.path = cache_dir / f"gold-v{GOLD_STORE_VERSION}.sqlite"
         self._lock = threading.Lock()
         self._con: sqlite3.Connection | None = None
-        self._golds: dict[Key, tuple[str, str, str]] = {}  # put, not yet written
+        self._golds: dict[Key, tuple[str, str, str | bytes]] = {}  # put, not yet written
         self._orders: dict[OrderKey, tuple[int, str]] = {}
 
     def _connection(self) -> sqlite3.Connection:
@@ -100,7 +100,12 @@ class GoldStore:
         assert execution.result is not None
         outcome = dumps(execution.outcome.model_dump(mode="json"))
         columns = dumps(list(execution.result.columns))
-        body = dumps([list(r) for r in execution.result.rows])
+        table = execution.result.arrow
+        body: str | bytes
+        if table is not None:  # a large result fetched as Arrow: kept as Arrow IPC bytes
+            body = _arrow_bytes(table)
+        else:
+            body = dumps([list(r) for r in execution.result.rows])
         with self._lock:
             self._golds[key] = (outcome, columns, body)
             self._write_when_due()
@@ -197,10 +202,29 @@ def _prepare(con: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
-def _decode(outcome: str, columns: str, body: str) -> Execution | None:
+def _arrow_bytes(table: Any) -> bytes:
+    """An Arrow table as the bytes of an Arrow IPC stream (exact, and read back without
+    making Python values)."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue())
+
+
+def _decode(outcome: str, columns: str, body: str | bytes) -> Execution | None:
+    """A stored execution; the rows are the codec's JSON, or the bytes of an Arrow IPC
+    stream for a result fetched as Arrow (which an older reader finds unreadable, and runs
+    again)."""
     try:
         record: Any = ExecutionOutcome.model_validate(loads(outcome))
-        result = ResultSet(loads(columns), (tuple(r) for r in loads(body)))
-    except (ValueError, KeyError, TypeError):
+        if isinstance(body, bytes):
+            import pyarrow as pa
+
+            result = ResultSet.from_arrow(pa.ipc.open_stream(body).read_all())
+        else:
+            result = ResultSet(loads(columns), (tuple(r) for r in loads(body)))
+    except (ValueError, KeyError, TypeError, OSError):  # pyarrow's errors are among these
         return None  # unreadable: execute again
     return Execution(record, result)

@@ -10,8 +10,10 @@ from queryeval.metrics.results._canonical import NAN, ValuePolicy, canonical
 from queryeval.metrics.results._compare import ComparisonResult, compare_results
 from queryeval.metrics.results._legacy import LEGACY_ROW_LIMIT, legacy_recall
 from queryeval.metrics.results._resultset import ResultSet, as_result_set
+from queryeval.metrics.results._small import FAST_MAX_ROWS
 
 __all__ = [
+    "FAST_MAX_ROWS",
     "LEGACY_ROW_LIMIT",
     "NAN",
     "ComparisonResult",
