@@ -261,3 +261,21 @@ def test_matching_range_by_range_gives_the_same_answer(monkeypatch: pytest.Monke
     ranged = [(_match.multiset_overlap(kp, kg), _match.tolerant_overlap(kp, vp, kg, vg, 0.1, 0))
               for kp, vp, kg, vg in cases]  # fmt: skip
     assert ranged == whole
+
+
+@pytest.mark.parametrize("high", [2, 1000, 2**30, 2**40, 2**62])
+def test_sort_keys_sorts_by_packing_or_by_argsort(high: int) -> None:
+    """Packed (key, row) sorting where key and row fit in 63 bits, `np.argsort` where they
+    do not or a key is negative: either way an order that sorts the keys."""
+    import numpy as np
+
+    from queryeval.metrics.results._match import sort_keys
+
+    rng = np.random.default_rng(high % 997)
+    for n in (0, 1, 7, 70_000):
+        for low in (0, -5):
+            key = rng.integers(low, high, n, dtype=np.int64)
+            order, ordered = sort_keys(key)
+            assert (key[order] == ordered).all()
+            assert (ordered == np.sort(key)).all()
+            assert sorted(order.tolist()) == list(range(n))  # a permutation of the rows

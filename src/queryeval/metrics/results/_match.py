@@ -165,10 +165,8 @@ def tolerant_overlap(
     lose matches (pred {0, 1}, gold {1, 2}, abs_tol 1 has two matches, not one).
     """
     # any order within a run of equal keys gives the same matching: no stable sort needed
-    # (numpy's default sort is several times faster on int64, more so on millions of rows)
-    order_p = np.argsort(pred_key)
-    order_g = np.argsort(gold_key)
-    sorted_p, sorted_g = pred_key[order_p], gold_key[order_g]
+    order_p, sorted_p = sort_keys(pred_key)
+    order_g, sorted_g = sort_keys(gold_key)
     total = 0
     approximate = False
     for range_p, range_g in key_ranges(sorted_p, sorted_g):  # see key_ranges: small arrays
@@ -179,6 +177,32 @@ def tolerant_overlap(
         total += matched
         approximate |= greedy
     return total, approximate
+
+
+def sort_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(an order that sorts `key`, the sorted keys). Where each key and its row number fit
+    in 63 bits together, one `np.sort` of (key, row) packed into int64 does it (SIMD-sorted
+    in place: 5M keys in about a sixth of `np.argsort`'s time, which grows faster than
+    n log n past the caches); else `np.argsort`. Rows of equal keys come in row order.
+
+    >>> order, keys = sort_keys(np.array([3, 1, 3, 0]))
+    >>> order.tolist(), keys.tolist()
+    ([3, 1, 0, 2], [0, 1, 3, 3])
+    """
+    n = len(key)
+    if not n or int(key.min()) < 0:
+        order = np.argsort(key)
+        return order, key[order]
+    shift = max(1, (n - 1).bit_length())
+    if int(key.max()) >= 1 << (63 - shift):
+        order = np.argsort(key)
+        return order, key[order]
+    packed = key << shift
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    order = packed & ((1 << shift) - 1)
+    packed >>= shift
+    return order, packed
 
 
 def _tolerant_range(
