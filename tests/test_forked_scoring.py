@@ -5,8 +5,13 @@ order, and the same summary as the inline loop; the gold cache written by every 
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +196,42 @@ def test_which_runs_fork(tmp_path: Path) -> None:
     unmarked = type("Unmarked", (type(scorers[0]),), {"forks": False})
     assert fork_workers(suite, [*scorers, unmarked(scorers[0].options)], N_CASES) == 0
     assert fork_workers(suite.model_copy(update={"databases": {}}), scorers, N_CASES) == 0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_worker_killed_stops_the_run_and_resume_finishes_it(tmp_path: Path) -> None:
+    """A worker killed under the run (the system's OOM killer, a crash inside an engine):
+    exit 2 saying to resume, the records written so far kept; `--resume` then gives the
+    summary of an uninterrupted run."""
+    suite = _suite(tmp_path, "duckdb", 2, n=FORK_MIN_ITEMS * 8)
+    run = [sys.executable, "-m", "queryeval", "run", str(suite), "--no-progress"]
+    ref = subprocess.run([*run, "--out", str(tmp_path / "ref")], cwd=tmp_path,
+                         capture_output=True, text=True)  # fmt: skip
+    assert ref.returncode == 0, ref.stderr
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([*run, "--out", str(out)], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 60
+    results = out / "results.jsonl"
+    while time.monotonic() < deadline and proc.poll() is None:
+        workers = _children(proc.pid)
+        if len(workers) >= 2 and results.exists() and results.stat().st_size:
+            os.kill(workers[-1], signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2, stderr
+    assert "a worker process ended abruptly" in stderr and "--resume" in stderr
+    kept = results.read_text().count("\n")
+    assert 0 < kept < FORK_MIN_ITEMS * 8
+    resumed = subprocess.run([*run, "--out", str(out), "--resume"], cwd=tmp_path,
+                             capture_output=True, text=True)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert (out / "summary.json").read_bytes() == (tmp_path / "ref" / "summary.json").read_bytes()

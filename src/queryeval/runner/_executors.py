@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from queryeval._gc import bulk_allocation
 from queryeval.cases import Case, Output
+from queryeval.errors import InputError
 from queryeval.log import encode_record
 from queryeval.runner._pipeline import Scored, ascore_output, score_output
 from queryeval.scorers import Scorer, ScoringContext
@@ -199,11 +200,27 @@ class PoolExecutor:
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 running.discard(future)
-                emit(future.result())
+                emit(_result(future))
                 submit()
 
 
 _END: Any = object()
+
+
+def _result(future: Any) -> Any:
+    """A finished work item's result; a worker that died under it (killed by the system,
+    out of memory, or a crash inside an engine) stops the run with what to do."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise InputError(
+            "a worker process ended abruptly while scoring (killed by the system, out of "
+            "memory, or a crash inside an engine); what finished is stored: run again with "
+            "--resume (settings.workers: 1 scores in one process)",
+            where="settings.workers",
+        ) from None
 
 
 class ForkExecutor:
