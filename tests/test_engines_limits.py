@@ -6,6 +6,7 @@ really eats memory."""
 from __future__ import annotations
 
 import resource
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -175,6 +176,29 @@ def test_a_process_forked_while_a_query_runs_has_no_bound() -> None:
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert resource.getrlimit(resource.RLIMIT_DATA) == before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+def test_the_guards_data_segment_is_vmdata_in_the_process_and_a_forked_child() -> None:
+    """The guard reads /proc/self/statm (data + main stack) on a kept descriptor, less the
+    stack: the figure /proc/self/status gives as VmData, as the process grows, and in a
+    forked child (whose statm is its own, not the inherited descriptor's)."""
+    import os
+
+    from queryeval.engines._memory import _status_bytes, data_segment_bytes
+
+    def same() -> bool:
+        return data_segment_bytes() == _status_bytes(b"VmData:")
+
+    assert same()
+    grown = bytearray(64 << 20)
+    assert same()
+    pid = os.fork()
+    if pid == 0:
+        more = bytearray(32 << 20)
+        os._exit(0 if same() and len(more) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and len(grown)
 
 
 def test_a_finished_deadline_lets_go_of_what_it_would_interrupt() -> None:
