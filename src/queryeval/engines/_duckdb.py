@@ -117,7 +117,9 @@ _FIXED_TYPES = frozenset({
     "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
     "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE",
 })  # fmt: skip
-_ARROW_BATCH = 65_536  # rows per Arrow batch
+# rows per Arrow batch: as many as a Python-row fetch holds at once, so that a result of
+# huge values takes no more memory before the byte cap cuts it than it did as Python rows
+_ARROW_BATCH = _BATCH
 
 
 def _arrow_result(cursor: Any, query: str, limits: Limits) -> RawResult | None:
@@ -167,8 +169,8 @@ def arrow_fetch(reader: Any, strings: Sequence[bool], limits: Limits) -> tuple[A
     rows = size = 0
     fixed = 8 * (len(strings) - sum(strings))
 
-    def table() -> Any:
-        return pa.Table.from_batches(kept, reader.schema)
+    def table() -> Any:  # one chunk a column: the comparator's kernels run on whole arrays
+        return pa.Table.from_batches(kept, reader.schema).combine_chunks()
 
     for batch in reader:
         n = batch.num_rows
