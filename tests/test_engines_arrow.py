@@ -127,7 +127,7 @@ def test_a_run_compares_large_results_on_arrow(
     monkeypatch.chdir(tmp_path)
     run_suite(suite, tmp_path / "arrow", progress=False, use_cache=False)
     assert len(fetched) == 8 and max(fetched) == ROWS  # golds and predictions, on Arrow
-    # golds from the gold cache (Python rows) against predictions on Arrow
+    # golds from the gold cache (kept as Arrow IPC) against predictions on Arrow
     run_suite(suite, tmp_path / "warm", progress=False, use_cache=False)
     assert len(fetched) == 12
     monkeypatch.setattr(_duckdb, "FAST_MAX_ROWS", ROWS * 10)  # the Python rows, as before

@@ -120,3 +120,78 @@ def test_the_codec_reads_back_what_the_recursive_decoder_read() -> None:
                 assert type(now) is type(before)
             else:
                 raise AssertionError(f"{bad} decoded")
+
+
+def _execution(rows: list[tuple], arrow: bool = False):  # type: ignore[no-untyped-def]
+    from queryeval.cases import ExecutionOutcome
+    from queryeval.engines import Execution
+    from queryeval.metrics import ResultSet
+
+    result = ResultSet(["a", "b"], rows)
+    if arrow:
+        import pyarrow as pa
+
+        result = ResultSet.from_arrow(
+            pa.table({"a": [r[0] for r in rows], "b": [r[1] for r in rows]})
+        )
+    return Execution(ExecutionOutcome(kind="ok", row_count=len(rows)), result)
+
+
+def test_pending_golds_are_read_back_written_by_size_and_newer_than_the_file(
+    tmp_path: Path,
+) -> None:
+    """What is put is read back before it is written (by `get` and `get_many`, over an
+    older copy in the file); a large result is written at once (8 MiB pending), not after
+    63 more; an Arrow-backed result comes back as Arrow."""
+    from queryeval.engines._gold_store import GoldStore
+
+    store, reader = GoldStore(tmp_path), GoldStore(tmp_path)
+    key = ("db", 10, 100, "SELECT 1")
+    store.put(key, _execution([(1, "old")]))
+    store.flush()
+    store.put(key, _execution([(2, "new")]))
+    got = store.get(key)
+    assert got is not None and got.result is not None and got.result.rows == ((2, "new"),)
+    many = store.get_many([key])[key].result
+    assert many is not None and many.rows == ((2, "new"),)  # not the file's older copy
+    old = reader.get(key)
+    assert old is not None and old.result is not None and old.result.rows == ((1, "old"),)
+
+    big = ("db", 10, 100, "SELECT big")
+    store.put(big, _execution([(i, "x" * 100) for i in range(100_000)], arrow=True))
+    written = reader.get(big)  # another connection sees it: written without a flush
+    assert written is not None and written.result is not None
+    assert written.result.arrow is not None and written.result.num_rows == 100_000
+    store.close()
+    reader.close()
+
+
+def test_a_gold_cache_that_cannot_be_written_drops_what_was_pending(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    """A cache: a write that fails (here another process holds the write lock past the
+    wait; a full disk alike) raises nothing; the golds put are gone (they run again next
+    time), and later puts still work."""
+    import sqlite3
+
+    import pytest
+
+    from queryeval.engines import _gold_store
+    from queryeval.engines._gold_store import GoldStore
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setattr(_gold_store, "_BUSY_S", 0.05)
+    store = GoldStore(tmp_path)
+    key = ("db", 10, 100, "SELECT 1")
+    assert store.get(key) is None  # connected, tables made
+    store.put(key, _execution([(1, "a")]))
+    blocker = sqlite3.connect(store.path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    store.flush()  # locked past the wait: no exception
+    blocker.execute("COMMIT")
+    blocker.close()
+    assert store.get(key) is None
+    store.put(key, _execution([(2, "b")]))
+    store.close()
+    again = GoldStore(tmp_path).get(key)
+    assert again is not None and again.result is not None and again.result.rows == ((2, "b"),)

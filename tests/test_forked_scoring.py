@@ -196,6 +196,10 @@ def test_which_runs_fork(tmp_path: Path) -> None:
     unmarked = type("Unmarked", (type(scorers[0]),), {"forks": False})
     assert fork_workers(suite, [*scorers, unmarked(scorers[0].options)], N_CASES) == 0
     assert fork_workers(suite.model_copy(update={"databases": {}}), scorers, N_CASES) == 0
+    # no more workers than the memory holds if each ran a query at its bound
+    hungry = suite.databases["shop"].model_copy(update={"options": {"memory_limit": "64TiB"}})
+    huge = suite.model_copy(update={"databases": {"shop": hungry}})
+    assert fork_workers(huge, scorers, N_CASES) == 0
 
 
 def _children(pid: int) -> list[int]:

@@ -77,11 +77,13 @@ class RunResources:
 
     def flush(self) -> None:
         """Write out what the resources keep for later (`flush`: the gold cache's pending
-        results, a reply cache), as a forked worker must before it may be ended."""
+        results, a reply cache), as a forked worker must before it may be ended; best
+        effort, as `close` (they are caches)."""
         for res in list(self._resources.values()):
             flush = getattr(res, "flush", None)
             if callable(flush):
-                flush()
+                with contextlib.suppress(Exception):
+                    flush()
 
     def close(self) -> None:
         """Close every resource that can be closed (engines, clients), newest first."""

@@ -124,12 +124,23 @@ _ARROW_BATCH = _BATCH
 
 def _arrow_result(cursor: Any, query: str, limits: Limits) -> RawResult | None:
     """The query's result as an Arrow table when every column is of a type `arrow_fetch`
-    bounds exactly; None otherwise (planned, not run: the caller runs it for rows)."""
-    relation = cursor.sql(query)  # a query is planned here, and runs when read
+    bounds exactly; None for the caller to run it for rows: other types (planned, not run),
+    or a query DuckDB refuses while planning (the cursor's run reports it, with the
+    context of its message)."""
+    import duckdb
+
+    try:
+        relation = cursor.sql(query)  # a query is planned here, and runs when read
+    except duckdb.InterruptException:
+        raise  # the time limit: not to be run again
+    except duckdb.Error:
+        return None
     if relation is None:
         return None
     strings = arrow_kinds([str(t) for t in relation.types])
     if strings is None:
+        # a statement whose columns DuckDB learns only by running it (PIVOT) has run
+        # already: run again for rows (rare: such a statement, other types, a large cap)
         return None
     # `to_arrow_reader` since DuckDB 2.0; `fetch_arrow_reader` before
     read = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader

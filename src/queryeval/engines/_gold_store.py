@@ -25,6 +25,7 @@ GOLD_STORE_VERSION = "2"  # 1: one JSON file per gold (gold/<sha256>.json)
 _BATCH = 500  # keys per bulk read (SQLite's limit on bound parameters is 32766)
 _BUSY_S = 30.0  # how long a writer waits for another's transaction
 _COMMIT_EVERY = 64  # puts written per transaction; the rest by `flush` or `close`
+_PENDING_BYTES = 8 << 20  # or once the results put take this much (large results)
 
 Key = tuple[str, int, int, str]
 """(database identity, max_rows, max_bytes, query)."""
@@ -35,8 +36,10 @@ OrderKey = tuple[str, str, str]
 class GoldStore:
     """Gold results in `<cache_dir>/gold-v2.sqlite`; safe to share between threads, and
     between processes (a forked run's workers each open their own): what is put is kept
-    here and written in one short transaction every `_COMMIT_EVERY` puts, so a writer
-    holds SQLite's write lock only while it writes, never while it executes queries."""
+    here and written in one short transaction every `_COMMIT_EVERY` puts (or 8 MiB), so a
+    writer holds SQLite's write lock only while it writes, never while it executes queries.
+    A cache: a write that fails (a full disk, a lock held past `_BUSY_S`) drops what was
+    pending, and those golds run again next time."""
 
     def __init__(self, cache_dir: Path) -> None:
         self.path = cache_dir / f"gold-v{GOLD_STORE_VERSION}.sqlite"
@@ -44,6 +47,7 @@ class GoldStore:
         self._con: sqlite3.Connection | None = None
         self._golds: dict[Key, tuple[str, str, str | bytes]] = {}  # put, not yet written
         self._orders: dict[OrderKey, tuple[int, str]] = {}
+        self._pending_bytes = 0
 
     def _connection(self) -> sqlite3.Connection:
         if self._con is None:
@@ -75,11 +79,6 @@ class GoldStore:
         found: dict[Key, Execution] = {}
         with self._lock:
             con = self._connection()
-            for key, payload in self._golds.items():
-                if key[3] in groups.get(key[:3], ()):
-                    execution = _decode(*payload)
-                    if execution is not None:
-                        found[key] = execution
             for head, queries in groups.items():
                 for start in range(0, len(queries), _BATCH):
                     batch = queries[start : start + _BATCH]
@@ -93,6 +92,11 @@ class GoldStore:
                         execution = _decode(*payload)
                         if execution is not None:
                             found[(*head, query)] = execution
+            for key, pending in self._golds.items():  # put since: newer than the file's
+                if key[3] in groups.get(key[:3], ()):
+                    execution = _decode(*pending)
+                    if execution is not None:
+                        found[key] = execution
         return found
 
     def put(self, key: Key, execution: Execution) -> None:
@@ -108,6 +112,7 @@ class GoldStore:
             body = dumps([list(r) for r in execution.result.rows])
         with self._lock:
             self._golds[key] = (outcome, columns, body)
+            self._pending_bytes += len(body)
             self._write_when_due()
 
     def get_order(self, key: OrderKey) -> OrderInfo | None:
@@ -144,30 +149,32 @@ class GoldStore:
             self._write()
 
     def _write_when_due(self) -> None:
-        if len(self._golds) + len(self._orders) >= _COMMIT_EVERY:
+        pending = len(self._golds) + len(self._orders)
+        if pending >= _COMMIT_EVERY or self._pending_bytes >= _PENDING_BYTES:
             self._write()
 
     def _write(self) -> None:
+        """One transaction of what is pending; dropped if it fails (see the class)."""
         if not (self._golds or self._orders):
             return
-        con = self._connection()
-        with con:  # one transaction: the write lock is held only for these statements
-            con.executemany(
-                "INSERT OR REPLACE INTO gold VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(*key, *row) for key, row in self._golds.items()],
-            )
-            con.executemany(
-                "INSERT OR REPLACE INTO gold_order VALUES (?, ?, ?, ?, ?)",
-                [(*key, *row) for key, row in self._orders.items()],
-            )
-        self._golds.clear()
-        self._orders.clear()
+        golds, orders = self._golds, self._orders
+        self._golds, self._orders, self._pending_bytes = {}, {}, 0
+        with contextlib.suppress(sqlite3.Error):
+            con = self._connection()
+            with con:  # one transaction: the write lock is held only for these statements
+                con.executemany(
+                    "INSERT OR REPLACE INTO gold VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(*key, *row) for key, row in golds.items()],
+                )
+                con.executemany(
+                    "INSERT OR REPLACE INTO gold_order VALUES (?, ?, ?, ?, ?)",
+                    [(*key, *row) for key, row in orders.items()],
+                )
 
     def close(self) -> None:
         """Write what is pending and close the connection (opened again on next use)."""
         with self._lock:
-            with contextlib.suppress(sqlite3.Error):
-                self._write()
+            self._write()
             if self._con is not None:
                 with contextlib.suppress(sqlite3.Error):
                     self._con.close()

@@ -5,8 +5,10 @@ items and a `ScoreWork` (an item's output, saved or generated, scored into a `Sc
 receives every result through `emit`, in its own thread: it is the only writer of
 results.jsonl and the only keeper of the summary's columns. An executor only decides how
 the items are mapped: a loop (`InlineExecutor`), an event loop with each system's
-concurrency (`AsyncExecutor`), forked worker processes (`PoolExecutor`, for a large run's
-shards: `runner._shard_check` and `runner._shard_score`). Another executor (a cluster)
+concurrency (`AsyncExecutor`), forked workers scoring spans of the items (`ForkExecutor`,
+for queries on local database files: `runner._forked`), forked worker processes
+(`PoolExecutor`, for a large run's shards: `runner._shard_check` and
+`runner._shard_score`). Another executor (a cluster)
 implements the same `run`: items and work are plain picklable data for the process-based
 ones, and the driver's `emit` is called in the driver only.
 """
@@ -149,8 +151,9 @@ class PoolExecutor:
     no worker scoring on. A few items per worker are in flight at a time, so memory does
     not grow with the number of items; results are emitted in the order they finish."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, setup: Callable[[], None] | None = None) -> None:
         self.workers = max(1, workers)
+        self.setup = setup  # called in each worker once it starts (inherited, not pickled)
         self._pool: Any = None
 
     def __enter__(self) -> PoolExecutor:
@@ -161,7 +164,7 @@ class PoolExecutor:
             self.workers,
             mp_context=mp.get_context("fork"),
             initializer=_worker_started,
-            initargs=(os.getpid(),),
+            initargs=(os.getpid(), self.setup),
         )
         return self
 
@@ -193,34 +196,41 @@ class PoolExecutor:
             running.add(self._pool.submit(_WithoutCycles(work), item))
             return True
 
-        for _ in range(self.workers * 2):
-            if not submit():
-                break
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                running.discard(future)
-                emit(_result(future))
-                submit()
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            for _ in range(self.workers * 2):
+                if not submit():
+                    break
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    running.discard(future)
+                    emit(future.result())
+                    submit()
+        except BrokenProcessPool as exc:
+            raise InputError(
+                "a worker process ended abruptly while scoring (killed by the system, out of "
+                f"memory, or a crash inside an engine: {exc}); the records written so far "
+                "are kept: run again with --resume (settings.workers: 1 scores in one "
+                "process)",
+                where="settings.workers",
+            ) from None
 
 
 _END: Any = object()
 
 
-def _result(future: Any) -> Any:
-    """A finished work item's result; a worker that died under it (killed by the system,
-    out of memory, or a crash inside an engine) stops the run with what to do."""
-    from concurrent.futures.process import BrokenProcessPool
+def usable_cores() -> int:
+    """CPUs this process may run on (its affinity: a container's or `taskset`'s share),
+    else the machine's.
 
-    try:
-        return future.result()
-    except BrokenProcessPool:
-        raise InputError(
-            "a worker process ended abruptly while scoring (killed by the system, out of "
-            "memory, or a crash inside an engine); what finished is stored: run again with "
-            "--resume (settings.workers: 1 scores in one process)",
-            where="settings.workers",
-        ) from None
+    >>> usable_cores() >= 1
+    True
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 class ForkExecutor:
@@ -237,7 +247,6 @@ class ForkExecutor:
 
     def run(self, items: Sequence[WorkItem], work: ScoreWork, emit: Emit) -> None:
         """Score every item in the workers; emit the results here, in item order."""
-        global _FORKED
         n = len(items)
         size = max(_MIN_SPAN, min(_MAX_SPAN, -(-n // (self.workers * _SPANS_PER_WORKER))))
         spans = [(start, min(start + size, n)) for start in range(0, n, size)]
@@ -257,13 +266,11 @@ class ForkExecutor:
         ctx.close_handles()  # no connection is shared across the fork
         threads = ctx.engine_threads
         if threads is None:  # DuckDB's default is every core, in each worker
-            ctx.engine_threads = max(1, (os.cpu_count() or 1) // self.workers)
-        _FORKED = (items, work)
+            ctx.engine_threads = max(1, usable_cores() // self.workers)
         try:
-            with PoolExecutor(self.workers) as pool:
+            with PoolExecutor(self.workers, setup=_Inherit(items, work)) as pool:
                 pool.run(spans, _score_span, keep)
         finally:
-            _FORKED = None
             ctx.engine_threads = threads
 
 
@@ -272,15 +279,28 @@ class ForkExecutor:
 _SPANS_PER_WORKER = 48
 _MIN_SPAN = 4
 _MAX_SPAN = 256
-# the items and the work of the ForkExecutor run in progress: the workers inherit them
-_FORKED: tuple[Sequence[WorkItem], ScoreWork] | None = None
+# in a ForkExecutor's worker: the items and the work of its run (set by `_Inherit`)
+_forked: tuple[Sequence[WorkItem], ScoreWork] | None = None
+
+
+@dataclass(frozen=True)
+class _Inherit:
+    """A worker's setup: keep the run's items and work, which the fork copied (nothing is
+    pickled); the driver's own module state is left alone."""
+
+    items: Sequence[WorkItem]
+    work: ScoreWork
+
+    def __call__(self) -> None:
+        global _forked
+        _forked = (self.items, self.work)
 
 
 def _score_span(span: tuple[int, int]) -> tuple[int, list[Scored]]:
     """In a worker: score the items `span` names, then write what the context keeps for
     later (the gold cache), since a worker may be ended without notice once idle."""
-    assert _FORKED is not None, "a ForkExecutor's worker"
-    items, work = _FORKED
+    assert _forked is not None, "a ForkExecutor's worker"
+    items, work = _forked
     start, stop = span
     out: list[Scored] = []
     try:
@@ -309,9 +329,9 @@ class _WithoutCycles:
 _PR_SET_PDEATHSIG = 1
 
 
-def _worker_started(parent_pid: int) -> None:
-    """In each worker: end with the run's process (Linux), and let the driver alone answer
-    Ctrl-C (a worker would print its own KeyboardInterrupt)."""
+def _worker_started(parent_pid: int, setup: Callable[[], None] | None) -> None:
+    """In each worker: end with the run's process (Linux), let the driver alone answer
+    Ctrl-C (a worker would print its own KeyboardInterrupt), then the pool's `setup`."""
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -320,3 +340,5 @@ def _worker_started(parent_pid: int) -> None:
     if os.getppid() != parent_pid:  # the parent died before the request took effect
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if setup is not None:
+        setup()

@@ -5,7 +5,8 @@ one core; with the engines' own processes there is nothing to share but the file
 read-only) and the gold cache (SQLite, written in short transactions).
 
 Not forked: a run of fewer than `FORK_MIN_ITEMS` items (forking and opening the engines
-again cost more than they save), a database behind a URL or a server (each worker would
+again cost more than they save), more workers than the memory holds at each query's bound
+(`_memory_room`), a database behind a URL or a server (each worker would
 open its own connections, or start its own server), scorers not marked `Scorer.forks`
 (judges, embeddings, third-party scorers), and `settings.workers: 1`.
 """
@@ -43,8 +44,25 @@ def fork_workers(suite: SuiteConfig, scorers: Iterable[Scorer], items: int) -> i
         return 0
     if any(db.engine not in LOCAL_ENGINES or db.url for db in suite.databases.values()):
         return 0
+    workers = min(workers, _memory_room(suite))
+    if workers < 2:
+        return 0
     scorers = list(scorers)
     if not all(s.forks and not (s.is_async or s.blocking) for s in scorers):
         return 0
     runs_queries = any(s.reads == "query" and s.judged_by_execution for s in scorers)
     return workers if runs_queries else 0
+
+
+def _memory_room(suite: SuiteConfig) -> int:
+    """How many workers the machine's memory holds if each ran its hungriest query at
+    once: physical memory over the largest process budget (2 x `memory_limit`) of the
+    suite's databases (a query's bound holds per worker)."""
+    from queryeval.engines import Limits
+
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return 1 << 30
+    budget = max(Limits.from_options(db.options).process_budget for db in suite.databases.values())
+    return max(1, memory // max(1, budget))

@@ -35,8 +35,11 @@ _SHARDS_PER_WORKER = 8  # at least: so the last shards of a run end close togeth
 
 
 def workers_for(suite: SuiteConfig) -> int:
-    """How many worker processes the suite's settings give (every core by default)."""
-    return suite.settings.workers or os.cpu_count() or 1
+    """How many worker processes the suite's settings give (by default one per core this
+    process may use)."""
+    from queryeval.runner._executors import usable_cores
+
+    return suite.settings.workers or usable_cores()
 
 
 def can_shard(suite: SuiteConfig, *, any_size: bool = False) -> bool:
