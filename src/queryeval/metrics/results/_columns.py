@@ -10,6 +10,7 @@ choice, and each partial mapping must already keep the projected rows equal.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -31,7 +32,13 @@ class Alignment:
 
 
 def align_by_name(gold: Sequence[str], pred: Sequence[str]) -> Alignment:
-    """Match names exactly first, then case-insensitively; repeated names pair up in order."""
+    """Match names exactly first, then case-insensitively; repeated names pair up in order.
+    (Kept for the last 1,024 pairs of column names: a run compares the same few shapes.)"""
+    return _align_by_name(tuple(gold), tuple(pred))
+
+
+@functools.lru_cache(maxsize=1024)
+def _align_by_name(gold: tuple[str, ...], pred: tuple[str, ...]) -> Alignment:
     if len(gold) == len(pred) and len(set(gold)) == len(gold) and set(gold) == set(pred):
         where = {name: pj for pj, name in enumerate(pred)}  # the same distinct names
         return Alignment(tuple((gi, where[name]) for gi, name in enumerate(gold)), (), ())

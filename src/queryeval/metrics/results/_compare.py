@@ -18,6 +18,7 @@ column outside ``gold_subset``), no row can be equal: matched = 0 and ``exact`` 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -166,11 +167,8 @@ def compare_results(
     p, g = _check_comparison(
         prediction, reference, rows, columns, abs_tol, rel_tol, max_permutations
     )
-    options = Options(
-        float(abs_tol),
-        float(rel_tol),
-        null_equals_null,
-        ValuePolicy(naive_timezone=naive_timezone, date_equals_midnight=date_equals_midnight),
+    options = _options(
+        float(abs_tol), float(rel_tol), null_equals_null, naive_timezone, date_equals_midnight
     )
     notes: list[str] = []
     row_policy, keys = _row_policy(rows, gold_query, language, order_keys, notes)
@@ -192,9 +190,10 @@ def compare_results(
     else:
         alignment = align_by_name(g.columns, p.columns)
 
-    mapping = tuple((g.columns[gi], p.columns[pj]) for gi, pj in alignment.pairs)
-    missing = tuple(g.columns[i] for i in alignment.missing)
-    extra = tuple(p.columns[j] for j in alignment.extra)
+    gold_names, pred_names = g.columns, p.columns
+    mapping = tuple([(gold_names[gi], pred_names[pj]) for gi, pj in alignment.pairs])
+    missing = tuple([gold_names[i] for i in alignment.missing]) if alignment.missing else ()
+    extra = tuple([pred_names[j] for j in alignment.extra]) if alignment.extra else ()
 
     def result(rows: RowOutcome, column_problem: str | None) -> ComparisonResult:
         precision, recall, f1 = _prf(rows.matched, rows.pred_rows, rows.gold_rows)
@@ -243,6 +242,14 @@ def compare_results(
         options,
     )
     return result(compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options), None)
+
+
+@functools.lru_cache(maxsize=64)
+def _options(abs_tol: float, rel_tol: float, null_equals_null: bool,
+             naive_timezone: str | None, date_equals_midnight: bool) -> Options:  # fmt: skip
+    """The value policy of a comparison (frozen: one per distinct set of arguments)."""
+    policy = ValuePolicy(naive_timezone=naive_timezone, date_equals_midnight=date_equals_midnight)
+    return Options(abs_tol, rel_tol, null_equals_null, policy)
 
 
 def _row_policy(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import decimal
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from operator import itemgetter
 from typing import Any
@@ -54,13 +54,14 @@ def small_comparison(
     this path cannot be sure."""
     if p.arrow is not None or g.arrow is not None or not options.null_equals_null:
         return None
-    if max(p.num_rows, g.num_rows) > FAST_MAX_ROWS or not g.num_columns or not p.num_columns:
+    k_pred, k_gold = len(p.columns), len(g.columns)
+    if max(len(p.rows), len(g.rows)) > FAST_MAX_ROWS or not k_gold or not k_pred:
         return None
     pred = _canonical_rows(p.rows, options)
     gold = _canonical_rows(g.rows, options) if pred is not None else None
     if pred is None or gold is None:  # floats within a tolerance
         return _equal_outright(p, g, row_policy, columns, options)
-    rows = _Rows(pred, gold, p.num_columns, g.num_columns, row_policy)
+    rows = _Rows(pred, gold, k_pred, k_gold, row_policy)
     if columns == "permutation":
         return _permutation(p, g, rows, row_policy == "set", max_permutations)
     if columns == "by_position":
@@ -143,11 +144,16 @@ class _Rows:
         if self.policy == "set":
             sp, sg = set(pr), set(gr)
             return RowOutcome(len(sp & sg), len(sp), len(sg), None)
-        cp, cg = Counter(pr), Counter(gr)
-        if cp == cg:
-            matched = len(pr)
-        else:  # the multiset intersection's size, without building it
-            matched = sum(min(n, cg[row]) for row, n in cp.items() if row in cg)
+        if len(pr) == 1 == len(gr):  # one row a side: no multiset to count
+            matched = 1 if pr[0] == gr[0] else 0
+        else:
+            cp, cg = Counter(pr), Counter(gr)
+            if dict.__eq__(cp, cg):  # positive counts only: the same multiset
+                matched = len(pr)
+            elif len(cp) == len(pr) and len(cg) == len(gr):  # distinct rows on both sides
+                matched = len(cp.keys() & cg.keys())
+            else:  # the multiset intersection's size, without building it
+                matched = sum(min(n, cg[row]) for row, n in cp.items() if row in cg)
         if self.policy != "ordered":
             return RowOutcome(matched, len(pr), len(gr), None)
         if len(pr) != len(gr):
@@ -160,17 +166,17 @@ def _permutation(
 ) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
     """The general path's permutation search, where its answer is forced: the names'
     mapping when exact, else the only mapping whose columns hold the same values."""
-    k = g.num_columns
-    if p.num_columns != k:
+    k = rows.k_gold
+    if rows.k_pred != k:
         return None  # matched by name, with a note: the general path
     names = align_by_name(g.columns, p.columns)
-    pair_up = not names.missing and not names.extra
+    pair_up = not names.missing and not names.extra  # then `names` is the whole mapping
     first = rows.under(names.pairs) if pair_up else None
     if pair_up:
         if first is None:
             return None
         if rows_equal(first, rows.policy):
-            return Alignment(names.pairs, (), ()), first, ()
+            return names, first, ()
     found: Mapping | None = ((0, 0),)  # one column: one mapping, exact or the best there is
     if k > 1:
         forced, found = _forced_mapping(rows, as_set, len(rows.pred) == len(rows.gold))
@@ -187,7 +193,7 @@ def _permutation(
     # no mapping makes the rows equal
     if pair_up:
         assert first is not None
-        return Alignment(names.pairs, (), ()), first, (NAMES_NOTE,)
+        return names, first, (NAMES_NOTE,)
     if k == 1:  # the best mapping of one column is the only one
         outcome = rows.under(((0, 0),))
         return None if outcome is None else (Alignment(((0, 0),), (), ()), outcome, (BEST_NOTE,))
@@ -200,6 +206,10 @@ def _forced_mapping(rows: _Rows, as_set: bool, same_rows: bool) -> tuple[bool, M
     predicted column with the same values (all distinct); else (False, None)."""
     if not (same_rows or as_set):
         return True, None
+    if not as_set and _hash_sum(chain.from_iterable(rows.pred), False) != _hash_sum(
+        chain.from_iterable(rows.gold), False
+    ):
+        return True, None  # the cells differ as a multiset: no mapping makes equal rows
     pred = rows.columns("pred")
     if len(set(pred)) < len(pred):
         return False, None  # identical predicted columns: interchangeable in the search
@@ -228,5 +238,5 @@ def _forced_mapping(rows: _Rows, as_set: bool, same_rows: bool) -> tuple[bool, M
     return True, tuple(enumerate(chosen))
 
 
-def _hash_sum(column: Sequence[Any], as_set: bool) -> int:
+def _hash_sum(column: Iterable[Any], as_set: bool) -> int:
     return sum(map(hash, set(column) if as_set else column))
