@@ -138,3 +138,31 @@ def test_arrow_results_take_the_general_path() -> None:
 
     table = pa.table({"name": ["ada"], "n": [3]})
     assert not answered(ResultSet.from_arrow(table), GOLD)
+
+
+@pytest.mark.parametrize(
+    ("pred_rows", "gold_rows"),
+    [
+        # distinct rows, one changed: the cells differ, no mapping can be exact
+        ([(1, "a", 0), (2, "b", 0), (-1, "z", 9)], [(1, "a", 0), (2, "b", 0), (3, "c", 0)]),
+        # the names' mapping is wrong but another is exact (the cells are the same)
+        ([(0, "a", 1), (0, "b", 2)], [(1, "a", 0), (2, "b", 0)]),
+        # the same cells, no exact mapping (rows recombined)
+        ([(1, "a", 2), (2, "b", 1)], [(1, "a", 1), (2, "b", 2)]),
+        # repeated rows (the multiset path), one unmatched
+        ([(1, "a", 0), (1, "a", 0), (2, "b", 0)], [(1, "a", 0), (2, "b", 0), (2, "b", 0)]),
+        # one row a side, equal and not
+        ([(3, "x", 1)], [(3, "x", 1)]),
+        ([(3, "x", 1)], [(1, "x", 3)]),
+        ([(3, "x", 1)], [(4, "x", 1)]),
+    ],
+)
+@pytest.mark.parametrize("rows", ["auto", "ordered", "multiset", "set"])
+def test_the_shortcuts_of_small_rows_equal_the_general_path(
+    pred_rows: list[tuple[Any, ...]], gold_rows: list[tuple[Any, ...]], rows: str
+) -> None:
+    """One row a side, distinct rows as sets, and the unmatched rows' cells as the proof
+    that no column mapping is exact: each answer is the general path's."""
+    pred = ResultSet(["n", "name", "id"], [(r[2], r[1], r[0]) for r in pred_rows])
+    gold = ResultSet(["id", "name", "n"], gold_rows)
+    assert same(compare_results(pred, gold, rows=rows), general(pred, gold, rows=rows))

@@ -124,6 +124,9 @@ class _Rows:
         self.pred, self.gold, self.policy = pred, gold, policy
         self.k_pred, self.k_gold = k_pred, k_gold
         self.identity = tuple(range(k_pred))
+        # the rows of each side left unmatched by the last `under` (distinct rows, as a
+        # multiset): what the cells of the two sides can differ by; None when not known
+        self.unmatched: tuple[Any, Any] | None = None
 
     def columns(self, side: str) -> list[tuple[Any, ...]]:
         """The canonical columns of one side."""
@@ -144,14 +147,20 @@ class _Rows:
         if self.policy == "set":
             sp, sg = set(pr), set(gr)
             return RowOutcome(len(sp & sg), len(sp), len(sg), None)
+        self.unmatched = None
         if len(pr) == 1 == len(gr):  # one row a side: no multiset to count
             matched = 1 if pr[0] == gr[0] else 0
+        elif len(sp := set(pr)) == len(pr) and len(sg := set(gr)) == len(gr):
+            # distinct rows on both sides (the common case): the sets are the multisets
+            if sp == sg:
+                matched = len(pr)
+            else:
+                matched = len(sp & sg)
+                self.unmatched = (sp - sg, sg - sp)
         else:
             cp, cg = Counter(pr), Counter(gr)
             if dict.__eq__(cp, cg):  # positive counts only: the same multiset
                 matched = len(pr)
-            elif len(cp) == len(pr) and len(cg) == len(gr):  # distinct rows on both sides
-                matched = len(cp.keys() & cg.keys())
             else:  # the multiset intersection's size, without building it
                 matched = sum(min(n, cg[row]) for row, n in cp.items() if row in cg)
         if self.policy != "ordered":
@@ -206,10 +215,15 @@ def _forced_mapping(rows: _Rows, as_set: bool, same_rows: bool) -> tuple[bool, M
     predicted column with the same values (all distinct); else (False, None)."""
     if not (same_rows or as_set):
         return True, None
-    if not as_set and _hash_sum(chain.from_iterable(rows.pred), False) != _hash_sum(
-        chain.from_iterable(rows.gold), False
-    ):
-        return True, None  # the cells differ as a multiset: no mapping makes equal rows
+    if not as_set:
+        # a mapping making the rows equal keeps the multiset of cells; rows matched under
+        # the last mapping tried hold the same cells on both sides, so only the unmatched
+        # ones can tell the two multisets apart (equal hash sums prove nothing: go on)
+        pred_rows, gold_rows = rows.unmatched or (rows.pred, rows.gold)
+        if _hash_sum(chain.from_iterable(pred_rows), False) != _hash_sum(
+            chain.from_iterable(gold_rows), False
+        ):
+            return True, None  # the cells differ as a multiset: no mapping makes equal rows
     pred = rows.columns("pred")
     if len(set(pred)) < len(pred):
         return False, None  # identical predicted columns: interchangeable in the search
