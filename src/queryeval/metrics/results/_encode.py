@@ -371,6 +371,10 @@ def encode_numeric(data: Any) -> tuple[np.ndarray, np.ndarray]:
             count=len(data),
         )
     tags = np.full(len(floats), TAG_FINITE, dtype=np.int64)
+    if np.isfinite(floats).all():  # the common case: NULLs at most, whose floats are 0
+        if not valid.all():
+            tags[~valid] = TAG_NULL
+        return tags, floats
     tags[np.isnan(floats)] = TAG_NAN
     tags[floats == np.inf] = TAG_POS_INF
     tags[floats == -np.inf] = TAG_NEG_INF

@@ -151,13 +151,21 @@ def compare_rows(
 
     approximate = False
 
+    # rows with a NULL drop out only when NULL != NULL; otherwise every row stays, and the
+    # arrays are used as they are (a masked copy of 5M-row arrays costs fresh pages)
+    every_row = options.null_equals_null
+
     def overlap(kp: np.ndarray, kg: np.ndarray) -> int:
         nonlocal approximate
         if values_p is None or values_g is None:
+            if every_row:
+                return multiset_overlap(kp, kg)
             return multiset_overlap(kp[ok_p], kg[ok_g])
-        matched, greedy = tolerant_overlap(
-            kp[ok_p], values_p[ok_p], kg[ok_g], values_g[ok_g], options.abs_tol, options.rel_tol
-        )
+        if every_row:
+            vp, vg = values_p, values_g
+        else:
+            kp, vp, kg, vg = kp[ok_p], values_p[ok_p], kg[ok_g], values_g[ok_g]
+        matched, greedy = tolerant_overlap(kp, vp, kg, vg, options.abs_tol, options.rel_tol)
         approximate |= greedy
         return matched
 
