@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from queryeval.engines import _duckdb
-from queryeval.engines._base import Limits, collect_rows
+from queryeval.engines._base import Limits, collect_rows, fetch_batches
 from queryeval.metrics.results import FAST_MAX_ROWS
 from queryeval.runner import load_suite, run_suite
 
@@ -45,7 +45,9 @@ def test_arrow_fetch_cuts_where_python_rows_are_cut(con: Any, seed: int) -> None
     query = "SELECT * FROM t ORDER BY i"
     cursor = con.cursor()
     cursor.execute(query)
-    rows, truncated = collect_rows(_duckdb._batches(cursor.fetchmany), limits)
+    rows, truncated = collect_rows(
+        fetch_batches(cursor.fetchmany, _duckdb._BATCH, short_is_last=True), limits
+    )
     cursor = con.cursor()
     raw = _duckdb.run_on_cursor(cursor, lambda: None, limits, query)
     assert raw.table is not None and raw.rows == []

@@ -195,7 +195,8 @@ def test_duckdb_batches_end_at_the_first_short_one() -> None:
     and DuckDB's chunk sizes."""
     import duckdb
 
-    from queryeval.engines._duckdb import _BATCH, _batches
+    from queryeval.engines._base import fetch_batches
+    from queryeval.engines._duckdb import _BATCH
 
     con = duckdb.connect()
     for n in [0, 1, _BATCH - 1, _BATCH, _BATCH + 1, 2047, 2048, 2049, 3 * _BATCH, 100_003]:
@@ -208,6 +209,7 @@ def test_duckdb_batches_end_at_the_first_short_one() -> None:
             calls.append(size)
             return cursor.fetchmany(size)  # type: ignore[attr-defined]
 
-        rows = [row for batch in _batches(fetchmany) for row in batch]
+        batches = fetch_batches(fetchmany, _BATCH, short_is_last=True)
+        rows = [row for batch in batches for row in batch]
         assert rows == con.execute(query).fetchall()
         assert len(calls) == n // _BATCH + 1  # no call after the short (or empty) batch

@@ -207,13 +207,18 @@ def collect_rows(
     return rows, False
 
 
-def fetch_batches(fetchmany: Callable[[int], Sequence[Any]], size: int) -> Iterable[Sequence[Any]]:
-    """Batches from a DB-API cursor's `fetchmany` until it returns nothing."""
+def fetch_batches(
+    fetchmany: Callable[[int], Sequence[Any]], size: int, *, short_is_last: bool = False
+) -> Iterable[Sequence[Any]]:
+    """Batches from a DB-API cursor's `fetchmany` until it returns nothing, or, with
+    `short_is_last` (a driver whose `fetchmany(n)` returns fewer than n rows only at the
+    end, as DuckDB's), until a batch is short: a small result then costs one call."""
     while True:
         batch = fetchmany(size)
-        if not batch:
+        if batch:
+            yield batch
+        if not batch or (short_is_last and len(batch) < size):
             return
-        yield batch
 
 
 _TOO_DEEP = "the query is nested too deeply to be parsed (a resource limit)"

@@ -4,7 +4,7 @@ locked, a cursor per query, and `interrupt()` from a deadline thread."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from queryeval.engines._base import (
     RawResult,
     collect_rows,
     describe_refusal,
+    fetch_batches,
 )
 from queryeval.languages import sql
 from queryeval.metrics.results import FAST_MAX_ROWS
@@ -100,7 +101,10 @@ def run_on_cursor(cursor: Any, start: Callable[[], object], limits: Limits,
                     return fetched
             start()
             columns = [d[0] for d in cursor.description or []]
-            rows, truncated = collect_rows(_batches(cursor.fetchmany), limits)
+            # DuckDB's `fetchmany(n)` fetches row by row until n or the end: a short
+            # batch is the last
+            batches = fetch_batches(cursor.fetchmany, _BATCH, short_is_last=True)
+            rows, truncated = collect_rows(batches, limits)
         except Exception:
             if deadline.fired:
                 raise QueryTimeout(
@@ -204,18 +208,6 @@ def arrow_fetch(reader: Any, strings: Sequence[bool], limits: Limits) -> tuple[A
         rows += n
         size = int(total[-1])
     return table(), False
-
-
-def _batches(fetchmany: Callable[[int], list[Any]]) -> Iterator[list[Any]]:
-    """`fetch_batches` for DuckDB, whose `fetchmany(n)` returns fewer than n rows only at
-    the end (it fetches row by row until n or none is left): a short batch is the last,
-    so a small result costs one call, not two."""
-    while True:
-        batch = fetchmany(_BATCH)
-        if batch:
-            yield batch
-        if len(batch) < _BATCH:
-            return
 
 
 def duckdb_tables(cursor: Any) -> dict[str, dict[str, str]]:
