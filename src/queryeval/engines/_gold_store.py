@@ -59,17 +59,21 @@ class GoldStore:
 
     def get(self, key: Key) -> Execution | None:
         """The stored execution under `key`, or None (absent or unreadable)."""
-        with self._lock:
-            row = self._golds.get(key) or (
-                self._connection()
-                .execute(
-                    "SELECT outcome, columns, rows FROM gold WHERE identity = ? AND max_rows = ? "
-                    "AND max_bytes = ? AND query = ?",
-                    key,
-                )
-                .fetchone()
-            )
+        row = self._lookup(
+            self._golds,
+            "SELECT outcome, columns, rows FROM gold WHERE identity = ? AND max_rows = ? "
+            "AND max_bytes = ? AND query = ?",
+            key,
+        )
         return _decode(*row) if row is not None else None
+
+    def _lookup(self, pending: dict[Any, Any], select: str, key: tuple[Any, ...]) -> Any:
+        """The row under `key`: as put and not yet written, else as stored (or None)."""
+        with self._lock:
+            found = pending.get(key)
+            if found is not None:
+                return found
+            return self._connection().execute(select, key).fetchone()
 
     def get_many(self, keys: Iterable[Key]) -> dict[Key, Execution]:
         """The stored executions of those `keys` that are stored, one query per batch."""
@@ -117,16 +121,11 @@ class GoldStore:
 
     def get_order(self, key: OrderKey) -> OrderInfo | None:
         """The stored ordering of a gold query, or None (absent or unreadable)."""
-        with self._lock:
-            row = self._orders.get(key) or (
-                self._connection()
-                .execute(
-                    "SELECT ordered, keys FROM gold_order WHERE language = ? AND parser = ? "
-                    "AND query = ?",
-                    key,
-                )
-                .fetchone()
-            )
+        row = self._lookup(
+            self._orders,
+            "SELECT ordered, keys FROM gold_order WHERE language = ? AND parser = ? AND query = ?",
+            key,
+        )
         if row is None:
             return None
         try:
