@@ -86,10 +86,7 @@ class RunResources:
                     flush()
 
     def close(self) -> None:
-        """Close every resource that can be closed (engines, clients), newest first."""
-        for res in reversed(list(self._resources.values())):
-            close = getattr(res, "close", None)
-            if callable(close):
-                with contextlib.suppress(Exception):  # closing is best effort
-                    close()
+        """Close every resource that can be closed (engines, clients), newest first, and
+        forget them all."""
+        self.close_handles()
         self._resources.clear()
