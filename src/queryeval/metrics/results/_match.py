@@ -192,11 +192,8 @@ def sort_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     assert key.dtype == np.int64, "row keys are int64"
     n = len(key)
-    if not n or int(key.min()) < 0:
-        order = np.argsort(key)
-        return order, key[order]
     shift = max(1, (n - 1).bit_length())
-    if int(key.max()) >= 1 << (63 - shift):
+    if not n or int(key.min()) < 0 or int(key.max()) >= 1 << (63 - shift):
         order = np.argsort(key)
         return order, key[order]
     packed = key << shift
