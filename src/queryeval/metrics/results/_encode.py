@@ -84,7 +84,8 @@ def numeric_kind(data: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ExactCodes:
-    """Per input column an int64 code array (0 = NULL); codes lie in ``[0, cardinality)``."""
+    """Per input column a code array (0 = NULL), int32 where the cardinality allows (see
+    :func:`code_dtype`), one dtype for all columns; codes lie in ``[0, cardinality)``."""
 
     codes: list[np.ndarray]
     cardinality: int
@@ -187,23 +188,35 @@ def _encode_arrow(columns: list[Any], policy: ValuePolicy) -> ExactCodes | None:
     groups: dict[str, list[int]] = {}
     for index, family in enumerate(families):
         groups.setdefault(str(family), []).append(index)
-    codes: list[np.ndarray | None] = [None] * len(columns)
+    codes: list[np.ndarray] = [np.empty(0, dtype=np.int32)] * len(columns)
     next_code = 1
     try:
         for family, members in groups.items():
             if family == "null":
                 for i in members:
-                    codes[i] = np.zeros(len(columns[i]), dtype=np.int64)
+                    codes[i] = np.zeros(len(columns[i]), dtype=np.int32)
                 continue
             family_codes, card = _encode_family(family, [columns[i] for i in members], pa)
+            offset = next_code - 1
             for i, c in zip(members, family_codes, strict=True):
-                if next_code > 1:
-                    c[c > 0] += next_code - 1
+                if offset:
+                    c = c.astype(code_dtype(offset + card), copy=False)
+                    c[c > 0] += offset
                 codes[i] = c
             next_code += card - 1
     except _NeedsPython:
         return None
-    return ExactCodes([c for c in codes if c is not None], next_code, vectorised=True)
+    dtype = code_dtype(next_code)  # one dtype for all columns of a call
+    return ExactCodes([c.astype(dtype, copy=False) for c in codes], next_code, vectorised=True)
+
+
+def code_dtype(cardinality: int) -> type[np.signedinteger[Any]]:
+    """int32 codes while ``cardinality`` fits (half the memory of int64), else int64.
+
+    >>> code_dtype(2**31 - 1), code_dtype(2**31)
+    (<class 'numpy.int32'>, <class 'numpy.int64'>)
+    """
+    return np.int32 if cardinality < 2**31 else np.int64
 
 
 class _NeedsPython(Exception):
@@ -213,17 +226,42 @@ class _NeedsPython(Exception):
 def _encode_family(family: str, columns: list[Any], pa: Any) -> tuple[list[np.ndarray], int]:
     if family in {"string", "binary"}:
         return _dictionary_codes(columns, pa)
-    lengths = [len(c) for c in columns]
-    values = np.empty(sum(lengths), dtype=np.int64)
-    valid = np.ones(len(values), dtype=bool)
-    pos = 0
-    for column in columns:
-        _as_int64(
-            column, family, pa, values[pos : pos + len(column)], valid[pos : pos + len(column)]
-        )
-        pos += len(column)
-    flat, card = dense_codes(values, None if valid.all() else valid)
-    return _split(flat, lengths), card
+    parts = [_int64_values(_one_chunk(c, pa), family, pa) for c in columns]
+    valid_parts = [(v, ok) for v, ok in parts if len(v) and (ok is None or ok.any())]
+    if not valid_parts:
+        return [np.zeros(len(v), dtype=np.int32) for v, _ in parts], 1
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    low = min(int(v.min(where=ok, initial=big)) if ok is not None else int(v.min())
+              for v, ok in valid_parts)  # fmt: skip
+    high = max(int(v.max(where=ok, initial=small)) if ok is not None else int(v.max())
+               for v, ok in valid_parts)  # fmt: skip
+    if high - low + 2 <= _OFFSET_MAX_RANGE and low - 1 >= small:
+        card = high - low + 2  # offsets from the minimum: no hashing
+        out = []
+        for values, ok in parts:
+            codes = np.empty(len(values), dtype=code_dtype(card))
+            np.subtract(values, low - 1, out=codes, casting="unsafe")  # exact: they fit
+            if ok is not None:
+                codes[~ok] = 0
+            out.append(codes)
+        return out, card
+    values = np.concatenate([v for v, _ in parts])
+    valid = None
+    if any(ok is not None for _, ok in parts):
+        valid = np.concatenate([np.ones(len(v), bool) if ok is None else ok for v, ok in parts])
+    flat, card = _rank(values)
+    if valid is not None:
+        flat[~valid] = 0
+    return _split(flat, [len(v) for v, _ in parts]), card
+
+
+def _one_chunk(data: Any, pa: Any) -> Any:
+    """A chunked array as one array (Arrow concatenates several chunks)."""
+    if data.num_chunks == 1:
+        return data.chunk(0)
+    if not data.num_chunks:
+        return pa.array([], type=data.type)
+    return pa.concat_arrays(data.chunks, memory_pool=scratch_pool(pa))
 
 
 def _split(flat: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
@@ -231,43 +269,52 @@ def _split(flat: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
 
 
 def _dictionary_codes(columns: list[Any], pa: Any) -> tuple[list[np.ndarray], int]:
+    """Arrow's hash dictionary over all the columns' values: code = index + 1, 0 = NULL."""
     target = columns[0].type
     if any(c.type != target for c in columns):
         target = pa.large_binary() if pa.types.is_binary(target) else pa.large_string()
         if any(pa.types.is_fixed_size_binary(c.type) for c in columns):
             target = pa.large_binary()
-    chunks = [ch for c in columns for ch in c.cast(target).chunks]
-    encoded = pa.chunked_array(chunks, type=target).dictionary_encode()
-    flat = np.empty(sum(len(c) for c in columns), dtype=np.int64)
-    pos = 0
-    for chunk in encoded.chunks:
-        indices = chunk.indices
-        view = flat[pos : pos + len(chunk)]
-        if indices.null_count:
-            np.add(indices.fill_null(-1).to_numpy(), 1, out=view)
-        else:
-            np.add(indices.to_numpy(), 1, out=view)
-        pos += len(chunk)
+    pool = scratch_pool(pa)
+    import pyarrow.compute as pc
+
+    chunks = [ch for c in columns for ch in pc.cast(c, target, memory_pool=pool).chunks]
+    encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=target), memory_pool=pool)
     card = len(encoded.chunks[0].dictionary) + 1 if encoded.num_chunks else 1
-    return _split(flat, [len(c) for c in columns]), card
+    dtype = code_dtype(card)
+    out = []
+    start = 0
+    for column in columns:
+        codes = np.empty(len(column), dtype=dtype)
+        pos = 0
+        for chunk in encoded.slice(start, len(column)).chunks:
+            indices = chunk.indices
+            view = codes[pos : pos + len(indices)]
+            # the index buffer as it is (any value under a NULL), then 0 where NULL: no
+            # filled copy of the indices
+            raw = np.frombuffer(indices.buffers()[1], dtype=np.int32)
+            raw = raw[indices.offset : indices.offset + len(indices)]
+            np.add(raw, 1, out=view, casting="unsafe")
+            valid = _validity(indices)
+            if valid is not None:
+                np.putmask(view, ~valid, 0)
+            pos += len(indices)
+        start += len(column)
+        out.append(codes)
+    return out, card
 
 
-def _as_int64(data: Any, family: str, pa: Any, values: np.ndarray, valid: np.ndarray) -> None:
-    """Write a column's values as int64 (floats: canonical bit patterns) and its validity."""
-    pos = 0
-    for chunk in data.chunks:
-        n = len(chunk)
-        if chunk.null_count:
-            valid[pos : pos + n] = chunk.is_valid().to_numpy(zero_copy_only=False)
-        values[pos : pos + n] = _chunk_int64(chunk, family, pa)
-        pos += n
+def _int64_values(chunk: Any, family: str, pa: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """An array's values as int64 (floats: canonical bit patterns; 0 where NULL) and its
+    validity (None: no NULLs). Possibly a read-only view of Arrow's buffer."""
+    return _chunk_int64(chunk, family, pa), _validity(chunk)
 
 
 def _chunk_int64(chunk: Any, family: str, pa: Any) -> np.ndarray:
     t = chunk.type
     try:
         if family == "float":
-            floats = chunk.cast(pa.float64()).fill_null(0.0).to_numpy().copy()
+            floats = _filled(_cast(chunk, pa.float64()), 0.0).to_numpy().copy()
             if (
                 pa.types.is_integer(t)
                 and len(floats)
@@ -278,20 +325,60 @@ def _chunk_int64(chunk: Any, family: str, pa: Any) -> np.ndarray:
             floats[np.isnan(floats)] = np.nan  # one NaN bit pattern
             return floats.view(np.int64)
         if family == "bool":
-            return chunk.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int64)
+            return _filled(chunk, False).to_numpy(zero_copy_only=False).astype(np.int64)
         if family in {"ts", "ts_naive"}:
             if pa.types.is_date(t):
-                days = chunk.cast(pa.date32()).cast(pa.int32()).fill_null(0).to_numpy()
-                return _days_to_ns(days)
-            ns = chunk.cast(pa.timestamp("ns", tz=t.tz))
-            return ns.cast(pa.int64()).fill_null(0).to_numpy()
+                return _days_to_ns(_filled(_cast(chunk, pa.date32(), pa.int32()), 0).to_numpy())
+            ns = _cast(chunk, pa.timestamp("ns", tz=t.tz), pa.int64())
+            return _filled(ns, 0).to_numpy()
         if family == "date":
-            return chunk.cast(pa.date32()).cast(pa.int32()).fill_null(0).to_numpy().astype(np.int64)
+            days = _filled(_cast(chunk, pa.date32(), pa.int32()), 0).to_numpy()
+            return days.astype(np.int64)
         if family == "duration":
-            return chunk.cast(pa.duration("ns")).cast(pa.int64()).fill_null(0).to_numpy()
-        return chunk.cast(pa.int64()).fill_null(0).to_numpy()
+            return _filled(_cast(chunk, pa.duration("ns"), pa.int64()), 0).to_numpy()
+        return _filled(_cast(chunk, pa.int64()), 0).to_numpy()
     except (pa.ArrowInvalid, OverflowError) as error:
         raise _NeedsPython from error
+
+
+def _cast(array: Any, *types: Any) -> Any:
+    """`array` cast to each of `types` in turn (a no-op where it has the type already)."""
+    import pyarrow as pa
+
+    for target in types:
+        array = array.cast(target, memory_pool=scratch_pool(pa))
+    return array
+
+
+def _filled(array: Any, value: Any) -> Any:
+    """`array` with NULLs replaced by `value` (Arrow's fill_null copies even without any)."""
+    if not array.null_count:
+        return array
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    fill = pa.scalar(value, type=array.type)
+    return pc.coalesce(array, fill, memory_pool=scratch_pool(pa))
+
+
+def _validity(array: Any) -> np.ndarray | None:
+    """Where `array` holds a value (None: everywhere)."""
+    if not array.null_count:
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.is_valid(array, memory_pool=scratch_pool(pa)).to_numpy(zero_copy_only=False)
+
+
+def scratch_pool(pa: Any) -> Any:
+    """Arrow's memory for the temporaries of an encoding: the system allocator, whose
+    freed blocks go straight back to the kernel (large ones) or to malloc's free lists,
+    where the NumPy arrays allocated next reuse them. Arrow's default pool (mimalloc or
+    jemalloc) keeps freed memory for Arrow alone, so the next NumPy arrays of a large
+    comparison took fresh pages: slow to fault on virtual machines, where the pages a
+    process has not touched lately cost a hypervisor fault each (5M rows: 0.5 s)."""
+    return pa.system_memory_pool()
 
 
 def _days_to_ns(days: np.ndarray) -> np.ndarray:
@@ -299,30 +386,6 @@ def _days_to_ns(days: np.ndarray) -> np.ndarray:
     if len(wide) and np.abs(wide).max() > (2**63 - 1) // _NS_PER_DAY:
         raise _NeedsPython
     return wide * _NS_PER_DAY
-
-
-def dense_codes(values: np.ndarray, valid: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """int64 values to codes ``1..k`` (0 where not valid), reusing ``values``' memory.
-
-    Offsets from the minimum when the range is below 2**32 (no hashing); otherwise an exact
-    dictionary: Arrow's hash encoder when a sample shows few distinct values, else a sort.
-    """
-    if not len(values) or (valid is not None and not valid.any()):
-        values[:] = 0
-        return values, 1
-    if valid is None:
-        low, high = int(values.min()), int(values.max())
-    else:
-        low = int(values.min(where=valid, initial=np.iinfo(np.int64).max))
-        high = int(values.max(where=valid, initial=np.iinfo(np.int64).min))
-    if high - low + 2 <= _OFFSET_MAX_RANGE and low - 1 >= np.iinfo(np.int64).min:
-        np.subtract(values, low - 1, out=values)
-        card = high - low + 2
-    else:
-        values, card = _rank(values)
-    if valid is not None:
-        values[~valid] = 0
-    return values, card
 
 
 def _rank(values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -334,9 +397,10 @@ def _rank(values: np.ndarray) -> tuple[np.ndarray, int]:
         codes += 1
         return codes, len(uniques) + 1
     encoded = pa.array(values).dictionary_encode()
-    codes = encoded.indices.to_numpy().astype(np.int64)
-    codes += 1
-    return codes, len(encoded.dictionary) + 1
+    card = len(encoded.dictionary) + 1
+    codes = np.empty(len(values), dtype=code_dtype(card))
+    np.add(encoded.indices.to_numpy(), 1, out=codes, casting="unsafe")
+    return codes, card
 
 
 # -- numbers under tolerance ---------------------------------------------------------------
@@ -347,22 +411,10 @@ TAG_CARDINALITY = 5
 
 
 def encode_numeric(data: Any) -> tuple[np.ndarray, np.ndarray]:
-    """A numeric column as (tags, float64 values); non-finite values get a tag and value 0."""
+    """A numeric column as (int8 tags, float64 values); non-finite values get a tag and
+    value 0. The values may be a read-only view of Arrow's buffer (they are only read)."""
     if is_arrow(data):
-        import pyarrow as pa
-
-        valid = np.ones(len(data), dtype=bool)
-        floats = np.zeros(len(data), dtype=np.float64)
-        pos = 0
-        for chunk in data.chunks:
-            n = len(chunk)
-            if chunk.null_count:
-                valid[pos : pos + n] = chunk.is_valid().to_numpy(zero_copy_only=False)
-            if not pa.types.is_null(chunk.type):
-                floats[pos : pos + n] = (
-                    chunk.cast(pa.float64(), safe=False).fill_null(0.0).to_numpy()
-                )
-            pos += n
+        floats, valid = _arrow_floats(data)
     else:
         valid = np.fromiter((v is not None for v in data), dtype=bool, count=len(data))
         floats = np.fromiter(
@@ -370,14 +422,27 @@ def encode_numeric(data: Any) -> tuple[np.ndarray, np.ndarray]:
             dtype=np.float64,
             count=len(data),
         )
-    tags = np.full(len(floats), TAG_FINITE, dtype=np.int64)
+    # TAG_FINITE is 1 and TAG_NULL 0: a valid row is finite until shown otherwise
+    tags = np.ones(len(floats), dtype=np.int8) if valid is None else valid.astype(np.int8)
     if np.isfinite(floats).all():  # the common case: NULLs at most, whose floats are 0
-        if not valid.all():
-            tags[~valid] = TAG_NULL
         return tags, floats
+    floats = floats.copy()  # possibly Arrow's read-only buffer
     tags[np.isnan(floats)] = TAG_NAN
     tags[floats == np.inf] = TAG_POS_INF
     tags[floats == -np.inf] = TAG_NEG_INF
-    tags[~valid] = TAG_NULL
+    if valid is not None:
+        tags[~valid] = TAG_NULL
     floats[tags != TAG_FINITE] = 0.0
     return tags, floats
+
+
+def _arrow_floats(data: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """An Arrow numeric column's float64 values (0.0 where NULL) and its validity (None:
+    no NULLs). One chunk without NULLs is read in place; otherwise Arrow writes one copy."""
+    import pyarrow as pa
+
+    if pa.types.is_null(data.type) or not data.num_chunks:
+        return np.zeros(len(data), dtype=np.float64), np.zeros(len(data), dtype=bool)
+    chunk = _one_chunk(data, pa)
+    floats = chunk.cast(pa.float64(), safe=False, memory_pool=scratch_pool(pa))
+    return _filled(floats, 0.0).to_numpy(), _validity(chunk)
