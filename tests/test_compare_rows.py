@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from decimal import Decimal
 
 import pytest
@@ -263,10 +264,13 @@ def test_matching_range_by_range_gives_the_same_answer(monkeypatch: pytest.Monke
     assert ranged == whole
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
 @pytest.mark.parametrize("high", [2, 1000, 2**30, 2**40, 2**62])
-def test_sort_keys_sorts_by_packing_or_by_argsort(high: int) -> None:
-    """Packed (key, row) sorting where key and row fit in 63 bits, `np.argsort` where they
-    do not or a key is negative: either way an order that sorts the keys."""
+def test_sort_keys_sorts_by_packing_or_by_argsort(high: int, overwrite: bool) -> None:
+    """Packed (key, row) sorting where key and row fit in 63 bits, packed by the high bits
+    and finished run by run where they do not, `np.argsort` where a key is negative: each
+    way an order that sorts the keys. `overwrite` may reuse the key's memory, and only
+    then."""
     import numpy as np
 
     from queryeval.metrics.results._match import sort_keys
@@ -275,7 +279,48 @@ def test_sort_keys_sorts_by_packing_or_by_argsort(high: int) -> None:
     for n in (0, 1, 7, 70_000):
         for low in (0, -5):
             key = rng.integers(low, high, n, dtype=np.int64)
-            order, ordered = sort_keys(key)
+            given = key.copy()
+            order, ordered = sort_keys(given, overwrite=overwrite)
             assert (key[order] == ordered).all()
             assert (ordered == np.sort(key)).all()
             assert sorted(order.tolist()) == list(range(n))  # a permutation of the rows
+            if not overwrite:
+                assert (given == key).all()
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_sort_keys_where_distinct_wide_keys_share_their_high_bits(overwrite: bool) -> None:
+    """Wide keys whose high bits alone do not order them: clusters of small keys (a NULL
+    in the leading column), duplicates, and keys that differ only in their lowest bits."""
+    import numpy as np
+
+    from queryeval.metrics.results._match import sort_keys
+
+    rng = np.random.default_rng(3)
+    n = 50_000
+    cases = {
+        "small keys among wide ones": np.where(
+            rng.random(n) < 0.2, rng.integers(0, 2**28, n), rng.integers(0, 2**58, n)
+        ),
+        "low bits only": (rng.integers(0, 4, n) << 58) | rng.integers(0, 16, n),
+        "duplicated wide keys": rng.integers(0, 2**62, 500)[rng.integers(0, 500, n)],
+        "one value": np.full(n, 2**61 + 3),
+    }
+    for name, key in cases.items():
+        key = key.astype(np.int64)
+        order, ordered = sort_keys(key.copy(), overwrite=overwrite)
+        assert (ordered == np.sort(key)).all(), name
+        assert (key[order] == ordered).all(), name
+        assert len(np.unique(order)) == n, name
+
+
+def test_multiset_overlap_in_place_equals_on_copies() -> None:
+    import numpy as np
+
+    from queryeval.metrics.results._match import multiset_overlap
+
+    rng = np.random.default_rng(8)
+    pred, gold = rng.integers(0, 50, 4000), rng.integers(0, 60, 3000)
+    expected = sum((Counter(pred.tolist()) & Counter(gold.tolist())).values())
+    assert multiset_overlap(pred, gold) == expected
+    assert multiset_overlap(pred.copy(), gold.copy(), overwrite=True) == expected

@@ -54,6 +54,7 @@ from queryeval.metrics.results._rows import (
     pair_encoder,
     row_counts,
     rows_equal,
+    tolerant_pair,
 )
 from queryeval.metrics.results._small import BEST_NOTE, NAMES_NOTE, small_comparison
 
@@ -240,6 +241,7 @@ def compare_results(
         g.num_rows,
         _tie_positions(tie_columns, alignment.pairs),
         options,
+        last=tolerant_pair(p, g, options),
     )
     return result(compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options), None)
 

@@ -31,8 +31,11 @@ class RowKeys:
         if self.span * cardinality >= _PACK_LIMIT:
             self._rerank()
         for key, codes in ((self.pred, pred_codes), (self.gold, gold_codes)):
-            key *= cardinality
-            key += codes
+            if self.span == 1:  # the first column: its codes are the keys
+                np.copyto(key, codes)
+            else:
+                key *= cardinality
+                key += codes
         self.span *= cardinality
 
     def _rerank(self) -> None:
@@ -118,9 +121,15 @@ def key_ranges(sorted_p: np.ndarray, sorted_g: np.ndarray) -> list[tuple[slice, 
             if b > a or d > c]  # fmt: skip
 
 
-def multiset_overlap(pred: np.ndarray, gold: np.ndarray) -> int:
-    """Size of the multiset intersection: the sum over keys of min(count in pred, count in gold)."""
-    sorted_p, sorted_g = np.sort(pred), np.sort(gold)
+def multiset_overlap(pred: np.ndarray, gold: np.ndarray, *, overwrite: bool = False) -> int:
+    """Size of the multiset intersection: the sum over keys of min(count in pred, count in
+    gold). `overwrite`: sort the arrays in place (no copies)."""
+    if overwrite:
+        pred.sort()
+        gold.sort()
+        sorted_p, sorted_g = pred, gold
+    else:
+        sorted_p, sorted_g = np.sort(pred), np.sort(gold)
     total = 0
     for range_p, range_g in key_ranges(sorted_p, sorted_g):
         up, _, cp = _runs(sorted_p[range_p])
@@ -157,16 +166,19 @@ def tolerant_overlap(
     gold_values: np.ndarray,
     abs_tol: float,
     rel_tol: float,
+    *,
+    overwrite: bool = False,
 ) -> tuple[int, bool]:
     """Maximum number of (pred, gold) row pairs with equal keys and all values close, and
     whether any group was too dense for an exact matching (then a greedy lower bound).
+    `overwrite`: the keys' memory may be reused (see `sort_keys`).
 
     A maximum bipartite matching, not a greedy one: greedily taking exact pairs first can
     lose matches (pred {0, 1}, gold {1, 2}, abs_tol 1 has two matches, not one).
     """
     # any order within a run of equal keys gives the same matching: no stable sort needed
-    order_p, sorted_p = sort_keys(pred_key)
-    order_g, sorted_g = sort_keys(gold_key)
+    order_p, sorted_p = sort_keys(pred_key, overwrite=overwrite)
+    order_g, sorted_g = sort_keys(gold_key, overwrite=overwrite)
     total = 0
     approximate = False
     for range_p, range_g in key_ranges(sorted_p, sorted_g):  # see key_ranges: small arrays
@@ -179,12 +191,17 @@ def tolerant_overlap(
     return total, approximate
 
 
-def sort_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(an order that sorts `key`, the sorted keys). Where each key and its row number fit
-    in 63 bits together, one `np.sort` of (key, row) packed into int64 does it (SIMD-sorted
-    in place: 5M keys in about a sixth of `np.argsort`'s time, which grows faster than
-    n log n past the caches); else `np.argsort`. Equal keys come in any order (in row
-    order on the packed path). `key`: int64.
+def sort_keys(key: np.ndarray, *, overwrite: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(an order that sorts `key`, the sorted keys), without `np.argsort` where it can:
+    argsort reads the keys through indexes, so past the caches it grows far faster than
+    n log n (5M keys cost 12x 1M), and so would a gather of all keys by the order.
+    Instead one `np.sort` of (key, row) packed into int64, SIMD-sorted in place. A key too
+    wide to fit beside its row number is packed by its high bits only; the keys are then
+    sorted apart (`np.sort`), and the order is re-sorted by the keys in just the runs of
+    rows that share their high bits (one argsort over those rows; runs of distinct keys
+    sharing them are rare). `overwrite`: the sorted keys may take `key`'s memory (a 5M-row
+    side then needs 60 MB less). Non-negative keys only, else `np.argsort`. Equal keys come
+    in any order. `key`: int64; the order is int32 where the rows allow.
 
     >>> order, keys = sort_keys(np.array([3, 1, 3, 0]))
     >>> order.tolist(), keys.tolist()
@@ -193,15 +210,48 @@ def sort_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     assert key.dtype == np.int64, "row keys are int64"
     n = len(key)
     shift = max(1, (n - 1).bit_length())
-    if not n or int(key.min()) < 0 or int(key.max()) >= 1 << (63 - shift):
+    if not n or shift > 31 or int(key.min()) < 0:
         order = np.argsort(key)
         return order, key[order]
-    packed = key << shift
-    packed |= np.arange(n, dtype=np.int64)
+    drop = max(0, int(key.max()).bit_length() + shift - 63)  # low key bits left out
+    packed = key >> drop if drop else (key if overwrite else key.copy())
+    packed <<= shift
+    order = np.arange(n, dtype=np.int32)  # n < 2**31: half the memory of int64
+    packed |= order
     packed.sort()
-    order = packed & ((1 << shift) - 1)
-    packed >>= shift
-    return order, packed
+    np.bitwise_and(packed, (1 << shift) - 1, out=order, casting="unsafe")
+    if not drop:
+        packed >>= shift
+        return order, packed
+    shared = _shared_runs(packed, shift)  # positions whose high bits another row shares
+    in_runs = order[shared]
+    by_key = np.argsort(key[in_runs], kind="stable")  # the runs stay apart: high bits first
+    del packed
+    ordered = key if overwrite else key.copy()
+    ordered.sort()
+    order[shared] = in_runs[by_key]
+    return order, ordered
+
+
+_BLOCK = 1 << 16  # elements per block of a scan: temporaries that stay in the caches
+
+
+def _shared_runs(packed: np.ndarray, shift: int) -> np.ndarray:
+    """Positions of sorted packed (high bits, row) values in runs of two or more equal
+    high bits, scanned in blocks (5M-element temporaries would take fresh pages, slow).
+
+    >>> _shared_runs(np.array([0b100, 0b1001, 0b1010, 0b1011, 0b1100]), 2).tolist()
+    [1, 2, 3]
+    """
+    n = len(packed)
+    tied = np.zeros(n, dtype=bool)
+    for start in range(0, n - 1, _BLOCK):
+        stop = min(start + _BLOCK, n - 1)
+        step = packed[start + 1 : stop + 1] ^ packed[start:stop]
+        same = step < (1 << shift)  # equal high bits: only the row bits differ
+        tied[start:stop] |= same
+        tied[start + 1 : stop + 1] |= same
+    return np.flatnonzero(tied)
 
 
 def _tolerant_range(

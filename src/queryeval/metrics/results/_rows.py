@@ -85,10 +85,11 @@ PairSource = Callable[[int, int], Pair]
 def pair_encoder(p: ResultSet, g: ResultSet, options: Options) -> PairSource:
     """Encode one (gold column, predicted column) pair on demand, in one shared code space."""
 
+    tolerant = tolerant_pair(p, g, options)
+
     def encode(gi: int, pj: int) -> Pair:
         gold_data, pred_data = g.column_data(gi), p.column_data(pj)
-        kinds = {numeric_kind(gold_data), numeric_kind(pred_data)} if options.tolerant else set()
-        if is_tolerant(kinds):
+        if tolerant(gi, pj):
             gold_tags, gold_values = encode_numeric(gold_data)
             pred_tags, pred_values = encode_numeric(pred_data)
             return Pair(gold_tags, pred_tags, TAG_CARDINALITY, gold_values, pred_values)
@@ -96,6 +97,17 @@ def pair_encoder(p: ResultSet, g: ResultSet, options: Options) -> PairSource:
         return Pair(codes.codes[1], codes.codes[0], codes.cardinality)
 
     return encode
+
+
+def tolerant_pair(p: ResultSet, g: ResultSet, options: Options) -> Callable[[int, int], bool]:
+    """Whether a (gold column, predicted column) pair is compared with tolerance."""
+
+    def tolerant(gi: int, pj: int) -> bool:
+        if not options.tolerant:
+            return False
+        return is_tolerant({numeric_kind(g.column_data(gi)), numeric_kind(p.column_data(pj))})
+
+    return tolerant
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,17 +129,24 @@ def encode_rows(
     n_gold: int,
     tie_positions: tuple[int, ...],
     options: Options,
+    last: Callable[[int, int], bool] | None = None,
 ) -> EncodedRows:
     """Pack the aligned columns into row keys one pair at a time (codes are dropped as soon as
-    they are packed, which keeps the peak memory near two int64 arrays)."""
+    they are packed, which keeps the peak memory near two int64 arrays). Pairs for which
+    `last` holds (the float columns compared with tolerance, whose values are kept to the
+    end) are encoded after the others, so the others' temporaries never coexist with
+    them: a lower peak, and fewer fresh pages for a large result."""
     keys = RowKeys(n_pred, n_gold)
     ok_p = np.ones(n_pred, dtype=bool)
     ok_g = np.ones(n_gold, dtype=bool)
     values_p: list[np.ndarray] = []
     values_g: list[np.ndarray] = []
     ties: list[np.ndarray] = []
-    for index, (gi, pj) in enumerate(pairs):
-        pair = source(gi, pj)
+    indexes = list(range(len(pairs)))
+    if last is not None:
+        indexes.sort(key=lambda i: last(*pairs[i]))
+    for index in indexes:
+        pair = source(*pairs[index])
         keys.add(pair.pred, pair.gold, pair.cardinality)
         if not options.null_equals_null:
             ok_p &= pair.pred != 0
@@ -155,24 +174,25 @@ def compare_rows(
     # arrays are used as they are (a masked copy of 5M-row arrays costs fresh pages)
     every_row = options.null_equals_null
 
-    def overlap(kp: np.ndarray, kg: np.ndarray) -> int:
+    def overlap(kp: np.ndarray, kg: np.ndarray, last_use: bool) -> int:
+        """The matched rows; `last_use`: nothing reads these keys afterwards, so the
+        matching may sort them in place (no second copy of a large result's keys)."""
         nonlocal approximate
+        if not every_row:  # masked copies, which nothing else reads
+            kp, kg, last_use = kp[ok_p], kg[ok_g], True
         if values_p is None or values_g is None:
-            if every_row:
-                return multiset_overlap(kp, kg)
-            return multiset_overlap(kp[ok_p], kg[ok_g])
-        if every_row:
-            vp, vg = values_p, values_g
-        else:
-            kp, vp, kg, vg = kp[ok_p], values_p[ok_p], kg[ok_g], values_g[ok_g]
-        matched, greedy = tolerant_overlap(kp, vp, kg, vg, options.abs_tol, options.rel_tol)
+            return multiset_overlap(kp, kg, overwrite=last_use)
+        vp, vg = (values_p, values_g) if every_row else (values_p[ok_p], values_g[ok_g])
+        matched, greedy = tolerant_overlap(
+            kp, vp, kg, vg, options.abs_tol, options.rel_tol, overwrite=last_use
+        )
         approximate |= greedy
         return matched
 
     if row_policy == "set":
         key_p, values_p, ok_p = _distinct(key_p, values_p, ok_p)
         key_g, values_g, ok_g = _distinct(key_g, values_g, ok_g)
-    matched = overlap(key_p, key_g)
+    matched = overlap(key_p, key_g, last_use=row_policy != "ordered")
     if row_policy != "ordered":
         return RowOutcome(matched, len(key_p), len(key_g), None, approximate=approximate)
     if n_pred != n_gold:
@@ -181,15 +201,18 @@ def compare_rows(
     ordered = RowKeys(0, 0)
     ordered.pred, ordered.gold, ordered.span = key_p.copy(), key_g.copy(), encoded.keys.span
     ordered.add(segment, segment, int(segment[-1]) + 1 if n_gold else 1)
-    in_order = overlap(ordered.pred, ordered.gold)
+    in_order = overlap(ordered.pred, ordered.gold, last_use=False)
     order_ok = in_order == n_gold and bool(ok_p.all()) and bool(ok_g.all())
     first_bad = None if order_ok else _first_misordered(ordered.pred, ordered.gold, segment)
     return RowOutcome(matched, n_pred, n_gold, order_ok, first_bad, approximate)
 
 
 def _stack(columns: Sequence[np.ndarray], n: int) -> np.ndarray | None:
+    """The float columns side by side, rows by columns (one column: a view, no copy)."""
     if not columns:
         return None
+    if len(columns) == 1:
+        return columns[0].reshape(n, 1)
     return np.column_stack(columns).reshape(n, len(columns))
 
 
