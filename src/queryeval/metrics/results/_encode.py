@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from queryeval.metrics.results._canonical import NAN, ValuePolicy, canonical, is_number
+from queryeval.metrics.results._codes import Codes, LazyCodes, code_dtype, materialize
 
 # Plain Python columns at least this long are converted to Arrow to be encoded vectorised.
 _ARROW_CONVERT_MIN_ROWS = 20_000
@@ -92,14 +93,33 @@ class ExactCodes:
     vectorised: bool
 
 
+@dataclass(frozen=True, slots=True)
+class ColumnCodes:
+    """:class:`ExactCodes` before the codes are written out: per input column an array or
+    a :class:`~queryeval.metrics.results._codes.LazyCodes` (read from Arrow's buffers)."""
+
+    codes: list[Codes]
+    cardinality: int
+    vectorised: bool
+
+
 def encode_exact(columns: Sequence[Any], policy: ValuePolicy) -> ExactCodes:
     """Encode columns (Arrow arrays or Python sequences) into one shared code space."""
+    coded = encode_columns(columns, policy)
+    dtype = code_dtype(coded.cardinality)
+    codes = [materialize(c, dtype) for c in coded.codes]
+    return ExactCodes(codes, coded.cardinality, coded.vectorised)
+
+
+def encode_columns(columns: Sequence[Any], policy: ValuePolicy) -> ColumnCodes:
+    """:func:`encode_exact` without writing the codes out where they can be read lazily."""
     prepared = [_maybe_arrow(c) for c in columns]
     if prepared and all(is_arrow(c) for c in prepared):
         result = _encode_arrow(prepared, policy)
         if result is not None:
             return result
-    return _encode_python(columns, policy)
+    python = _encode_python(columns, policy)
+    return ColumnCodes(list(python.codes), python.cardinality, vectorised=False)
 
 
 def _maybe_arrow(data: Any) -> Any:
@@ -175,7 +195,7 @@ def _family(t: Any, pa: Any, policy: ValuePolicy) -> str | None:
     return None
 
 
-def _encode_arrow(columns: list[Any], policy: ValuePolicy) -> ExactCodes | None:
+def _encode_arrow(columns: list[Any], policy: ValuePolicy) -> ColumnCodes | None:
     """Vectorised encoding, or None when a column needs the Python path."""
     import pyarrow as pa
 
@@ -188,7 +208,7 @@ def _encode_arrow(columns: list[Any], policy: ValuePolicy) -> ExactCodes | None:
     groups: dict[str, list[int]] = {}
     for index, family in enumerate(families):
         groups.setdefault(str(family), []).append(index)
-    codes: list[np.ndarray] = [np.empty(0, dtype=np.int32)] * len(columns)
+    codes: list[Codes] = [np.empty(0, dtype=np.int32)] * len(columns)
     next_code = 1
     try:
         for family, members in groups.items():
@@ -199,31 +219,21 @@ def _encode_arrow(columns: list[Any], policy: ValuePolicy) -> ExactCodes | None:
             family_codes, card = _encode_family(family, [columns[i] for i in members], pa)
             offset = next_code - 1
             for i, c in zip(members, family_codes, strict=True):
-                if offset:
-                    c = c.astype(code_dtype(offset + card), copy=False)
+                if offset:  # another family's codes come first: move these up
+                    c = materialize(c, code_dtype(offset + card))
                     c[c > 0] += offset
                 codes[i] = c
             next_code += card - 1
     except _NeedsPython:
         return None
-    dtype = code_dtype(next_code)  # one dtype for all columns of a call
-    return ExactCodes([c.astype(dtype, copy=False) for c in codes], next_code, vectorised=True)
-
-
-def code_dtype(cardinality: int) -> type[np.signedinteger[Any]]:
-    """int32 codes while ``cardinality`` fits (half the memory of int64), else int64.
-
-    >>> code_dtype(2**31 - 1), code_dtype(2**31)
-    (<class 'numpy.int32'>, <class 'numpy.int64'>)
-    """
-    return np.int32 if cardinality < 2**31 else np.int64
+    return ColumnCodes(codes, next_code, vectorised=True)
 
 
 class _NeedsPython(Exception):
     """A value the vectorised path cannot represent exactly (huge ints, far-future dates)."""
 
 
-def _encode_family(family: str, columns: list[Any], pa: Any) -> tuple[list[np.ndarray], int]:
+def _encode_family(family: str, columns: list[Any], pa: Any) -> tuple[list[Codes], int]:
     if family in {"string", "binary"}:
         return _dictionary_codes(columns, pa)
     parts = [_int64_values(_one_chunk(c, pa), family, pa) for c in columns]
@@ -236,23 +246,17 @@ def _encode_family(family: str, columns: list[Any], pa: Any) -> tuple[list[np.nd
     high = max(int(v.max(where=ok, initial=small)) if ok is not None else int(v.max())
                for v, ok in valid_parts)  # fmt: skip
     if high - low + 2 <= _OFFSET_MAX_RANGE and low - 1 >= small:
-        card = high - low + 2  # offsets from the minimum: no hashing
-        out = []
-        for values, ok in parts:
-            codes = np.empty(len(values), dtype=code_dtype(card))
-            np.subtract(values, low - 1, out=codes, casting="unsafe")  # exact: they fit
-            if ok is not None:
-                codes[~ok] = 0
-            out.append(codes)
-        return out, card
+        # offsets from the minimum (no hashing), computed where they are used
+        return [LazyCodes(values, low - 1, ok) for values, ok in parts], high - low + 2
     values = np.concatenate([v for v, _ in parts])
     valid = None
     if any(ok is not None for _, ok in parts):
         valid = np.concatenate([np.ones(len(v), bool) if ok is None else ok for v, ok in parts])
+        values[~valid] = 0  # what lies under a NULL must not add dictionary entries
     flat, card = _rank(values)
     if valid is not None:
         flat[~valid] = 0
-    return _split(flat, [len(v) for v, _ in parts]), card
+    return list(_split(flat, [len(v) for v, _ in parts])), card
 
 
 def _one_chunk(data: Any, pa: Any) -> Any:
@@ -268,45 +272,62 @@ def _split(flat: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
     return np.split(flat, np.cumsum(lengths)[:-1]) if lengths else []
 
 
-def _dictionary_codes(columns: list[Any], pa: Any) -> tuple[list[np.ndarray], int]:
-    """Arrow's hash dictionary over all the columns' values: code = index + 1, 0 = NULL."""
+def _dictionary_codes(columns: list[Any], pa: Any) -> tuple[list[Codes], int]:
+    """Arrow's hash dictionary over all the columns' values: code = index + 1, 0 = NULL,
+    read from the index buffers where they are used (no written-out copy)."""
+    import pyarrow.compute as pc
+
     target = columns[0].type
     if any(c.type != target for c in columns):
         target = pa.large_binary() if pa.types.is_binary(target) else pa.large_string()
         if any(pa.types.is_fixed_size_binary(c.type) for c in columns):
             target = pa.large_binary()
     pool = scratch_pool(pa)
-    import pyarrow.compute as pc
-
     chunks = [ch for c in columns for ch in pc.cast(c, target, memory_pool=pool).chunks]
     encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=target), memory_pool=pool)
     card = len(encoded.chunks[0].dictionary) + 1 if encoded.num_chunks else 1
-    dtype = code_dtype(card)
-    out = []
+    out: list[Codes] = []
     start = 0
     for column in columns:
-        codes = np.empty(len(column), dtype=dtype)
-        pos = 0
-        for chunk in encoded.slice(start, len(column)).chunks:
-            indices = chunk.indices
-            view = codes[pos : pos + len(indices)]
-            # the index buffer as it is (any value under a NULL), then 0 where NULL: no
-            # filled copy of the indices
-            raw = np.frombuffer(indices.buffers()[1], dtype=np.int32)
-            raw = raw[indices.offset : indices.offset + len(indices)]
-            np.add(raw, 1, out=view, casting="unsafe")
-            valid = _validity(indices)
-            if valid is not None:
-                np.putmask(view, ~valid, 0)
-            pos += len(indices)
+        pieces = [chunk.indices for chunk in encoded.slice(start, len(column)).chunks]
         start += len(column)
-        out.append(codes)
+        indices = [_raw_values(p, np.int32) for p in pieces]
+        valid = [_validity(p) for p in pieces]
+        if len(indices) == 1:
+            values = indices[0]
+        else:
+            values = np.concatenate(indices) if indices else np.empty(0, dtype=np.int32)
+        out.append(LazyCodes(values.astype(np.int32, copy=False), -1, _joined(valid, pieces)))
     return out, card
 
 
+def _joined(valid: list[np.ndarray | None], pieces: list[Any]) -> np.ndarray | None:
+    """The pieces' validity end to end (None: no NULLs anywhere)."""
+    if all(v is None for v in valid):
+        return None
+    if len(valid) == 1:
+        return valid[0]
+    return np.concatenate(
+        [
+            np.ones(len(p), dtype=bool) if v is None else v
+            for v, p in zip(valid, pieces, strict=True)
+        ]
+    )
+
+
+def _raw_values(array: Any, dtype: Any) -> np.ndarray:
+    """A fixed-width Arrow array's values buffer as NumPy, in place: anything may lie
+    under a NULL (no filled copy)."""
+    if not array.null_count:
+        return np.asarray(array.to_numpy(), dtype=dtype)
+    data = np.frombuffer(array.buffers()[1], dtype=dtype)
+    return data[array.offset : array.offset + len(array)]
+
+
 def _int64_values(chunk: Any, family: str, pa: Any) -> tuple[np.ndarray, np.ndarray | None]:
-    """An array's values as int64 (floats: canonical bit patterns; 0 where NULL) and its
-    validity (None: no NULLs). Possibly a read-only view of Arrow's buffer."""
+    """An array's values as int64 (floats: canonical bit patterns) and its validity (None:
+    no NULLs). Possibly a read-only view of Arrow's buffer, and for plain integers anything
+    may lie under a NULL (the caller masks them)."""
     return _chunk_int64(chunk, family, pa), _validity(chunk)
 
 
@@ -336,7 +357,7 @@ def _chunk_int64(chunk: Any, family: str, pa: Any) -> np.ndarray:
             return days.astype(np.int64)
         if family == "duration":
             return _filled(_cast(chunk, pa.duration("ns"), pa.int64()), 0).to_numpy()
-        return _filled(_cast(chunk, pa.int64()), 0).to_numpy()
+        return _raw_values(_cast(chunk, pa.int64()), np.int64)  # NULLs masked by the caller
     except (pa.ArrowInvalid, OverflowError) as error:
         raise _NeedsPython from error
 
@@ -411,8 +432,10 @@ TAG_CARDINALITY = 5
 
 
 def encode_numeric(data: Any) -> tuple[np.ndarray, np.ndarray]:
-    """A numeric column as (int8 tags, float64 values); non-finite values get a tag and
-    value 0. The values may be a read-only view of Arrow's buffer (they are only read)."""
+    """A numeric column as (int8 tags, float64 values). A value means something only where
+    its tag is TAG_FINITE; under the other tags (NULL, NaN, infinities) it is unspecified,
+    and readers clean it (see `blank_mask`). The values may be Arrow's own buffer, read in
+    place (no filled copy of a large column)."""
     if is_arrow(data):
         floats, valid = _arrow_floats(data)
     else:
@@ -424,25 +447,33 @@ def encode_numeric(data: Any) -> tuple[np.ndarray, np.ndarray]:
         )
     # TAG_FINITE is 1 and TAG_NULL 0: a valid row is finite until shown otherwise
     tags = np.ones(len(floats), dtype=np.int8) if valid is None else valid.astype(np.int8)
-    if np.isfinite(floats).all():  # the common case: NULLs at most, whose floats are 0
-        return tags, floats
-    floats = floats.copy()  # possibly Arrow's read-only buffer
-    tags[np.isnan(floats)] = TAG_NAN
-    tags[floats == np.inf] = TAG_POS_INF
-    tags[floats == -np.inf] = TAG_NEG_INF
-    if valid is not None:
-        tags[~valid] = TAG_NULL
-    floats[tags != TAG_FINITE] = 0.0
+    if not np.isfinite(floats).all():  # NaN, infinities, or what lies under a NULL
+        tags[np.isnan(floats)] = TAG_NAN
+        tags[floats == np.inf] = TAG_POS_INF
+        tags[floats == -np.inf] = TAG_NEG_INF
+        if valid is not None:
+            tags[~valid] = TAG_NULL
     return tags, floats
 
 
+def blank_mask(tags: np.ndarray) -> np.ndarray | None:
+    """Where the values of a tagged column mean nothing (None: nowhere)."""
+    blank = tags != TAG_FINITE
+    return blank if blank.any() else None
+
+
+def cleaned(values: np.ndarray, blank: np.ndarray | None) -> np.ndarray:
+    """`values` with 0.0 where they mean nothing (a copy, unless they all mean something)."""
+    return values if blank is None else np.where(blank, 0.0, values)
+
+
 def _arrow_floats(data: Any) -> tuple[np.ndarray, np.ndarray | None]:
-    """An Arrow numeric column's float64 values (0.0 where NULL) and its validity (None:
-    no NULLs). One chunk without NULLs is read in place; otherwise Arrow writes one copy."""
+    """An Arrow numeric column's float64 values (anything where NULL) and its validity
+    (None: no NULLs). A float64 column in one chunk is read in place."""
     import pyarrow as pa
 
     if pa.types.is_null(data.type) or not data.num_chunks:
         return np.zeros(len(data), dtype=np.float64), np.zeros(len(data), dtype=bool)
     chunk = _one_chunk(data, pa)
     floats = chunk.cast(pa.float64(), safe=False, memory_pool=scratch_pool(pa))
-    return _filled(floats, 0.0).to_numpy(), _validity(chunk)
+    return _raw_values(floats, np.float64), _validity(chunk)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from queryeval.metrics.results._codes import Codes, fold
+
 _PACK_LIMIT = 2**62
 
 
@@ -24,18 +26,14 @@ class RowKeys:
         self.gold = np.zeros(n_gold, dtype=np.int64)
         self.span = 1
 
-    def add(self, pred_codes: np.ndarray, gold_codes: np.ndarray, cardinality: int) -> None:
+    def add(self, pred_codes: Codes, gold_codes: Codes, cardinality: int) -> None:
         """Append one column (codes in ``[0, cardinality)`` on both sides)."""
         if cardinality <= 1:
             return
         if self.span * cardinality >= _PACK_LIMIT:
             self._rerank()
         for key, codes in ((self.pred, pred_codes), (self.gold, gold_codes)):
-            if self.span == 1:  # the first column: its codes are the keys
-                np.copyto(key, codes)
-            else:
-                key *= cardinality
-                key += codes
+            fold(key, codes, cardinality, first=self.span == 1)
         self.span *= cardinality
 
     def _rerank(self) -> None:
@@ -168,10 +166,14 @@ def tolerant_overlap(
     rel_tol: float,
     *,
     overwrite: bool = False,
+    pred_blank: np.ndarray | None = None,
+    gold_blank: np.ndarray | None = None,
 ) -> tuple[int, bool]:
     """Maximum number of (pred, gold) row pairs with equal keys and all values close, and
     whether any group was too dense for an exact matching (then a greedy lower bound).
-    `overwrite`: the keys' memory may be reused (see `sort_keys`).
+    `overwrite`: the keys' memory may be reused (see `sort_keys`). `*_blank`: where the
+    values mean nothing (the key says NULL, NaN or infinite there; read as 0.0); None:
+    nowhere.
 
     A maximum bipartite matching, not a greedy one: greedily taking exact pairs first can
     lose matches (pred {0, 1}, gold {1, 2}, abs_tol 1 has two matches, not one).
@@ -183,8 +185,8 @@ def tolerant_overlap(
     approximate = False
     for range_p, range_g in key_ranges(sorted_p, sorted_g):  # see key_ranges: small arrays
         matched, greedy = _tolerant_range(
-            sorted_p[range_p], order_p[range_p], pred_values,
-            sorted_g[range_g], order_g[range_g], gold_values, abs_tol, rel_tol,
+            sorted_p[range_p], order_p[range_p], (pred_values, pred_blank),
+            sorted_g[range_g], order_g[range_g], (gold_values, gold_blank), abs_tol, rel_tol,
         )  # fmt: skip
         total += matched
         approximate |= greedy
@@ -254,13 +256,26 @@ def _shared_runs(packed: np.ndarray, shift: int) -> np.ndarray:
     return np.flatnonzero(tied)
 
 
+Values = tuple[np.ndarray, "np.ndarray | None"]  # float values, where they mean nothing
+
+
+def _rows_of(values: Values, rows: np.ndarray) -> np.ndarray:
+    """The values of `rows` (a copy), 0.0 where they mean nothing (`np.take`: faster than
+    fancy indexing on 2-D arrays)."""
+    floats, blank = values
+    out = np.take(floats, rows, axis=0)
+    if blank is not None:
+        np.copyto(out, 0.0, where=np.take(blank, rows, axis=0))
+    return out
+
+
 def _tolerant_range(
     sorted_p: np.ndarray,
     order_p: np.ndarray,
-    pred_values: np.ndarray,
+    pred_values: Values,
     sorted_g: np.ndarray,
     order_g: np.ndarray,
-    gold_values: np.ndarray,
+    gold_values: Values,
     abs_tol: float,
     rel_tol: float,
 ) -> tuple[int, bool]:
@@ -274,9 +289,10 @@ def _tolerant_range(
     single = (cp == 1) & (cg == 1)
     total = 0
     approximate = False
+    # the range's values in key order, in one gather a side (groups are then slices)
+    values_a, values_b = _rows_of(pred_values, order_p), _rows_of(gold_values, order_g)
     if single.any():
-        a = pred_values[order_p[sp[single]]]
-        b = gold_values[order_g[sg[single]]]
+        a, b = values_a[sp[single]], values_b[sg[single]]
         total += int(close(a, b, abs_tol, rel_tol).all(axis=1).sum())
     for start_p, n_p, start_g, n_g in zip(
         sp[~single].tolist(),
@@ -285,8 +301,7 @@ def _tolerant_range(
         cg[~single].tolist(),
         strict=True,
     ):
-        a = pred_values[order_p[start_p : start_p + n_p]]
-        b = gold_values[order_g[start_g : start_g + n_g]]
+        a, b = values_a[start_p : start_p + n_p], values_b[start_g : start_g + n_g]
         matched, greedy = group_matching(a, b, abs_tol, rel_tol)
         total += matched
         approximate |= greedy

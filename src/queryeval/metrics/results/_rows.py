@@ -13,9 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from queryeval.metrics.results._canonical import ValuePolicy
+from queryeval.metrics.results._codes import Codes, materialize, nonzero
 from queryeval.metrics.results._columns import Mapping
 from queryeval.metrics.results._encode import (
     TAG_CARDINALITY,
+    blank_mask,
+    cleaned,
+    encode_columns,
     encode_exact,
     encode_numeric,
     numeric_kind,
@@ -47,10 +51,11 @@ class Options:
 
 @dataclass(frozen=True, slots=True)
 class Pair:
-    """One aligned column pair, encoded: exact codes, or tags plus floats under tolerance."""
+    """One aligned column pair, encoded: exact codes (possibly lazy, see `_codes`), or tags
+    plus floats under tolerance."""
 
-    gold: np.ndarray
-    pred: np.ndarray
+    gold: Codes
+    pred: Codes
     cardinality: int
     gold_values: np.ndarray | None = None
     pred_values: np.ndarray | None = None
@@ -93,7 +98,7 @@ def pair_encoder(p: ResultSet, g: ResultSet, options: Options) -> PairSource:
             gold_tags, gold_values = encode_numeric(gold_data)
             pred_tags, pred_values = encode_numeric(pred_data)
             return Pair(gold_tags, pred_tags, TAG_CARDINALITY, gold_values, pred_values)
-        codes = encode_exact([pred_data, gold_data], options.policy)
+        codes = encode_columns([pred_data, gold_data], options.policy)
         return Pair(codes.codes[1], codes.codes[0], codes.cardinality)
 
     return encode
@@ -112,7 +117,8 @@ def tolerant_pair(p: ResultSet, g: ResultSet, options: Options) -> Callable[[int
 
 @dataclass(frozen=True, slots=True)
 class EncodedRows:
-    """Both sides' rows as keys (+ floats compared with tolerance) and gold's tie columns."""
+    """Both sides' rows as keys (+ floats compared with tolerance, meaningless where
+    `blank_*` says, nowhere when None) and gold's tie columns."""
 
     keys: RowKeys
     values_p: np.ndarray | None
@@ -120,6 +126,8 @@ class EncodedRows:
     ok_p: np.ndarray
     ok_g: np.ndarray
     ties: list[np.ndarray]
+    blank_p: np.ndarray | None = None
+    blank_g: np.ndarray | None = None
 
 
 def encode_rows(
@@ -141,6 +149,8 @@ def encode_rows(
     ok_g = np.ones(n_gold, dtype=bool)
     values_p: list[np.ndarray] = []
     values_g: list[np.ndarray] = []
+    blank_p: list[np.ndarray | None] = []
+    blank_g: list[np.ndarray | None] = []
     ties: list[np.ndarray] = []
     indexes = list(range(len(pairs)))
     if last is not None:
@@ -149,16 +159,25 @@ def encode_rows(
         pair = source(*pairs[index])
         keys.add(pair.pred, pair.gold, pair.cardinality)
         if not options.null_equals_null:
-            ok_p &= pair.pred != 0
-            ok_g &= pair.gold != 0
+            ok_p &= nonzero(pair.pred)
+            ok_g &= nonzero(pair.gold)
         if pair.pred_values is not None and pair.gold_values is not None:
+            # tagged floats: the tags (in the keys) say where the values mean something
+            assert isinstance(pair.pred, np.ndarray) and isinstance(pair.gold, np.ndarray)
             values_p.append(pair.pred_values)
             values_g.append(pair.gold_values)
+            blank_p.append(blank_mask(pair.pred))
+            blank_g.append(blank_mask(pair.gold))
         if index in tie_positions:
-            ties.append(pair.gold)
+            ties.append(materialize(pair.gold))
             if pair.gold_values is not None:
-                ties.append(pair.gold_values.view(np.int64))
-    return EncodedRows(keys, _stack(values_p, n_pred), _stack(values_g, n_gold), ok_p, ok_g, ties)
+                assert isinstance(pair.gold, np.ndarray)
+                ties.append(cleaned(pair.gold_values, blank_mask(pair.gold)).view(np.int64))
+        del pair  # its codes (Arrow buffers) go before the next pair's are made
+    return EncodedRows(
+        keys, _stack(values_p, n_pred), _stack(values_g, n_gold), ok_p, ok_g, ties,
+        _stack_masks(blank_p, n_pred), _stack_masks(blank_g, n_gold),
+    )  # fmt: skip
 
 
 def compare_rows(
@@ -166,6 +185,7 @@ def compare_rows(
 ) -> RowOutcome:
     key_p, key_g = encoded.keys.pred, encoded.keys.gold
     values_p, values_g = encoded.values_p, encoded.values_g
+    blank_p, blank_g = encoded.blank_p, encoded.blank_g
     ok_p, ok_g = encoded.ok_p, encoded.ok_g
 
     approximate = False
@@ -182,14 +202,21 @@ def compare_rows(
             kp, kg, last_use = kp[ok_p], kg[ok_g], True
         if values_p is None or values_g is None:
             return multiset_overlap(kp, kg, overwrite=last_use)
-        vp, vg = (values_p, values_g) if every_row else (values_p[ok_p], values_g[ok_g])
+        vp, vg, fp, fg = values_p, values_g, blank_p, blank_g
+        if not every_row:
+            vp, vg = vp[ok_p], vg[ok_g]
+            fp = None if fp is None else fp[ok_p]
+            fg = None if fg is None else fg[ok_g]
         matched, greedy = tolerant_overlap(
-            kp, vp, kg, vg, options.abs_tol, options.rel_tol, overwrite=last_use
-        )
+            kp, vp, kg, vg, options.abs_tol, options.rel_tol, overwrite=last_use,
+            pred_blank=fp, gold_blank=fg,
+        )  # fmt: skip
         approximate |= greedy
         return matched
 
-    if row_policy == "set":
+    if row_policy == "set":  # distinct rows by their values' bits: clean values first
+        values_p, values_g = _cleaned(values_p, blank_p), _cleaned(values_g, blank_g)
+        blank_p = blank_g = None
         key_p, values_p, ok_p = _distinct(key_p, values_p, ok_p)
         key_g, values_g, ok_g = _distinct(key_g, values_g, ok_g)
     matched = overlap(key_p, key_g, last_use=row_policy != "ordered")
@@ -205,6 +232,17 @@ def compare_rows(
     order_ok = in_order == n_gold and bool(ok_p.all()) and bool(ok_g.all())
     first_bad = None if order_ok else _first_misordered(ordered.pred, ordered.gold, segment)
     return RowOutcome(matched, n_pred, n_gold, order_ok, first_bad, approximate)
+
+
+def _cleaned(values: np.ndarray | None, blank: np.ndarray | None) -> np.ndarray | None:
+    return None if values is None else cleaned(values, blank)
+
+
+def _stack_masks(masks: Sequence[np.ndarray | None], n: int) -> np.ndarray | None:
+    """Per-column masks side by side (None: all false, in every column)."""
+    if all(m is None for m in masks):
+        return None
+    return _stack([np.zeros(n, dtype=bool) if m is None else m for m in masks], n)
 
 
 def _stack(columns: Sequence[np.ndarray], n: int) -> np.ndarray | None:
