@@ -324,3 +324,42 @@ def test_multiset_overlap_in_place_equals_on_copies() -> None:
     expected = sum((Counter(pred.tolist()) & Counter(gold.tolist())).values())
     assert multiset_overlap(pred, gold) == expected
     assert multiset_overlap(pred.copy(), gold.copy(), overwrite=True) == expected
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("high", [2**30, 2**58])
+def test_sort_keys_on_arrays_from_the_system_allocator(high: int, overwrite: bool) -> None:
+    """Past 4 MiB the sort's arrays come from the system allocator (`_scratch`): the same
+    answers, packed whole (narrow keys) or by high bits (wide ones)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from queryeval.metrics.results._match import sort_keys
+    from queryeval.metrics.results._scratch import NUMPY_HUGE_PAGE_BYTES
+
+    n = NUMPY_HUGE_PAGE_BYTES // 4 + 1000  # the int32 order too
+    key = np.random.default_rng(n).integers(0, high, n)
+    key[: n // 10] = key[n // 10 : 2 * (n // 10)]  # duplicates
+    order, ordered = sort_keys(key.copy(), overwrite=overwrite)
+    assert isinstance(order.base, pa.Buffer) and order.dtype == np.int32
+    assert (ordered == np.sort(key)).all() and (key[order] == ordered).all()
+
+
+def test_scratch_arrays_are_writable_and_zeroed_on_request() -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from queryeval.metrics.results._scratch import (
+        NUMPY_HUGE_PAGE_BYTES,
+        scratch_array,
+        scratch_rows,
+        scratch_zeros,
+    )
+
+    n = NUMPY_HUGE_PAGE_BYTES // 4
+    rows = scratch_rows(n)
+    assert isinstance(rows.base, pa.Buffer) and (rows == np.arange(n)).all()
+    zeros = scratch_zeros(n, np.int64)
+    assert zeros.flags.writeable and not zeros.any()
+    small = scratch_array(10, np.int64)
+    assert small.base is None  # below 4 MiB: np.empty

@@ -26,6 +26,7 @@ import numpy as np
 
 from queryeval.metrics.results._canonical import NAN, ValuePolicy, canonical, is_number
 from queryeval.metrics.results._codes import Codes, LazyCodes, code_dtype, materialize
+from queryeval.metrics.results._scratch import scratch_pool
 
 # Plain Python columns at least this long are converted to Arrow to be encoded vectorised.
 _ARROW_CONVERT_MIN_ROWS = 20_000
@@ -390,16 +391,6 @@ def _validity(array: Any) -> np.ndarray | None:
     import pyarrow.compute as pc
 
     return pc.is_valid(array, memory_pool=scratch_pool(pa)).to_numpy(zero_copy_only=False)
-
-
-def scratch_pool(pa: Any) -> Any:
-    """Arrow's memory for the temporaries of an encoding: the system allocator, whose
-    freed blocks go straight back to the kernel (large ones) or to malloc's free lists,
-    where the NumPy arrays allocated next reuse them. Arrow's default pool (mimalloc or
-    jemalloc) keeps freed memory for Arrow alone, so the next NumPy arrays of a large
-    comparison took fresh pages: slow to fault on virtual machines, where the pages a
-    process has not touched lately cost a hypervisor fault each (5M rows: 0.5 s)."""
-    return pa.system_memory_pool()
 
 
 def _days_to_ns(days: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from queryeval.metrics.results._codes import Codes, fold
+from queryeval.metrics.results._scratch import scratch_array, scratch_rows, scratch_zeros
 
 _PACK_LIMIT = 2**62
 
@@ -22,8 +23,8 @@ class RowKeys:
     so a key means the same row on either side."""
 
     def __init__(self, n_pred: int, n_gold: int) -> None:
-        self.pred = np.zeros(n_pred, dtype=np.int64)
-        self.gold = np.zeros(n_gold, dtype=np.int64)
+        self.pred = scratch_zeros(n_pred, np.int64)  # see _scratch: ordinary pages
+        self.gold = scratch_zeros(n_gold, np.int64)
         self.span = 1
 
     def add(self, pred_codes: Codes, gold_codes: Codes, cardinality: int) -> None:
@@ -202,7 +203,7 @@ def sort_keys(key: np.ndarray, *, overwrite: bool = False) -> tuple[np.ndarray, 
     sorted apart (`np.sort`), and the order is re-sorted by the keys in just the runs of
     rows that share their high bits (one argsort over those rows; runs of distinct keys
     sharing them are rare). `overwrite`: the sorted keys may take `key`'s memory (a 5M-row
-    side then needs 60 MB less). Non-negative keys only, else `np.argsort`. Equal keys come
+    side then needs 40 MB less). Non-negative keys only, else `np.argsort`. Equal keys come
     in any order. `key`: int64; the order is int32 where the rows allow.
 
     >>> order, keys = sort_keys(np.array([3, 1, 3, 0]))
@@ -216,9 +217,15 @@ def sort_keys(key: np.ndarray, *, overwrite: bool = False) -> tuple[np.ndarray, 
         order = np.argsort(key)
         return order, key[order]
     drop = max(0, int(key.max()).bit_length() + shift - 63)  # low key bits left out
-    packed = key >> drop if drop else (key if overwrite else key.copy())
+    if drop:
+        packed = np.right_shift(key, drop, out=scratch_array(n, np.int64))
+    elif overwrite:
+        packed = key
+    else:
+        packed = scratch_array(n, np.int64)
+        np.copyto(packed, key)
     packed <<= shift
-    order = np.arange(n, dtype=np.int32)  # n < 2**31: half the memory of int64
+    order = scratch_rows(n)  # int32, as n < 2**31: half the memory of int64
     packed |= order
     packed.sort()
     np.bitwise_and(packed, (1 << shift) - 1, out=order, casting="unsafe")
@@ -229,7 +236,11 @@ def sort_keys(key: np.ndarray, *, overwrite: bool = False) -> tuple[np.ndarray, 
     in_runs = order[shared]
     by_key = np.argsort(key[in_runs], kind="stable")  # the runs stay apart: high bits first
     del packed
-    ordered = key if overwrite else key.copy()
+    if overwrite:
+        ordered = key
+    else:
+        ordered = scratch_array(n, np.int64)
+        np.copyto(ordered, key)
     ordered.sort()
     order[shared] = in_runs[by_key]
     return order, ordered
