@@ -221,7 +221,7 @@ def compare_results(
             column_mapping=mapping,
             missing_columns=missing,
             extra_columns=extra,
-            order_keys=tuple(g.columns[i] for i in tie_columns),
+            order_keys=tuple([g.columns[i] for i in tie_columns]) if tie_columns else (),
             order_ok=rows.order_ok,
             reason=reason,
             notes=tuple(notes),
@@ -322,6 +322,8 @@ def _tie_positions(tie_columns: tuple[int, ...], pairs: Mapping) -> tuple[int, .
 
 
 def _column_problem(missing: tuple[str, ...], extra: tuple[str, ...], policy: str) -> str | None:
+    if not missing and not extra:
+        return None
     problems = []
     if missing:
         problems.append(f"missing columns: {', '.join(missing)}")
