@@ -37,6 +37,7 @@ from bench_sdmx import compile_package  # noqa: E402
 LOOP = "loop: duckdb + Counter"
 COLD = "queryeval run, cold"
 WARM = "queryeval run, warm"
+TARGET_CASES = 3000
 TARGETS = {COLD: 1.2, WARM: 0.6}
 
 
@@ -110,20 +111,24 @@ def main() -> None:
         print(f"baseline src: {base}")
     base_loop = timings[LOOP]
     missed = []
+    judged = args.cases == TARGET_CASES  # the targets are set for 3,000 cases
     for label, target in TARGETS.items():
         ours = timings[label]
         ratio = ours.median / base_loop.median
         missed += [label] if ratio > target else []
+        verdict = f"target <= {target}x" if judged else f"the target is for {TARGET_CASES:,}"
         h.record(
             "sql_scoring",
             f"SQL execution scoring, {args.cases:,} cases, {label.split(', ')[-1]}",
             f"{ours.median:.2f} s ({args.cases / ours.median:,.0f} cases/s)",
             against=f"duckdb + Counter loop {base_loop.median:.2f} s",
-            note=f"{h.ratio(ours, base_loop)} the loop's time (target <= {target}x); "
+            note=f"{h.ratio(ours, base_loop)} the loop's time ({verdict}); "
             f"{args.cores} core(s) each, median of {args.rounds}",
         )
-    if missed:
+    if missed and judged:
         print("missed target:", ", ".join(missed))
+    elif not judged:  # at a few hundred cases the process start weighs on both sides
+        print(f"no verdict: the targets are set for {TARGET_CASES:,} cases")
 
 
 def _means(run: Path) -> dict[str, float]:
