@@ -281,3 +281,30 @@ def test_values_hidden_under_nulls_never_count(rows: str, null_equals_null: bool
         slow.order_ok,
     )
     assert fast.exact == null_equals_null
+
+
+def test_values_buffers_longer_than_their_items_are_read_in_place() -> None:
+    """Arrow asks only that a values buffer hold the array's items: it may be longer and
+    end mid-item (arrays from `from_buffers` or the C data interface)."""
+    validity = pa.py_buffer(bytes([0b101]))
+    ints = pa.py_buffer(struct.pack("<3q", 1, 9, 2) + b"\0")  # 25 bytes, a NULL in the middle
+    floats = pa.py_buffer(struct.pack("<3d", 1.5, 9.0, 2.5) + b"\0")
+    int_column = pa.Array.from_buffers(pa.int64(), 3, [validity, ints])
+    float_column = pa.Array.from_buffers(pa.float64(), 3, [validity, floats])
+    gold = pa.table({"i": int_column, "f": float_column})
+    pred = pa.table({"i": pa.array([2, None, 1]), "f": pa.array([2.5, None, 1.5])})
+    for tolerance in (0.0, 1e-9):
+        fast, slow = both_ways(pred, gold, rel_tol=tolerance)
+        assert fast.exact and slow.exact and fast.matched_rows == 3
+
+
+def test_negative_zero_is_zero_under_tolerance_in_sets_and_ties() -> None:
+    gold = pa.table({"x": pa.array([0.0, 1.0])})
+    pred = pa.table({"x": pa.array([0.0, -0.0, 1.0])})
+    for tolerance in (0.0, 1e-9):
+        fast, slow = both_ways(pred, gold, rows="set", rel_tol=tolerance)
+        assert (fast.exact, fast.pred_rows) == (slow.exact, slow.pred_rows) == (True, 2)
+    ordered_gold = pa.table({"x": pa.array([0.0, -0.0, 1.0]), "k": pa.array([1, 2, 3])})
+    ordered_pred = pa.table({"x": pa.array([-0.0, 0.0, 1.0]), "k": pa.array([2, 1, 3])})
+    fast, slow = both_ways(ordered_pred, ordered_gold, rows="ordered", order_keys=["x"])
+    assert fast.exact and slow.exact  # -0.0 and 0.0 are one tie group

@@ -68,7 +68,8 @@ def materialize(codes: Codes, dtype: Any = np.int64) -> np.ndarray:
 
 
 def nonzero(codes: Codes) -> np.ndarray:
-    """Where a code is not 0 (the value is not NULL)."""
+    """Where a code is not 0 (the value is not NULL); possibly the codes' own validity
+    array, so read it, do not write to it."""
     if isinstance(codes, np.ndarray):
         return codes != 0
     if codes.valid is None:

@@ -318,11 +318,15 @@ def _joined(valid: list[np.ndarray | None], pieces: list[Any]) -> np.ndarray | N
 
 def _raw_values(array: Any, dtype: Any) -> np.ndarray:
     """A fixed-width Arrow array's values buffer as NumPy, in place: anything may lie
-    under a NULL (no filled copy)."""
+    under a NULL (no filled copy). Only the array's own items are read (a buffer may be
+    longer, and need not end on an item)."""
     if not array.null_count:
         return np.asarray(array.to_numpy(), dtype=dtype)
-    data = np.frombuffer(array.buffers()[1], dtype=dtype)
-    return data[array.offset : array.offset + len(array)]
+    buffer = array.buffers()[1]
+    if buffer is None:  # no values at all: the NULLs' zeros
+        return np.zeros(len(array), dtype=dtype)
+    size = np.dtype(dtype).itemsize
+    return np.frombuffer(buffer, dtype=dtype, count=len(array), offset=array.offset * size)
 
 
 def _int64_values(chunk: Any, family: str, pa: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -454,8 +458,11 @@ def blank_mask(tags: np.ndarray) -> np.ndarray | None:
 
 
 def cleaned(values: np.ndarray, blank: np.ndarray | None) -> np.ndarray:
-    """`values` with 0.0 where they mean nothing (a copy, unless they all mean something)."""
-    return values if blank is None else np.where(blank, 0.0, values)
+    """A copy of `values` fit to be compared by its bits: 0.0 where they mean nothing, and
+    -0.0 folded into 0.0 (as the exact path's canonical values do)."""
+    out = values + 0.0 if blank is None else np.where(blank, 0.0, values)
+    out += 0.0  # -0.0 + 0.0 is 0.0
+    return out
 
 
 def _arrow_floats(data: Any) -> tuple[np.ndarray, np.ndarray | None]:

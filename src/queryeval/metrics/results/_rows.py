@@ -183,6 +183,8 @@ def encode_rows(
 def compare_rows(
     encoded: EncodedRows, n_pred: int, n_gold: int, row_policy: str, options: Options
 ) -> RowOutcome:
+    """The row outcome of one encoding. It consumes `encoded`: except under the ordered
+    policy its keys are sorted in place, so an encoding is compared once."""
     key_p, key_g = encoded.keys.pred, encoded.keys.gold
     values_p, values_g = encoded.values_p, encoded.values_g
     blank_p, blank_g = encoded.blank_p, encoded.blank_g
