@@ -234,14 +234,15 @@ def compare_results(
     if alignment.pairs in known:  # the search compared the rows under this mapping already
         return result(known[alignment.pairs], None)
 
+    tolerant = tolerant_pair(p, g, options)
     encoded = encode_rows(
         alignment.pairs,
-        pair_encoder(p, g, options),
+        pair_encoder(p, g, options, tolerant),
         p.num_rows,
         g.num_rows,
         _tie_positions(tie_columns, alignment.pairs),
         options,
-        last=tolerant_pair(p, g, options),
+        last=tolerant,
     )
     return result(compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options), None)
 

@@ -87,10 +87,12 @@ def is_tolerant(kinds: set[str]) -> bool:
 PairSource = Callable[[int, int], Pair]
 
 
-def pair_encoder(p: ResultSet, g: ResultSet, options: Options) -> PairSource:
-    """Encode one (gold column, predicted column) pair on demand, in one shared code space."""
-
-    tolerant = tolerant_pair(p, g, options)
+def pair_encoder(
+    p: ResultSet, g: ResultSet, options: Options, tolerant: Callable[[int, int], bool] | None = None
+) -> PairSource:
+    """Encode one (gold column, predicted column) pair on demand, in one shared code space
+    (`tolerant`: `tolerant_pair`'s answer, when the caller has it already)."""
+    tolerant = tolerant or tolerant_pair(p, g, options)
 
     def encode(gi: int, pj: int) -> Pair:
         gold_data, pred_data = g.column_data(gi), p.column_data(pj)
@@ -105,12 +107,17 @@ def pair_encoder(p: ResultSet, g: ResultSet, options: Options) -> PairSource:
 
 
 def tolerant_pair(p: ResultSet, g: ResultSet, options: Options) -> Callable[[int, int], bool]:
-    """Whether a (gold column, predicted column) pair is compared with tolerance."""
+    """Whether a (gold column, predicted column) pair is compared with tolerance (each
+    column's kind found once: on Python rows it reads the whole column)."""
+    kinds: dict[tuple[bool, int], str] = {}
+
+    def kind(gold: bool, index: int) -> str:
+        if (gold, index) not in kinds:
+            kinds[gold, index] = numeric_kind((g if gold else p).column_data(index))
+        return kinds[gold, index]
 
     def tolerant(gi: int, pj: int) -> bool:
-        if not options.tolerant:
-            return False
-        return is_tolerant({numeric_kind(g.column_data(gi)), numeric_kind(p.column_data(pj))})
+        return options.tolerant and is_tolerant({kind(True, gi), kind(False, pj)})
 
     return tolerant
 
