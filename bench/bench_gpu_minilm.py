@@ -14,6 +14,9 @@ embed both sides, cosine per pair, threshold 0.75. Sides:
 - the same with several tokenizer threads (`--workers`, default half the CPUs, at most 8),
   in batches of 512 and of 1024.
 
+`--stages` first times each stage of the pipeline alone (tokenizing, pinning, copying,
+the forward pass on tensors already on the device), to find where the time goes.
+
 The model folder holds the weights in fp16 (`--model`; the published fp32 weights do not fit
 the device tool's 64 MiB transfer): the fp32 sides run `.float()` of them, the same
 arithmetic as the published model. The share of pairs whose verdict the pipelined fp16
@@ -79,6 +82,49 @@ def encode_verdicts(
     return [1.0 if c >= THRESHOLD else 0.0 for c in cosines]
 
 
+def stage_times(model: Any, texts: list[str], batch: int, sync: Any) -> dict[str, float]:
+    """Seconds for each stage of the pipelined encoder alone, over all `texts` in
+    length-sorted batches: tokenizing, pinning the host tensors, copying them to the
+    device, the forward pass on tensors already there, and the whole `pipelined_encode`.
+    Where the sum of the parts falls short of the whole, the rest is the pipeline's own."""
+    import torch
+
+    from _gpu_encode import _tokenizer
+
+    tokenize, device = _tokenizer(model), model.device
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    chunks = [[texts[i] for i in order[s : s + batch]] for s in range(0, len(order), batch)]
+    times: dict[str, float] = {}
+
+    def timed(label: str, run: Any) -> Any:
+        sync()
+        start = time.perf_counter()
+        out = run()
+        sync()
+        times[label] = time.perf_counter() - start
+        return out
+
+    host = timed("tokenize", lambda: [tokenize(c) for c in chunks])
+
+    def pinned(features: dict[str, Any]) -> dict[str, Any]:
+        return {k: v.pin_memory() for k, v in features.items() if torch.is_tensor(v)}
+
+    def moved(features: dict[str, Any]) -> dict[str, Any]:
+        return {k: v.to(device, non_blocking=True) for k, v in features.items()
+                if torch.is_tensor(v)}  # fmt: skip
+
+    if device.type == "cuda":
+        host = timed("pin_memory", lambda: [pinned(f) for f in host])
+    on_device = timed("to device", lambda: [moved(f) for f in host])
+    with torch.inference_mode():
+        timed("forward", lambda: [model(dict(f))["sentence_embedding"] for f in on_device])
+    timed("pipelined_encode (all stages)", lambda: pipelined_encode(model, texts, batch))
+    n = len(texts)
+    for label, seconds in times.items():
+        print(f"  stage {label:<32} {seconds:7.3f} s  {n / seconds:>12,.0f} texts/s", flush=True)
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -94,6 +140,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
         "--workers", type=int, default=0, help="tokenizer threads (0: CPUs/2, <= 8)"
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="also time each stage of the pipeline alone (see `stage_times`)",
     )
     args = parser.parse_args()
 
@@ -129,6 +180,8 @@ def main() -> int:
     pipelined_encode(half, answers[:4096], batch_size=512, workers=4)
     sync()
 
+    if args.stages:
+        stage_times(half, answers + references, 512, sync)
     verdicts: dict[str, list[float]] = {}
     workers = args.workers or max(1, min(8, (os.cpu_count() or 2) // 2))
 
