@@ -28,13 +28,61 @@ def _tokenizer(model: Any) -> Any:
     return getattr(model, "preprocess", None) or model.tokenize
 
 
+_MODEL: Any = None  # a tokenizer process's own copy of the model (CPU)
+
+
+def _load(model_dir: str) -> None:
+    global _MODEL
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(1)
+    _MODEL = SentenceTransformer(model_dir, device="cpu")
+
+
+def _tokenize_arrays(texts: list[str]) -> dict[str, Any]:
+    import torch
+
+    features = _tokenizer(_MODEL)(texts)
+    return {k: v.numpy() if torch.is_tensor(v) else v for k, v in features.items()}
+
+
+class TokenizerProcesses:
+    """Worker processes that tokenize with the model's own `preprocess` (each loads the
+    model on its CPU once, at start): tokenization outside the interpreter lock of the
+    process that drives the GPU, where threads gain nothing (the tokenizer's wrapper builds
+    its tensors from Python lists under that lock)."""
+
+    def __init__(self, model_dir: str, processes: int) -> None:
+        import concurrent.futures
+        import multiprocessing
+
+        self.pool = concurrent.futures.ProcessPoolExecutor(
+            processes, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_load, initargs=(model_dir,),
+        )  # fmt: skip
+        list(self.pool.map(_tokenize_arrays, [["start"]] * processes))  # all started
+
+    def map(self, chunks: list[list[str]]) -> Any:
+        """The features of each chunk, in order, as NumPy arrays."""
+        return self.pool.map(_tokenize_arrays, chunks)
+
+    def close(self) -> None:
+        self.pool.shutdown()
+
+
 def pipelined_encode(
-    model: Any, texts: list[str], batch_size: int = 512, depth: int = 4, workers: int = 1
+    model: Any,
+    texts: list[str],
+    batch_size: int = 512,
+    depth: int = 4,
+    workers: int = 1,
+    processes: TokenizerProcesses | None = None,
 ) -> Any:
     """Normalised embeddings of `texts` as a (len(texts), dim) float tensor on the model's
     device, in input order. Tokenization runs `depth` batches ahead in `workers` threads
-    (batch k goes to thread k mod workers; the fast tokenizer leaves Python's lock while it
-    works, so the threads tokenize at once); the GPU takes the batches as they come."""
+    (batch k goes to thread k mod workers), or in `processes`; the GPU takes the batches
+    as they come."""
     import torch
 
     device = model.device
@@ -43,6 +91,16 @@ def pipelined_encode(
     tokenize = _tokenizer(model)
     batches: queue.Queue[Any] = queue.Queue(maxsize=depth * workers)
     starts = list(range(0, len(order), batch_size))
+    if processes is not None:
+        workers = 1
+        tokenized = processes.map([[texts[i] for i in order[s : s + batch_size]] for s in starts])
+
+        def tokenize_next(_: list[str]) -> dict[str, Any]:
+            arrays = next(tokenized)
+            return {k: torch.from_numpy(v) if not isinstance(v, str) else v
+                    for k, v in arrays.items()}  # fmt: skip
+
+        tokenize = tokenize_next
 
     def produce(mine: list[int]) -> None:
         try:
@@ -63,6 +121,7 @@ def pipelined_encode(
                          daemon=True)
         for k in range(workers)
     ]  # fmt: skip
+
     for thread in threads:
         thread.start()
     # sentence-transformers >= 6 renamed get_sentence_embedding_dimension
@@ -99,12 +158,15 @@ def pipelined_verdicts(
     threshold: float,
     batch_size: int,
     workers: int = 1,
+    processes: TokenizerProcesses | None = None,
 ) -> tuple[list[float], Any]:
     """End-to-end semantic scoring of (answer, reference) pairs: embed both sides, cosine per
     pair on the device, threshold; returns (verdicts, cosines as a CPU tensor)."""
     import torch
 
-    vectors = pipelined_encode(model, answers + references, batch_size, workers=workers)
+    vectors = pipelined_encode(
+        model, answers + references, batch_size, workers=workers, processes=processes
+    )
     n = len(answers)
     cosines = (vectors[:n] * vectors[n:]).sum(dim=1)
     if vectors.device.type == "cuda":
