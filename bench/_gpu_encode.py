@@ -175,6 +175,20 @@ def pipelined_verdicts(
     return [1.0 if c >= threshold else 0.0 for c in cos.tolist()], cos
 
 
+def encode_verdicts(
+    model: Any, answers: list[str], references: list[str], threshold: float, batch_size: int
+) -> list[float]:
+    """What a user writes: `encode` both sides (normalised), cosine per pair, threshold."""
+    import numpy as np
+
+    vectors = model.encode(answers + references, batch_size=batch_size,
+                           normalize_embeddings=True, convert_to_numpy=True,
+                           show_progress_bar=False)  # fmt: skip
+    n = len(answers)
+    cosines = np.einsum("ij,ij->i", vectors[:n], vectors[n:])
+    return [1.0 if c >= threshold else 0.0 for c in cosines]
+
+
 def check_against_encode(model: Any, texts: list[str]) -> float:
     """Largest |difference| between the pipelined encoder's vectors and `encode`'s on the
     model's own device and dtype (a test of the pipeline's bookkeeping)."""

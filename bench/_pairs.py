@@ -1,8 +1,13 @@
-"""Seeded generator of realistic (prediction, reference) query pairs for the string benches."""
+"""Seeded generators of benchmark pairs: (prediction, reference) queries for the string
+benches, (answer, reference) sentences for the embedding benches."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
+
+_CORPUS = Path(__file__).resolve().parent.parent / "examples" / "rag" / "data" / "corpus.jsonl"
 
 _LABELS = ["Person", "Movie", "Genre", "User", "Company", "Product", "Order", "City"]
 _RELS = ["ACTED_IN", "DIRECTED", "RATED", "IN_GENRE", "WORKS_AT", "BOUGHT", "LIVES_IN"]
@@ -74,4 +79,23 @@ def query_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
         ref = _cypher(rng) if rng.random() < 0.8 else _sql(rng)
         pred = _mutate(rng, ref) if rng.random() < 0.9 else _cypher(rng)
         pairs.append((pred, ref))
+    return pairs
+
+
+def answer_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """`n` (answer, reference) pairs of the RAG example's corpus sentences (the answer one
+    with a word dropped); every text distinct, so no side profits from duplicates."""
+    rng = random.Random(seed)
+    sentences = [
+        s
+        for line in _CORPUS.read_text(encoding="utf-8").splitlines()
+        for s in json.loads(line)["text"].split(". ")
+        if len(s.split()) > 4
+    ]
+    pairs = []
+    for i in range(n):
+        words = rng.choice(sentences).split()
+        drop = rng.randrange(len(words))
+        answer = " ".join(words[:drop] + words[drop + 1 :]) + f" (answer {i})"
+        pairs.append((answer, f"{rng.choice(sentences)} (reference {i})"))
     return pairs

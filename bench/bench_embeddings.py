@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import platform
-import random
 import statistics
 import sys
 import tempfile
@@ -31,53 +30,27 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import orjson
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
 
 import _harness as h  # noqa: E402
-from _gpu_encode import check_against_encode, half_copy, pipelined_verdicts  # noqa: E402
+from _gpu_encode import (  # noqa: E402
+    check_against_encode,
+    encode_verdicts,
+    half_copy,
+    pipelined_verdicts,
+)
+from _pairs import answer_pairs as make_pairs  # noqa: E402
 from queryeval.cases import Attempt, Case, Output, Score  # noqa: E402
 from queryeval.config import ScorerConfig, SuiteConfig  # noqa: E402
 from queryeval.embeddings import LocalBackend  # noqa: E402
 from queryeval.scorers import ScoringContext, build_scorer  # noqa: E402
 
 
-def make_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
-    """n (answer, reference) pairs of corpus-like sentences; every text distinct, so neither
-    side profits from duplicates."""
-    rng = random.Random(seed)
-    corpus = ROOT / "examples" / "rag" / "data" / "corpus.jsonl"
-    sentences = [
-        s
-        for line in corpus.read_bytes().splitlines()
-        for s in orjson.loads(line)["text"].split(". ")
-        if len(s.split()) > 4
-    ]
-    pairs = []
-    for i in range(n):
-        words = rng.choice(sentences).split()
-        drop = rng.randrange(len(words))
-        answer = " ".join(words[:drop] + words[drop + 1 :]) + f" (answer {i})"
-        pairs.append((answer, f"{rng.choice(sentences)} (reference {i})"))
-    return pairs
-
-
 def raw_encode(model, pairs: list[tuple[str, str]], batch_size: int) -> tuple[float, list[float]]:
     """What a user writes: encode both sides, cosine per pair, threshold. Seconds, values."""
     start = time.perf_counter()
-    vectors = model.encode(
-        [a for a, _ in pairs] + [r for _, r in pairs],
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
-    n = len(pairs)
-    sims = np.einsum("ij,ij->i", vectors[:n], vectors[n:])
-    values = [1.0 if s >= 0.75 else 0.0 for s in sims]
+    values = encode_verdicts(model, [a for a, _ in pairs], [r for _, r in pairs], 0.75, batch_size)
     return time.perf_counter() - start, values
 
 

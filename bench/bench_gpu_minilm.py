@@ -35,7 +35,6 @@ import argparse
 import json
 import os
 import platform
-import random
 import statistics
 import sys
 import time
@@ -47,45 +46,14 @@ sys.path[:0] = [str(ROOT / "bench")]
 
 from _gpu_encode import (  # noqa: E402
     TokenizerProcesses,
+    encode_verdicts,
     half_copy,
     pipelined_encode,
     pipelined_verdicts,
 )
+from _pairs import answer_pairs  # noqa: E402
 
 THRESHOLD = 0.75
-
-
-def make_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
-    """n (answer, reference) pairs of corpus sentences, every text distinct (as in
-    bench_embeddings.py, without its orjson)."""
-    rng = random.Random(seed)
-    corpus = ROOT / "examples" / "rag" / "data" / "corpus.jsonl"
-    sentences = [
-        s
-        for line in corpus.read_text(encoding="utf-8").splitlines()
-        for s in json.loads(line)["text"].split(". ")
-        if len(s.split()) > 4
-    ]
-    pairs = []
-    for i in range(n):
-        words = rng.choice(sentences).split()
-        drop = rng.randrange(len(words))
-        answer = " ".join(words[:drop] + words[drop + 1 :]) + f" (answer {i})"
-        pairs.append((answer, f"{rng.choice(sentences)} (reference {i})"))
-    return pairs
-
-
-def encode_verdicts(
-    model: Any, answers: list[str], references: list[str], batch: int
-) -> list[float]:
-    """What a user writes: `encode` both sides (normalised), cosine per pair, threshold."""
-    import numpy as np
-
-    vectors = model.encode(answers + references, batch_size=batch, normalize_embeddings=True,
-                           convert_to_numpy=True, show_progress_bar=False)  # fmt: skip
-    n = len(answers)
-    cosines = np.einsum("ij,ij->i", vectors[:n], vectors[n:])
-    return [1.0 if c >= THRESHOLD else 0.0 for c in cosines]
 
 
 def stage_times(model: Any, texts: list[str], batch: int, sync: Any) -> dict[str, float]:
@@ -171,7 +139,7 @@ def main() -> int:
     gpu = torch.cuda.get_device_name(0) if cuda else "CPU (dry run: no figures)"
     model = SentenceTransformer(str(args.model), device=args.device).float()
     half = half_copy(model)
-    pairs = make_pairs(args.pairs)
+    pairs = answer_pairs(args.pairs)
     answers, references = [a for a, _ in pairs], [r for _, r in pairs]
     sentences = 2 * len(pairs)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
@@ -193,42 +161,29 @@ def main() -> int:
     processes = TokenizerProcesses(str(args.model), workers)  # started (and loaded) untimed
     pipelined_encode(half, answers[:4096], batch_size=512, processes=processes)
 
-    def side(label: str, run: Any) -> Any:
-        def timed() -> float:
+    runs = {  # each: the verdicts of all pairs, end to end
+        "encode fp32, batch 64": lambda: encode_verdicts(model, answers, references, THRESHOLD, 64),
+        "encode fp32, batch 512": lambda: encode_verdicts(
+            model, answers, references, THRESHOLD, 512
+        ),
+        "pipelined fp16, batch 512": lambda: pipelined_verdicts(
+            half, answers, references, THRESHOLD, 512
+        )[0],
+        f"pipelined fp16, 512, {workers} tok. threads": lambda: pipelined_verdicts(
+            half, answers, references, THRESHOLD, 512, workers
+        )[0],
+        f"pipelined fp16, 512, {workers} tok. processes": lambda: pipelined_verdicts(
+            half, answers, references, THRESHOLD, 512, processes=processes
+        )[0],
+    }
+    seconds: dict[str, list[float]] = {label: [] for label in runs}
+    for round_ in range(args.rounds):
+        for label, run in runs.items():
             sync()
             start = time.perf_counter()
             verdicts[label] = run()
             sync()
-            return time.perf_counter() - start
-
-        return timed
-
-    sides = {
-        "encode fp32, batch 64": side(
-            "encode fp32, batch 64", lambda: encode_verdicts(model, answers, references, 64)
-        ),
-        "encode fp32, batch 512": side(
-            "encode fp32, batch 512", lambda: encode_verdicts(model, answers, references, 512)
-        ),
-        "pipelined fp16, batch 512": side(
-            "pipelined fp16, batch 512",
-            lambda: pipelined_verdicts(half, answers, references, THRESHOLD, 512)[0],
-        ),
-        f"pipelined fp16, 512, {workers} tok. threads": side(
-            f"pipelined fp16, 512, {workers} tok. threads",
-            lambda: pipelined_verdicts(half, answers, references, THRESHOLD, 512, workers)[0],
-        ),
-        f"pipelined fp16, 512, {workers} tok. processes": side(
-            f"pipelined fp16, 512, {workers} tok. processes",
-            lambda: pipelined_verdicts(
-                half, answers, references, THRESHOLD, 512, processes=processes
-            )[0],
-        ),
-    }
-    seconds: dict[str, list[float]] = {label: [] for label in sides}
-    for round_ in range(args.rounds):
-        for label, run in sides.items():
-            seconds[label].append(run())
+            seconds[label].append(time.perf_counter() - start)
         print(f"round {round_ + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in seconds.items()),
               flush=True)  # fmt: skip
 
