@@ -15,7 +15,8 @@ from typing import Any, TypeAlias
 import numpy as np
 
 BLOCK = 1 << 16
-"""Rows per block of a fold: int64 temporaries of 512 KiB, which stay in the caches."""
+"""Rows per block of a fold or a scan: temporaries of at most 512 KiB, which stay in the
+caches (5M-row ones would take fresh pages)."""
 
 
 def code_dtype(cardinality: int) -> type[np.signedinteger[Any]]:

@@ -298,7 +298,7 @@ def _dictionary_codes(columns: list[Any], pa: Any) -> tuple[list[Codes], int]:
             values = indices[0]
         else:
             values = np.concatenate(indices) if indices else np.empty(0, dtype=np.int32)
-        out.append(LazyCodes(values.astype(np.int32, copy=False), -1, _joined(valid, pieces)))
+        out.append(LazyCodes(values, -1, _joined(valid, pieces)))
     return out, card
 
 

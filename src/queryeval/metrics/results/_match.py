@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from queryeval.metrics.results._codes import Codes, fold
+from queryeval.metrics.results._codes import BLOCK, Codes, fold
 from queryeval.metrics.results._scratch import scratch_array, scratch_rows, scratch_zeros
 
 _PACK_LIMIT = 2**62
@@ -246,9 +246,6 @@ def sort_keys(key: np.ndarray, *, overwrite: bool = False) -> tuple[np.ndarray, 
     return order, ordered
 
 
-_BLOCK = 1 << 16  # elements per block of a scan: temporaries that stay in the caches
-
-
 def _shared_runs(packed: np.ndarray, shift: int) -> np.ndarray:
     """Positions of sorted packed (high bits, row) values in runs of two or more equal
     high bits, scanned in blocks (5M-element temporaries would take fresh pages, slow).
@@ -258,8 +255,8 @@ def _shared_runs(packed: np.ndarray, shift: int) -> np.ndarray:
     """
     n = len(packed)
     tied = np.zeros(n, dtype=bool)
-    for start in range(0, n - 1, _BLOCK):
-        stop = min(start + _BLOCK, n - 1)
+    for start in range(0, n - 1, BLOCK):
+        stop = min(start + BLOCK, n - 1)
         step = packed[start + 1 : stop + 1] ^ packed[start:stop]
         same = step < (1 << shift)  # equal high bits: only the row bits differ
         tied[start:stop] |= same

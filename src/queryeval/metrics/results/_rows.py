@@ -88,11 +88,10 @@ PairSource = Callable[[int, int], Pair]
 
 
 def pair_encoder(
-    p: ResultSet, g: ResultSet, options: Options, tolerant: Callable[[int, int], bool] | None = None
+    p: ResultSet, g: ResultSet, options: Options, tolerant: Callable[[int, int], bool]
 ) -> PairSource:
     """Encode one (gold column, predicted column) pair on demand, in one shared code space
-    (`tolerant`: `tolerant_pair`'s answer, when the caller has it already)."""
-    tolerant = tolerant or tolerant_pair(p, g, options)
+    (`tolerant`: `tolerant_pair`'s answer, which decides tags and floats or exact codes)."""
 
     def encode(gi: int, pj: int) -> Pair:
         gold_data, pred_data = g.column_data(gi), p.column_data(pj)
@@ -168,18 +167,19 @@ def encode_rows(
         if not options.null_equals_null:
             ok_p &= nonzero(pair.pred)
             ok_g &= nonzero(pair.gold)
+        gold_blank = None
         if pair.pred_values is not None and pair.gold_values is not None:
             # tagged floats: the tags (in the keys) say where the values mean something
             assert isinstance(pair.pred, np.ndarray) and isinstance(pair.gold, np.ndarray)
+            gold_blank = blank_mask(pair.gold)
             values_p.append(pair.pred_values)
             values_g.append(pair.gold_values)
             blank_p.append(blank_mask(pair.pred))
-            blank_g.append(blank_mask(pair.gold))
+            blank_g.append(gold_blank)
         if index in tie_positions:
             ties.append(materialize(pair.gold))
             if pair.gold_values is not None:
-                assert isinstance(pair.gold, np.ndarray)
-                ties.append(cleaned(pair.gold_values, blank_mask(pair.gold)).view(np.int64))
+                ties.append(cleaned(pair.gold_values, gold_blank).view(np.int64))
         del pair  # its codes (Arrow buffers) go before the next pair's are made
     return EncodedRows(
         keys, _stack(values_p, n_pred), _stack(values_g, n_gold), ok_p, ok_g, ties,
@@ -211,14 +211,14 @@ def compare_rows(
             kp, kg, last_use = kp[ok_p], kg[ok_g], True
         if values_p is None or values_g is None:
             return multiset_overlap(kp, kg, overwrite=last_use)
-        vp, vg, fp, fg = values_p, values_g, blank_p, blank_g
+        vp, vg, bp, bg = values_p, values_g, blank_p, blank_g
         if not every_row:
             vp, vg = vp[ok_p], vg[ok_g]
-            fp = None if fp is None else fp[ok_p]
-            fg = None if fg is None else fg[ok_g]
+            bp = None if bp is None else bp[ok_p]
+            bg = None if bg is None else bg[ok_g]
         matched, greedy = tolerant_overlap(
             kp, vp, kg, vg, options.abs_tol, options.rel_tol, overwrite=last_use,
-            pred_blank=fp, gold_blank=fg,
+            pred_blank=bp, gold_blank=bg,
         )  # fmt: skip
         approximate |= greedy
         return matched

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from queryeval.metrics.results._codes import BLOCK
+
 
 def scratch_pool(pa: Any) -> Any:
     """The Arrow memory pool for a comparison's temporaries: the system allocator."""
@@ -62,8 +64,7 @@ def scratch_rows(n: int) -> np.ndarray:
     [0, 1, 2, 3]
     """
     rows = scratch_array(n, np.int32)
-    step = 1 << 16
-    for start in range(0, n, step):
-        stop = min(n, start + step)
+    for start in range(0, n, BLOCK):
+        stop = min(n, start + BLOCK)
         rows[start:stop] = np.arange(start, stop, dtype=np.int32)
     return rows
