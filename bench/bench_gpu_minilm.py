@@ -1,30 +1,32 @@
 """Benchmark (issue 16, target 6): end-to-end semantic scoring with all-MiniLM-L6-v2 on one
-GPU: the pipelined fp16 encoder of `bench/_gpu_encode.py` against sentence-transformers
-`encode` on the same GPU, in the same process, in interleaved rounds; medians.
+GPU: queryeval's pipelined encoder (`src/queryeval/embeddings/_pipeline.py`, what the local
+embeddings backend runs) against sentence-transformers `encode` on the same GPU, in the same
+process, in interleaved rounds; medians.
 
-It needs only torch and sentence-transformers (no queryeval import), so that it runs on the
-device machine's own image. Each side scores the same (answer, reference) pairs end to end:
-embed both sides, cosine per pair, threshold 0.75. Sides:
+It needs only torch and sentence-transformers (the encoder's module is loaded by path, no
+queryeval import), so that it runs on the device machine's own image. Each side scores the
+same (answer, reference) pairs end to end: embed both sides, normalise, cosine per pair,
+threshold 0.75. Sides:
 
 - `encode` fp32, batch 64 (what a user writes: the default batch size is 32);
-- `encode` fp32, batch 512;
-- pipelined fp16: length-sorted batches of 512 (less padding), tokenization of the next
-  batches in a thread (into pinned memory) while the GPU runs the current one, vectors
-  kept on the GPU until the cosines are taken;
-- the same with several tokenizer threads (`--workers`, default half the CPUs, at most 8),
-  and with as many tokenizer processes (each its own copy of the model on its CPU, so the
-  tokenizer's Python work leaves the GPU process's interpreter lock).
+- `encode` fp32, batch 512, and `encode` on an fp16 copy, batch 1024;
+- queryeval's encoder in fp16 (what `precision: auto` picks on CUDA) with batches of 512,
+  1024 (the CUDA default) and 2048: length-sorted batches, the Rust tokenizer called
+  directly in a background thread into pinned memory while the GPU runs the current batch,
+  vectors kept on the GPU until the call is done. Each is checked against `encode` first,
+  as the backend checks it.
 
-`--stages` first times each stage of the pipeline alone (tokenizing, pinning, copying,
-the forward pass on tensors already on the device), to find where the time goes.
+`--stages` first times each stage alone (the direct tokenizer, sentence-transformers'
+`preprocess`, pinning, copying, the forward pass on tensors already on the device, and the
+whole `encode` call), to find where the time goes.
 
 The model folder holds the weights in fp16 (`--model`; the published fp32 weights do not fit
 the device tool's 64 MiB transfer): the fp32 sides run `.float()` of them, the same
-arithmetic as the published model. The share of pairs whose verdict the pipelined fp16
-side gives as the fp32 `encode` does is printed.
+arithmetic as the published model. The share of pairs whose verdict each side gives as the
+fp32 `encode` does is printed.
 
     python3 bench/bench_gpu_minilm.py [--model DIR] [--pairs 100000] [--rounds 3]
-        [--device cuda|cpu] [--workers N] [--json FILE] [--quick]
+        [--device cuda|cpu] [--json FILE] [--quick] [--stages]
 
 Without a GPU it says so and stops (as in `run_all.py`).
 """
@@ -32,6 +34,7 @@ Without a GPU it says so and stops (as in `run_all.py`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -45,28 +48,29 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench")]
 
 from _gpu_encode import (  # noqa: E402
-    TokenizerProcesses,
+    checked_encoder,
     encode_verdicts,
     half_copy,
-    pipelined_encode,
-    pipelined_verdicts,
+    pipeline_module,
+    pipeline_verdicts,
 )
 from _pairs import answer_pairs  # noqa: E402
 
 THRESHOLD = 0.75
+BATCHES = (512, 1024, 2048)
 
 
-def stage_times(model: Any, texts: list[str], batch: int, sync: Any) -> dict[str, float]:
-    """Seconds for each stage of the pipelined encoder alone, over all `texts` in
-    length-sorted batches: tokenizing, pinning the host tensors, copying them to the
-    device, the forward pass on tensors already there, and the whole `pipelined_encode`.
-    Where the sum of the parts falls short of the whole, the rest is the pipeline's own."""
+def stage_times(encoder: Any, texts: list[str], sync: Any) -> dict[str, float]:
+    """Seconds for each stage of queryeval's encoder alone, over all `texts` in
+    length-sorted batches: the direct tokenizer, sentence-transformers' `preprocess` (for
+    comparison), pinning the host tensors, copying them to the device, the forward pass on
+    tensors already there, and the whole `encode`. Where the slowest stage is far from the
+    whole, the rest is the pipeline's own."""
+    import numpy as np
     import torch
 
-    from _gpu_encode import _tokenizer
-
-    tokenize, device = _tokenizer(model), model.device
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    model, batch = encoder.model, encoder.batch_size
+    order = np.argsort(-np.fromiter(map(len, texts), dtype=np.int64), kind="stable")
     chunks = [[texts[i] for i in order[s : s + batch]] for s in range(0, len(order), batch)]
     times: dict[str, float] = {}
 
@@ -78,24 +82,26 @@ def stage_times(model: Any, texts: list[str], batch: int, sync: Any) -> dict[str
         times[label] = time.perf_counter() - start
         return out
 
-    host = timed("tokenize", lambda: [tokenize(c) for c in chunks])
+    preprocess = pipeline_module()._preprocess(model)
+    timed("preprocess (sentence-transformers)", lambda: [preprocess(c) for c in chunks])
+    host = timed(f"tokenize ({encoder.tokenizer})", lambda: [encoder._features(c) for c in chunks])
 
     def pinned(features: dict[str, Any]) -> dict[str, Any]:
-        return {k: v.pin_memory() for k, v in features.items() if torch.is_tensor(v)}
+        return {k: v.pin_memory() if torch.is_tensor(v) else v for k, v in features.items()}
 
     def moved(features: dict[str, Any]) -> dict[str, Any]:
-        return {k: v.to(device, non_blocking=True) for k, v in features.items()
-                if torch.is_tensor(v)}  # fmt: skip
+        return {k: v.to(model.device, non_blocking=True) if torch.is_tensor(v) else v
+                for k, v in features.items()}  # fmt: skip
 
-    if device.type == "cuda":
+    if model.device.type == "cuda":
         host = timed("pin_memory", lambda: [pinned(f) for f in host])
     on_device = timed("to device", lambda: [moved(f) for f in host])
     with torch.inference_mode():
         timed("forward", lambda: [model(dict(f))["sentence_embedding"] for f in on_device])
-    timed("pipelined_encode (all stages)", lambda: pipelined_encode(model, texts, batch))
+    timed("encode (all stages, pipelined)", lambda: encoder.encode(texts))
     n = len(texts)
     for label, seconds in times.items():
-        print(f"  stage {label:<32} {seconds:7.3f} s  {n / seconds:>12,.0f} texts/s", flush=True)
+        print(f"  stage {label:<36} {seconds:7.3f} s  {n / seconds:>12,.0f} texts/s", flush=True)
     return times
 
 
@@ -112,9 +118,6 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument(
-        "--workers", type=int, default=0, help="tokenizer threads or processes (0: CPUs/2, <= 8)"
-    )
     parser.add_argument(
         "--stages",
         action="store_true",
@@ -144,38 +147,34 @@ def main() -> int:
     sentences = 2 * len(pairs)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
-    probe = answers[:256] + references[:256]  # the pipeline's bookkeeping, on this device
-    mine = pipelined_encode(half, probe, batch_size=64).float().cpu()
-    theirs = torch.as_tensor(half.encode(probe, batch_size=64, normalize_embeddings=True,
-                                         show_progress_bar=False)).float()  # fmt: skip
-    probe_diff = float((mine - theirs).abs().max())
     for m in (model, half):  # warm-up: kernels, allocator, tokenizer
         m.encode(answers[:4096], batch_size=512, show_progress_bar=False)
-    pipelined_encode(half, answers[:4096], batch_size=512, workers=4)
+    encoders = {size: checked_encoder(half, size, answers[:size]) for size in BATCHES}
+    for encoder in encoders.values():
+        encoder.encode(answers[:4096])
     sync()
+    tokenizer = encoders[BATCHES[0]].tokenizer
+    import tokenizers
+
+    print(f"queryeval encoder: tokenizer {tokenizer} (tokenizers {tokenizers.__version__}), "
+          f"checked against encode (fp16)", flush=True)  # fmt: skip
 
     if args.stages:
-        stage_times(half, answers + references, 512, sync)
+        stage_times(encoders[1024], answers + references, sync)
     verdicts: dict[str, list[float]] = {}
-    workers = args.workers or max(1, min(8, (os.cpu_count() or 2) // 2))
-    processes = TokenizerProcesses(str(args.model), workers)  # started (and loaded) untimed
-    pipelined_encode(half, answers[:4096], batch_size=512, processes=processes)
-
     runs = {  # each: the verdicts of all pairs, end to end
         "encode fp32, batch 64": lambda: encode_verdicts(model, answers, references, THRESHOLD, 64),
         "encode fp32, batch 512": lambda: encode_verdicts(
             model, answers, references, THRESHOLD, 512
         ),
-        "pipelined fp16, batch 512": lambda: pipelined_verdicts(
-            half, answers, references, THRESHOLD, 512
-        )[0],
-        f"pipelined fp16, 512, {workers} tok. threads": lambda: pipelined_verdicts(
-            half, answers, references, THRESHOLD, 512, workers
-        )[0],
-        f"pipelined fp16, 512, {workers} tok. processes": lambda: pipelined_verdicts(
-            half, answers, references, THRESHOLD, 512, processes=processes
-        )[0],
+        "encode fp16, batch 1024": lambda: encode_verdicts(
+            half, answers, references, THRESHOLD, 1024
+        ),
     }
+    for size, encoder in encoders.items():
+        runs[f"queryeval fp16, batch {size}"] = functools.partial(
+            pipeline_verdicts, encoder, answers, references, THRESHOLD
+        )
     seconds: dict[str, list[float]] = {label: [] for label in runs}
     for round_ in range(args.rounds):
         for label, run in runs.items():
@@ -198,7 +197,7 @@ def main() -> int:
         "pairs": len(pairs),
         "sentences": sentences,
         "rounds": args.rounds,
-        "probe_max_abs_diff_pipelined_vs_encode_fp16": probe_diff,
+        "tokenizer": tokenizer,
         "sides": {},
     }
     print(f"{gpu}: {len(pairs):,} pairs = {sentences:,} sentences end to end "
@@ -213,11 +212,9 @@ def main() -> int:
                                   "speedup_vs_encode_fp32_batch64": ratio,
                                   "verdicts_equal_fp32_encode": agree}  # fmt: skip
         print(
-            f"  {label:<28} {median:7.3f} s  {sentences / median:>10,.0f} sentences/s  "
+            f"  {label:<30} {median:7.3f} s  {sentences / median:>10,.0f} sentences/s  "
             f"{ratio:5.2f}x encode fp32/64  verdicts equal fp32: {agree:.4%}"
         )
-    print(f"  pipelined vs encode (fp16), 512 texts: max |diff| {probe_diff:.1e}")
-    processes.close()
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0

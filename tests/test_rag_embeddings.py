@@ -238,3 +238,54 @@ def test_importing_embeddings_does_not_load_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert out.stdout.strip() == ""
+
+
+class HashedBackend:
+    """Deterministic raw vectors (a hashed bag of words, scaled): the Embedder must
+    normalise them; records every text it is asked for."""
+
+    model_id = "hashed"
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts.extend(texts)
+        return np.array([[2.5 * x for x in hashed_embedding(t, 16)] for t in texts], np.float32)
+
+
+def test_embedder_rows_with_hits_duplicates_and_chunks() -> None:
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+    texts = [f"{words[i % 8]} {words[(i * 3) % 8]} {i % 11}" for i in range(40)]
+    cache = MemoryCache()
+    Embedder(HashedBackend(), cache).encode(texts[5:9])  # four texts cached beforehand
+    backend = HashedBackend()
+    embedder = Embedder(backend, cache, chunk_size=3)
+    got = embedder.encode(texts)
+
+    def unit(text: str) -> np.ndarray:
+        v = np.array(hashed_embedding(text, 16), np.float32)
+        return v / np.linalg.norm(v)
+
+    np.testing.assert_allclose(got, np.stack([unit(t) for t in texts]), atol=1e-6)
+    distinct = list(dict.fromkeys(texts))
+    assert sorted(backend.texts) == sorted(set(distinct) - set(texts[5:9]))  # each once
+    assert backend.calls == -(-len(backend.texts) // 3)  # chunks of 3
+    assert embedder.stats.cache_hits == len(set(texts[5:9]))
+    assert embedder.stats.embedded == len(backend.texts)
+    pairs = list(zip(texts[:20], texts[20:], strict=True))
+    expected = [float(unit(a) @ unit(b)) for a, b in pairs]
+    assert embedder.similarities(pairs) == pytest.approx(expected, abs=1e-6)
+    assert backend.calls == -(-len(backend.texts) // 3)  # all cached by now
+
+
+def test_normalising_leaves_zero_vectors_and_read_only_arrays_alone() -> None:
+    from queryeval.embeddings._embedder import _normalise
+
+    raw = np.array([[3.0, 4.0], [0.0, 0.0]], np.float32)
+    raw.flags.writeable = False
+    out = _normalise(raw)
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]])
+    assert raw[0, 0] == 3.0  # a read-only input is copied, not changed

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from queryeval.embeddings._pipeline import PipelinedEncoder
+
 if TYPE_CHECKING:
     from queryeval.embeddings._config import EmbeddingsConfig
 
@@ -64,8 +66,9 @@ def local_model_source(model: str) -> tuple[str, str]:
 
 
 @functools.cache
-def load_sentence_transformer(source: str, device: str) -> Any:
-    """The model, loaded once per process (tests and runs share it), strictly offline."""
+def load_sentence_transformer(source: str, device: str, half: bool = False) -> Any:
+    """The model, loaded once per process (tests and runs share it), strictly offline; in
+    float16 where `half` (a separate copy: fp32 users of the same model are unaffected)."""
     # Never reach a hub: the model must be on disk. Set before transformers is imported.
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -82,26 +85,76 @@ def load_sentence_transformer(source: str, device: str) -> Any:
     except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
         pass
     try:
-        return SentenceTransformer(source, device=device, local_files_only=True)
+        model = SentenceTransformer(source, device=device, local_files_only=True)
     except Exception as exc:
         raise EmbeddingsUnavailable(
             f"cannot load embedding model {source!r} offline: {exc}"
         ) from exc
+    return model.half() if half else model
 
 
 class LocalBackend:
-    """A sentence-transformers model on this machine (cpu / cuda / mps)."""
+    """A sentence-transformers model on this machine (cpu / cuda / mps).
 
-    def __init__(self, model: str, *, device: str = "auto", batch_size: int = 64) -> None:
+    `pipeline` (the default) encodes through `PipelinedEncoder`: tokenization overlapped with
+    the model's work, checked once against `encode` (a model it does not reproduce falls back
+    to `encode`, with the reason in `encoder_note`). `precision` `auto` is float16 on CUDA,
+    float32 elsewhere; float16 vectors are cached apart from float32 ones (`cache_id`).
+    `batch_size` None is 1024 texts on CUDA, 64 elsewhere.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        device: str = "auto",
+        batch_size: int | None = None,
+        precision: str = "auto",
+        pipeline: bool = True,
+    ) -> None:
         self.model_id, self._source = local_model_source(model)
         self._device = device
-        self.batch_size = batch_size
+        self._batch_size = batch_size
+        self.precision = precision
+        self.pipeline = pipeline
         self.calls = 0
+        self.encoder_note: str | None = None  # why `encode` is used instead of the pipeline
+        self._encoder: PipelinedEncoder | None = None
+        self._checked = False
+
+    @functools.cached_property
+    def device_name(self) -> str:
+        """The torch device the model runs on (`auto` resolved)."""
+        return resolve_device(self._device)
+
+    @property
+    def half(self) -> bool:
+        """Whether the model runs in float16."""
+        if self.precision == "auto":
+            return self.device_name.startswith("cuda")
+        return self.precision == "fp16"
+
+    @property
+    def cache_id(self) -> str:
+        """The cache's key for this model's vectors: the model id, plus `#fp16` in float16."""
+        return self.model_id + ("#fp16" if self.half else "")
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per model batch."""
+        if self._batch_size is not None:
+            return self._batch_size
+        return 1024 if self.device_name.startswith("cuda") else 64
+
+    @property
+    def chunk_size(self) -> int:
+        """Texts per `embed` call the Embedder makes (each chunk cached as soon as done)."""
+        return 32 * self.batch_size
 
     @property
     def model(self) -> Any:
         """The loaded SentenceTransformer (loaded on first use)."""
-        return load_sentence_transformer(self._source, resolve_device(self._device))
+        return load_sentence_transformer(self._source, self.device_name, self.half)
 
     @property
     def device(self) -> str:
@@ -109,13 +162,25 @@ class LocalBackend:
         return str(self.model.device)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Raw embeddings of `texts`, batched by sentence-transformers."""
+        """Raw embeddings of `texts`, one row per text, in input order."""
         model = self.model
         self.calls += 1
+        encoder = self._pipelined(texts) if self.pipeline else None
+        if encoder is not None:
+            return encoder.encode(texts)
         out = model.encode(
             texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
         )
         return np.asarray(out, dtype=np.float32)
+
+    def _pipelined(self, texts: list[str]) -> PipelinedEncoder | None:
+        """The checked pipelined encoder, or None (and `encoder_note` says why)."""
+        if not self._checked:
+            self._checked = True
+            encoder = PipelinedEncoder(self.model, batch_size=self.batch_size)
+            self.encoder_note = encoder.check(texts, tolerance=1e-2 if self.half else 1e-4)
+            self._encoder = encoder if self.encoder_note is None else None
+        return self._encoder
 
 
 class OpenAIBackend:
@@ -202,8 +267,14 @@ def backend_from_config(config: EmbeddingsConfig) -> Backend:
             config.model_name,
             base_url=config.base_url,
             api_key_env=config.api_key_env,
-            batch_size=config.batch_size,
+            batch_size=config.batch_size or 64,
             dimensions=config.dimensions,
             timeout_s=config.timeout_s,
         )
-    return LocalBackend(config.model_name, device=config.device, batch_size=config.batch_size)
+    return LocalBackend(
+        config.model_name,
+        device=config.device,
+        batch_size=config.batch_size,
+        precision=config.precision,
+        pipeline=config.pipeline,
+    )

@@ -21,7 +21,13 @@ class EmbeddingsConfig(BaseModel):
     backend: Literal["local", "openai"] = "local"
     model: str | None = Field(default=None, description="default: all-MiniLM-L6-v2 (local)")
     device: str = Field(default="auto", description="auto | cpu | cuda | cuda:N | mps")
-    batch_size: int = Field(default=64, ge=1, le=4096)
+    batch_size: int | None = Field(
+        default=None, ge=1, le=65536, description="default: 1024 on CUDA, else 64"
+    )
+    precision: Literal["auto", "fp32", "fp16"] = Field(
+        default="auto", description="local: auto = fp16 on CUDA, else fp32"
+    )
+    pipeline: bool = Field(default=True, description="local: tokenize beside the model's work")
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     dimensions: int | None = Field(default=None, ge=1, description="openai: output size")
@@ -45,7 +51,8 @@ def parse_embeddings_config(data: dict[str, Any] | None, *, path: Any = None) ->
         field = ".".join(str(p) for p in first["loc"])
         raise InputError(
             f"{first['msg']} (expected backend local|openai, model, device, batch_size, "
-            "base_url, api_key_env, dimensions, cache, timeout_s)",
+            "precision auto|fp32|fp16, pipeline, base_url, api_key_env, dimensions, cache, "
+            "timeout_s)",
             path=path,
             where=f"embeddings.{field}" if field else "embeddings",
         ) from None

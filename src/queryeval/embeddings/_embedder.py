@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from queryeval.resources import RunResources
 
 CACHE_FILE = "embeddings.sqlite"
+_BLOCK = 8192  # rows per block of normalising and of pairwise cosines
 
 
 @dataclass
@@ -35,7 +36,9 @@ class Embedder:
     """Encode texts to unit vectors with a backend, reading and filling a cache first.
 
     Duplicate texts in one call are embedded once; misses go to the backend in chunks of
-    `chunk_size` texts, each chunk stored as soon as it is done (a killed run keeps them).
+    `chunk_size` texts (default: the backend's `chunk_size`, else 4096), each chunk stored as
+    soon as it is done (a killed run keeps them). Vectors are cached under the backend's
+    `cache_id` where it has one (a model in float16 apart from float32), else its `model_id`.
     """
 
     def __init__(
@@ -43,35 +46,69 @@ class Embedder:
         backend: Backend,
         cache: SqliteCache | MemoryCache | None = None,
         *,
-        chunk_size: int = 4096,
+        chunk_size: int | None = None,
     ) -> None:
         self.backend = backend
         self.model_id = backend.model_id
         self.cache = cache if cache is not None else MemoryCache()
         self.chunk_size = chunk_size
+        self._cache_id: str | None = None
         self.stats = EmbedderStats()
         self._lock = threading.Lock()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """An (n, d) float32 array of L2-normalised embeddings, one row per text."""
         texts = list(texts)
-        keys = [text_key(t) for t in texts]
-        with self._lock:
-            unique = dict(zip(keys, texts, strict=True))
-            found = self.cache.get_many(self.model_id, list(unique))
-            missing = [(k, t) for k, t in unique.items() if k not in found]
-            self.stats.requested += len(texts)
-            self.stats.cache_hits += len(unique) - len(missing)
-            for start in range(0, len(missing), self.chunk_size):
-                chunk = missing[start : start + self.chunk_size]
-                vectors = _normalise(self.backend.embed([t for _, t in chunk]))
-                chunk_keys = [k for k, _ in chunk]
-                self.cache.put_many(self.model_id, zip(chunk_keys, vectors, strict=True))
-                found.update(zip(chunk_keys, vectors, strict=True))
-                self.stats.embedded += len(chunk)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([found[k] for k in keys])
+        unique, inverse = self._unique_vectors(texts)
+        return unique if len(unique) == len(texts) else unique[inverse]
+
+    def _unique_vectors(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(one unit vector per distinct text, each text's row in it): cached vectors read,
+        the others embedded chunk by chunk and cached as each chunk is done."""
+        keys = [text_key(t) for t in texts]
+        rows: dict[bytes, int] = {}
+        inverse = np.fromiter(
+            (rows.setdefault(k, len(rows)) for k in keys), dtype=np.intp, count=len(keys)
+        )
+        unique_keys = list(rows)
+        with self._lock:
+            cache_id = self._cache_id or self._resolve_cache_id()
+            found = self.cache.get_many(cache_id, unique_keys)
+            missing = [i for i, k in enumerate(unique_keys) if k not in found]
+            self.stats.requested += len(texts)
+            self.stats.cache_hits += len(unique_keys) - len(missing)
+            first = np.empty(len(rows), dtype=np.intp)
+            first[inverse] = np.arange(len(texts))  # a text of each row (all are the same)
+            vectors: np.ndarray | None = None
+            size = self.chunk_size or int(getattr(self.backend, "chunk_size", 4096))
+            for start in range(0, len(missing), size):
+                chunk = missing[start : start + size]
+                embedded = _normalise(self.backend.embed([texts[first[i]] for i in chunk]))
+                self.cache.put_many(
+                    cache_id, zip((unique_keys[i] for i in chunk), embedded, strict=True)
+                )
+                self.stats.embedded += len(chunk)
+                if len(chunk) == len(unique_keys):  # all rows, in order: no copy
+                    vectors = embedded
+                    continue
+                if vectors is None:
+                    vectors = np.empty((len(unique_keys), embedded.shape[1]), np.float32)
+                vectors[chunk] = embedded
+        if found:
+            if vectors is None:
+                vectors = np.empty((len(unique_keys), len(next(iter(found.values())))), np.float32)
+            for i, key in enumerate(unique_keys):
+                hit = found.get(key)
+                if hit is not None:
+                    vectors[i] = hit
+        assert vectors is not None  # texts is not empty: every row is found or embedded
+        return vectors, inverse
+
+    def _resolve_cache_id(self) -> str:
+        self._cache_id = str(getattr(self.backend, "cache_id", self.model_id))
+        return self._cache_id
 
     def similarity(self, a: str, b: str) -> float:
         """Cosine similarity of two texts, in [-1, 1]."""
@@ -82,9 +119,13 @@ class Embedder:
         """Cosine similarity of each (a, b) pair, all texts embedded in one batched call."""
         if not pairs:
             return []
-        vectors = self.encode([a for a, _ in pairs] + [b for _, b in pairs])
         n = len(pairs)
-        sims = np.einsum("ij,ij->i", vectors[:n], vectors[n:])
+        unique, inverse = self._unique_vectors([a for a, _ in pairs] + [b for _, b in pairs])
+        sims = np.empty(n, dtype=np.float32)
+        for start in range(0, n, _BLOCK):  # blocks: no (n, d) temporaries
+            stop = min(n, start + _BLOCK)
+            left, right = unique[inverse[start:stop]], unique[inverse[n + start : n + stop]]
+            sims[start:stop] = np.einsum("ij,ij->i", left, right)
         return [float(s) for s in np.clip(sims, -1.0, 1.0)]
 
     def close(self) -> None:
@@ -96,9 +137,17 @@ class Embedder:
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1.0, norms)
+    """Rows scaled to unit length (zero rows kept), in place where `vectors` is a writable
+    float32 array (a backend's fresh result), a block of rows at a time: the same arithmetic
+    as one `vectors / norm(vectors)`, without (n, d) temporaries."""
+    out = np.asarray(vectors, dtype=np.float32)
+    if not out.flags.writeable:
+        out = out.copy()
+    for start in range(0, len(out), _BLOCK):
+        block = out[start : start + _BLOCK]
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        np.divide(block, np.where(norms == 0, 1.0, norms), out=block)
+    return out
 
 
 def build_embedder(config: EmbeddingsConfig, cache_dir: Path | None = None) -> Embedder:
