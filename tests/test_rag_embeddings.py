@@ -289,3 +289,11 @@ def test_normalising_leaves_zero_vectors_and_read_only_arrays_alone() -> None:
     out = _normalise(raw)
     np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]])
     assert raw[0, 0] == 3.0  # a read-only input is copied, not changed
+
+
+def test_encode_never_hands_out_the_caches_memory() -> None:
+    embedder = Embedder(HashedBackend(), MemoryCache())
+    first = embedder.encode(["one text", "another text"])
+    first *= 0.0  # the caller's array is the caller's
+    again = embedder.encode(["one text", "another text"])  # served from the cache
+    assert np.allclose(np.linalg.norm(again, axis=1), 1.0)

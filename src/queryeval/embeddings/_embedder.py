@@ -61,12 +61,15 @@ class Embedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        unique, inverse = self._unique_vectors(texts)
-        return unique if len(unique) == len(texts) else unique[inverse]
+        unique, inverse, shared = self._unique_vectors(texts)
+        if len(unique) != len(texts):
+            return unique[inverse]
+        return unique.copy() if shared else unique  # never the cache's own memory
 
-    def _unique_vectors(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(one unit vector per distinct text, each text's row in it): cached vectors read,
-        the others embedded chunk by chunk and cached as each chunk is done."""
+    def _unique_vectors(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(one unit vector per distinct text, each text's row in it, whether that array is
+        also the cache's): cached vectors read, the others embedded chunk by chunk and
+        cached as each chunk is done."""
         keys = [text_key(t) for t in texts]
         rows: dict[bytes, int] = {}
         inverse = np.fromiter(
@@ -82,6 +85,7 @@ class Embedder:
             first = np.empty(len(rows), dtype=np.intp)
             first[inverse] = np.arange(len(texts))  # a text of each row (all are the same)
             vectors: np.ndarray | None = None
+            shared = False
             size = self.chunk_size or int(getattr(self.backend, "chunk_size", 4096))
             for start in range(0, len(missing), size):
                 chunk = missing[start : start + size]
@@ -91,7 +95,7 @@ class Embedder:
                 )
                 self.stats.embedded += len(chunk)
                 if len(chunk) == len(unique_keys):  # all rows, in order: no copy
-                    vectors = embedded
+                    vectors, shared = embedded, True
                     continue
                 if vectors is None:
                     vectors = np.empty((len(unique_keys), embedded.shape[1]), np.float32)
@@ -104,7 +108,7 @@ class Embedder:
                 if hit is not None:
                     vectors[i] = hit
         assert vectors is not None  # texts is not empty: every row is found or embedded
-        return vectors, inverse
+        return vectors, inverse, shared
 
     def _resolve_cache_id(self) -> str:
         self._cache_id = str(getattr(self.backend, "cache_id", self.model_id))
@@ -120,7 +124,7 @@ class Embedder:
         if not pairs:
             return []
         n = len(pairs)
-        unique, inverse = self._unique_vectors([a for a, _ in pairs] + [b for _, b in pairs])
+        unique, inverse, _ = self._unique_vectors([a for a, _ in pairs] + [b for _, b in pairs])
         sims = np.empty(n, dtype=np.float32)
         for start in range(0, n, _BLOCK):  # blocks: no (n, d) temporaries
             stop = min(n, start + _BLOCK)

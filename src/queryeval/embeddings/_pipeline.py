@@ -232,18 +232,22 @@ class PipelinedEncoder:
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
         order = np.argsort(-lengths, kind="stable")
         out: Any = None
+        batches = self._batches(texts, order)
         with torch.inference_mode():
             done = 0
-            for features in self._batches(texts, order):
-                on_device = {
-                    k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v
-                    for k, v in features.items()
-                }
-                vectors = model(on_device)["sentence_embedding"]
-                if out is None:
-                    out = torch.empty((n, vectors.shape[1]), dtype=torch.float32, device=device)
-                out[done : done + len(vectors)] = vectors
-                done += len(vectors)
+            try:
+                for features in batches:
+                    on_device = {
+                        k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v
+                        for k, v in features.items()
+                    }
+                    vectors = model(on_device)["sentence_embedding"]
+                    if out is None:
+                        out = torch.empty((n, vectors.shape[1]), dtype=torch.float32, device=device)
+                    out[done : done + len(vectors)] = vectors
+                    done += len(vectors)
+            finally:
+                batches.close()  # stops the tokenizer thread, whatever happened
             inverse = np.empty(n, dtype=np.int64)
             inverse[order] = np.arange(n)
             result = out.index_select(0, torch.from_numpy(inverse).to(device)).cpu()
