@@ -20,7 +20,7 @@ from __future__ import annotations
 import queue
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -170,7 +170,7 @@ class PipelinedEncoder:
             return features
         return dict(_preprocess(self.model)(texts))
 
-    def _batches(self, texts: list[str], order: np.ndarray) -> Iterator[Features]:
+    def _batches(self, texts: list[str], order: np.ndarray) -> Generator[Features, None, None]:
         """The tokenized batches in `order`, produced `depth` ahead by a background thread;
         the thread stops when the consumer stops (an error, or the generator closed)."""
         import torch
