@@ -206,3 +206,78 @@ def test_fp16_vectors_are_cached_apart_and_close_to_fp32() -> None:
     assert next(half.model.parameters()).dtype.itemsize == 2
     assert next(full.model.parameters()).dtype.itemsize == 4
     assert np.all(np.einsum("ij,ij->i", a, b) > 0.999)
+
+
+def test_a_model_changed_after_the_check_is_tokenized_as_it_now_is(model: Any) -> None:
+    encoder = PipelinedEncoder(model, batch_size=4)
+    assert encoder.check() is None and encoder.tokenizer == "direct"
+    long_text = "The highest peak of Veland is Mount Skarra. " * 20
+    saved = model.max_seq_length
+    try:
+        model.max_seq_length = 32  # shared model: a user may change it at any time
+        got = encoder.encode([long_text, "short"])
+        expected = model.encode([long_text, "short"], convert_to_numpy=True)
+    finally:
+        model.max_seq_length = saved
+    np.testing.assert_allclose(got, expected, atol=2e-5)
+    assert encoder.tokenizer == "preprocess"
+
+
+def test_a_shorter_limit_in_preprocessing_refuses_the_direct_tokenizer(model: Any) -> None:
+    class Truncating:
+        """Preprocessing that truncates at 64 tokens while the model says 256."""
+
+        device = model.device
+        max_seq_length = model.max_seq_length
+
+        def __getitem__(self, index: int) -> Any:
+            return model[index]
+
+        def __call__(self, features: Any) -> Any:
+            return model(features)
+
+        def preprocess(self, texts: list[str]) -> Any:
+            tokenizer = model[0].tokenizer
+            out = dict(tokenizer(texts, padding=True, truncation=True, max_length=64,
+                                 return_tensors="pt"))  # fmt: skip
+            return {**out, "modality": "text"}
+
+        def encode(self, texts: Any, **kwargs: Any) -> Any:
+            features = self.preprocess(list(texts))
+            return model(features)["sentence_embedding"].detach().numpy()
+
+    encoder = PipelinedEncoder(Truncating(), batch_size=4)
+    encoder.check()
+    assert encoder.tokenizer == "preprocess"
+
+
+def test_special_tokens_split_as_the_tokenizer_says(model: Any) -> None:
+    tokenizer = model[0].tokenizer
+    saved = getattr(tokenizer, "split_special_tokens", False)
+    try:
+        tokenizer.split_special_tokens = True
+        direct = direct_tokenizer(model)
+        assert direct is not None
+        text = ["hello [MASK] world [SEP]"]
+        np.testing.assert_array_equal(
+            direct(text)["input_ids"], model.preprocess(text)["input_ids"].numpy()
+        )
+    finally:
+        tokenizer.split_special_tokens = saved
+
+
+def test_non_text_inputs_and_a_failing_pipeline_go_to_encode(
+    model: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(TypeError, match="strings only"):
+        PipelinedEncoder(model).encode([("a", "b")])  # type: ignore[list-item]
+
+    def broken(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("Custom PreTokenizer cannot be serialized")
+
+    monkeypatch.setattr(PipelinedEncoder, "__init__", broken)
+    backend = LocalBackend("all-MiniLM-L6-v2", device="cpu")
+    vectors = backend.embed(["first text", "second"])
+    assert backend.encoder_note is not None and "cannot be serialized" in backend.encoder_note
+    expected = model.encode(["first text", "second"], convert_to_numpy=True)
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)

@@ -25,7 +25,8 @@ class EmbeddingsUnavailable(RuntimeError):
 
 
 class Backend(Protocol):
-    """Turns texts into raw (not necessarily normalised) float vectors."""
+    """Turns texts into raw (not necessarily normalised) float vectors, in a new array that
+    belongs to the caller (the Embedder normalises it in place)."""
 
     model_id: str
     calls: int
@@ -166,7 +167,7 @@ class LocalBackend:
         model = self.model
         self.calls += 1
         encoder = self._pipelined(texts) if self.pipeline else None
-        if encoder is not None:
+        if encoder is not None and all(type(t) is str for t in texts):
             return encoder.encode(texts)
         out = model.encode(
             texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
@@ -177,9 +178,12 @@ class LocalBackend:
         """The checked pipelined encoder, or None (and `encoder_note` says why)."""
         if not self._checked:
             self._checked = True
-            encoder = PipelinedEncoder(self.model, batch_size=self.batch_size)
-            self.encoder_note = encoder.check(texts, tolerance=1e-2 if self.half else 1e-4)
-            self._encoder = encoder if self.encoder_note is None else None
+            try:
+                encoder = PipelinedEncoder(self.model, batch_size=self.batch_size)
+                self.encoder_note = encoder.check(texts, tolerance=1e-2 if self.half else 1e-4)
+                self._encoder = encoder if self.encoder_note is None else None
+            except Exception as exc:  # the pipeline cannot serve this model: encode can
+                self.encoder_note = f"pipelined encoder unavailable: {type(exc).__name__}: {exc}"
         return self._encoder
 
 

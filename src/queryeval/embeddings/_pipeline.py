@@ -60,10 +60,55 @@ def _preprocess(model: Any) -> Callable[[list[str]], Features]:
     return getattr(model, "preprocess", None) or model.tokenize
 
 
-def direct_tokenizer(model: Any) -> Callable[[list[str]], dict[str, np.ndarray]] | None:
+MAX_DIRECT_LENGTH = 16_384
+"""Models with a longer (or no) token limit tokenize through their own preprocessing: the
+probe that checks truncation must be longer than the limit."""
+
+
+class DirectTokenizer:
     """The model's fast (Rust) tokenizer called directly, with the padding and truncation
-    that its preprocessing applies, returning NumPy arrays of the keys that preprocessing
-    returns; None where the model has no fast tokenizer as its first module.
+    that its preprocessing applies, returning NumPy arrays; built from the model's settings
+    of the moment (`settings`), which `PipelinedEncoder` compares before every call."""
+
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        from tokenizers import Tokenizer
+
+        self.settings = _settings(model)
+        self.limit = _limit(model, tokenizer)
+        # A copy: the transformers wrapper re-configures its own on every call, from any thread.
+        rust = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+        rust.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
+        rust.enable_truncation(
+            self.limit, stride=0, strategy="longest_first", direction=tokenizer.truncation_side
+        )
+        rust.enable_padding(
+            direction=tokenizer.padding_side,
+            pad_id=tokenizer.pad_token_id or 0,
+            pad_type_id=tokenizer.pad_token_type_id,
+            pad_token=tokenizer.pad_token or "[PAD]",
+        )
+        self.special = [str(t) for t in getattr(tokenizer, "all_special_tokens", ())]
+        self._encode_batch = getattr(rust, "encode_batch_fast", None) or rust.encode_batch
+
+    def __call__(self, texts: list[str]) -> dict[str, np.ndarray]:
+        encodings = self._encode_batch(texts, add_special_tokens=True)
+        return {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        }
+
+    def probe(self) -> list[str]:
+        """Texts beyond `PROBE_TEXTS` that this tokenizer's settings call for: one past its
+        token limit (a shorter limit in the preprocessing shows as another width) and the
+        model's own special tokens as plain text."""
+        return ["word " * (self.limit + 16), " ".join(self.special) + " text"]
+
+
+def direct_tokenizer(model: Any) -> DirectTokenizer | None:
+    """The model's fast tokenizer called directly (see `DirectTokenizer`); None where the
+    model has no fast tokenizer as its first module, no token limit up to
+    `MAX_DIRECT_LENGTH`, or a tokenizer that cannot be copied (a Python pre-tokenizer).
 
     >>> direct_tokenizer(object()) is None
     True
@@ -71,32 +116,32 @@ def direct_tokenizer(model: Any) -> Callable[[list[str]], dict[str, np.ndarray]]
     tokenizer = getattr(_first_module(model), "tokenizer", None)
     if tokenizer is None or not getattr(tokenizer, "is_fast", False):
         return None
-    from tokenizers import Tokenizer
+    if not 0 < _limit(model, tokenizer) <= MAX_DIRECT_LENGTH:
+        return None
+    try:
+        return DirectTokenizer(model, tokenizer)
+    except Exception:  # e.g. "Custom PreTokenizer cannot be serialized": preprocess it is
+        return None
 
-    # A copy: the transformers wrapper re-configures its own on every call, from any thread.
-    rust = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+
+def _limit(model: Any, tokenizer: Any) -> int:
     limit = getattr(model, "max_seq_length", None) or tokenizer.model_max_length
-    rust.enable_truncation(
-        int(limit), stride=0, strategy="longest_first", direction=tokenizer.truncation_side
-    )
-    rust.no_padding()
-    rust.enable_padding(
-        direction=tokenizer.padding_side,
-        pad_id=tokenizer.pad_token_id or 0,
-        pad_type_id=tokenizer.pad_token_type_id,
-        pad_token=tokenizer.pad_token or "[PAD]",
-    )
-    encode_batch = getattr(rust, "encode_batch_fast", None) or rust.encode_batch  # < 0.20
+    try:
+        return int(limit)
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
-    def tokenize(texts: list[str]) -> dict[str, np.ndarray]:
-        encodings = encode_batch(texts, add_special_tokens=True)
-        return {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-        }
 
-    return tokenize
+def _settings(model: Any) -> tuple[Any, ...]:
+    """What the direct tokenizer copies from the model: a change means a new one."""
+    tokenizer = getattr(_first_module(model), "tokenizer", None)
+    return (
+        getattr(model, "max_seq_length", None),
+        getattr(tokenizer, "model_max_length", None),
+        getattr(tokenizer, "truncation_side", None),
+        getattr(tokenizer, "padding_side", None),
+        getattr(tokenizer, "split_special_tokens", None),
+    )
 
 
 def _first_module(model: Any) -> Any:
@@ -119,6 +164,7 @@ class PipelinedEncoder:
         self.batch_size = batch_size
         self.depth = depth
         self._direct = direct_tokenizer(model)
+        self._settings = _settings(model)
         self._extras: dict[str, Any] = {}  # non-tensor entries of preprocessing (`modality`)
         self._keys: tuple[str, ...] = ()
         self.tokenizer = "preprocess"  # which tokenizer the batches go through
@@ -132,6 +178,8 @@ class PipelinedEncoder:
         import torch
 
         probe = list(PROBE_TEXTS) + [str(t) for t in list(texts)[: self.batch_size]]
+        if self._direct is not None:
+            probe += self._direct.probe()
         theirs = _preprocess(self.model)(probe)
         self._extras = {k: v for k, v in theirs.items() if not torch.is_tensor(v)}
         self._keys = tuple(k for k, v in theirs.items() if torch.is_tensor(v))
@@ -223,10 +271,15 @@ class PipelinedEncoder:
         are the same length-sorted slices, padded alike)."""
         import torch
 
-        texts = [str(t) for t in texts]
+        texts = list(texts)
+        if not all(type(t) is str for t in texts):
+            raise TypeError("PipelinedEncoder.encode takes strings only (encode takes pairs)")
         n = len(texts)
         model = self.model
         device = model.device
+        cuda = device.type == "cuda"
+        if self.tokenizer == "direct" and _settings(model) != self._settings:
+            self.tokenizer = "preprocess"  # the model changed since the check: no guessing
         if n == 0:
             return np.zeros((0, _dimension(model)), dtype=np.float32)
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
@@ -237,8 +290,8 @@ class PipelinedEncoder:
             done = 0
             try:
                 for features in batches:
-                    on_device = {
-                        k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v
+                    on_device = {  # asynchronous only from pinned memory (CUDA)
+                        k: v.to(device, non_blocking=cuda) if torch.is_tensor(v) else v
                         for k, v in features.items()
                     }
                     vectors = model(on_device)["sentence_embedding"]
