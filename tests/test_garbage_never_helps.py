@@ -1,6 +1,7 @@
 """Garbage never helps: for every scorer family, on the example suites, replacing any subset
 of a system's outputs with any kind of garbage (empty, `{`, prose, the wrong type, a made-up
-function, a write, a markdown-fenced query, missing) never raises any mean, sub-metric,
+function, a write, a markdown-fenced query, missing, its own text with an unpaired UTF-16
+surrogate) never raises any mean, sub-metric,
 pass rate or gate verdict.
 
 Each family's cases are scored once per kind of garbage (on the real engines, embedder and
@@ -36,7 +37,7 @@ from queryeval.systems import import_callable, read_prediction_line
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 KINDS = ("empty", "brace", "prose", "wrong_type", "made_up_function", "write", "fenced", "missing",
-         "valid_unsupported")  # fmt: skip
+         "valid_unsupported", "unpaired_surrogate")  # fmt: skip
 # Valid in the language (Kusto.Language says so) but beyond the embedded engine: the
 # evaluator's gap, unscored by the rule; elsewhere the kind is the made-up function again.
 VALID_UNSUPPORTED = {"kql": "Logs | evaluate autocluster()"}
@@ -74,6 +75,11 @@ def garbage(kind: str, original: Output, language: str) -> Output:
         raw = json.dumps({"case_id": "x", field: {"not": ["a", "string"]}}).encode()
         return read_prediction_line(raw, Path("garbage.jsonl"), 1).output
     field = "answer" if language == "rag" else "query"
+    if kind == "unpaired_surrogate":  # the original's own text, one JSON escape broken
+        own = final.answer if language == "rag" else final.query if final is not None else None
+        text = own or PROSE
+        half = len(text) // 2
+        return Output(attempts=[Attempt(**{field: text[:half] + "\ud800" + text[half:]})])
     if kind == "fenced" and language == "rag":  # an answer that is a fenced query
         return Output(attempts=[Attempt(answer=f"```sql\n{MADE_UP['sql']}\n```")])
     if kind == "fenced":  # the original's own query, fenced

@@ -89,7 +89,9 @@ class Embedder:
             size = self.chunk_size or int(getattr(self.backend, "chunk_size", 4096))
             for start in range(0, len(missing), size):
                 chunk = missing[start : start + size]
-                embedded = _normalise(self.backend.embed([texts[first[i]] for i in chunk]))
+                embedded = _normalise(
+                    self.backend.embed([_readable(texts[first[i]]) for i in chunk])
+                )
                 self.cache.put_many(
                     cache_id, zip((unique_keys[i] for i in chunk), embedded, strict=True)
                 )
@@ -138,6 +140,18 @@ class Embedder:
         close = getattr(self.backend, "close", None)
         if callable(close):
             close()
+
+
+def _readable(text: str) -> str:
+    """`text` with any unpaired UTF-16 surrogate as U+FFFD: no model or endpoint takes one,
+    and one such text must not fail the texts batched with it."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ loop, live systems on the event loop, the forked workers of a large run.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -77,8 +77,31 @@ def output_json(output: Output) -> bytes | str:
             value = getattr(attempt, name)
             kind = type(value)
             if kind is str or (kind is list and name in _PLAIN_LIST_FIELDS):
-                return orjson.dumps({"attempts": [{name: value}]})
-    return output.model_dump_json(exclude_defaults=True)
+                try:
+                    return orjson.dumps({"attempts": [{name: value}]})
+                except orjson.JSONEncodeError:
+                    return _readable_json(output)
+    try:
+        return output.model_dump_json(exclude_defaults=True)
+    except ValueError:  # pydantic's serialisation error: a text no UTF-8 can hold
+        return _readable_json(output)
+
+
+def _readable_json(output: Output) -> bytes:
+    """The output's JSON with every unpaired UTF-16 surrogate (what a JSON escape such as
+    `"\\ud800"` decodes to; the output is scored `invalid_output`) stored as U+FFFD: UTF-8
+    has no form for it, and results.jsonl must stay readable."""
+    return orjson.dumps(_replace_surrogates(output.model_dump(exclude_defaults=True)))
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replace_surrogates(v) for v in value]
+    return value
 
 
 def make_record(

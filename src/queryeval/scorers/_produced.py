@@ -8,6 +8,8 @@ output the scorer reads (`Scorer.reads`) cannot be used, else None:
   timed out, an output of the wrong type;
 - no attempt (`missing`), or the attempt's field empty (`empty`);
 - an answer without a single word (`invalid_output`: `{`, punctuation);
+- a text that is not valid Unicode (`invalid_output`: an unpaired UTF-16 surrogate, which a
+  JSON escape can produce and no encoder, tokenizer or report can take);
 - a query in a markdown code fence (`invalid_output`: the system must return the query
   itself; nothing is stripped, as Spider's and BIRD's scripts strip nothing, and in KQL a
   fenced text is a valid string literal that would "run");
@@ -68,6 +70,12 @@ def check_output(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext
         value = getattr(attempt, reads, None)
     if value is None or (isinstance(value, str) and not value.strip()):
         return Score.failure("empty", f"no {_WHAT.get(reads, reads)} was produced")
+    if isinstance(value, str) and (at := unpaired_surrogate(value)) is not None:
+        return Score.failure(
+            "invalid_output",
+            f"the {_WHAT.get(reads, reads)} is not valid Unicode: an unpaired surrogate at "
+            f"character {at}",
+        )
     if reads == "answer" and not any(ch.isalnum() for ch in str(value)):
         return Score.failure("invalid_output", "the answer has no words")
     if reads == "query":
@@ -78,6 +86,22 @@ def check_output(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext
                 "the query itself",
             )
         return query_failure(scorer, case, attempt, ctx)
+    return None
+
+
+def unpaired_surrogate(text: str) -> int | None:
+    """Where `text` holds a UTF-16 surrogate on its own (what a JSON escape such as
+    `"\\ud800"` decodes to: no character, not encodable as UTF-8), or None.
+
+    >>> unpaired_surrogate("caf\\u00e9"), unpaired_surrogate("bad \\ud800 text")
+    (None, 4)
+    """
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return int(exc.start)
     return None
 
 

@@ -1,0 +1,85 @@
+"""A text with an unpaired UTF-16 surrogate (what a JSON escape such as "\\ud800" decodes to,
+from a live system's reply) is the system's invalid output: that case fails, the cases
+scored beside it are scored as usual, and results.jsonl stays readable UTF-8."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import queryeval.embeddings._pipeline
+import queryeval.scorers._produced
+from queryeval.embeddings import Embedder, MemoryCache, text_key
+from queryeval.runner import load_suite, run_suite
+
+ANSWERS = {
+    "c1": "Paris is the capital",
+    "c2": "Paris is \ud800 the capital",  # right, but not text
+    "c3": "Solby is a port for fishing",
+}
+REFERENCES = {
+    "c1": "The capital is Paris",
+    "c2": "The capital is Paris",
+    "c3": "Solby is a fishing port",
+}
+
+
+def test_a_live_answer_with_a_lone_surrogate_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "surrogate_system.py").write_text(
+        "ANSWERS = " + repr(ANSWERS) + "\n"
+        "def answer(case, **params):\n"
+        "    return {'answer': ANSWERS[case.id]}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "surrogate_system", raising=False)
+    cases = [
+        {"id": k, "conversation": [{"content": "q", "target": {"answer": v}}]}
+        for k, v in REFERENCES.items()
+    ]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    (tmp_path / "suite.yaml").write_text(
+        "name: surrogates\n"
+        "cases: cases.jsonl\n"
+        "systems: [{name: s, callable: 'surrogate_system:answer'}]\n"
+        "scorers:\n"
+        "  - {name: answer, options: {evaluation_method: semantic_fixed}}\n"
+        "  - {name: answer, id: kw, weight: 0, options: {evaluation_method: keyword}}\n"
+        "embeddings: {device: cpu, cache: false}\n"
+        "reports: [json]\n"
+    )
+    run_suite(load_suite(tmp_path / "suite.yaml"), tmp_path / "run", progress=False)
+    raw = (tmp_path / "run" / "results.jsonl").read_bytes()
+    records = {r["case_id"]: r for r in map(json.loads, raw.decode("utf-8").splitlines())}
+    assert set(records) == set(ANSWERS)
+    bad = records["c2"]
+    assert bad["output"]["attempts"][0]["answer"] == "Paris is \ufffd the capital"
+    for label in ("answer", "kw"):
+        assert bad["scores"][label]["value"] == 0.0
+        assert "unpaired surrogate at character 9" in bad["scores"][label]["explanation"]
+    for case in ("c1", "c3"):  # batched with it, scored as usual
+        assert records[case]["scores"]["answer"]["value"] == 1.0, records[case]["scores"]
+
+
+def test_the_embedder_takes_a_lone_surrogate_without_failing_its_batch() -> None:
+    from queryeval.embeddings import LocalBackend
+
+    embedder = Embedder(LocalBackend("all-MiniLM-L6-v2", device="cpu"), MemoryCache())
+    texts = ["Paris is the capital", "broken \udc00 text", "broken \ufffd text"]
+    vectors = embedder.encode(texts)
+    assert vectors.shape == (3, 384)
+    # embedded as U+FFFD, under a key of its own (never another text's)
+    assert float(vectors[1] @ vectors[2]) == pytest.approx(1.0, abs=1e-5)
+    assert text_key(texts[1]) != text_key(texts[2])
+    assert embedder.stats.embedded == 3
+
+
+@pytest.mark.parametrize("module", [queryeval.scorers._produced, queryeval.embeddings._pipeline])
+def test_docstring_examples_run(module: object) -> None:
+    failed, attempted = doctest.testmod(module)  # type: ignore[arg-type]
+    assert attempted and not failed
