@@ -281,3 +281,18 @@ def test_non_text_inputs_and_a_failing_pipeline_go_to_encode(
     assert backend.encoder_note is not None and "cannot be serialized" in backend.encoder_note
     expected = model.encode(["first text", "second"], convert_to_numpy=True)
     np.testing.assert_allclose(vectors, expected, atol=1e-6)
+
+
+def test_a_huge_text_is_cut_where_the_model_stops_reading(model: Any) -> None:
+    from queryeval.embeddings._backends import CHARS_PER_TOKEN
+
+    backend = LocalBackend("all-MiniLM-L6-v2", device="cpu")
+    cap = CHARS_PER_TOKEN * model.max_seq_length
+    prose = "The highest peak of Veland is Mount Skarra, and the Ottery is long. "
+    huge = prose * (2 * 2**20 // len(prose))  # 2 MB: the tokenizer would hold 200 MB
+    natural = prose * 30  # over the token limit, under the character cap
+    got = backend.embed([huge, natural, "short"])
+    expected = model.encode([huge[:cap], natural, "short"], convert_to_numpy=True)
+    np.testing.assert_allclose(got, expected, atol=2e-5)
+    # the cut changes nothing the model reads: the same as the whole text through encode
+    np.testing.assert_allclose(got[0], model.encode([prose * 400])[0], atol=2e-5)

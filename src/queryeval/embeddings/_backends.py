@@ -94,6 +94,10 @@ def load_sentence_transformer(source: str, device: str, half: bool = False) -> A
     return model.half() if half else model
 
 
+CHARS_PER_TOKEN = 64
+"""The local backend cuts a text to this many characters per token of the model's limit."""
+
+
 class LocalBackend:
     """A sentence-transformers model on this machine (cpu / cuda / mps).
 
@@ -163,9 +167,16 @@ class LocalBackend:
         return str(self.model.device)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Raw embeddings of `texts`, one row per text, in input order."""
+        """Raw embeddings of `texts`, one row per text, in input order. A text is cut to
+        `CHARS_PER_TOKEN` characters per token of the model's limit before tokenizing: the
+        model reads no further, and a hostile 16 MB answer would cost the tokenizer 1.6 GB
+        (only a text whose first tokens span more than that, a run of whitespace or a
+        single 16,000-letter word, reads differently)."""
         model = self.model
         self.calls += 1
+        cap = CHARS_PER_TOKEN * min(int(getattr(model, "max_seq_length", None) or 8192), 65536)
+        if any(len(t) > cap for t in texts):
+            texts = [t[:cap] if len(t) > cap else t for t in texts]
         encoder = self._pipelined(texts) if self.pipeline else None
         if encoder is not None and all(type(t) is str for t in texts):
             return encoder.encode(texts)
