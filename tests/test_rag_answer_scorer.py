@@ -338,3 +338,49 @@ def test_a_refused_calibration_is_never_silently_replaced(
         scorer.prepare([_case()], ctx)
     with pytest.raises(InputError):  # scoring anyway does not fall back to 0.75
         asyncio.run(scorer.score(_case(), _out("Paris"), ctx))
+
+
+def test_an_answer_the_endpoint_refuses_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An OpenAI-compatible endpoint refuses an over-long answer (400): that answer fails,
+    the answers batched with it are scored, nothing is unscored. An endpoint that refuses
+    everything (its configuration) leaves the cases unscored, never zero."""
+    from fakes.openai_server import FakeOpenAI, RefuseInput, hashed_embedding
+
+    def refuse_long(request: Any) -> list[list[float]]:
+        if any(len(t) > 80 for t in request.texts):
+            raise RefuseInput("This model's maximum context length is 8192 tokens")
+        return [hashed_embedding(t, 32) for t in request.texts]
+
+    monkeypatch.setenv("FAKE_EMB_KEY", "k")
+    answers = [PARIS, "Paris " * 40, "The capital of France is Paris, yes", "I don't know"]
+    with FakeOpenAI(embed=refuse_long) as server:
+        embeddings = {"backend": "openai", "model": "e", "base_url": server.base_url,
+                      "api_key_env": "FAKE_EMB_KEY", "cache": False}  # fmt: skip
+        ctx = ScoringContext(_suite(tmp_path, embeddings=embeddings), cache_dir=tmp_path)
+        scores = _score_all(
+            _scorer("semantic_fixed", semantic_threshold=0.5), _case(), answers, ctx
+        )
+        ctx.close()
+        long_refused = len(server.embedding_requests)
+    assert [s.status for s in scores] == ["ok"] * 4
+    assert scores[1].value == 0.0 and scores[1].failure_reason == "invalid_output"
+    assert "refused the answer" in scores[1].explanation
+    assert scores[0].value == 1.0 and scores[2].value == 1.0  # batched with it, scored
+    assert long_refused < 12  # the refused batch was split, not sent text by text
+
+    def refuse_nearly_all(request: Any) -> list[list[float]]:  # takes the reference only
+        if any(t != PARIS for t in request.texts):
+            raise RefuseInput("dimensions must be at most 64")
+        return [hashed_embedding(t, 32) for t in request.texts]
+
+    with FakeOpenAI(embed=refuse_nearly_all) as server:
+        embeddings = {"backend": "openai", "model": "e", "base_url": server.base_url,
+                      "api_key_env": "FAKE_EMB_KEY", "cache": False}  # fmt: skip
+        ctx = ScoringContext(_suite(tmp_path, embeddings=embeddings), cache_dir=tmp_path)
+        scores = _score_all(_scorer("semantic_fixed"), _case(), answers[:2], ctx)
+        ctx.close()
+    # the probe text is refused too: the endpoint's trouble, not the answer's
+    assert [s.status for s in scores] == ["ok", "unscored"]
+    assert "embeddings unavailable" in scores[1].explanation

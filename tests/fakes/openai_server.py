@@ -35,6 +35,7 @@ __all__ = [
     "ChatRequest",
     "EmbeddingRequest",
     "FakeOpenAI",
+    "RefuseInput",
     "Reply",
     "hashed_embedding",
 ]
@@ -121,6 +122,10 @@ class EmbeddingRequest:
 
 ChatHandler = Callable[[ChatRequest], Reply]
 EmbedHandler = Callable[[EmbeddingRequest], Sequence[Sequence[float]]]
+
+
+class RefuseInput(Exception):
+    """Raised by an embeddings handler: the server answers 400 with this message."""
 
 
 def hashed_embedding(text: str, dim: int = 64) -> list[float]:
@@ -338,7 +343,13 @@ def _handler_class(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             elif path.endswith("/embeddings"):
                 if fake.latency_s > 0:
                     time.sleep(fake.latency_s)
-                self._send(200, fake._embedding_body(body))
+                try:
+                    reply = fake._embedding_body(body)
+                except RefuseInput as exc:  # what OpenAI answers to a text over the limit
+                    error = {"message": str(exc), "type": "invalid_request_error"}
+                    self._send(400, {"error": error})
+                    return
+                self._send(200, reply)
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 

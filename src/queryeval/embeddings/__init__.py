@@ -3,6 +3,7 @@ endpoint, behind a persistent (model id, text hash) cache. Importing this does n
 
 from queryeval.embeddings._backends import (
     BUNDLED_MODEL_ID,
+    EmbeddingsRejected,
     EmbeddingsUnavailable,
     LocalBackend,
     OpenAIBackend,
@@ -26,6 +27,7 @@ __all__ = [
     "Embedder",
     "EmbedderStats",
     "EmbeddingsConfig",
+    "EmbeddingsRejected",
     "EmbeddingsUnavailable",
     "EncodeBatcher",
     "LocalBackend",

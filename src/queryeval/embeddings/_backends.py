@@ -24,6 +24,13 @@ class EmbeddingsUnavailable(RuntimeError):
     endpoint down). Scorers turn this into `unscored`, never into a zero."""
 
 
+class EmbeddingsRejected(EmbeddingsUnavailable):
+    """The endpoint refused the request's input (HTTP 400, 413 or 422: a text too long, or
+    one it cannot take). `EncodeBatcher` splits a refused batch to find the texts at fault;
+    a scorer whose endpoint takes other texts counts a refused answer as the system's
+    invalid output, else as unavailable."""
+
+
 class Backend(Protocol):
     """Turns texts into raw (not necessarily normalised) float vectors, in a new array that
     belongs to the caller (the Embedder normalises it in place)."""
@@ -198,6 +205,9 @@ class LocalBackend:
         return self._encoder
 
 
+_REFUSED_INPUT = frozenset({400, 413, 422})  # the request's content, not the endpoint
+
+
 class OpenAIBackend:
     """An OpenAI-compatible `/embeddings` endpoint (OpenAI, Azure, vLLM, Ollama, TEI ...)."""
 
@@ -258,6 +268,10 @@ class OpenAIBackend:
                 resp = client.embeddings.create(
                     model=self.model, input=batch, encoding_format="float", **extra
                 )
+            except openai.APIStatusError as exc:
+                if exc.status_code in _REFUSED_INPUT:
+                    raise EmbeddingsRejected(f"embeddings endpoint refused: {exc}") from exc
+                raise EmbeddingsUnavailable(f"embeddings endpoint failed: {exc}") from exc
             except openai.OpenAIError as exc:
                 raise EmbeddingsUnavailable(f"embeddings endpoint failed: {exc}") from exc
             data = sorted(resp.data, key=lambda d: d.index)

@@ -7,9 +7,11 @@ texts; this lets per-case `async score` calls share batches, like a dynamic batc
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import numpy as np
 
+from queryeval.embeddings._backends import EmbeddingsRejected
 from queryeval.embeddings._embedder import Embedder
 
 
@@ -50,7 +52,10 @@ class EncodeBatcher:
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._drain())
         vectors = await batch.future
-        return vectors[index]
+        vector = vectors[index]
+        if isinstance(vector, BaseException):  # this text alone was refused
+            raise vector
+        return vector
 
     async def _drain(self) -> None:
         await asyncio.sleep(0)  # let every coroutine that is ready enqueue its text first
@@ -60,8 +65,26 @@ class EncodeBatcher:
                 self._open = None  # closed: requests from now on start the next batch
             self.batches += 1
             try:
-                vectors = await asyncio.to_thread(self.embedder.encode, batch.texts)
+                vectors: Any = await asyncio.to_thread(self.embedder.encode, batch.texts)
+            except EmbeddingsRejected:
+                try:  # find the texts at fault: the others are encoded all the same
+                    vectors = await self._split(batch.texts)
+                except Exception as exc:
+                    batch.future.set_exception(exc)
+                else:
+                    batch.future.set_result(vectors)
             except Exception as exc:
                 batch.future.set_exception(exc)
             else:
                 batch.future.set_result(vectors)
+
+    async def _split(self, texts: list[str]) -> list[Any]:
+        """Each text's vector, or the `EmbeddingsRejected` of a text refused on its own:
+        halves of a refused request are sent again (a few requests per refused text)."""
+        try:
+            return list(await asyncio.to_thread(self.embedder.encode, texts))
+        except EmbeddingsRejected as exc:
+            if len(set(texts)) <= 1:
+                return [exc] * len(texts)
+            middle = len(texts) // 2
+            return await self._split(texts[:middle]) + await self._split(texts[middle:])

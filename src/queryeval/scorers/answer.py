@@ -62,6 +62,7 @@ class AnswerScorer(AsyncScorer):
         self._unavailable: str | None = None
         self._refs: dict[str, np.ndarray] = {}
         self._batcher: EncodeBatcher | None = None
+        self._endpoint_ok: bool | None = None  # see _endpoint_takes_text
         self._semantic_threshold = self.options.semantic_threshold
         self._threshold_source = "fixed"
         self._model_id: str | None = None
@@ -229,7 +230,7 @@ class AnswerScorer(AsyncScorer):
             return Score.unscored(
                 f"embeddings unavailable: {self._unavailable or 'not prepared'}", **base
             )
-        from queryeval.embeddings import EmbeddingsUnavailable
+        from queryeval.embeddings import EmbeddingsRejected, EmbeddingsUnavailable
 
         refs = self._refs.get(case.id)
         try:
@@ -239,7 +240,16 @@ class AnswerScorer(AsyncScorer):
                 texts = _references(case)
                 refs = np.stack([await self._batcher.encode(t) for t in texts])
                 self._refs[case.id] = refs
+        except EmbeddingsUnavailable as exc:  # a reference refused too: the gold's trouble
+            return Score.unscored(f"embeddings unavailable: {exc}", **base)
+        try:
             vector = await self._batcher.encode(answer)
+        except EmbeddingsRejected as exc:
+            if await self._endpoint_takes_text():  # established apart: the answer's fault
+                return Score.failure(
+                    "invalid_output", f"the embeddings endpoint refused the answer: {exc}", **base
+                )
+            return Score.unscored(f"embeddings unavailable: {exc}", **base)
         except EmbeddingsUnavailable as exc:
             return Score.unscored(f"embeddings unavailable: {exc}", **base)
         if refs.shape[0] == 1:  # the common case, without numpy's per-call overhead
@@ -276,6 +286,20 @@ class AnswerScorer(AsyncScorer):
             details["judge_called"] = False
         value = 1.0 if correct else 0.0
         return Score(value=value, passed=correct, explanation=why, details=details)
+
+    async def _endpoint_takes_text(self) -> bool:
+        """Whether the embeddings endpoint embeds a plain short text (asked once a run): a
+        refused answer is the answer's fault only where it does."""
+        if self._endpoint_ok is None:
+            from queryeval.embeddings import EmbeddingsUnavailable
+
+            assert self._batcher is not None
+            try:
+                await self._batcher.encode("The capital of France is Paris.")
+                self._endpoint_ok = True
+            except EmbeddingsUnavailable:
+                self._endpoint_ok = False
+        return self._endpoint_ok
 
     async def _hybrid_judge(
         self, case: Case, answer: str, details: dict[str, Any], why: str
