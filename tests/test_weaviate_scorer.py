@@ -395,3 +395,39 @@ def test_example_suite_scores_every_case() -> None:
             "PERCENTAGE_FALSE",
         },
     }
+
+
+def test_a_search_text_the_endpoint_refuses_is_wrong_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import queryeval.embeddings as embeddings
+
+    class RefusingEmbedder:
+        """An endpoint that refuses texts over 40 characters (its context)."""
+
+        model_id = "fake"
+
+        def encode(self, texts: list[str]) -> Any:
+            if any(len(t) > 40 for t in texts):
+                raise embeddings.EmbeddingsRejected("maximum context length exceeded")
+            return [[1.0] for _ in texts]
+
+        def similarity(self, a: str, b: str) -> float:
+            self.encode([a, b])
+            return 0.95 if "italian" in a and "italian" in b else 0.1
+
+    monkeypatch.setattr(embeddings, "embedder_from_context", lambda ctx: RefusingEmbedder())
+    s = scorer(search="semantic")
+    hostile = {**GOLD, "search_query": "italian " * 20}
+    score = s.score(case(), output(weaviate_query=hostile), ScoringContext())
+    assert score.status == "ok" and score.details["metrics"]["search"] == 0.0
+    near = s.score(
+        case(), output(weaviate_query={**GOLD, "search_query": "italian food"}), ScoringContext()
+    )
+    assert near.details["metrics"]["search"] == 1.0
+    # a gold the endpoint refuses is not the system's fault: it raises, as before
+    long_gold = case()
+    long_gold.targets[0].weaviate_query["search_query"] = "italian " * 20  # type: ignore[index]
+    with pytest.raises(embeddings.EmbeddingsRejected):
+        s.score(long_gold, output(weaviate_query={**GOLD, "search_query": "sushi"}),
+                ScoringContext())  # fmt: skip

@@ -194,7 +194,8 @@ class WeaviateAstScorer(Scorer):
                 return None, f"embedder unavailable ({type(exc).__name__}: {exc})"
             if embedder is None:
                 return None, "no embedder configured"
-            return embedder.similarity, ""
+            rejected = getattr(embeddings, "EmbeddingsRejected", None)
+            return (_refusal_aware(embedder, rejected) if rejected else embedder.similarity), ""
 
         return ctx.resource("weaviate_ast:similarity", build)
 
@@ -479,3 +480,19 @@ def _text(result: WeaviateAstResult) -> str:
             line += f" ({'; '.join(c.notes)})"
         lines.append(line)
     return "\n".join(lines)
+
+
+def _refusal_aware(embedder: Any, rejected: type[Exception]) -> Callable[[str, str], float]:
+    """`embedder.similarity(predicted, gold)`, where a predicted text the embeddings
+    endpoint refuses (a text over its context), while it embeds the gold, is as far from
+    the gold as can be (-1.0: the component is wrong, the system's text being at fault);
+    any other trouble raises as before."""
+
+    def similarity(predicted: str, gold: str) -> float:
+        try:
+            return float(embedder.similarity(predicted, gold))
+        except rejected:
+            embedder.encode([gold])  # raises where the gold is refused too: not the system's
+            return -1.0
+
+    return similarity
