@@ -17,6 +17,7 @@ module by path on a machine without queryeval's other dependencies).
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import weakref
@@ -177,7 +178,7 @@ class PipelinedEncoder:
         vectors are compared once per model object (a model is loaded once per process)."""
         import torch
 
-        probe = list(PROBE_TEXTS) + [str(t) for t in list(texts)[: self.batch_size]]
+        probe = list(PROBE_TEXTS) + [str(t) for t in itertools.islice(texts, self.batch_size)]
         if self._direct is not None:
             probe += self._direct.probe()
         theirs = _preprocess(self.model)(probe)
