@@ -384,3 +384,31 @@ def test_an_answer_the_endpoint_refuses_fails_alone(
     # the probe text is refused too: the endpoint's trouble, not the answer's
     assert [s.status for s in scores] == ["ok", "unscored"]
     assert "embeddings unavailable" in scores[1].explanation
+
+
+def test_a_reference_the_endpoint_refuses_leaves_its_case_alone_unscored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fakes.openai_server import FakeOpenAI, RefuseInput, hashed_embedding
+
+    def refuse_long(request: Any) -> list[list[float]]:
+        if any(len(t) > 80 for t in request.texts):
+            raise RefuseInput("This model's maximum context length is 8192 tokens")
+        return [hashed_embedding(t, 32) for t in request.texts]
+
+    monkeypatch.setenv("FAKE_EMB_KEY", "k")
+    cases = [_case(id="ok"), _case("The capital of France is Paris. " * 5, id="long_gold")]
+    with FakeOpenAI(embed=refuse_long) as server:
+        embeddings = {"backend": "openai", "model": "e", "base_url": server.base_url,
+                      "api_key_env": "FAKE_EMB_KEY", "cache": False}  # fmt: skip
+        ctx = ScoringContext(_suite(tmp_path, embeddings=embeddings), cache_dir=tmp_path)
+        scorer = _scorer("semantic_fixed", semantic_threshold=0.5)
+        scorer.prepare(cases, ctx)
+
+        async def run() -> list[Score]:
+            return list(await asyncio.gather(*(scorer.score(c, _out(PARIS), ctx) for c in cases)))
+
+        scores = [scorer.finish(s) for s in asyncio.run(run())]
+        ctx.close()
+    assert scores[0].status == "ok" and scores[0].value == 1.0
+    assert scores[1].status == "unscored" and "refused" in scores[1].explanation

@@ -135,10 +135,12 @@ class AnswerScorer(AsyncScorer):
         todo = [(c.id, refs) for c in cases if c.id not in self._refs if (refs := _references(c))]
         if not todo:
             return
-        from queryeval.embeddings import EmbeddingsUnavailable
+        from queryeval.embeddings import EmbeddingsRejected, EmbeddingsUnavailable
 
         try:
             vectors = self._batcher.embedder.encode([t for _, refs in todo for t in refs])
+        except EmbeddingsRejected:
+            return  # some text refused: each case embeds its own references when scored
         except EmbeddingsUnavailable as exc:
             self._unavailable = str(exc)
             return
