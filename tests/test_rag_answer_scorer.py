@@ -412,3 +412,28 @@ def test_a_reference_the_endpoint_refuses_leaves_its_case_alone_unscored(
         ctx.close()
     assert scores[0].status == "ok" and scores[0].value == 1.0
     assert scores[1].status == "unscored" and "refused" in scores[1].explanation
+
+
+def test_a_request_over_the_endpoints_size_is_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fakes.openai_server import FakeOpenAI, RefuseInput, hashed_embedding
+
+    def at_most_two(request: Any) -> list[list[float]]:
+        if len(request.texts) > 2:
+            raise RefuseInput("too many inputs: at most 2 per request")
+        return [hashed_embedding(t, 32) for t in request.texts]
+
+    monkeypatch.setenv("FAKE_EMB_KEY", "k")
+    answers = [PARIS, "Paris is the capital of France", "Lyon", "I don't know", PARIS + "!"]
+    with FakeOpenAI(embed=at_most_two) as server:
+        embeddings = {"backend": "openai", "model": "e", "base_url": server.base_url,
+                      "api_key_env": "FAKE_EMB_KEY", "batch_size": 64,
+                      "cache": False}  # fmt: skip
+        ctx = ScoringContext(_suite(tmp_path, embeddings=embeddings), cache_dir=tmp_path)
+        scores = _score_all(
+            _scorer("semantic_fixed", semantic_threshold=0.5), _case(), answers, ctx
+        )
+        ctx.close()
+    assert [s.status for s in scores] == ["ok"] * 5
+    assert scores[0].value == 1.0 and all(s.failure_reason is None for s in scores)
