@@ -381,9 +381,9 @@ def test_an_answer_the_endpoint_refuses_fails_alone(
         ctx = ScoringContext(_suite(tmp_path, embeddings=embeddings), cache_dir=tmp_path)
         scores = _score_all(_scorer("semantic_fixed"), _case(), answers[:2], ctx)
         ctx.close()
-    # the probe text is refused too: the endpoint's trouble, not the answer's
-    assert [s.status for s in scores] == ["ok", "unscored"]
-    assert "embeddings unavailable" in scores[1].explanation
+    # a plain text is refused too: the endpoint's trouble, not the answers'
+    assert [s.status for s in scores] == ["unscored", "unscored"]
+    assert "refuses a plain text too" in scores[1].explanation
 
 
 def test_a_reference_the_endpoint_refuses_leaves_its_case_alone_unscored(
@@ -391,14 +391,14 @@ def test_a_reference_the_endpoint_refuses_leaves_its_case_alone_unscored(
 ) -> None:
     from fakes.openai_server import FakeOpenAI, RefuseInput, hashed_embedding
 
-    def refuse_long(request: Any) -> list[list[float]]:
-        if any(len(t) > 80 for t in request.texts):
-            raise RefuseInput("This model's maximum context length is 8192 tokens")
+    def refuse_marked(request: Any) -> list[list[float]]:
+        if any("\u00a7" in t for t in request.texts):
+            raise RefuseInput("input contains a character this model cannot take")
         return [hashed_embedding(t, 32) for t in request.texts]
 
     monkeypatch.setenv("FAKE_EMB_KEY", "k")
-    cases = [_case(id="ok"), _case("The capital of France is Paris. " * 5, id="long_gold")]
-    with FakeOpenAI(embed=refuse_long) as server:
+    cases = [_case(id="ok"), _case("The capital \u00a7 of France is Paris.", id="marked_gold")]
+    with FakeOpenAI(embed=refuse_marked) as server:
         embeddings = {"backend": "openai", "model": "e", "base_url": server.base_url,
                       "api_key_env": "FAKE_EMB_KEY", "cache": False}  # fmt: skip
         ctx = ScoringContext(_suite(tmp_path, embeddings=embeddings), cache_dir=tmp_path)
@@ -437,3 +437,30 @@ def test_a_request_over_the_endpoints_size_is_split(
         ctx.close()
     assert [s.status for s in scores] == ["ok"] * 5
     assert scores[0].value == 1.0 and all(s.failure_reason is None for s in scores)
+
+
+def test_an_answer_over_the_endpoints_context_is_read_from_its_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a local model reads only an answer's first tokens, an answer an endpoint refuses
+    as too long is embedded from its longest halving the endpoint takes."""
+    from fakes.openai_server import FakeOpenAI, RefuseInput, hashed_embedding
+
+    def context_of_80(request: Any) -> list[list[float]]:
+        if any(len(t) > 80 for t in request.texts):
+            raise RefuseInput("This model's maximum context length is 80")
+        return [hashed_embedding(t, 32) for t in request.texts]
+
+    monkeypatch.setenv("FAKE_EMB_KEY", "k")
+    long_answer = (PARIS + " " * 45 + "and then a digression about other cities, " * 3)[:150]
+    with FakeOpenAI(embed=context_of_80) as server:
+        embeddings = {"backend": "openai", "model": "e", "base_url": server.base_url,
+                      "api_key_env": "FAKE_EMB_KEY", "cache": False}  # fmt: skip
+        ctx = ScoringContext(_suite(tmp_path, embeddings=embeddings), cache_dir=tmp_path)
+        scores = _score_all(_scorer("semantic_fixed"), _case(), [long_answer, "Lyon"], ctx)
+        ctx.close()
+        sent = [t for r in server.embedding_requests for t in r.texts]
+    assert len(long_answer) == 150 and long_answer[:75].strip() == PARIS
+    assert long_answer[:75] in sent  # its first half was embedded
+    assert scores[0].status == "ok" and scores[0].value == 1.0 and scores[0].failure_reason is None
+    assert scores[1].status == "ok" and scores[1].value == 0.0

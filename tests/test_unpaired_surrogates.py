@@ -83,3 +83,58 @@ def test_the_embedder_takes_a_lone_surrogate_without_failing_its_batch() -> None
 def test_docstring_examples_run(module: object) -> None:
     failed, attempted = doctest.testmod(module)  # type: ignore[arg-type]
     assert attempted and not failed
+
+
+def test_a_crash_message_with_a_lone_surrogate_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system's error text reaches the record (and the failure's details) as well."""
+    (tmp_path / "crashing_system.py").write_text(
+        "def answer(case, **params):\n"
+        "    if case.id == 'c2':\n"
+        "        raise RuntimeError('bad \\ud800 state')\n"
+        "    return {'answer': 'Paris is the capital'}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "crashing_system", raising=False)
+    cases = [
+        {"id": k, "conversation": [{"content": "q", "target": {"answer": v}}]}
+        for k, v in REFERENCES.items()
+    ]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    (tmp_path / "suite.yaml").write_text(
+        "name: crash\n"
+        "cases: cases.jsonl\n"
+        "systems: [{name: s, callable: 'crashing_system:answer'}]\n"
+        "scorers: [{name: answer, options: {evaluation_method: keyword}}]\n"
+        "reports: [json, html, excel, markdown, junit]\n"
+    )
+    run_suite(load_suite(tmp_path / "suite.yaml"), tmp_path / "run", progress=False)
+    lines = (tmp_path / "run" / "results.jsonl").read_bytes().decode("utf-8").splitlines()
+    records = {r["case_id"]: r for r in map(json.loads, lines)}
+    assert set(records) == set(REFERENCES)
+    assert "bad \ufffd state" in records["c2"]["error"]
+    assert records["c2"]["scores"]["answer"]["value"] == 0.0
+
+
+def test_a_model_reply_with_a_lone_surrogate_is_cached_and_read_back(tmp_path: Path) -> None:
+    from queryeval.llm import ReplyCache, request_key
+    from queryeval.llm._client import Reply
+
+    cache = ReplyCache(tmp_path / "replies.sqlite")
+    key = request_key(model="m", prompt="say \udc00")  # hashed, not raised
+    reply = Reply(text="SELECT '\ud800'", usage={"prompt_tokens": 1}, cost=None)
+    cache.put(key, "m", "chat", reply)
+    assert cache.get(key) == reply
+    assert key != request_key(model="m", prompt="say \ufffd")
+
+
+def test_a_lone_surrogate_inside_a_structured_output_is_invalid() -> None:
+    from queryeval.scorers._produced import _surrogate_in
+
+    assert _surrogate_in({"collection": "R", "search_query": "Cozy \ud800 Italian"}) == (
+        "under 'search_query'"
+    )
+    assert _surrogate_in([{"code": "LP"}, {"code": "LP\ud800"}]) == "in item 1"
+    assert _surrogate_in({"filters": [{"value": "ok"}], "\udc00": 1}) is not None
+    assert _surrogate_in({"collection": "Café", "limit": 3, "tags": ["naïve"]}) is None

@@ -416,6 +416,10 @@ def test_a_search_text_the_endpoint_refuses_is_wrong_not_a_crash(
             self.encode([a, b])
             return 0.95 if "italian" in a and "italian" in b else 0.1
 
+        @property
+        def backend(self) -> Any:  # what the gold is checked with: the endpoint itself
+            return type("Backend", (), {"embed": lambda _, texts: self.encode(texts)})()
+
     monkeypatch.setattr(embeddings, "embedder_from_context", lambda ctx: RefusingEmbedder())
     s = scorer(search="semantic")
     hostile = {**GOLD, "search_query": "italian " * 20}

@@ -11,8 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from queryeval.embeddings._backends import EmbeddingsRejected
+from queryeval.embeddings._backends import EmbeddingsRejected, EmbeddingsUnavailable
 from queryeval.embeddings._embedder import Embedder
+
+PLAIN_TEXT = "The capital of France is Paris."
+"""What an endpoint that refuses a batch is asked to embed alone, to tell its trouble from
+the texts'."""
+MIN_PREFIX = 64
+"""A refused text is tried again cut in halves down to this many characters."""
 
 
 class _Batch:
@@ -66,9 +72,9 @@ class EncodeBatcher:
             self.batches += 1
             try:
                 vectors: Any = await asyncio.to_thread(self.embedder.encode, batch.texts)
-            except EmbeddingsRejected:
-                try:  # find the texts at fault: the others are encoded all the same
-                    vectors = await self._split(batch.texts)
+            except EmbeddingsRejected as refused:
+                try:
+                    vectors = await self._refused(batch.texts, refused)
                 except Exception as exc:
                     batch.future.set_exception(exc)
                 else:
@@ -78,13 +84,38 @@ class EncodeBatcher:
             else:
                 batch.future.set_result(vectors)
 
+    async def _refused(self, texts: list[str], refused: EmbeddingsRejected) -> list[Any]:
+        """A refused batch: where the endpoint embeds a plain short text (sent to the
+        backend itself, never the cache), the texts at fault are found and the others
+        encoded (`_split`); where it refuses that too, the endpoint is at fault and the
+        whole batch unavailable."""
+        try:
+            await asyncio.to_thread(self.embedder.backend.embed, [PLAIN_TEXT])
+        except EmbeddingsRejected as exc:
+            raise EmbeddingsUnavailable(
+                f"the embeddings endpoint refuses a plain text too ({exc}); first: {refused}"
+            ) from refused
+        return await self._split(texts)
+
     async def _split(self, texts: list[str]) -> list[Any]:
         """Each text's vector, or the `EmbeddingsRejected` of a text refused on its own:
         halves of a refused request are sent again (a few requests per refused text)."""
         try:
             return list(await asyncio.to_thread(self.embedder.encode, texts))
         except EmbeddingsRejected as exc:
-            if len(set(texts)) <= 1:
-                return [exc] * len(texts)
-            middle = len(texts) // 2
-            return await self._split(texts[:middle]) + await self._split(texts[middle:])
+            if len(set(texts)) > 1:
+                middle = len(texts) // 2
+                return await self._split(texts[:middle]) + await self._split(texts[middle:])
+            return [await self._prefix(texts[0], exc)] * len(texts)
+
+    async def _prefix(self, text: str, refused: EmbeddingsRejected) -> Any:
+        """The vector of the longest halving of `text` the endpoint takes (a text over its
+        context: what a local model does, reading the first tokens only), or the refusal
+        where even its first `MIN_PREFIX` characters are refused."""
+        cut = len(text) // 2
+        while cut >= MIN_PREFIX:
+            try:
+                return (await asyncio.to_thread(self.embedder.encode, [text[:cut]]))[0]
+            except EmbeddingsRejected:
+                cut //= 2
+        return refused

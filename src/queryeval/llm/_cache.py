@@ -50,7 +50,8 @@ def request_key(**parts: Any) -> str:
     True
     """
     body = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    # an unpaired surrogate (a JSON escape) has no UTF-8 form: hashed as it is
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ReplyCache:
@@ -108,7 +109,11 @@ class ReplyCache:
     def put(self, key: str, model: str, source: str, reply: Reply) -> None:
         """Store a reply (the first one stored under a key wins)."""
         body = json.dumps(reply.to_json(), ensure_ascii=False)
-        size = len(body.encode("utf-8"))
+        try:
+            size = len(body.encode("utf-8"))
+        except UnicodeEncodeError:  # an unpaired surrogate: stored escaped, read back as is
+            body = json.dumps(reply.to_json(), ensure_ascii=True)
+            size = len(body)
         now = time.time()
         with self._lock:
             cursor = self._db.execute(

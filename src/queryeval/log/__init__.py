@@ -33,7 +33,7 @@ from queryeval.log._schema import (
     ScoreRecord,
     Summary,
 )
-from queryeval.log._write import LogWriter, encode_record, json_default
+from queryeval.log._write import LogWriter, encode_record, json_default, without_surrogates
 
 __all__ = [
     "COMPARISON",
@@ -57,4 +57,5 @@ __all__ = [
     "read_json",
     "read_log",
     "run_lock",
+    "without_surrogates",
 ]

@@ -42,12 +42,38 @@ def json_default(obj: Any) -> Any:
 
 
 def encode_record(record: Mapping[str, Any]) -> bytes:
-    """One record as a JSON line.
+    """One record as a JSON line; a text holding an unpaired UTF-16 surrogate (a system's
+    reply can carry one; UTF-8 has no form for it) is written with U+FFFD in its place.
 
     >>> encode_record({"system": "s", "case_id": "c", "scores": {}})
     b'{"system":"s","case_id":"c","scores":{}}\\n'
+    >>> encode_record({"error": "bad \\ud800"})
+    b'{"error":"bad \\xef\\xbf\\xbd"}\\n'
     """
-    return orjson.dumps(record, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    try:
+        data = orjson.dumps(record, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY)
+    except orjson.JSONEncodeError:
+        data = orjson.dumps(without_surrogates(record), default=json_default, option=_LENIENT)
+    return data + b"\n"
+
+
+_LENIENT = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS  # the fallback's options
+
+
+def without_surrogates(value: Any) -> Any:
+    """`value` with every unpaired UTF-16 surrogate in its texts (keys included, through
+    dicts, lists, tuples and sets) replaced by U+FFFD; anything else as it is.
+
+    >>> without_surrogates({"a\\udc00": ["x\\ud800", 1]})
+    {'a\\ufffd': ['x\\ufffd', 1]}
+    """
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [without_surrogates(v) for v in value]
+    return value
 
 
 class LogWriter:

@@ -7,12 +7,12 @@ loop, live systems on the event loop, the forked workers of a large run.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import orjson
 
 from queryeval.cases import Attempt, Case, Output, Score
-from queryeval.log import Record, ScoreRecord
+from queryeval.log import Record, ScoreRecord, json_default, without_surrogates
 from queryeval.scorers import Scorer, ScoringContext, ascore_case, score_case
 
 
@@ -91,17 +91,8 @@ def _readable_json(output: Output) -> bytes:
     """The output's JSON with every unpaired UTF-16 surrogate (what a JSON escape such as
     `"\\ud800"` decodes to; the output is scored `invalid_output`) stored as U+FFFD: UTF-8
     has no form for it, and results.jsonl must stay readable."""
-    return orjson.dumps(_replace_surrogates(output.model_dump(exclude_defaults=True)))
-
-
-def _replace_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_replace_surrogates(v) for v in value]
-    return value
+    data = without_surrogates(output.model_dump(mode="json", exclude_defaults=True))
+    return orjson.dumps(data, default=json_default, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def make_record(

@@ -70,11 +70,10 @@ def check_output(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext
         value = getattr(attempt, reads, None)
     if value is None or (isinstance(value, str) and not value.strip()):
         return Score.failure("empty", f"no {_WHAT.get(reads, reads)} was produced")
-    if isinstance(value, str) and (at := unpaired_surrogate(value)) is not None:
+    if (where := _surrogate_in(value)) is not None:
         return Score.failure(
             "invalid_output",
-            f"the {_WHAT.get(reads, reads)} is not valid Unicode: an unpaired surrogate at "
-            f"character {at}",
+            f"the {_WHAT.get(reads, reads)} is not valid Unicode: an unpaired surrogate {where}",
         )
     if reads == "answer" and not any(ch.isalnum() for ch in str(value)):
         return Score.failure("invalid_output", "the answer has no words")
@@ -102,6 +101,25 @@ def unpaired_surrogate(text: str) -> int | None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         return int(exc.start)
+    return None
+
+
+def _surrogate_in(value: Any) -> str | None:
+    """Where an unpaired surrogate sits in a text, or in any text of a structure (a
+    Weaviate query, a selection); None where there is none."""
+    if isinstance(value, str):
+        at = unpaired_surrogate(value)
+        return None if at is None else f"at character {at}"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if (isinstance(key, str) and unpaired_surrogate(key) is not None) or (
+                _surrogate_in(item) is not None
+            ):
+                return f"under {key!r}"
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if _surrogate_in(item) is not None:
+                return f"in item {i}"
     return None
 
 

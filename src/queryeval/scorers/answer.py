@@ -62,7 +62,6 @@ class AnswerScorer(AsyncScorer):
         self._unavailable: str | None = None
         self._refs: dict[str, np.ndarray] = {}
         self._batcher: EncodeBatcher | None = None
-        self._endpoint_ok: bool | None = None  # see _endpoint_takes_text
         self._semantic_threshold = self.options.semantic_threshold
         self._threshold_source = "fixed"
         self._model_id: str | None = None
@@ -246,12 +245,10 @@ class AnswerScorer(AsyncScorer):
             return Score.unscored(f"embeddings unavailable: {exc}", **base)
         try:
             vector = await self._batcher.encode(answer)
-        except EmbeddingsRejected as exc:
-            if await self._endpoint_takes_text():  # established apart: the answer's fault
-                return Score.failure(
-                    "invalid_output", f"the embeddings endpoint refused the answer: {exc}", **base
-                )
-            return Score.unscored(f"embeddings unavailable: {exc}", **base)
+        except EmbeddingsRejected as exc:  # refused alone, the endpoint taking plain text
+            return Score.failure(
+                "invalid_output", f"the embeddings endpoint refused the answer: {exc}", **base
+            )
         except EmbeddingsUnavailable as exc:
             return Score.unscored(f"embeddings unavailable: {exc}", **base)
         if refs.shape[0] == 1:  # the common case, without numpy's per-call overhead
@@ -288,20 +285,6 @@ class AnswerScorer(AsyncScorer):
             details["judge_called"] = False
         value = 1.0 if correct else 0.0
         return Score(value=value, passed=correct, explanation=why, details=details)
-
-    async def _endpoint_takes_text(self) -> bool:
-        """Whether the embeddings endpoint embeds a plain short text (asked once a run): a
-        refused answer is the answer's fault only where it does."""
-        if self._endpoint_ok is None:
-            from queryeval.embeddings import EmbeddingsUnavailable
-
-            assert self._batcher is not None
-            try:
-                await self._batcher.encode("The capital of France is Paris.")
-                self._endpoint_ok = True
-            except EmbeddingsUnavailable:
-                self._endpoint_ok = False
-        return self._endpoint_ok
 
     async def _hybrid_judge(
         self, case: Case, answer: str, details: dict[str, Any], why: str

@@ -492,7 +492,9 @@ def _refusal_aware(embedder: Any, rejected: type[Exception]) -> Callable[[str, s
         try:
             return float(embedder.similarity(predicted, gold))
         except rejected:
-            embedder.encode([gold])  # raises where the gold is refused too: not the system's
+            # the gold sent to the backend itself (not the cache): raises where it is
+            # refused too, or the endpoint is down: then not the system's fault
+            embedder.backend.embed([gold])
             return -1.0
 
     return similarity
