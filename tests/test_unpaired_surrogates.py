@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import queryeval._unicode
 import queryeval.embeddings._pipeline
-import queryeval.scorers._produced
 from queryeval.embeddings import Embedder, MemoryCache, text_key
 from queryeval.runner import load_suite, run_suite
 
@@ -79,7 +79,7 @@ def test_the_embedder_takes_a_lone_surrogate_without_failing_its_batch() -> None
     assert embedder.stats.embedded == 3
 
 
-@pytest.mark.parametrize("module", [queryeval.scorers._produced, queryeval.embeddings._pipeline])
+@pytest.mark.parametrize("module", [queryeval._unicode, queryeval.embeddings._pipeline])
 def test_docstring_examples_run(module: object) -> None:
     failed, attempted = doctest.testmod(module)  # type: ignore[arg-type]
     assert attempted and not failed

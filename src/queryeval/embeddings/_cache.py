@@ -19,11 +19,7 @@ def text_key(text: str) -> bytes:
     """16-byte BLAKE2b digest of the UTF-8 text: the cache key within one model. A text
     with an unpaired UTF-16 surrogate (no UTF-8 form) is hashed with it encoded as is, so
     its key is its own."""
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:
-        data = text.encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=16).digest()
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class MemoryCache:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from queryeval._unicode import readable
 from queryeval.embeddings._backends import Backend, backend_from_config
 from queryeval.embeddings._cache import MemoryCache, SqliteCache, text_key
 from queryeval.embeddings._config import EmbeddingsConfig, parse_embeddings_config
@@ -90,7 +91,7 @@ class Embedder:
             for start in range(0, len(missing), size):
                 chunk = missing[start : start + size]
                 embedded = _normalise(
-                    self.backend.embed([_readable(texts[first[i]]) for i in chunk])
+                    self.backend.embed([readable(texts[first[i]]) for i in chunk])
                 )
                 self.cache.put_many(
                     cache_id, zip((unique_keys[i] for i in chunk), embedded, strict=True)
@@ -140,18 +141,6 @@ class Embedder:
         close = getattr(self.backend, "close", None)
         if callable(close):
             close()
-
-
-def _readable(text: str) -> str:
-    """`text` with any unpaired UTF-16 surrogate as U+FFFD: no model or endpoint takes one,
-    and one such text must not fail the texts batched with it."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from queryeval._unicode import readable
 from queryeval.log._schema import COMPARISON, RESULTS, REVIEW, RUN, SUMMARY
 
 
@@ -68,7 +69,7 @@ def without_surrogates(value: Any) -> Any:
     {'a\\ufffd': ['x\\ufffd', 1]}
     """
     if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return readable(value)
     if isinstance(value, dict):
         return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

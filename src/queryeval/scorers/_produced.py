@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from queryeval._unicode import unpaired_surrogate
 from queryeval.cases import Case, Output, Score, failure_label
 
 if TYPE_CHECKING:
@@ -85,22 +86,6 @@ def check_output(scorer: Scorer, case: Case, output: Output, ctx: ScoringContext
                 "the query itself",
             )
         return query_failure(scorer, case, attempt, ctx)
-    return None
-
-
-def unpaired_surrogate(text: str) -> int | None:
-    """Where `text` holds a UTF-16 surrogate on its own (what a JSON escape such as
-    `"\\ud800"` decodes to: no character, not encodable as UTF-8), or None.
-
-    >>> unpaired_surrogate("caf\\u00e9"), unpaired_surrogate("bad \\ud800 text")
-    (None, 4)
-    """
-    if text.isascii():
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return int(exc.start)
     return None
 
 
