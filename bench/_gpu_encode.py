@@ -47,11 +47,10 @@ def checked_encoder(model: Any, batch_size: int, texts: list[str]) -> Any:
     return encoder
 
 
-def _verdicts(vectors: np.ndarray, n: int, threshold: float) -> list[float]:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = vectors / np.where(norms == 0, 1.0, norms)
-    cosines = np.einsum("ij,ij->i", vectors[:n], vectors[n:])
+def _verdicts(unit: np.ndarray, n: int, threshold: float) -> list[float]:
+    """Unit vectors of n answers then n references -> 1.0 where the pair's cosine reaches
+    `threshold`, else 0.0."""
+    cosines = np.einsum("ij,ij->i", unit[:n], unit[n:])
     return [1.0 if c >= threshold else 0.0 for c in cosines]
 
 
@@ -60,7 +59,9 @@ def pipeline_verdicts(
 ) -> list[float]:
     """End-to-end semantic scoring with queryeval's encoder, as its Embedder does it: embed
     both sides, normalise, cosine per pair, threshold."""
-    return _verdicts(encoder.encode(answers + references), len(answers), threshold)
+    vectors = np.asarray(encoder.encode(answers + references), dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return _verdicts(vectors / np.where(norms == 0, 1.0, norms), len(answers), threshold)
 
 
 def encode_verdicts(
@@ -70,6 +71,4 @@ def encode_verdicts(
     vectors = model.encode(answers + references, batch_size=batch_size,
                            normalize_embeddings=True, convert_to_numpy=True,
                            show_progress_bar=False)  # fmt: skip
-    n = len(answers)
-    cosines = np.einsum("ij,ij->i", vectors[:n], vectors[n:])
-    return [1.0 if c >= threshold else 0.0 for c in cosines]
+    return _verdicts(vectors, len(answers), threshold)

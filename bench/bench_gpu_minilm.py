@@ -64,18 +64,22 @@ THRESHOLD = 0.75
 BATCHES = (512, 1024, 2048)
 
 
+def length_sorted_batches(texts: list[str], batch: int) -> list[list[str]]:
+    """`texts` in batches of `batch`, longest first: the batches the encoder makes."""
+    order = pipeline_module().length_order(texts)
+    return [[texts[i] for i in order[s : s + batch]] for s in range(0, len(order), batch)]
+
+
 def stage_times(encoder: Any, texts: list[str], sync: Any) -> dict[str, float]:
     """Seconds for each stage of queryeval's encoder alone, over all `texts` in
     length-sorted batches: the direct tokenizer, sentence-transformers' `preprocess` (for
     comparison), pinning the host tensors, copying them to the device, the forward pass on
     tensors already there, and the whole `encode`. Where the slowest stage is far from the
     whole, the rest is the pipeline's own."""
-    import numpy as np
     import torch
 
     model, batch = encoder.model, encoder.batch_size
-    order = np.argsort(-np.fromiter(map(len, texts), dtype=np.int64), kind="stable")
-    chunks = [[texts[i] for i in order[s : s + batch]] for s in range(0, len(order), batch)]
+    chunks = length_sorted_batches(texts, batch)
     times: dict[str, float] = {}
 
     def timed(label: str, run: Any) -> Any:
@@ -117,8 +121,7 @@ def tokenize_rounds(model: Any, texts: list[str], batch: int, rounds: int) -> di
 
     pipeline = pipeline_module()
     preprocess, direct = pipeline._preprocess(model), pipeline.direct_tokenizer(model)
-    order = np.argsort(-np.fromiter(map(len, texts), dtype=np.int64), kind="stable")
-    chunks = [[texts[i] for i in order[s : s + batch]] for s in range(0, len(order), batch)]
+    chunks = length_sorted_batches(texts, batch)
     for chunk in chunks[:: max(1, len(chunks) // 8)]:
         theirs, mine = preprocess(chunk), direct(chunk)
         assert all(np.array_equal(mine[k], theirs[k].numpy()) for k in ("input_ids",

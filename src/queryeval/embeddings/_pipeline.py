@@ -71,11 +71,11 @@ class DirectTokenizer:
     that its preprocessing applies, returning NumPy arrays; built from the model's settings
     of the moment (`settings`), which `PipelinedEncoder` compares before every call."""
 
-    def __init__(self, model: Any, tokenizer: Any) -> None:
+    def __init__(self, model: Any, tokenizer: Any, limit: int) -> None:
         from tokenizers import Tokenizer
 
         self.settings = _settings(model)
-        self.limit = _limit(model, tokenizer)
+        self.limit = limit
         # A copy: the transformers wrapper re-configures its own on every call, from any thread.
         rust = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
         rust.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
@@ -117,10 +117,11 @@ def direct_tokenizer(model: Any) -> DirectTokenizer | None:
     tokenizer = getattr(_first_module(model), "tokenizer", None)
     if tokenizer is None or not getattr(tokenizer, "is_fast", False):
         return None
-    if not 0 < _limit(model, tokenizer) <= MAX_DIRECT_LENGTH:
+    limit = _limit(model, tokenizer)
+    if not 0 < limit <= MAX_DIRECT_LENGTH:
         return None
     try:
-        return DirectTokenizer(model, tokenizer)
+        return DirectTokenizer(model, tokenizer, limit)
     except Exception:  # e.g. "Custom PreTokenizer cannot be serialized": preprocess it is
         return None
 
@@ -165,7 +166,6 @@ class PipelinedEncoder:
         self.batch_size = batch_size
         self.depth = depth
         self._direct = direct_tokenizer(model)
-        self._settings = _settings(model)
         self._extras: dict[str, Any] = {}  # non-tensor entries of preprocessing (`modality`)
         self._keys: tuple[str, ...] = ()
         self.tokenizer = "preprocess"  # which tokenizer the batches go through
@@ -279,12 +279,12 @@ class PipelinedEncoder:
         model = self.model
         device = model.device
         cuda = device.type == "cuda"
-        if self.tokenizer == "direct" and _settings(model) != self._settings:
+        direct = self._direct
+        if self.tokenizer == "direct" and direct and _settings(model) != direct.settings:
             self.tokenizer = "preprocess"  # the model changed since the check: no guessing
         if n == 0:
             return np.zeros((0, _dimension(model)), dtype=np.float32)
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
-        order = np.argsort(-lengths, kind="stable")
+        order = length_order(texts)
         out: Any = None
         batches = self._batches(texts, order)
         with torch.inference_mode():
@@ -306,6 +306,17 @@ class PipelinedEncoder:
             inverse[order] = np.arange(n)
             result = out.index_select(0, torch.from_numpy(inverse).to(device)).cpu()
         return np.asarray(result.numpy(), dtype=np.float32)
+
+
+def length_order(texts: Sequence[str]) -> np.ndarray:
+    """Indices of `texts`, longest first (ties in input order): batches of similar length
+    pad little.
+
+    >>> length_order(["a", "ccc", "bb", "xx"]).tolist()
+    [1, 2, 3, 0]
+    """
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    return np.argsort(-lengths, kind="stable")
 
 
 def _dimension(model: Any) -> int:
