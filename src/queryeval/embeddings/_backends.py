@@ -140,10 +140,15 @@ class LocalBackend:
         return resolve_device(self._device)
 
     @property
+    def on_cuda(self) -> bool:
+        """Whether the model runs on a CUDA device (what `auto` settings follow)."""
+        return self.device_name.startswith("cuda")
+
+    @property
     def half(self) -> bool:
         """Whether the model runs in float16."""
         if self.precision == "auto":
-            return self.device_name.startswith("cuda")
+            return self.on_cuda
         return self.precision == "fp16"
 
     @property
@@ -156,7 +161,7 @@ class LocalBackend:
         """Texts per model batch."""
         if self._batch_size is not None:
             return self._batch_size
-        return 1024 if self.device_name.startswith("cuda") else 64
+        return 1024 if self.on_cuda else 64
 
     @property
     def chunk_size(self) -> int:
