@@ -84,6 +84,23 @@ def test_vectors_are_encodes_in_input_order(model: Any) -> None:
     assert encoder.encode(["only one"]).shape == (1, 384)
 
 
+def wrapper_of(model: Any) -> type:
+    """A class that stands for `model` (its modules, device, limit and forward pass), for
+    subclasses that change its preprocessing and `encode`."""
+
+    class Wrapped:
+        device = model.device
+        max_seq_length = model.max_seq_length
+
+        def __getitem__(self, index: int) -> Any:
+            return model[index]
+
+        def __call__(self, features: Any) -> Any:
+            return model(features)
+
+    return Wrapped
+
+
 def _threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "queryeval-tokenize"]
 
@@ -124,17 +141,10 @@ def test_a_model_error_stops_the_tokenizer_thread(model: Any) -> None:
 def test_preprocessing_the_direct_tokenizer_does_not_reproduce_is_used_instead(
     model: Any,
 ) -> None:
-    class Prompted:
+    Wrapped = wrapper_of(model)
+
+    class Prompted(Wrapped):
         """A model whose preprocessing puts a prompt before each text (as e5 models do)."""
-
-        device = model.device
-        max_seq_length = model.max_seq_length
-
-        def __getitem__(self, index: int) -> Any:
-            return model[index]
-
-        def __call__(self, features: Any) -> Any:
-            return model(features)
 
         def preprocess(self, texts: list[str]) -> Any:
             return model.preprocess(["query: " + t for t in texts])
@@ -224,17 +234,10 @@ def test_a_model_changed_after_the_check_is_tokenized_as_it_now_is(model: Any) -
 
 
 def test_a_shorter_limit_in_preprocessing_refuses_the_direct_tokenizer(model: Any) -> None:
-    class Truncating:
+    Wrapped = wrapper_of(model)
+
+    class Truncating(Wrapped):
         """Preprocessing that truncates at 64 tokens while the model says 256."""
-
-        device = model.device
-        max_seq_length = model.max_seq_length
-
-        def __getitem__(self, index: int) -> Any:
-            return model[index]
-
-        def __call__(self, features: Any) -> Any:
-            return model(features)
 
         def preprocess(self, texts: list[str]) -> Any:
             tokenizer = model[0].tokenizer

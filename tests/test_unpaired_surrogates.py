@@ -28,16 +28,16 @@ REFERENCES = {
 }
 
 
-def test_a_live_answer_with_a_lone_surrogate_fails_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "surrogate_system.py").write_text(
-        "ANSWERS = " + repr(ANSWERS) + "\n"
-        "def answer(case, **params):\n"
-        "    return {'answer': ANSWERS[case.id]}\n"
-    )
+def run_callable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str, suite: str
+) -> dict[str, dict]:
+    """Run a suite over `REFERENCES` whose one system is `system` (the source of a module
+    with `answer(case, **params)`) and the extra suite lines `suite`; the records of
+    results.jsonl by case id, read as strict UTF-8."""
+    name = f"system_{tmp_path.name}"
+    (tmp_path / f"{name}.py").write_text(system)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "surrogate_system", raising=False)
+    monkeypatch.delitem(sys.modules, name, raising=False)
     cases = [
         {"id": k, "conversation": [{"content": "q", "target": {"answer": v}}]}
         for k, v in REFERENCES.items()
@@ -46,16 +46,28 @@ def test_a_live_answer_with_a_lone_surrogate_fails_alone(
     (tmp_path / "suite.yaml").write_text(
         "name: surrogates\n"
         "cases: cases.jsonl\n"
-        "systems: [{name: s, callable: 'surrogate_system:answer'}]\n"
+        f"systems: [{{name: s, callable: '{name}:answer'}}]\n" + suite
+    )
+    run_suite(load_suite(tmp_path / "suite.yaml"), tmp_path / "run", progress=False)
+    lines = (tmp_path / "run" / "results.jsonl").read_bytes().decode("utf-8").splitlines()
+    return {r["case_id"]: r for r in map(json.loads, lines)}
+
+
+def test_a_live_answer_with_a_lone_surrogate_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = run_callable(
+        tmp_path,
+        monkeypatch,
+        "ANSWERS = " + repr(ANSWERS) + "\n"
+        "def answer(case, **params):\n"
+        "    return {'answer': ANSWERS[case.id]}\n",
         "scorers:\n"
         "  - {name: answer, options: {evaluation_method: semantic_fixed}}\n"
         "  - {name: answer, id: kw, weight: 0, options: {evaluation_method: keyword}}\n"
         "embeddings: {device: cpu, cache: false}\n"
-        "reports: [json]\n"
+        "reports: [json]\n",
     )
-    run_suite(load_suite(tmp_path / "suite.yaml"), tmp_path / "run", progress=False)
-    raw = (tmp_path / "run" / "results.jsonl").read_bytes()
-    records = {r["case_id"]: r for r in map(json.loads, raw.decode("utf-8").splitlines())}
     assert set(records) == set(ANSWERS)
     bad = records["c2"]
     assert bad["output"]["attempts"][0]["answer"] == "Paris is \ufffd the capital"
@@ -89,29 +101,16 @@ def test_a_crash_message_with_a_lone_surrogate_is_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The system's error text reaches the record (and the failure's details) as well."""
-    (tmp_path / "crashing_system.py").write_text(
+    records = run_callable(
+        tmp_path,
+        monkeypatch,
         "def answer(case, **params):\n"
         "    if case.id == 'c2':\n"
         "        raise RuntimeError('bad \\ud800 state')\n"
-        "    return {'answer': 'Paris is the capital'}\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "crashing_system", raising=False)
-    cases = [
-        {"id": k, "conversation": [{"content": "q", "target": {"answer": v}}]}
-        for k, v in REFERENCES.items()
-    ]
-    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
-    (tmp_path / "suite.yaml").write_text(
-        "name: crash\n"
-        "cases: cases.jsonl\n"
-        "systems: [{name: s, callable: 'crashing_system:answer'}]\n"
+        "    return {'answer': 'Paris is the capital'}\n",
         "scorers: [{name: answer, options: {evaluation_method: keyword}}]\n"
-        "reports: [json, html, excel, markdown, junit]\n"
+        "reports: [json, html, excel, markdown, junit]\n",
     )
-    run_suite(load_suite(tmp_path / "suite.yaml"), tmp_path / "run", progress=False)
-    lines = (tmp_path / "run" / "results.jsonl").read_bytes().decode("utf-8").splitlines()
-    records = {r["case_id"]: r for r in map(json.loads, lines)}
     assert set(records) == set(REFERENCES)
     assert "bad \ufffd state" in records["c2"]["error"]
     assert records["c2"]["scores"]["answer"]["value"] == 0.0
