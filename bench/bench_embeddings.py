@@ -185,7 +185,7 @@ def gpu_section(args: argparse.Namespace, device: str = "cuda") -> None:
     model = LocalBackend("all-MiniLM-L6-v2", device=device).model
     half = half_copy(model)
     pairs = make_pairs(args.gpu_pairs)
-    answers, _references = [a for a, _ in pairs], [r for _, r in pairs]
+    answers = [a for a, _ in pairs]  # the warm-up texts
     n, sentences = len(pairs), 2 * len(pairs)
     for m in (model, half):  # warm-up: kernels, allocator
         m.encode(answers[:2048], batch_size=512, show_progress_bar=False)
