@@ -4,8 +4,14 @@ Kusto.Language is a .NET library; Microsoft publishes it translated to JavaScrip
 package `@kusto/language-service-next`. No Python package parses or analyzes KQL the way
 Kusto does, so queryeval runs it under Node: one long-lived helper process per validator
 (`kusto_language.js`, JSON lines over stdin/stdout), started on the first check, never one
-process per query. Each request has a deadline; a helper that misses it is killed and the
-next check starts a fresh one.
+process per query. A run that uses it starts the helper in the background (`warm`) before
+the first check; the start (loading a 31 MB bundle) and each schema have a generous deadline
+of their own, never counted against a query. A check is limited by the helper's own CPU
+time for it (`/proc/<pid>/stat`), not the wall clock: on a loaded machine a check waits
+(up to a wall-clock cap) rather than being blamed for the evaluator's slowness. Only a query
+that kept Kusto.Language busy past its CPU limit is blamed (`KqlValidatorTimeout`; the
+helper, busy with it, is replaced); past the wall-clock cap with less CPU spent there is no
+verdict (`KqlValidatorError`, unscored) and the helper is kept, its late answer dropped.
 
     >>> from queryeval.engines import KqlSchema, KqlValidator
     >>> schema = KqlSchema.from_tables({"Logs": {"Level": "string", "Ts": "datetime"}})
@@ -32,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,11 +67,48 @@ _DUCKDB_TO_KQL = {
 
 
 class KqlValidatorError(Exception):
-    """The validator gave no verdict (helper missing, crashed or past its deadline)."""
+    """The validator gave no verdict (helper missing, crashed, slow to start or past the
+    wall-clock cap on a slow machine): the evaluator's trouble, never the query's."""
 
 
 class KqlValidatorTimeout(KqlValidatorError):
-    """The query kept Kusto.Language busy past the deadline (a limit the query broke)."""
+    """The query kept Kusto.Language busy past the limit on its own CPU time (a limit the
+    query broke); never raised for a slow start or a loaded machine."""
+
+
+WALL_FACTOR = 10.0  # a request waits up to this many times its CPU limit of wall clock
+_MAX_OWED = 3  # requests given up on and still owed: past this the helper is replaced
+_POLL_S = 0.05  # how often a request past its limit looks at the helper's CPU time
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) process `pid` has used, from
+    `/proc/<pid>/stat`; None where that cannot be read (no /proc, the process is gone).
+
+    >>> process_cpu_s(os.getpid()) is None or process_cpu_s(os.getpid()) >= 0
+    True
+    """
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+        fields = data[data.rindex(b")") + 2 :].split()  # after "pid (comm) "
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@dataclass
+class _Request:
+    """A request the helper was sent: its CPU limit and its clock (started when the helper
+    can begin it: after every earlier request it still owes an answer)."""
+
+    ident: int
+    op: str
+    limit_s: float
+    sent: float = field(default_factory=time.monotonic)
+    wall_start: float = 0.0
+    cpu_start: float | None = None
+    begun: bool = False
 
 
 class KustoLanguageMissing(KqlValidatorError):
@@ -214,22 +258,34 @@ def install_hint() -> str:
 
 class KqlValidator:
     """Kusto.Language under one Node helper process, shared by threads (one request at a
-    time), started on the first `check` and closed by `close`."""
+    time), started by `warm` (in the background) or the first `check`, closed by `close`.
+
+    `timeout_s`: the CPU seconds of the helper a check may take; `start_timeout_s`: those
+    of its start and of loading a schema (never counted against a query). A check waits at
+    most `max_wall_s` of wall clock, a start or schema `start_wall_s` (defaults:
+    `WALL_FACTOR` x their CPU limits)."""
 
     def __init__(self, *, node: str | None = None, package: Path | None = None,
-                 timeout_s: float = 20.0, start_timeout_s: float = 60.0) -> None:  # fmt: skip
+                 timeout_s: float = 20.0, start_timeout_s: float = 60.0,
+                 max_wall_s: float | None = None, start_wall_s: float | None = None
+                 ) -> None:  # fmt: skip
         self.node = node or os.environ.get("QUERYEVAL_NODE") or shutil.which("node")
         self.package = package or find_package()
         self.timeout_s = timeout_s
         self.start_timeout_s = start_timeout_s
+        self.max_wall_s = max_wall_s
+        self.start_wall_s = start_wall_s
         self.version = ""
+        self.starts = 0  # helper processes started (a restart loop shows here)
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._schemas: set[str] = set()
         self._lock = threading.Lock()
         self._next_id = 0
+        self._owed: dict[int, _Request] = {}  # requests given up on, still to be answered
         self._memo: dict[tuple[str | None, str], KqlValidity] = {}
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self._warming: threading.Thread | None = None
 
     # -- the helper process ------------------------------------------------------------------
 
@@ -248,6 +304,9 @@ class KqlValidator:
             raise KustoLanguageMissing(missing or "Kusto.Language is not installed")
         self._lines = queue.Queue()
         self._schemas = set()
+        self._owed = {}
+        self.version = ""
+        self.starts += 1
         self._proc = subprocess.Popen(
             [self.node, str(_HELPER), str(self.package)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -262,8 +321,33 @@ class KqlValidator:
             target=self._read_errors, args=(self._proc, self._stderr),
             name="queryeval-kusto-language-stderr", daemon=True,
         ).start()  # fmt: skip
-        reply = self._ask({"op": "hello"}, self.start_timeout_s)
+        reply = self._ask({"op": "hello"}, self.start_timeout_s, self.start_wall_s, blame=False)
         self.version = str(reply.get("version", ""))
+
+    def _running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def warm(self) -> None:
+        """Start the helper in a background thread now, so that its start (seconds of CPU,
+        much more wall clock on a loaded machine) is over before the first check; a no-op
+        when it runs, is starting, or cannot be started (the first check then says why)."""
+        if self.missing() is not None or self._running():
+            return
+        warming = self._warming
+        if warming is not None and warming.is_alive():
+            return
+        self._warming = threading.Thread(
+            target=self._warm, name="queryeval-kusto-language-start", daemon=True
+        )
+        self._warming.start()
+
+    def _warm(self) -> None:
+        with self._lock:
+            if self._running():
+                return
+            self._stop()
+            with contextlib.suppress(KqlValidatorError):  # the first check tries again
+                self._start()
 
     def _said(self) -> str:
         """What Node reported on stderr before it stopped (its error line first)."""
@@ -289,6 +373,7 @@ class KqlValidator:
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
+        self._owed = {}
         if proc is None:
             return
         with contextlib.suppress(Exception):
@@ -303,25 +388,43 @@ class KqlValidator:
             if stream is not None:
                 stream.close()
 
-    def _ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def _cpu(self) -> float | None:
+        return process_cpu_s(self._proc.pid) if self._proc is not None else None
+
+    def _clock(self, pending: _Request) -> None:
+        """Start `pending`'s clock: now, the helper being free to begin it."""
+        pending.wall_start = time.monotonic()
+        pending.cpu_start = self._cpu()
+        pending.begun = True
+
+    def _ask(self, request: dict[str, Any], limit_s: float, wall_s: float | None, *,
+             blame: bool = True) -> dict[str, Any]:  # fmt: skip
+        """Send `request` and wait for its answer. `limit_s` bounds the helper's own CPU
+        time for it: past it the helper is busy with this request and is stopped
+        (`KqlValidatorTimeout` when `blame`, the query's fault; else KqlValidatorError).
+        Past `wall_s` of wall clock (None: `WALL_FACTOR` x `limit_s`) with less CPU spent,
+        no verdict (KqlValidatorError) and the helper is kept; its late answer is dropped
+        when it comes."""
         proc = self._proc
         assert proc is not None and proc.stdin is not None
         self._next_id += 1
-        ident = self._next_id
+        pending = _Request(self._next_id, str(request.get("op")), limit_s)
         try:
-            proc.stdin.write(json.dumps({**request, "id": ident}) + "\n")
+            proc.stdin.write(json.dumps({**request, "id": pending.ident}) + "\n")
             proc.stdin.flush()
         except OSError as exc:
             self._stop()
             raise KqlValidatorError(f"the Kusto.Language helper stopped: {exc}") from None
+        if not self._owed:
+            self._clock(pending)
+        cap = wall_s if wall_s is not None else WALL_FACTOR * limit_s
         while True:
+            waited = time.monotonic() - pending.wall_start if not self._owed else 0.0
             try:
-                line = self._lines.get(timeout=timeout_s)
+                line = self._lines.get(timeout=max(_POLL_S, min(limit_s, cap) - waited))
             except queue.Empty:
-                self._stop()
-                raise KqlValidatorTimeout(
-                    f"Kusto.Language gave no verdict within {timeout_s:g}s"
-                ) from None
+                self._past_limit(pending, cap, blame)
+                continue
             if line is None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(2)
@@ -331,11 +434,82 @@ class KqlValidator:
                     f"the Kusto.Language helper exited (code {code}){self._said()}"
                 )
             reply = json.loads(line)
-            if reply.get("id") != ident:
-                continue  # a late answer to a request that timed out
+            ident = reply.get("id")
+            if ident != pending.ident:
+                late = self._owed.pop(ident, None)  # a request given up on: dropped
+                if late is None:
+                    continue
+                if late.op == "hello" and "version" in reply:
+                    self.version = str(reply["version"])
+                following = min(self._owed.values(), key=lambda r: r.ident, default=pending)
+                if not following.begun:
+                    self._clock(following)  # the helper begins the next request now
+                continue
             if "error" in reply:
                 raise KqlValidatorError(f"Kusto.Language failed: {reply['error']}")
             return dict(reply)
+
+    def _past_limit(self, pending: _Request, cap: float, blame: bool) -> None:
+        """The wait for `pending` went on past its CPU limit in wall-clock time: raise when
+        the helper's own CPU for it is past the limit, or the wall-clock cap has come;
+        return to wait on (a loaded machine, or earlier requests still being answered)."""
+        what = "the query" if blame else f"its {pending.op}"
+        if self._owed:  # still busy with requests given up on: this one has not begun
+            self._owed_past_limit()
+            if time.monotonic() - pending.sent < cap:
+                return
+            self._give_up(pending)
+            raise KqlValidatorError(
+                f"Kusto.Language gave no verdict on {what}: its helper was still answering "
+                "earlier requests (a slow machine; not the query's fault)"
+            )
+        waited = time.monotonic() - pending.wall_start
+        used = self._used(pending)
+        if used is not None and used >= pending.limit_s:
+            self._stop()  # busy with this request: only stopping the helper ends it
+            self.warm()  # a fresh one starts now, its start counted against no query
+            message = (f"Kusto.Language spent {used:.2f}s of its own CPU time on {what}, "
+                       f"past the {pending.limit_s:g}s limit")  # fmt: skip
+            if blame:
+                raise KqlValidatorTimeout(message)
+            raise KqlValidatorError(message)
+        if waited < cap:
+            return
+        self._give_up(pending)
+        spent = "an unknown amount" if used is None else f"only {used:.2f}s"
+        raise KqlValidatorError(
+            f"Kusto.Language gave no verdict on {what} within {waited:.0f}s of wall clock, "
+            f"having spent {spent} of CPU time on it (limit {pending.limit_s:g}s): the "
+            "machine is too slow, not the query's fault"
+        )
+
+    def _used(self, pending: _Request) -> float | None:
+        """The helper's CPU seconds since `pending` began (None: not known)."""
+        now = self._cpu()
+        if now is None or pending.cpu_start is None:
+            return None
+        return now - pending.cpu_start
+
+    def _owed_past_limit(self) -> None:
+        """Replace the helper when the request it is busy with (given up on earlier) has
+        taken more than its own CPU limit: it would hold every later request."""
+        current = min(self._owed.values(), key=lambda r: r.ident)
+        used = self._used(current)
+        if current.begun and used is not None and used >= current.limit_s:
+            self._stop()
+            self.warm()
+            raise KqlValidatorError(
+                "Kusto.Language gave no verdict: its helper was busy past the limit with an "
+                "earlier request and was replaced (not this query's fault)"
+            )
+
+    def _give_up(self, pending: _Request) -> None:
+        """No verdict on `pending`: its answer is dropped when it comes. The helper is kept
+        (a slow machine is no reason to pay a cold start again), unless it owes too many."""
+        self._owed[pending.ident] = pending
+        if len(self._owed) > _MAX_OWED:
+            self._stop()
+            self.warm()
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -350,16 +524,16 @@ class KqlValidator:
             known = self._memo.get(key)
             if known is not None:
                 return known
-            if self._proc is None or self._proc.poll() is not None:
+            if not self._running():
                 self._stop()
                 self._start()
             if schema is not None and schema.key not in self._schemas:
-                self._ask(schema.request(), self.start_timeout_s)
+                self._ask(schema.request(), self.start_timeout_s, self.start_wall_s, blame=False)
                 self._schemas.add(schema.key)
             request: dict[str, Any] = {"op": "check", "query": query}
             if schema is not None:
                 request["schema"] = schema.key
-            reply = self._ask(request, self.timeout_s)
+            reply = self._ask(request, self.timeout_s, self.max_wall_s)
             syntax = tuple(KqlDiagnostic.from_json(d) for d in reply.get("syntax", []))
             seen = set(syntax)
             semantic = tuple(
@@ -457,7 +631,8 @@ def independent_verdict(
 
     Unknown tables, columns and functions are `schema`; every other diagnostic (the parser's,
     type errors) is `syntax`. Without `tables` only the syntax is judged (a query naming
-    anything is `unknown` then).
+    anything is `unknown` then). No verdict (a slow start, a loaded machine) is `unknown`;
+    only a query that kept Kusto.Language busy past its CPU limit is `invalid` for it.
     """
     too_long = over_limit(query)
     if too_long is not None:
@@ -469,7 +644,7 @@ def independent_verdict(
     schema = KqlSchema.from_tables(tables) if tables is not None else None
     try:
         validity = validator.check(query, schema)
-    except KqlValidatorTimeout as exc:
+    except KqlValidatorTimeout as exc:  # the query's own CPU cost, never the machine's
         return "invalid", "syntax", str(exc)
     except KqlValidatorError as exc:
         return "unknown", None, str(exc)

@@ -39,12 +39,15 @@ class _KqlValidityScorer(Scorer):
     uses_schema: ClassVar[bool] = True
 
     def prepare(self, cases: Sequence[Case], ctx: ScoringContext) -> None:
-        """Stop the run (bad configuration) when Node or Kusto.Language is missing."""
+        """Stop the run (bad configuration) when Node or Kusto.Language is missing; else
+        start the helper in the background, so its start is over before the first check."""
         from queryeval.engines import kql_validator_from_context
 
-        missing = kql_validator_from_context(ctx).missing()
+        validator = kql_validator_from_context(ctx)
+        missing = validator.missing()
         if missing:
             raise InputError(missing, where=f"scorers.{self.label}")
+        validator.warm()
 
     def _database(self, case: Case, ctx: ScoringContext) -> str | None:
         from queryeval.scorers.execution import case_database
@@ -71,10 +74,10 @@ class _KqlValidityScorer(Scorer):
                                       "metadata.database")  # fmt: skip
         try:
             validity = kql_validity_in_context(ctx, query, database)
-        except KqlValidatorTimeout as exc:  # a limit the query broke
+        except KqlValidatorTimeout as exc:  # the query's own CPU cost broke the limit
             return Score.failure("timeout", f"{exc} (Kusto.Language)")
-        except KqlValidatorError as exc:  # the analyzer itself failed: not the system's
-            return Score.failed(f"Kusto.Language gave no verdict: {exc}")
+        except KqlValidatorError as exc:  # no verdict (a slow start or machine): not the
+            return Score.unscored(f"Kusto.Language gave no verdict: {exc}")  # system's
         ok = self.verdict(validity)
         details: dict[str, Any] = {"validity": validity.to_dict(),
                                    "metrics": {self.name: 1.0 if ok else 0.0}}  # fmt: skip
