@@ -209,6 +209,16 @@ MISTAKES = [
     Mistake("prediction for an unknown case",
             write("predictions.jsonl", PREDICTIONS + '{"case_id": "q9", "query": "SELECT 2"}\n'),
             "predictions.jsonl", "q9", "prediction for unknown case id 'q9'"),
+    Mistake("misspelt query key in a prediction",
+            write("predictions.jsonl", PREDICTIONS.replace('"q2", "query"', '"q2", "qurey"')),
+            "predictions.jsonl", "qurey", "unknown key 'qurey' in a prediction record; did you "
+            "mean 'query'?"),
+    Mistake("a prediction with a query and an sql field",
+            write("predictions.jsonl", PREDICTIONS.replace('"SELECT 1"', '"SELECT 1", "sql": "x"')),
+            "predictions.jsonl", '"sql": "x"', "a record with 'query' and 'sql': expected one"),
+    Mistake("a prediction that is not JSON",
+            write("predictions.jsonl", PREDICTIONS.replace('"SELECT 1"}', "SELECT 1}")),
+            "predictions.jsonl", "SELECT 1}", "invalid JSON at column 28: unexpected character"),
     # cases
     Mistake("case names an unknown database", edit("cases.yaml", NOTE, "{database: nope}"),
             "cases.yaml", "- id: q2", "unknown database 'nope'; the suite has: sales"),

@@ -9,6 +9,7 @@ than the cap, so a file of one endless line cannot exhaust the memory.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,3 +98,22 @@ def jsonl_lines(path: Path, what: str = "file") -> Iterator[tuple[int, bytes]]:
             if not raw.isascii():
                 decode_utf8(raw, path, lineno)  # raises naming the line
             yield lineno, raw.removesuffix(b"\n")  # a parser's "column" is then the line's
+
+
+_AT = re.compile(r"[:,]?\s*(?:at )?line (\d+) column (\d+)(?: \(char \d+\))?\s*$")
+
+
+def invalid_json_line(why: str, path: Path | str | None, line: int) -> InputError:
+    """The error for one JSONL line that is not JSON: the parser's message (orjson's or
+    pydantic's) without its inner `line 1 column N` (a JSONL line is the parser's whole
+    text), the column kept as `at column N`.
+
+    >>> invalid_json_line("unexpected character: line 1 column 27 (char 26)", "p.jsonl", 2).message
+    'invalid JSON at column 27: unexpected character'
+    """
+    found = _AT.search(why)
+    what = (why[: found.start()] if found else why).strip().removeprefix("Invalid JSON: ")
+    where = f" at column {found.group(2)}" if found and found.group(1) == "1" else ""
+    if found and found.group(1) != "1":  # a multi-line text (not JSONL): keep both
+        where = f" at line {found.group(1)} column {found.group(2)} of the record"
+    return InputError(f"invalid JSON{where}: {what or 'not a JSON value'}", path=path, line=line)

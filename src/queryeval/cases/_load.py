@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from queryeval._inputs import jsonl_lines
+from queryeval._inputs import invalid_json_line, jsonl_lines
 from queryeval._validation import input_error
 from queryeval._yaml import load_yaml_documents
 from queryeval.cases._model import Case
@@ -112,8 +112,7 @@ def parse_case_line(raw: bytes, path: Path, lineno: int) -> Case:
         invalid = [e for e in exc.errors() if e["type"] == "json_invalid"]
         if invalid:
             why = str(invalid[0].get("ctx", {}).get("error", "")).strip()
-            message = f"invalid JSON ({why})" if why else "invalid JSON"
-            raise InputError(message, path=path, line=lineno) from None
+            raise invalid_json_line(why, path, lineno) from None
         raise input_error(exc, path=path, line=lineno) from None
 
 

@@ -130,8 +130,11 @@ def read_predictions(
 ) -> list[dict[str, Any]]:
     """A system's predictions from a JSONL / JSON / CSV / Parquet file of records naming the
     case (`case_id`, `id` or `instance_id`) and holding the query (the first of `fields`;
-    none: a failed prediction)."""
+    none: a failed prediction). A record without a query field but with a key close to one
+    (`"qurey"`), or a file none of whose records has one, is an InputError: every
+    prediction would otherwise be a silent failure."""
     records: list[dict[str, Any]] = []
+    present = False  # some record has a query field (empty or not)
     for line, rec in read_rows(path):
         if not isinstance(rec, Mapping):
             raise InputError("expected an object", path=path, line=line)
@@ -140,11 +143,35 @@ def read_predictions(
             what = "no case_id / id / instance_id" if raw_id is None else f"unknown case {raw_id!r}"
             raise InputError(what, path=path, line=line)
         query = text_field(rec, fields, path, line)
+        if any(name in rec for name in fields):
+            present = True
+        else:
+            _near_miss(rec, fields, path, line)
         if query is None:
             records.append({"case_id": str(raw_id), "error": "no prediction"})
         else:
             records.append({"case_id": str(raw_id), "query": query, "language": language})
+    if records and not present:
+        raise InputError(
+            f"none of its records has a query: expected a field {' or '.join(fields)}",
+            path=path,
+        )
     return records
+
+
+def _near_miss(rec: Mapping[str, Any], fields: Sequence[str], path: Path, line: int) -> None:
+    """InputError when a key of `rec` is a misspelling of one of `fields`."""
+    import difflib
+
+    for key in rec:
+        close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.8)
+        if close:
+            raise InputError(
+                f"no {' or '.join(fields)} field; did you mean {close[0]!r} (not {key!r})?",
+                path=path,
+                line=line,
+                where=str(key),
+            )
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -9,9 +9,10 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from queryeval._inputs import jsonl_lines
+from queryeval._inputs import invalid_json_line, jsonl_lines
 from queryeval.cases import Attempt, Output
 from queryeval.errors import InputError
+from queryeval.systems._record_keys import check_record, needs_checking
 
 _OUTPUT_KEYS = set(Output.model_fields)
 # keys that mark the long form of a record (`output`, `attempts`, `error`), not one attempt
@@ -93,8 +94,8 @@ def _fast_attempt(raw: bytes) -> PredictionLine | None:
     extra = output.attempts[0].__pydantic_extra__
     if extra is None or "case_id" not in extra or _OUTPUT_KEYS_SEEN.intersection(extra):
         return None  # no case id, or a record in the long form
-    if "attempt" in extra:
-        return None
+    if "attempt" in extra or needs_checking(extra):
+        return None  # an attempt number, or keys the general path checks (and refuses)
     case_id = extra.pop("case_id")
     extra.pop("system", None)
     if not isinstance(case_id, str | int) or isinstance(case_id, bool):
@@ -134,13 +135,17 @@ def _record(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON ({exc})", path=path, line=lineno) from None
+        raise invalid_json_line(str(exc), path, lineno) from None
     if not isinstance(data, dict) or "case_id" not in data:
+        named = isinstance(data, dict) and any(k in data for k in ("id", "instance_id"))
         raise InputError(
-            'expected an object with a \'case_id\' ({"case_id": ..., "query": ...})',
+            ("the record names its case with 'id'; " if named else "")
+            + 'expected an object with a \'case_id\' ({"case_id": ..., "query": ...})',
             path=path,
             line=lineno,
+            where="case_id" if named else None,
         )
+    data = check_record(data, path, lineno)
     attempt = data.get("attempt")
     if attempt is not None and (not isinstance(attempt, int) or isinstance(attempt, bool)):
         raise InputError(

@@ -1,0 +1,177 @@
+"""The user's configuration never turns into a system's score: a prediction record with an
+unknown key, a reply cache pointed at another deployment, a model server that refuses every
+connection, a wrong `output:` path, a database that cannot be read or a key that is not set
+each stop the run (exit 2, naming the place) or are named for what they are; `validate`
+runs the checks `run` does."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from queryeval.cli import app
+from queryeval.errors import InputError
+from queryeval.runner import load_suite, run_suite
+
+ROOT = Path(__file__).resolve().parent.parent
+SALES = ROOT / "examples" / "sql" / "fixtures" / "sales"
+
+SUITE = f"""name: trust
+cases: cases.yaml
+databases:
+  sales: {{engine: duckdb, fixture: {SALES}}}
+systems:
+  - {{name: baseline, predictions: predictions.jsonl}}
+scorers: [execution_match]
+reports: [json]
+"""
+CASES = """- id: q1
+  conversation:
+    - content: How many customers are there?
+      target: {query: "SELECT count(*) FROM customers"}
+- id: q2
+  conversation:
+    - content: How many orders are there?
+      target: {query: "SELECT count(*) FROM orders"}
+"""
+
+
+def make_suite(folder: Path, predictions: str, suite: str = SUITE) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "suite.yaml").write_text(suite)
+    (folder / "cases.yaml").write_text(CASES)
+    (folder / "predictions.jsonl").write_text(predictions)
+    return folder / "suite.yaml"
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+# --- prediction records ------------------------------------------------------------------
+
+
+def test_a_language_named_query_field_is_the_query(tmp_path: Path) -> None:
+    """`"sql"` is the most natural name of the field: read as the query, scored as one."""
+    path = make_suite(
+        tmp_path / "s",
+        '{"case_id": "q1", "sql": "SELECT count(*) FROM customers"}\n'
+        '{"case_id": "q2", "sql": "SELECT count(*) FROM orders"}\n',
+    )
+    code, _, err = invoke("validate", str(path), "--no-golds")
+    assert code == 0, err
+    code, _, err = invoke("run", str(path), "--out", str(tmp_path / "r"), "--no-progress")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["systems"]["baseline"]["scorers"]["execution_match"]["mean"] == 1.0
+    records = [json.loads(x) for x in (tmp_path / "r" / "results.jsonl").open()]
+    assert {r["output"]["attempts"][0]["language"] for r in records} == {"sql"}
+
+
+@pytest.mark.parametrize(
+    ("record", "where", "words"),
+    [
+        ('{"case_id": "q2", "qurey": "SELECT 1"}', "qurey", "did you mean 'query'?"),
+        ('{"case_id": "q2", "prediction": "SELECT 1"}', "prediction", "did you mean 'query'?"),
+        ('{"case_id": "q2", "query": "SELECT 1", "sql": "SELECT 2"}', "sql", "'query' and 'sql'"),
+        ('{"case_id": "q2", "sql": "SELECT 1", "kql": "T"}', "kql", "'sql' and 'kql'"),
+        ('{"case_id": "q2", "attempts": [{"qurey": "SELECT 1"}]}', "attempts[0].qurey", "'query'"),
+        ('{"case_id": "q2", "attempts": [], "query": "SELECT 1"}', "query", "beside 'attempts'"),
+        ('{"id": "q2", "query": "SELECT 1"}', "case_id", "names its case with 'id'"),
+    ],
+)
+def test_an_unknown_key_in_a_prediction_record_stops_validate_and_run(
+    tmp_path: Path, record: str, where: str, words: str
+) -> None:
+    path = make_suite(tmp_path / "s", '{"case_id": "q1", "query": "SELECT 1"}\n' + record + "\n")
+    for command in (
+        ["validate", str(path), "--no-golds"],
+        ["run", str(path), "--out", str(tmp_path / "r")],
+    ):
+        code, _, err = invoke(*command)
+        assert code == 2, (command, err)
+        assert err.startswith(f"error: {tmp_path / 's' / 'predictions.jsonl'}:2: {where}: "), err
+        assert words in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_notes_beside_a_prediction_are_kept_out_of_the_way(tmp_path: Path) -> None:
+    """The examples annotate predictions with `note`: an annotation, not an unknown key."""
+    path = make_suite(
+        tmp_path / "s",
+        '{"case_id": "q1", "query": "SELECT count(*) FROM customers", "note": "right"}\n'
+        '{"case_id": "q2", "query": "SELECT 1", "comment": "wrong"}\n',
+    )
+    assert invoke("validate", str(path), "--no-golds")[0] == 0
+
+
+def _sharded_suite(folder: Path, n: int) -> Path:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _sdmx_data import write_suite
+
+    suite = write_suite(folder, n)
+    suite.write_text(suite.read_text() + "settings: {workers: 2, shard_min_cases: 10}\n")
+    return suite
+
+
+def test_a_sharded_run_refuses_an_unknown_key_as_a_serial_run_does(tmp_path: Path) -> None:
+    from queryeval.runner._sharded import can_shard
+
+    path = _sharded_suite(tmp_path / "s", 50)
+    assert can_shard(load_suite(path))
+    preds = tmp_path / "s" / "predictions.jsonl"
+    lines = preds.read_text().splitlines()
+    lines[40] = lines[40].replace('"indicator_selection"', '"indicator_selectoin"')
+    assert "indicator_selectoin" in lines[40]
+    preds.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="did you mean 'indicator_selection'") as info:
+        run_suite(load_suite(path), tmp_path / "run", progress=False)
+    assert info.value.line == 41 and info.value.path == str(preds)
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_a_language_named_field_in_an_imported_predictions_file(tmp_path: Path) -> None:
+    """`queryeval import ... --predictions`: a file whose records have none of the query
+    fields, but a near miss, is refused naming the line; none of them at all is refused too
+    (every prediction would otherwise be a silent failure)."""
+    from queryeval.importers._records import read_predictions
+
+    typo = tmp_path / "p.jsonl"
+    typo.write_text('{"id": "a", "predicted_query": "x"}\n{"id": "b", "predicted_qurey": "y"}\n')
+    with pytest.raises(InputError, match="did you mean 'predicted_query'") as info:
+        read_predictions(typo, {"a", "b"}, ["predicted_query", "query"], "kql")
+    assert info.value.line == 2
+    none = tmp_path / "n.jsonl"
+    none.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n')
+    with pytest.raises(InputError, match="none of its records has a query"):
+        read_predictions(none, {"a", "b"}, ["predicted_query", "query"], "kql")
+    fine = tmp_path / "f.jsonl"
+    fine.write_text('{"id": "a", "query": "x"}\n{"id": "b", "query": ""}\n')
+    got = read_predictions(fine, {"a", "b"}, ["predicted_query", "query"], "kql")
+    assert got[1] == {"case_id": "b", "error": "no prediction"}
+
+
+# --- JSONL errors -------------------------------------------------------------------------
+
+
+def test_a_jsonl_error_names_the_column_without_an_inner_line(tmp_path: Path) -> None:
+    path = make_suite(tmp_path / "s", '{"case_id": "q1", "query": "SELECT 1"}\n{"case_id": q2}\n')
+    code, _, err = invoke("validate", str(path), "--no-golds")
+    assert code == 2
+    assert err.strip() == (
+        f"error: {tmp_path / 's' / 'predictions.jsonl'}:2: invalid JSON at column 13: "
+        "unexpected character, expected a JSON value"
+    )
+    assert "line 1" not in err
+    cases = tmp_path / "c.jsonl"
+    cases.write_text('{"id": "a", "conversation": [{"content": "x"}]}\n{"id": "b", x}\n')
+    from queryeval.cases import load_cases
+
+    with pytest.raises(InputError) as info:
+        load_cases(str(cases))
+    assert info.value.render() == f"{cases}:2: invalid JSON at column 13: key must be a string"
