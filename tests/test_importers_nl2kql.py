@@ -240,3 +240,112 @@ def test_build_for_queryeval_import(tmp_path: Path) -> None:
     assert (err.value.path, err.value.line) == (str(bad), 1)
     with pytest.raises(InputError, match="unknown option"):
         nl2kql.build(Request([pairs, schema], out, options={"neo4j_url": "x"}))
+
+
+# --- the NL2KQL repository's own files, as published ------------------------------------------
+# data/evaluation_datasets/<Part>_Evaluation.jsonl: {"context", "baseline"} (some rows add a
+# "Data source"); data/schema/<Part>_Schema.json: [{"Database", "Tables": [{"Columns": [{"Type",
+# "Name"}], "Table"}], "Functions": []}], types as .NET names (and "Boolean", "Double").
+
+
+def nl2kql_schema(database: str, tables: dict[str, list[tuple[str, str]]]) -> list[Any]:
+    return [
+        {
+            "Database": database,
+            "Tables": [
+                {"Columns": [{"Type": t, "Name": n} for n, t in cols], "Table": table}
+                for table, cols in tables.items()
+            ],
+            "Functions": [],
+        }
+    ]
+
+
+DEFENDER = nl2kql_schema(
+    "DB",
+    {
+        "DeviceEvents": [("Timestamp", "System.DateTime"), ("ActionType", "System.String"),
+                         ("DeviceId", "System.String"), ("IsAdmin", "Boolean")],
+        "AlertInfo": [("AlertId", "System.String"), ("Severity", "System.String"),
+                      ("Score", "Double"), ("Count", "System.Int64")],
+    },
+)  # fmt: skip
+SENTINEL = nl2kql_schema(
+    "cybersecuritysoc",
+    {
+        "SecurityIncident": [("TimeGenerated", "System.DateTime"),
+                             ("IncidentNumber", "System.Int32"), ("Severity", "System.String"),
+                             ("IsActive", "System.SByte"), ("Extra", "System.Object")],
+    },
+)  # fmt: skip
+DEFENDER_ROWS = [
+    {"context": "Count device events of the past week",
+     "baseline": "DeviceEvents\n| where Timestamp > ago(7d)\n| count"},
+    {"Data source": "NL2KQL - Security Co-Pilot.xlsx - NLKQL pairs",
+     "context": "High alerts", "baseline": "AlertInfo\n| where Severity == \"High\""},
+]  # fmt: skip
+SENTINEL_ROWS = [
+    {"Data source": "NL2KQL sentinel survey cleaned.xlsx - survey part 1",
+     "context": "Incidents per severity",
+     "baseline": "SecurityIncident \n| where TimeGenerated > ago(365d) \n"
+                 "| summarize Count=dcount(IncidentNumber) by Severity"},
+]  # fmt: skip
+
+
+def repository(tmp: Path) -> list[Path]:
+    evaluation = tmp / "data" / "evaluation_datasets"
+    schema = tmp / "data" / "schema"
+    evaluation.mkdir(parents=True)
+    schema.mkdir(parents=True)
+    (schema / "Defender_Schema.json").write_text(json.dumps(DEFENDER, indent=2))
+    (schema / "Sentinel_Schema.json").write_text(json.dumps(SENTINEL, indent=2))
+    return [
+        write_jsonl(evaluation / "Defender_Evaluation.jsonl", DEFENDER_ROWS),
+        write_jsonl(evaluation / "Sentinel_Evaluation.jsonl", SENTINEL_ROWS),
+        schema / "Defender_Schema.json",
+        schema / "Sentinel_Schema.json",
+    ]
+
+
+def test_the_repository_files_as_published(tmp_path: Path) -> None:
+    report = import_nl2kql(repository(tmp_path), tmp_path / "suite")
+    assert list(report.databases) == ["DB", "cybersecuritysoc"]
+    ddl = (tmp_path / "suite" / "databases" / "DB" / "schema.sql").read_text()
+    assert '"IsAdmin" BOOLEAN' in ddl and '"Score" DOUBLE' in ddl and '"Count" BIGINT' in ddl
+    soc = (tmp_path / "suite" / "databases" / "cybersecuritysoc" / "schema.sql").read_text()
+    assert '"IsActive" BOOLEAN' in soc and '"Extra" JSON' in soc
+    cases = [json.loads(x) for x in (tmp_path / "suite" / "cases.jsonl").read_text().splitlines()]
+    # each evaluation file goes with the schema file of its name
+    assert [c["metadata"]["database"] for c in cases] == ["DB", "DB", "cybersecuritysoc"]
+    assert cases[0]["conversation"][0]["target"]["query"]["text"] == DEFENDER_ROWS[0]["baseline"]
+    assert cases[2]["metadata"]["nl2kql"] == {"Data source": SENTINEL_ROWS[0]["Data source"]}
+    assert cases[2]["tags"] == [f"source:{SENTINEL_ROWS[0]['Data source']}", "db:cybersecuritysoc"]
+    assert "nl2kql" not in cases[0]["metadata"] and cases[0]["tags"] == ["db:DB"]
+    summary, _ = run(tmp_path / "suite", tmp_path)
+    assert summary["systems"]["gold"]["scorers"]["executes"]["mean"] == 1.0
+
+
+def test_a_models_answers_pair_by_question(tmp_path: Path) -> None:
+    from queryeval.importers import nl2kql
+
+    sources = repository(tmp_path)
+    answers = write_jsonl(
+        tmp_path / "model.jsonl",
+        [
+            {"context": "Incidents per severity", "prediction": "SecurityIncident | count"},
+            {"context": "  High alerts ", "database": "DB", "prediction": "AlertInfo | take 1"},
+        ],
+    )
+    built = nl2kql.build(Request(sources, tmp_path / "out", [("model", answers)]))
+    ids = [c["id"] for c in built.cases]
+    assert built.predictions == {
+        "model": [
+            {"case_id": ids[2], "query": "SecurityIncident | count", "language": "kql"},
+            {"case_id": ids[1], "query": "AlertInfo | take 1", "language": "kql"},
+        ]
+    }
+    row = {"context": "High alerts", "database": "cybersecuritysoc", "kql": "T"}
+    wrong = write_jsonl(tmp_path / "w.jsonl", [row])
+    with pytest.raises(InputError, match="no case asks this question on database") as err:
+        nl2kql.build(Request(sources, tmp_path / "out", [("m", wrong)]))
+    assert (err.value.path, err.value.line) == (str(wrong), 1)

@@ -62,7 +62,7 @@ def test_parquet_rows_become_cypher_cases(tmp_path: Path) -> None:
     }
     assert first["metadata"]["schema"] == ROWS[0]["schema"]
     assert first["metadata"]["database_reference_alias"] == "neo4jlabs_demo_db_movies"
-    assert first["tags"] == ["neo4jLabs_synthetic_gpt4o", "neo4jlabs_demo_db_movies"]
+    assert first["tags"] == ["neo4jLabs_synthetic_gpt4o", "neo4jlabs_demo_db_movies", "db:movies"]
     assert cases[1]["tags"] == ["hf_dataset"]
     assert any("neo4j_url" in note for note in report.notes)
     suite = load_suite(tmp_path / "suite" / "suite.yaml")
@@ -95,7 +95,9 @@ def test_with_a_server_the_aliases_become_databases(tmp_path: Path) -> None:
     db = suite["databases"]["neo4jlabs_demo_db_movies"]
     assert db["engine"] == "neo4j" and db["url"] == "neo4j+s://demo.neo4jlabs.com:7687"
     assert db["options"]["database"] == db["options"]["user"] == "movies"
-    assert suite["scorers"][0] == {"name": "execution_match", "required": True}
+    assert suite["preset"] == "text2cypher_execution" and "scorers" not in suite
+    loaded = load_suite(tmp_path / "suite" / "suite.yaml")
+    assert (loaded.scorers[0].name, loaded.scorers[0].required) == ("execution_match", True)
     cases = cases_of(tmp_path / "suite")
     assert cases[0]["conversation"][0]["target"]["query"]["database"] == "neo4jlabs_demo_db_movies"
     assert "database" not in cases[1]["conversation"][0]["target"]["query"]
@@ -164,3 +166,129 @@ def test_build_for_queryeval_import(tmp_path: Path) -> None:
     assert built.databases["neo4jlabs_demo_db_movies"]["url"] == "bolt://x:7687"
     with pytest.raises(InputError, match="unknown option"):
         text2cypher.build(Request([src], tmp_path / "out", options={"url": "x"}))
+
+
+# --- neo4j-labs/text2cypher's files as published ------------------------------------------------
+# datasets/synthetic_*_demodbs/text2cypher_<model>.csv: question, cypher, type, database and the
+# repository's checks of the cypher; text2cypher_schemas.csv: database, schema, structured_schema.
+# Two models' files hold the same questions (no ids); a question may repeat on one database.
+
+REPO_COLUMNS = ["question", "cypher", "type", "database", "syntax_error", "timeout",
+                "returns_results", "false_schema"]  # fmt: skip
+GPT4TURBO = [
+    ["What are the top 5 movies by runtime?",
+     "MATCH (m:Movie)\nWHERE m.runtime > 120\nRETURN m.title, m.runtime\n"
+     "ORDER BY m.runtime DESC\nLIMIT 5",
+     "Simple Retrieval Queries", "movies", "False", "False", "True", ""],
+    ["Which 3 users asked the most?", "MATCH (u:User)-[:ASKED]->(q)\nRETURN u, count(q) AS n",
+     "Verbose query", "buzzoverflow", "False", "False", "True", ""],
+    ["Which 3 users asked the most?", "MATCH (u:User)-[:ASKED]->(q:Question)\nRETURN u.name",
+     "Simple Aggregation Queries", "buzzoverflow", "False", "False", "False", ""],
+    ["Who wrote the most articles?", "MATCH (p:Person)-[:AUTHORED]->(a) RETURN p, count(a",
+     "Complex Retrieval Queries", "companies", "True", "False", "False", "AUTHORED"],
+]  # fmt: skip
+OPUS = [  # another model's answers to some of the same questions, in its own order
+    ["Which 3 users asked the most?", "MATCH (u:User)-[:ASKED]->(q:Question)  RETURN u.name",
+     "Simple Aggregation Queries", "buzzoverflow", "False", "False", "True", ""],
+    ["What are the top 5 movies by runtime?", "MATCH (m:Movie) RETURN m.title LIMIT 5",
+     "Simple Retrieval Queries", "movies", "False", "False", "True", ""],
+]  # fmt: skip
+SCHEMAS = [
+    ["movies", "Node properties:\n- **Movie**\n  - `runtime`: INTEGER", "{'node_props': {}}"],
+    ["buzzoverflow", "Node properties:\n- **User**\n  - `name`: STRING", "{}"],
+]
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
+    import csv
+
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def repo_files(tmp: Path) -> tuple[Path, Path, Path]:
+    turbo = write_csv(tmp / "text2cypher_gpt4turbo.csv", REPO_COLUMNS, GPT4TURBO)
+    opus = write_csv(tmp / "text2cypher_claudeopus.csv", REPO_COLUMNS, OPUS)
+    schemas = write_csv(
+        tmp / "text2cypher_schemas.csv", ["database", "schema", "structured_schema"], SCHEMAS
+    )
+    return turbo, opus, schemas
+
+
+def test_the_repository_csv_keeps_every_column(tmp_path: Path) -> None:
+    turbo, _, schemas = repo_files(tmp_path)
+    report = import_text2cypher([turbo, schemas], tmp_path / "suite")
+    cases = cases_of(tmp_path / "suite")
+    assert len({c["id"] for c in cases}) == 4  # no ids in the file: one per row
+    first, broken = cases[0], cases[3]
+    assert first["metadata"]["text2cypher"] == {
+        "type": "Simple Retrieval Queries", "database": "movies", "syntax_error": "False",
+        "timeout": "False", "returns_results": "True", "false_schema": "",
+    }  # fmt: skip
+    assert first["tags"] == ["type:Simple Retrieval Queries", "db:movies"]
+    assert first["metadata"]["schema"] == SCHEMAS[0][1]  # from text2cypher_schemas.csv
+    assert "schema" not in broken["metadata"]  # companies: no schema in the file
+    assert broken["tags"] == [
+        "type:Complex Retrieval Queries",
+        "db:companies",
+        "gold:syntax_error",
+        "gold:no_results",
+        "gold:false_schema",
+    ]
+    assert "gold:no_results" in cases[2]["tags"]
+    assert any("1 row(s) whose gold the file marks syntax_error" in n for n in report.notes)
+    assert any("no schema text for database(s) companies" in n for n in report.notes)
+
+
+def test_a_second_models_csv_pairs_by_question_and_database(tmp_path: Path) -> None:
+    from queryeval.importers import text2cypher
+
+    turbo, opus, _ = repo_files(tmp_path)
+    built = text2cypher.build(Request([turbo], tmp_path / "out", [("opus", opus)]))
+    ids = [c["id"] for c in built.cases]
+    by_case = {r["case_id"]: r["query"] for r in built.predictions["opus"]}
+    # the repeated question: the row of the same type answers the case of that type
+    assert by_case == {ids[2]: OPUS[0][1], ids[0]: OPUS[1][1]}
+    assert list(built.predictions) == ["opus"]
+    assert any("2 of 4 case(s) paired" in n for n in built.notes)
+
+
+def test_a_row_no_case_asks_names_the_file_and_line(tmp_path: Path) -> None:
+    from queryeval.importers import text2cypher
+
+    turbo, _, _ = repo_files(tmp_path)
+    new = ["What is new?", "RETURN 1", "", "movies", "", "", "", ""]
+    other = write_csv(tmp_path / "other.csv", REPO_COLUMNS, [OPUS[1], new])
+    with pytest.raises(InputError, match="no case asks this question") as err:
+        text2cypher.build(Request([turbo], tmp_path / "out", [("m", other)]))
+    assert (err.value.path, err.value.line) == (str(other), 3)
+    twice = write_csv(tmp_path / "twice.csv", REPO_COLUMNS, [OPUS[1], OPUS[1]])
+    with pytest.raises(InputError, match="already paired") as err:
+        text2cypher.build(Request([turbo], tmp_path / "out", [("m", twice)]))
+    wrong_db = write_csv(
+        tmp_path / "db.csv", REPO_COLUMNS, [[*OPUS[1][:3], "twitter", *OPUS[1][4:]]]
+    )
+    with pytest.raises(InputError, match="on database 'twitter'"):
+        text2cypher.build(Request([turbo], tmp_path / "out", [("m", wrong_db)]))
+
+
+def test_a_default_import_has_a_verdict(tmp_path: Path) -> None:
+    turbo, opus, schemas = repo_files(tmp_path)
+    from queryeval.importers import run_import
+
+    request = Request([turbo, schemas], tmp_path / "suite", [("opus", opus), ("turbo", turbo)])
+    run_import("text2cypher", request)
+    data = yaml.safe_load((tmp_path / "suite" / "suite.yaml").read_text())
+    assert data["preset"] == "text2cypher_translation"
+    suite = load_suite(tmp_path / "suite" / "suite.yaml")
+    suite.settings.cache_dir = str(tmp_path / "cache")
+    result = run_suite(suite, tmp_path / "run", progress=False, write_reports=False)
+    turbo_entry = result.summary["systems"]["turbo"]
+    assert turbo_entry["pass_rate"] == 1.0 and turbo_entry["no_verdict"] == 0
+    opus_entry = result.summary["systems"]["opus"]
+    # one exact answer (whitespace aside), one different, two questions it did not answer
+    assert opus_entry["pass_rate"] == 0.25 and opus_entry["no_verdict"] == 0
+    assert 0 < opus_entry["scorers"]["bleu"]["mean"] < 0.5

@@ -50,6 +50,11 @@ def _benchmark(rule: str, comparison: dict[str, Any], **options: Any) -> dict[st
 # position. The *_legacy presets give the published scripts' verdicts, quirks included.
 _SPIDER = {"rows": "auto", "columns": "permutation"}
 _BIRD = {"rows": "set", "columns": "by_position"}
+_TEXT_SHOWN = [
+    {"name": "rouge_l", "weight": 0},
+    {"name": "jaro_winkler", "weight": 0},
+    {"name": "jaccard", "weight": 0},
+]
 
 PRESETS: dict[str, dict[str, Any]] = {
     "spider": _benchmark("queryeval", _SPIDER),
@@ -88,6 +93,28 @@ PRESETS: dict[str, dict[str, Any]] = {
             {"name": "rouge_l", "weight": 0},
             {"name": "jaro_winkler", "weight": 0},
             {"name": "jaccard", "weight": 0},
+        ],
+    },
+    # Neo4j's Text2Cypher (2024) evaluation, translation-based (no database): the verdict is
+    # exact match of the query text (whitespace runs as one space: line breaks and indentation
+    # carry no meaning in Cypher), BLEU the mean, the other text metrics shown
+    "text2cypher_translation": {
+        "scorers": [
+            {"name": "exact_match", "required": True, "options": {"normalize_whitespace": True}},
+            {"name": "bleu"},
+            *_TEXT_SHOWN,
+        ],
+    },
+    # ... and execution-based (a Neo4j database per row): the verdict is execution match,
+    # the query-text metrics shown beside it
+    "text2cypher_execution": {
+        "comparison": {"columns": "permutation"},
+        "scorers": [
+            {"name": "execution_match", "required": True},
+            {"name": "executes", "weight": 0},
+            {"name": "exact_match", "weight": 0, "options": {"normalize_whitespace": True}},
+            {"name": "bleu", "weight": 0},
+            *_TEXT_SHOWN,
         ],
     },
     # seed 000: weighted AST comparison of Weaviate queries (collection 0.4, rest 0.15 each)

@@ -3,20 +3,30 @@ JSON, as a suite whose queries run on the embedded duckdb-kql engine over *empty
 from the schema (the benchmark ships no data: a query that runs there is valid against the
 schema, and its result columns can be compared).
 
-Sources (any order):
+Sources (any order), the NL2KQL repository's own files as published among them
+(``data/evaluation_datasets/Defender_Evaluation.jsonl`` with ``{"context", "baseline",
+"Data source"}`` records, ``data/schema/Defender_Schema.json``):
 
 - cases: ``.jsonl`` / ``.csv`` files (or a ``.json`` list), one pair per record. The question
   is the first of ``nlq``, ``question``, ``nl_query``, ``natural_language``, ``prompt``,
   ``context``; the gold KQL the first of ``kql``, ``gold_kql``, ``kql_query``, ``gold``,
-  ``query``, ``target``; optional ``id``, ``database`` (``db``, ``db_id``), a difficulty
-  (``difficulty``, ``level``, ``category``, ``complexity``: a tag), and a model's answer
-  (``prediction``, ``predicted_kql``, ``generated_kql``, ``pred``: a system).
+  ``query``, ``target``, ``baseline``; optional ``id``, ``database`` (``db``, ``db_id``), a
+  difficulty (``difficulty``, ``level``, ``category``, ``complexity``: a tag), and a model's
+  answer (``prediction``, ``predicted_kql``, ``generated_kql``, ``pred``: a system). Every
+  other column is kept in ``metadata.nl2kql``; a data source (``Data source``) is also a tag
+  ``source:<value>``. A file whose records name no database, among several schemas, goes
+  with the schema file of the same first word (``Defender_Evaluation.jsonl`` with
+  ``Defender_Schema.json``).
 - schemas: ``.json`` files in one of these forms (several files, several databases):
+  NL2KQL's ``[{"Database", "Tables": [{"Table", "Columns": [{"Name", "Type"}]}]}]``;
   Kusto's ``.show database schema as json`` (``{"Databases": {name: {"Tables": {...
   "OrderedColumns": [{"Name", "CslType"}]}}}}``); ``{"tables": [{"name", "columns": [{"name",
   "type"}] | {column: type}}]}`` or that list alone; ``{table: {column: type}}``; or
   ``{"1": {"name", "columns": [names]}}`` (no types: the columns are created as ``string``,
   and the report says so).
+- predictions (``--predictions NAME=FILE``): records naming the case (``case_id``, ``id``),
+  or records with the question (and the database, where several) paired with the case that
+  asks it.
 
 Written: ``suite.yaml`` (scorers ``executes``, required, and ``execution_match``, shown),
 ``cases.jsonl``, ``databases/<name>/`` fixture folders (``schema.sql`` + an empty
@@ -31,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
+from queryeval.importers._pairing import Keyed, Pairing, add_paired_predictions
 from queryeval.importers._read import read_json
 from queryeval.importers._records import (
     SuiteWithFiles,
-    add_predictions,
     import_with,
     read_rows,
     slug,
@@ -44,11 +54,13 @@ from queryeval.importers._records import (
 from queryeval.importers._suite import ImportedSuite, ImportRequest
 
 QUESTION_FIELDS = ("nlq", "question", "nl_query", "natural_language", "prompt", "context")
-KQL_FIELDS = ("kql", "gold_kql", "kql_query", "gold", "query", "target")
+KQL_FIELDS = ("kql", "gold_kql", "kql_query", "gold", "query", "target", "baseline")
 PREDICTION_FIELDS = ("prediction", "predicted_kql", "generated_kql", "pred")
 ID_FIELDS = ("id", "qid", "instance_id", "index")
 DATABASE_FIELDS = ("database", "db", "db_id")
 LEVEL_FIELDS = ("difficulty", "level", "category", "complexity")
+SOURCE_FIELDS = ("Data source", "data_source", "source")
+TABLE_NAMES = ("name", "Name", "table_name", "TableName", "Table")
 DEFAULT_NOW = "2024-01-01T00:00:00Z"
 
 # Kusto scalar types (and their .NET names) as DuckDB column types; the inverse of what
@@ -109,15 +121,29 @@ SUMMARY = "NL2KQL: question/KQL pairs (JSONL, CSV) and a schema JSON (empty duck
 def build(request: ImportRequest) -> SuiteWithFiles:
     """`queryeval import nl2kql PAIRS SCHEMA... --out DIR [--set now=ISO] [--predictions
     NAME=FILE]`: the suite of `collect` with its fixture folders written under the output
-    folder. A predictions file holds records naming the case (`case_id`, `id`) and the KQL
-    (`prediction`, `predicted_kql`, `kql`, `query`)."""
+    folder. A predictions file holds records naming the case (`case_id`, `id`), or asking
+    its question (on its `database`), and the KQL (`prediction`, `predicted_kql`, `kql`,
+    `query`)."""
     request.expect_options("now")
     built = collect(list(request.sources), now=request.options.get("now", DEFAULT_NOW))
-    add_predictions(built, request, (*PREDICTION_FIELDS, "kql", "query"), "kql")
+    add_paired_predictions(built, request, _keyed(built.cases), _PAIRING, "kql")
     built.write_files(request.out)
     if request.name:
         built.name = request.name
     return built
+
+
+_PAIRING = Pairing(
+    question_fields=QUESTION_FIELDS,
+    query_fields=(*PREDICTION_FIELDS, "kql", "query"),
+    database_fields=DATABASE_FIELDS,
+)
+
+
+def _keyed(cases: Sequence[dict[str, Any]]) -> list[Keyed]:
+    return [
+        Keyed(c["id"], c["conversation"][0]["content"], c["metadata"]["database"]) for c in cases
+    ]
 
 
 def collect(paths: Sequence[Path], *, now: str = DEFAULT_NOW) -> SuiteWithFiles:
@@ -131,10 +157,12 @@ def collect(paths: Sequence[Path], *, now: str = DEFAULT_NOW) -> SuiteWithFiles:
         raise InputError("no cases file among the sources (.jsonl, .csv or a .json list)")
     notes: list[str] = []
     databases: dict[str, Tables] = {}
+    origins: dict[str, Path] = {}
     for path, data in schema_files:
         for name, tables in _schemas(path, data, notes).items():
             if name in databases:
                 raise InputError(f"database {name!r} is described twice", path=path)
+            origins[name] = path
             for table in tables:
                 if not _SAFE_TABLE.match(table):
                     raise InputError(
@@ -144,7 +172,7 @@ def collect(paths: Sequence[Path], *, now: str = DEFAULT_NOW) -> SuiteWithFiles:
                         where=table,
                     )
             databases[name] = tables
-    cases, predictions = _cases(case_files, databases)
+    cases, predictions = _cases(case_files, databases, origins)
     if not predictions:
         predictions["gold"] = [
             {
@@ -226,6 +254,15 @@ def _classify(paths: list[Path]) -> tuple[list[Path], list[tuple[Path, Any]]]:
 def _schemas(path: Path, data: Any, notes: list[str]) -> dict[str, Tables]:
     """{database: tables} from one schema file (one database named after the file unless the
     file names its databases)."""
+    if _nl2kql_form(data):  # NL2KQL's own: [{"Database", "Tables": [{"Table", "Columns"}]}]
+        named: dict[str, Tables] = {}
+        for i, db in enumerate(data):
+            name = _name(db, ("Database", "DatabaseName", "Name", "name")) or path.stem
+            if name in named:
+                raise InputError(f"database {name!r} is described twice", path=path,
+                                 where=f"[{i}].Database")  # fmt: skip
+            named[name] = _tables(db["Tables"], path, notes, f"[{i}].Tables")
+        return named
     if isinstance(data, Mapping) and isinstance(data.get("Databases"), Mapping):
         out: dict[str, Tables] = {}
         for db_name, db in data["Databases"].items():
@@ -235,6 +272,14 @@ def _schemas(path: Path, data: Any, notes: list[str]) -> dict[str, Tables]:
             out[str(db.get("Name") or db_name)] = _kusto_tables(db["Tables"], path, where)
         return out
     return {path.stem: _tables(data, path, notes)}
+
+
+def _nl2kql_form(data: Any) -> bool:
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(d, Mapping) and isinstance(d.get("Tables"), list) for d in data)
+    )
 
 
 def _kusto_tables(tables: Mapping[str, Any], path: Path, where: str) -> Tables:
@@ -250,20 +295,20 @@ def _kusto_tables(tables: Mapping[str, Any], path: Path, where: str) -> Tables:
     return out
 
 
-def _tables(data: Any, path: Path, notes: list[str]) -> Tables:
+def _tables(data: Any, path: Path, notes: list[str], at: str = "") -> Tables:
     if isinstance(data, Mapping) and isinstance(data.get("tables"), list | Mapping):
         data = data["tables"]
     items: list[tuple[str, Any, str]] = []
     if isinstance(data, list):
         for i, t in enumerate(data):
-            name = _name(t, ("name", "Name", "table_name", "TableName"))
+            name = _name(t, TABLE_NAMES)
             if name is None:
-                raise InputError("expected a table with a name", path=path, where=f"[{i}]")
-            items.append((name, t, f"[{i}]"))
+                raise InputError("expected a table with a name", path=path, where=f"{at}[{i}]")
+            items.append((name, t, f"{at}[{i}]"))
     elif isinstance(data, Mapping):
         for key, t in data.items():
-            name = _name(t, ("name", "Name", "table_name", "TableName")) or str(key)
-            items.append((name, t, str(key)))
+            name = _name(t, TABLE_NAMES) or str(key)
+            items.append((name, t, f"{at}.{key}" if at else str(key)))
     else:
         raise InputError("expected a schema: a list of tables or a mapping", path=path)
     out: Tables = {}
@@ -319,15 +364,35 @@ def _duck_type(raw: Any, path: Path, where: str) -> str:
     return KQL_TYPES[raw.strip().lower()]
 
 
+def _first_word(path: Path) -> str:
+    return re.split(r"[_\-. ]+", path.stem.strip().lower(), maxsplit=1)[0]
+
+
+def _file_database(
+    path: Path, databases: dict[str, Tables], origins: dict[str, Path]
+) -> str | None:
+    """The database of a cases file whose records name none: the only one, else the one
+    whose schema file starts with the same word (Defender_Evaluation / Defender_Schema)."""
+    if len(databases) == 1:
+        return next(iter(databases))
+    word = _first_word(path)
+    same = [name for name, origin in origins.items() if _first_word(origin) == word]
+    return same[0] if len(same) == 1 else None
+
+
+_USED = {*QUESTION_FIELDS, *KQL_FIELDS, *PREDICTION_FIELDS, *ID_FIELDS, *DATABASE_FIELDS,
+         *LEVEL_FIELDS}  # fmt: skip
+
+
 def _cases(
-    files: list[Path], databases: dict[str, Tables]
+    files: list[Path], databases: dict[str, Tables], origins: dict[str, Path]
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
     cases: list[dict[str, Any]] = []
     predictions: dict[str, list[dict[str, Any]]] = {}
     ids: set[str] = set()
-    only = next(iter(databases)) if len(databases) == 1 else None
     for path in files:
         system = slug(path.stem)
+        only = _file_database(path, databases, origins)
         for line, rec in read_rows(path):
             if not isinstance(rec, Mapping):
                 raise InputError("expected an object", path=path, line=line)
@@ -343,7 +408,9 @@ def _cases(
             if database is None:
                 raise InputError(
                     "the record names no database and the schemas describe "
-                    f"several ({', '.join(databases)})",
+                    f"several ({', '.join(databases)}); name it in a 'database' field, or "
+                    "name the cases file after its schema file (Defender_Evaluation.jsonl "
+                    "with Defender_Schema.json)",
                     path=path,
                     line=line,
                 )
@@ -356,11 +423,23 @@ def _cases(
             raw_id = next((rec[k] for k in ID_FIELDS if rec.get(k) not in (None, "")), None)
             case_id = unique(str(raw_id) if raw_id is not None else f"{path.stem}-{line}", ids)
             level = text_field(rec, LEVEL_FIELDS, path, line)
+            tags = [level.strip().lower()] if level else []
+            source = next(
+                (str(rec[k]) for k in SOURCE_FIELDS if rec.get(k) not in (None, "")), None
+            )
+            if source is not None:
+                tags.append(f"source:{source.strip()}")
+            if len(databases) > 1:
+                tags.append(f"db:{database}")
+            metadata: dict[str, Any] = {"database": database, "source": f"{path.name}:{line}"}
+            others = {str(k): v for k, v in rec.items() if k not in _USED}
+            if others:  # every column is kept (the data source, anything a file adds)
+                metadata["nl2kql"] = others
             cases.append(
                 {
                     "id": case_id,
-                    "tags": [level.strip().lower()] if level else [],
-                    "metadata": {"database": database, "source": f"{path.name}:{line}"},
+                    "tags": tags,
+                    "metadata": metadata,
                     "conversation": [
                         {
                             "role": "user",

@@ -1,0 +1,137 @@
+"""A model's file of answers paired with the imported cases: by case id when its records
+name one, else by (question, database), as the benchmarks' own files are written (NL2KQL's
+and neo4j-labs/text2cypher's CSVs carry no ids: a second model's file for the same questions
+is paired by its question and database)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from queryeval.errors import InputError
+from queryeval.importers._records import read_predictions, read_rows, text_field
+from queryeval.importers._suite import ImportedSuite, ImportRequest
+
+ID_KEYS = ("case_id", "id", "instance_id")
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """What pairs a case with a row of a model's file: its question, its database (None
+    when the benchmark names none) and further columns that break ties (`type`)."""
+
+    case_id: str
+    question: str
+    database: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How rows of a model's file are read: the question, query and database columns, the
+    columns that break ties between cases asking the same question, and how a database
+    name is normalised (e.g. an alias `neo4jlabs_demo_db_movies` -> `movies`)."""
+
+    question_fields: Sequence[str]
+    query_fields: Sequence[str]
+    database_fields: Sequence[str] = ()
+    tie_fields: Sequence[str] = ()
+    database_name: Callable[[str], str] = str
+
+
+def question_key(text: str) -> str:
+    """A question as compared: whitespace runs as one space, ends stripped.
+
+    >>> question_key("  How many\\n movies? ")
+    'How many movies?'
+    """
+    return " ".join(text.split())
+
+
+def add_paired_predictions(
+    suite: ImportedSuite,
+    request: ImportRequest,
+    keyed: Sequence[Keyed],
+    pairing: Pairing,
+    language: str,
+) -> None:
+    """The request's `(system, file)` predictions as systems of `suite` (replacing the `gold`
+    stand-in): a file whose records name a case (`case_id`, `id`, `instance_id`) is read by
+    id, any other by (question, database); a note says how many cases each file answers."""
+    ids = {c["id"] for c in suite.cases}
+    for system, path in request.predictions:
+        if _names_cases(path):
+            fields = (*pairing.query_fields, "query")
+            suite.predictions[system] = read_predictions(path, ids, fields, language)
+            continue
+        records = pair_by_question(path, keyed, pairing, language)
+        suite.predictions[system] = records
+        suite.notes.append(
+            f"{system}: {len(records)} of {len(suite.cases)} case(s) paired with {path.name} "
+            "by question and database; a case without a row counts as missing (failed)"
+        )
+    if request.predictions:
+        suite.predictions.pop("gold", None)
+
+
+def _names_cases(path: Path) -> bool:
+    for _, rec in read_rows(path):
+        return isinstance(rec, Mapping) and any(rec.get(k) not in (None, "") for k in ID_KEYS)
+    raise InputError("no records in the predictions file", path=path)
+
+
+def pair_by_question(
+    path: Path, keyed: Sequence[Keyed], pairing: Pairing, language: str
+) -> list[dict[str, Any]]:
+    """One prediction record per row of `path`, each paired with the first case not yet
+    paired that asks the same question on the same database (a row that names no database
+    pairs on the question alone; among cases asking the same question, one with the same
+    tie columns first, else in file order: the n-th such row answers the n-th such case).
+    A row whose question no case asks is an InputError naming the file and the line."""
+    by_question: dict[str, list[Keyed]] = {}
+    for k in keyed:
+        by_question.setdefault(question_key(k.question), []).append(k)
+    used: set[str] = set()
+    records: list[dict[str, Any]] = []
+    for line, rec in read_rows(path):
+        if not isinstance(rec, Mapping):
+            raise InputError("expected an object", path=path, line=line)
+        question = text_field(rec, pairing.question_fields, path, line)
+        if question is None:
+            raise InputError(
+                "the row names no case (case_id, id, instance_id) and has no question "
+                f"({', '.join(pairing.question_fields)}) to pair it by",
+                path=path,
+                line=line,
+            )
+        raw_db = text_field(rec, pairing.database_fields, path, line)
+        database = pairing.database_name(raw_db) if raw_db is not None else None
+        asking = by_question.get(question_key(question), [])
+        same_db = [
+            k
+            for k in asking
+            if database is None
+            or k.database is None
+            or pairing.database_name(k.database) == database
+        ]
+        free = [k for k in same_db if k.case_id not in used]
+        if not free:
+            where = f" on database {raw_db!r}" if raw_db is not None else ""
+            why = (
+                f"every case asking this question{where} is already paired (a repeated row?)"
+                if same_db
+                else f"no case asks this question{where}: {question_key(question)[:80]!r}"
+            )
+            raise InputError(why, path=path, line=line)
+        ties = {f: str(rec[f]) for f in pairing.tie_fields if rec.get(f) not in (None, "")}
+        tied = [k for k in free if ties and all(k.extra.get(f) == v for f, v in ties.items())]
+        best = tied[0] if tied else free[0]
+        used.add(best.case_id)
+        query = text_field(rec, pairing.query_fields, path, line)
+        if query is None:
+            records.append({"case_id": best.case_id, "error": "no prediction"})
+        else:
+            records.append({"case_id": best.case_id, "query": query, "language": language})
+    return records
