@@ -175,3 +175,117 @@ def test_a_jsonl_error_names_the_column_without_an_inner_line(tmp_path: Path) ->
     with pytest.raises(InputError) as info:
         load_cases(str(cases))
     assert info.value.render() == f"{cases}:2: invalid JSON at column 13: key must be a string"
+
+
+# --- live systems: the reply cache, unreachable servers, the output path --------------------
+
+
+def _dead_url() -> str:
+    """A local URL nothing listens on (a port just freed)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def _model_suite(folder: Path, base_url: str, cases: dict[str, str] | None = None) -> Path:
+    from systems_support import model_system, write_suite
+
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_suite(folder, model_system(base_url, model={"max_attempts": 2}), cases=cases)
+
+
+def _mean(out: Path) -> float:
+    summary = json.loads((out / "summary.json").read_text())
+    return float(summary["systems"]["gpt"]["scorers"]["execution_match"]["mean"])
+
+
+def test_the_reply_cache_is_keyed_by_the_deployment(tmp_path: Path) -> None:
+    """Another server answering to the same model name is asked, never answered with the
+    first one's replies; the first one's replies are still cached for it."""
+    from fakes.openai_server import FakeOpenAI, Reply
+    from systems_support import CASES, answering, fenced
+
+    right = answering({q: fenced(sql) for q, sql in CASES.items()})
+    with FakeOpenAI(right) as a, FakeOpenAI(Reply.text("SELECT 42")) as b:
+        run_suite(load_suite(_model_suite(tmp_path, a.base_url)), tmp_path / "ra", progress=False)
+        assert a.chat_calls == 4 and _mean(tmp_path / "ra") == 1.0
+        path = _model_suite(tmp_path, b.base_url)  # same model name, same cache folder
+        run_suite(load_suite(path), tmp_path / "rb", progress=False)
+        assert b.chat_calls == 4 and _mean(tmp_path / "rb") == 0.0
+        run_suite(load_suite(_model_suite(tmp_path, a.base_url)), tmp_path / "rc", progress=False)
+        assert a.chat_calls == 4 and _mean(tmp_path / "rc") == 1.0  # from the cache
+
+
+@pytest.mark.parametrize("cache", ["--cache", "--no-cache"])
+def test_a_model_server_that_refuses_every_connection_stops_the_run(
+    tmp_path: Path, cache: str
+) -> None:
+    """A dead port is never answered from the cache (of the server that was there), and
+    with or without the cache the run stops with exit 2 naming the base_url: an
+    unreachable server is not a model scoring 0. The cases finished are kept."""
+    from fakes.openai_server import FakeOpenAI
+    from systems_support import CASES, answering, fenced
+
+    first_two = dict(list(CASES.items())[:2])
+    with FakeOpenAI(answering({q: fenced(sql) for q, sql in CASES.items()})) as live:
+        url = live.base_url
+        path = _model_suite(tmp_path, url, cases=first_two)
+        run_suite(load_suite(path), tmp_path / "r1", progress=False)
+        assert live.chat_calls == 2
+    path = _model_suite(tmp_path, url)  # the same URL, nothing listening any more
+    out = tmp_path / "r2"
+    code, _, err = invoke("run", str(path), "--out", str(out), cache, "--no-progress")
+    assert code == 2, err
+    assert err.startswith(f"error: {path}:"), err
+    assert "systems[0].model.base_url: cannot connect to " + url in err
+    kept = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    if cache == "--cache":  # the two cases the server answered before, from the cache
+        assert sorted(r["case_id"] for r in kept) == ["q1", "q2"]
+        assert all(r["passed"] for r in kept)
+    else:
+        assert kept == []
+
+
+def test_a_server_reached_once_is_not_unreachable() -> None:
+    """Refused connections after a call reached the server are the system's failures."""
+    from queryeval.config import ChatEndpoint
+    from queryeval.llm import CallError, ChatService
+
+    service = ChatService(ChatEndpoint(model="m", base_url="http://x/v1", api_key_env=None))
+    service._failed(CallError("HTTP 500", 6, 500))
+    service._failed(CallError("refused", 6, connection=True))
+    assert service.unreachable() is None
+    fresh = ChatService(ChatEndpoint(model="m", base_url="http://x/v1", api_key_env=None))
+    fresh._failed(CallError("refused", 6, connection=True))
+    assert "cannot connect to http://x/v1" in (fresh.unreachable() or "")
+
+
+def test_an_endpoint_that_refuses_every_connection_stops_the_run(tmp_path: Path) -> None:
+    from systems_support import write_suite
+
+    url = _dead_url().removesuffix("/v1") + "/ask"
+    system = {"name": "svc", "endpoint": {"url": url, "max_attempts": 2, "backoff_base_s": 0.01}}
+    (tmp_path / "s").mkdir()
+    path = write_suite(tmp_path / "s", system)
+    code, _, err = invoke("run", str(path), "--out", str(tmp_path / "r"), "--no-progress")
+    assert code == 2, err
+    assert f"systems[0].endpoint.url: cannot connect to {url}" in err
+
+
+def test_a_wrong_output_path_is_invalid_output_naming_the_path(tmp_path: Path) -> None:
+    from fakes.json_service import JsonService
+    from systems_support import records, write_suite
+
+    with JsonService(lambda body, route: (200, {"result": {"sql": "SELECT 1"}})) as svc:
+        system = {"name": "svc", "endpoint": {"url": f"{svc.url}/ask", "output": "result.query"}}
+        path = write_suite(tmp_path, system)
+        run_suite(load_suite(path), tmp_path / "r", progress=False)
+    for record in records(tmp_path / "r").values():
+        assert record["output"]["failure"] == "invalid_output"
+        assert "has no 'result.query'" in record["output"]["error"]
+        assert '{"result": {"sql": "SELECT 1"}}' in record["output"]["error"]
+        score = record["scores"]["execution_match"]
+        assert score["value"] == 0 and score["details"]["failure"] == "invalid_output"

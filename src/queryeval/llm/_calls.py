@@ -34,11 +34,14 @@ class CallError(Exception):
     """A request that failed for good (retries spent, or an error not worth retrying).
     `status` is the HTTP status of the last reply, when there was one."""
 
-    def __init__(self, message: str, attempts: int, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, attempts: int, status: int | None = None, *, connection: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.attempts = attempts
         self.status = status
+        self.connection = connection  # every try failed to connect (no reply at all)
 
 
 class Retryable(Exception):
@@ -51,12 +54,14 @@ class Retryable(Exception):
         wait_hint: float | None = None,
         rate_limited: bool = False,
         status: int | None = None,
+        connection: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.wait_hint = wait_hint
         self.rate_limited = rate_limited
         self.status = status
+        self.connection = connection  # the connection itself failed (refused, reset, DNS)
 
 
 class Fatal(Exception):
@@ -109,6 +114,7 @@ async def with_retries(
     calls = failures = limited = 0
     last = "no call made"
     status: int | None = None
+    connected = False  # some try reached the server (any reply, or a timeout)
     while True:
         wait_hint: float | None = None
         async with limiter.slot(retry=calls > 0) as ticket:
@@ -122,6 +128,7 @@ async def with_retries(
                 raise CallError(exc.message, calls, exc.status) from None
             except Retryable as exc:
                 wait_hint, last, status = exc.wait_hint, exc.message, exc.status
+                connected = connected or not exc.connection
                 if exc.rate_limited:
                     ticket.overloaded = True
                     stats.rate_limited += 1
@@ -139,6 +146,7 @@ async def with_retries(
                 f"last: {last}",
                 calls,
                 status,
+                connection=not connected,
             )
         if wait_hint is not None and wait_hint > policy.max_retry_after_s:
             raise CallError(

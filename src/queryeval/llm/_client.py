@@ -249,7 +249,10 @@ class ChatClient:
             except openai.APITimeoutError:
                 raise Retryable(f"timed out after {c.timeout_s:g}s") from None
             except openai.APIConnectionError as exc:
-                raise Retryable(f"connection error: {exc}") from None
+                refused = type(exc.__cause__).__name__ == "ConnectError"  # httpx's: no reply
+                raise Retryable(
+                    f"connection error: {exc.__cause__ or exc}", connection=refused
+                ) from None
 
         start = time.perf_counter()
         response, calls = await with_retries(

@@ -87,7 +87,10 @@ class JsonClient:
             except httpx2.TimeoutException:
                 raise Retryable(f"timed out after {self.timeout_s:g}s") from None
             except httpx2.TransportError as exc:
-                raise Retryable(f"connection error: {type(exc).__name__}: {exc}") from None
+                raise Retryable(
+                    f"connection error: {type(exc).__name__}: {exc}",
+                    connection=isinstance(exc, httpx2.ConnectError),  # never reached the server
+                ) from None
             status = response.status_code
             if status < 300:
                 return HttpReply(status, response.text)

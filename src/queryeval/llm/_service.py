@@ -16,7 +16,7 @@ from typing import Any
 
 from queryeval.config import ChatEndpoint
 from queryeval.llm._budget import SpendCap
-from queryeval.llm._cache import ReplyCache
+from queryeval.llm._cache import ReplyCache, request_key
 from queryeval.llm._calls import CallError
 from queryeval.llm._client import ChatClient, Reply, StructuredOutput
 from queryeval.llm._tokens import estimate_prompt_tokens
@@ -83,6 +83,9 @@ class ChatService:
         ] = weakref.WeakKeyDictionary()
         self._consecutive_failures = 0
         self.down_reason: str | None = None
+        self.reached = False  # some call of this run reached the server (a reply, an error)
+        self.refused = 0  # requests failed for good without ever reaching the server
+        self._last_refusal = ""
 
     def worst_case_cost(self, prompt_tokens: int, max_tokens: int | None = None) -> float:
         """Most a call could cost: the prompt estimate with a margin plus the full completion
@@ -93,9 +96,22 @@ class ChatService:
         budget = self.config.max_tokens if max_tokens is None else max_tokens
         return price.cost(int(prompt_tokens * RESERVE_MARGIN), budget)
 
+    def stored_key(self, key: str) -> str:
+        """The cache key of a request `key` on this deployment: the endpoint (its base URL)
+        and the model are part of it, so another server answering to the same model name
+        (or a dead port) is never answered with this one's replies.
+
+        >>> from queryeval.config import ChatEndpoint
+        >>> a = ChatService(ChatEndpoint(model="m", base_url="http://a/v1"))
+        >>> b = ChatService(ChatEndpoint(model="m", base_url="http://b/v1"))
+        >>> a.stored_key("k") == b.stored_key("k"), a.stored_key("k") == a.stored_key("k")
+        (False, True)
+        """
+        return request_key(endpoint=self.config.endpoint, model=self.config.model, request=key)
+
     def cached(self, key: str) -> bool:
         """Whether a request with this key would be answered from the cache."""
-        return self.cache is not None and key in self.cache
+        return self.cache is not None and self.stored_key(key) in self.cache
 
     async def ask(
         self,
@@ -111,7 +127,7 @@ class ChatService:
         SpendCapReached when the cap forbids the call."""
         self.stats.requests += 1
         if self.cache is not None:
-            hit = self.cache.get(key)
+            hit = self.cache.get(self.stored_key(key))
             if hit is not None:
                 self.stats.cache_hits += 1
                 return Answer(hit, cached=True)
@@ -175,16 +191,35 @@ class ChatService:
             self._failed(error)
             raise error from None
         self._consecutive_failures = 0
+        self.reached = True
         self.spend.settle(worst, reply.cost or 0.0)
         self.stats.prompt_tokens += reply.usage.get("prompt_tokens", 0)
         self.stats.completion_tokens += reply.usage.get("completion_tokens", 0)
         self.stats.cost_usd += reply.cost or 0.0
         if self.cache is not None:
-            self.cache.put(key, self.config.model, source, reply)
+            self.cache.put(self.stored_key(key), self.config.model, source, reply)
         return Answer(reply, attempts=attempts)
+
+    def unreachable(self) -> str | None:
+        """Why this endpoint cannot be reached at all: a request failed for good with every
+        one of its tries (`max_attempts`, with backoff) refused at connection, and no call of
+        the run has reached the server. That is the evaluator's configuration (a wrong
+        base_url, a server not started), not the system's answers; None otherwise (a server
+        that was reached once, or answers with errors, is not this)."""
+        if self.reached or not self.refused:
+            return None
+        return (
+            f"cannot connect to {self.config.endpoint}: no request reached the server "
+            f"({self._last_refusal}); is it running at this base_url?"
+        )
 
     def _failed(self, exc: CallError) -> None:
         self.stats.failed += 1
+        if exc.connection:
+            self.refused += 1
+            self._last_refusal = exc.message
+        else:
+            self.reached = True
         self._consecutive_failures += 1
         if self._consecutive_failures >= self.config.outage_after:
             self.down_reason = (

@@ -109,6 +109,19 @@ def _check_body(body: object, key: tuple[str | int, ...] = ("endpoint", "body"))
             _check_body(value, (*key, i))
 
 
+def unreachable_error(suite: SuiteConfig, where: str, kind: str, why: str) -> InputError:
+    """The error that stops a run whose live system cannot be reached at all (every call
+    failed to connect), at the system's entry of the suite file: `where` is `systems[i]`,
+    `kind` the entry's key (`model`, `endpoint`)."""
+    index = int(where.removeprefix("systems[").rstrip("]"))
+    key = "base_url" if kind == "model" else "url"
+    return suite.entry_error(
+        ("systems", index, kind, key),
+        f"{why} (the finished cases are stored: run again with --resume)",
+        where=f"{where}.{kind}.{key}",
+    )
+
+
 def build_system(
     suite: SuiteConfig, index: int, config: SystemConfig, cases: Sequence[Case] = ()
 ) -> LiveSystem:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from queryeval.cases import Attempt, Case, Output
 from queryeval.errors import InputError
+from queryeval.systems._build import unreachable_error
 from queryeval.systems._predictions import parse_output
 from queryeval.systems._reply import read_output
 from queryeval.systems._task import CaseTask, case_task
@@ -118,6 +119,10 @@ class EndpointSystem:
             ),
         )
         self.ctx: ScoringContext | None = None
+        self._reached = False  # some request of this run reached the service
+        # requests failed for good with every try refused at connection: while none has
+        # reached the service, one such request stops the run (a wrong URL, nothing running)
+        self._refused = 0
 
     def attach(self, ctx: ScoringContext, *, use_cache: bool = True) -> None:
         """The context closes this system with its other resources."""
@@ -169,6 +174,14 @@ class EndpointSystem:
         try:
             reply, _ = await self.client.send(body)
         except CallError as exc:
+            self._refused = self._refused + 1 if exc.connection else self._refused
+            self._reached = self._reached or not exc.connection
+            if not self._reached and self._refused:
+                why = (
+                    f"cannot connect to {self.spec.url}: no request reached the service "
+                    f"({exc}); is it running there?"
+                )
+                raise unreachable_error(self.suite, self.where, "endpoint", why) from None
             if exc.status in _SETUP_STATUS:
                 raise InputError(
                     f"{_SETUP_STATUS[exc.status or 0]}: {exc}",
@@ -177,6 +190,7 @@ class EndpointSystem:
                 ) from None
             output = Output(error=f"service call failed: {exc}")
         else:
+            self._reached = True
             output = self._read(reply.text, task)
         output.latency_s = time.perf_counter() - start
         output.metadata.setdefault("system", "endpoint")
@@ -187,12 +201,15 @@ class EndpointSystem:
             data: Any = json.loads(text)
         except ValueError:
             if self.spec.output:
-                return Output(error=f"the reply is not JSON: {text[:200]!r}")
+                return _invalid(f"the reply is not JSON: {text[:200]!r}")
             data = text
         try:
             value = read_path(data, self.spec.output) if self.spec.output else data
         except KeyError as exc:
-            return Output(error=f"the reply has no {self.spec.output!r} (missing {exc})")
+            return _invalid(
+                f"the reply has no {self.spec.output!r} (output: {self.spec.output}; missing "
+                f"{exc}; the reply: {_excerpt(data)})"
+            )
         if (
             isinstance(value, dict)
             and task.task not in ("weaviate",)
@@ -201,7 +218,7 @@ class EndpointSystem:
             try:
                 return parse_output(value)
             except (ValidationError, ValueError) as exc:
-                return Output(error=f"unusable output: {exc}".splitlines()[0])
+                return _invalid(f"unusable output: {exc}".splitlines()[0])
         if isinstance(value, str):
             read = read_output(value, [], task.task, self.config.reply)
             value = read.value
@@ -210,9 +227,8 @@ class EndpointSystem:
                     attempts=[_attempt({"reply": text[:2000], "read_problem": read.problem})]
                 )
         elif task.task in ("sql", "kql", "cypher", "answer"):
-            return Output(
-                error=f"expected text at {self.spec.output or 'the reply'}, got "
-                f"{type(value).__name__}"
+            return _invalid(
+                f"expected text at {self.spec.output or 'the reply'}, got {type(value).__name__}"
             )
         fields: dict[str, Any] = {task.field: value}
         if task.is_query:
@@ -220,7 +236,7 @@ class EndpointSystem:
         try:
             return Output(attempts=[_attempt(fields)])
         except ValidationError as exc:
-            return Output(error=f"unusable output: {exc}".splitlines()[0])
+            return _invalid(f"unusable output: {exc}".splitlines()[0])
 
     async def aclose(self) -> None:
         """Close the connection pool of the running loop."""
@@ -233,3 +249,14 @@ class EndpointSystem:
 
 def _attempt(fields: dict[str, Any]) -> Attempt:
     return Attempt.model_validate(fields)
+
+
+def _invalid(why: str) -> Output:
+    """A reply the output cannot be read from: the system's failure, named as such."""
+    return Output(error=why, failure="invalid_output")
+
+
+def _excerpt(data: Any) -> str:
+    """The start of a reply, as JSON (what the `output:` path is checked against)."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return text if len(text) <= 200 else text[:200] + "..."

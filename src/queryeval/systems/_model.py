@@ -35,6 +35,7 @@ from queryeval.llm import (
     missing_key,
     request_key,
 )
+from queryeval.systems._build import unreachable_error
 from queryeval.systems._examples import ExamplePool
 from queryeval.systems._prompt import (
     FEEDBACK_VARIABLES,
@@ -269,6 +270,9 @@ class ModelSystem:
                 where=f"{self.where}.model.max_cost_usd",
             ) from None
         except CallError as exc:
+            unreachable = self.service.unreachable()
+            if unreachable is not None:  # the configuration, not the model: stop the run
+                raise unreachable_error(self.suite, self.where, "model", unreachable) from None
             if exc.status in _SETUP_STATUS or (exc.attempts == 0 and self.setup_problem()):
                 why = _SETUP_STATUS.get(exc.status or 0, "")
                 raise InputError(
