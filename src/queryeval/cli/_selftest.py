@@ -1,11 +1,23 @@
-"""`queryeval selftest SUITE.yaml`: run every gold as the prediction; report the ceiling."""
+"""`queryeval selftest SUITE.yaml`: score every gold as the prediction with the suite's
+scorers; report the ceiling.
+
+Exit codes: 0 when every gold checked gets full marks; 1 when one does not (or, with
+`strict`, when a gold is non-discriminating); 2 when the evaluator cannot do the check (a
+database it cannot use, or nothing to check at all).
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from queryeval.runner import SelftestReport
+
+MAX_LINES = 20  # failure lines (one per reason); the rest are counted
 
 
 def selftest_command(
@@ -15,8 +27,9 @@ def selftest_command(
     ] = Path(".queryeval-cache"),
     strict: bool = False,
 ) -> None:
-    """Run each gold query as if a system had predicted it; exit 1 when the ceiling < 1.0
-    (and, with `strict`, when a gold is non-discriminating)."""
+    """Score each gold as if a system had answered with it; exit 1 when the ceiling < 1.0
+    (and, with `strict`, when a gold is non-discriminating), 2 when nothing could be checked
+    or a database cannot be used."""
     from queryeval.cases import load_cases
     from queryeval.runner import load_suite, selftest
     from queryeval.scorers import ScoringContext
@@ -28,16 +41,80 @@ def selftest_command(
         report = selftest(config, cases, ctx)
     finally:
         ctx.close()
-    for item in report.failures:
-        typer.echo(f"  {item.case_id} (gold {item.gold}): {item.status}: {item.explanation}")
-    for finding in report.findings:
-        typer.echo(f"  non-discriminating: {finding.line()}")
+    for line in report_lines(report):
+        typer.echo(line)
     ceiling = report.ceiling
-    shown = "n/a" if ceiling is None else f"{ceiling:.3f}"
     typer.echo(
-        f"{config.name}: {report.checked} gold queries checked, {len(report.failures)} failed, "
-        f"{len(report.findings)} non-discriminating, {len(report.skipped)} cases without a "
-        f"gold query; ceiling {shown}"
+        f"{config.name}: {report.checked} gold(s) checked, {_below(report)} below full marks, "
+        f"{len(report.findings)} non-discriminating, {len(report.skipped)} case(s) without a "
+        f"gold the scorers read; ceiling {shown(ceiling)}"
     )
-    if (ceiling is not None and ceiling < 1.0) or (strict and report.findings):
+    if report.trouble or ceiling is None:
+        if ceiling is None and not report.trouble:
+            typer.echo("nothing to self-test: no scorer of the suite could score any gold")
+        raise typer.Exit(2)
+    if ceiling < 1.0 or (strict and report.findings):
         raise typer.Exit(1)
+
+
+def shown(ceiling: float | None) -> str:
+    """A ceiling for a terminal: below 1 never shows as 1.000.
+
+    >>> shown(1.0), shown(4969 / 4970), shown(0.5), shown(None)
+    ('1.000', '0.9997', '0.500', 'n/a')
+    """
+    if ceiling is None:
+        return "n/a"
+    if ceiling < 1.0 and f"{ceiling:.3f}" == "1.000":
+        return f"{math.floor(ceiling * 10_000) / 10_000:.4f}"
+    return f"{ceiling:.3f}"
+
+
+def _below(report: SelftestReport) -> int:
+    return len({(i.case_id, i.gold) for i in report.failures})
+
+
+def report_lines(report: SelftestReport) -> list[str]:
+    """What the self-test found, a few lines at most per kind: failures grouped by scorer
+    and reason (a reason shared by many golds is one line with their count), the ceiling
+    per scorer, the scorers not self-tested, what could not be executed, and the evaluator's
+    trouble once per database."""
+    lines: list[str] = []
+    # one line per reason: the golds that share it, and the scorers that gave it
+    groups: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for item in report.failures:
+        golds, scorers = groups.setdefault((item.status, item.explanation), ([], []))
+        gold = f"{item.case_id} (gold {item.gold})"
+        if gold not in golds:
+            golds.append(gold)
+        if item.scorer not in scorers:
+            scorers.append(item.scorer)
+    for n, ((status, why), (golds, scorers)) in enumerate(groups.items()):
+        if n == MAX_LINES:
+            rest = {g for gs, _ in list(groups.values())[MAX_LINES:] for g in gs}
+            lines.append(f"  ... and {len(rest)} more gold(s) below full marks")
+            break
+        some = golds[0] if len(golds) == 1 else f"{len(golds)} golds ({', '.join(golds[:3])}"
+        some += "" if len(golds) == 1 else (", ...)" if len(golds) > 3 else ")")
+        lines.append(f"  {some}: {', '.join(scorers)}: {status}: {why}")
+    for finding in report.findings:
+        lines.append(f"  non-discriminating: {finding.line()}")
+    for check in report.scorers:
+        if check.ceiling is not None:
+            lines.append(
+                f"  {check.label}: {check.checked} gold(s), ceiling {shown(check.ceiling)}"
+            )
+    for label, why in report.not_tested.items():
+        lines.append(f"  {label}: not self-tested ({why})")
+    if report.nothing_executable:
+        lines.append(f"nothing executable: {report.nothing_executable}")
+    elif report.not_executable:
+        lines.append(
+            f"  {report.not_executable} gold(s) not executed: their case names no database "
+            "of the suite"
+        )
+    for database, why, left in report.trouble:
+        lines.append(
+            f"evaluator: database {database!r} cannot be used ({why}); {left} gold(s) not checked"
+        )
+    return lines
