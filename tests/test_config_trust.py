@@ -289,3 +289,108 @@ def test_a_wrong_output_path_is_invalid_output_naming_the_path(tmp_path: Path) -
         assert '{"result": {"sql": "SELECT 1"}}' in record["output"]["error"]
         score = record["scores"]["execution_match"]
         assert score["value"] == 0 and score["details"]["failure"] == "invalid_output"
+
+
+# --- validate runs every check run does ----------------------------------------------------
+
+
+def _corrupt_sqlite(path: Path) -> None:
+    """An SQLite file whose catalog reads but whose table pages are garbage: every query on
+    the table is the engine's error (SQLITE_CORRUPT)."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    db.executemany("INSERT INTO customers VALUES (?, ?)", [(i, "x" * 50) for i in range(5000)])
+    db.commit()
+    db.close()
+    data = bytearray(path.read_bytes())
+    for offset in range(4096 * 2, len(data), 4096):
+        data[offset : offset + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("kind", ["garbage duckdb", "garbage sqlite", "corrupt sqlite"])
+def test_a_database_that_cannot_be_read_stops_validate_and_run(tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / "s"
+    engine = "duckdb" if "duckdb" in kind else "sqlite"
+    suite = SUITE.replace(
+        f"sales: {{engine: duckdb, fixture: {SALES}}}", f"sales: {{engine: {engine}, path: db.bin}}"
+    )
+    path = make_suite(
+        folder,
+        '{"case_id": "q1", "query": "SELECT 1"}\n{"case_id": "q2", "query": "SELECT 1"}\n',
+        suite,
+    )
+    if kind == "corrupt sqlite":
+        _corrupt_sqlite(folder / "db.bin")
+        (folder / "cases.yaml").write_text(CASES.replace("FROM orders", "FROM customers"))
+        expected = (
+            "databases.sales: every gold query tried on database 'sales' fails with an engine error"
+        )
+    else:
+        (folder / "db.bin").write_bytes(bytes(range(256)) * 40)
+        expected = "databases.sales.path: cannot read the database: "
+    for command in (["validate", str(path)], ["run", str(path), "--out", str(tmp_path / "r")]):
+        code, _, err = invoke(*command)
+        assert code == 2, (command, err)
+        assert err.startswith(f"error: {path}:"), err
+        assert expected in err, err
+    assert not (tmp_path / "r" / "results.jsonl").exists()
+
+
+def test_validate_refuses_a_model_whose_key_variable_is_not_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from systems_support import model_system, write_suite
+
+    monkeypatch.delenv("QE_TRUST_NO_SUCH_KEY", raising=False)
+    system = model_system("http://127.0.0.1:9/v1", model={"api_key_env": "QE_TRUST_NO_SUCH_KEY"})
+    path = write_suite(tmp_path, system)
+    code, _, err = invoke("validate", str(path), "--no-probe", "--no-golds")
+    assert code == 2, err
+    assert "systems[0].model.api_key_env: environment variable QE_TRUST_NO_SUCH_KEY" in err
+
+
+def test_validate_probes_models_and_endpoints(tmp_path: Path) -> None:
+    """A model server and a service that answer pass; a dead port, a 404 URL and an
+    `output:` path that is in none of the service's replies are exit 2 at their key."""
+    from fakes.json_service import JsonService
+    from fakes.openai_server import FakeOpenAI, Reply
+    from systems_support import model_system, write_suite
+
+    def service(body: object, route: str) -> tuple[object, ...]:
+        if route != "/ask":
+            return 404, {"detail": "Not Found"}
+        return 200, {"result": {"sql": "SELECT 1"}}
+
+    with FakeOpenAI(Reply.text("OK")) as server, JsonService(service) as svc:
+        checks = [
+            (model_system(server.base_url), None),
+            ({"name": "svc", "endpoint": {"url": f"{svc.url}/ask", "output": "result.sql"}}, None),
+            (
+                model_system(_dead_url(), model={"max_attempts": 1}),
+                "systems[0].model: cannot connect to http://127.0.0.1:",
+            ),
+            (
+                {"name": "svc", "endpoint": {"url": f"{svc.url}/nope", "output": "result.sql"}},
+                "systems[0].endpoint.url: no such URL on the service",
+            ),
+            (
+                {"name": "svc", "endpoint": {"url": f"{svc.url}/ask", "output": "result.query"}},
+                "systems[0].endpoint.output: output: 'result.query' is not in the service",
+            ),
+        ]
+        for i, (system, expected) in enumerate(checks):
+            folder = tmp_path / str(i)
+            folder.mkdir()
+            path = write_suite(folder, system)
+            code, out, err = invoke("validate", str(path), "--no-golds")
+            if expected is None:
+                assert code == 0, err
+                assert out.startswith("ok: 4 cases")
+            else:
+                assert code == 2, (system, out)
+                assert expected in err, err
+            assert invoke("validate", str(path), "--no-golds", "--no-probe")[0] == 0
+        assert server.chat_calls == 1 and server.chat_requests[0].body["max_tokens"] == 1

@@ -107,17 +107,23 @@ def test_a_template_error_names_the_template_and_its_line(tmp_path: Path) -> Non
     assert f"{tmp_path / 'p.j2'}:3: template error" in result.output
 
 
-def test_validate_accepts_a_model_suite_without_its_key(
+def test_validate_and_run_refuse_a_model_suite_without_its_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """`validate` runs the checks `run` does: a key variable that is not set is exit 2."""
     monkeypatch.delenv("QE_ABSENT_KEY", raising=False)
     path = suite_with(
         tmp_path,
         {"model": {"model": "m", "api_key_env": "QE_ABSENT_KEY"}, "samples": 4, "temperature": 0.9},
     )
     result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "systems[0].model.api_key_env: environment variable QE_ABSENT_KEY" in result.output
+    monkeypatch.setenv("QE_ABSENT_KEY", "set")
+    result = CliRunner().invoke(app, ["validate", str(path), "--no-probe"])
     assert result.exit_code == 0, result.output
     assert "ok: 4 cases, 1 system configuration(s)" in result.output
+    monkeypatch.delenv("QE_ABSENT_KEY")
     run = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "r")])
     assert run.exit_code == 2 and "QE_ABSENT_KEY" in run.output
 

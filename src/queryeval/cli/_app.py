@@ -177,15 +177,26 @@ def validate(
         ),
     ] = True,
     strict: Annotated[bool, typer.Option(help="exit 1 when a gold is flagged")] = False,
+    probe: Annotated[
+        bool,
+        typer.Option(
+            help="send one small request to each model and endpoint system (a server that "
+            "cannot be reached, a refused key, an unknown model or URL, an output: path "
+            "not in the service's replies)"
+        ),
+    ] = True,
 ) -> None:
     """Check the suite, its cases and its predictions without scoring anything: every
-    option typed, everything referenced present (exit 2 with file, line and what was
-    expected), and the gold queries run once (cached for the run)."""
-    from queryeval.runner import load_suite, plan_run
+    option typed, everything referenced present and readable, API key variables set, each
+    model and service answering (exit 2 with file, line and what was expected), and the
+    gold queries run once (cached for the run; every gold of a database failing with an
+    engine error: exit 2)."""
+    from queryeval.runner import live_problem, load_suite, plan_run
 
     try:
         config = load_suite(suite)
         plan = plan_run(config, baseline=baseline is not None)
+        live_problem(plan.suite, plan.systems, plan.cases, probe=probe)
         findings = _gold_findings(plan) if golds else []
     except InputError as exc:
         raise fail_input(exc) from None
@@ -216,14 +227,16 @@ def _kql_note(config: Any) -> str | None:
 
 def _gold_findings(plan: Any) -> list[Any]:
     """The gold checks of a planned suite whose scorers run queries (see `selftest`)."""
-    from queryeval.runner import cache_dir, gold_findings
+    from queryeval.runner import cache_dir, gold_findings, gold_problem
     from queryeval.scorers import ScoringContext
 
     if not plan.suite.databases or not any(s.needs_database for s in plan.scorers.values()):
         return []
     ctx = ScoringContext(plan.suite, cache_dir=cache_dir(plan.suite))
     try:
-        return gold_findings(plan.suite, plan.cases, ctx)
+        found = gold_findings(plan.suite, plan.cases, ctx)
+        gold_problem(plan.suite, plan.cases, ctx, None)  # every gold failing: exit 2
+        return found
     finally:
         ctx.close()
 
@@ -235,12 +248,18 @@ def report(
         Path | None,
         typer.Option(help="human review file (YAML/CSV) whose verdict overrides to apply"),
     ] = None,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            help="report a run still in progress (the results stored so far; refused without)"
+        ),
+    ] = False,
 ) -> None:
     """Re-write the reports of a stored run (from its results, without re-scoring)."""
     from queryeval.cli._report import report_command
 
     try:
-        report_command(run_dir, review)
+        report_command(run_dir, review, partial)
     except InputError as exc:
         raise fail_input(exc) from None
 

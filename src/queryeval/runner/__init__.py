@@ -1,7 +1,7 @@
 """The runner: plan a suite, generate and score every case, store, summarise, report."""
 
 from queryeval.runner._baseline import compare_with_baseline, load_baseline
-from queryeval.runner._check import load_suite
+from queryeval.runner._check import gold_problem, live_problem, load_suite
 from queryeval.runner._executors import (
     AsyncExecutor,
     Executor,
@@ -50,6 +50,8 @@ __all__ = [
     "compare_with_baseline",
     "default_out_dir",
     "gold_findings",
+    "gold_problem",
+    "live_problem",
     "load_baseline",
     "load_review",
     "load_suite",

@@ -20,7 +20,7 @@ thresholds in [0, 1], typed settings):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 Loc = tuple[str | int, ...]
 Places = Mapping[str, tuple[Path, int | None]]
 _COUNTS = {"system_errors", "cases"}  # gate metrics that are counts, not shares
+GOLD_PRECHECK = 5  # golds per local database run before a run: all failing stops it
 
 
 def suite_error(suite: SuiteConfig, loc: Loc, message: str) -> InputError:
@@ -94,6 +95,86 @@ def _databases(suite: SuiteConfig) -> None:
         if problem is not None:
             loc, message = problem
             raise suite_error(suite, ("databases", name, *loc), message)
+    _readable(suite)
+
+
+# engines whose `path` is a local database file, opened by the engine itself (cheap)
+_KQL_FILE = "a DuckDB database file (the KQL engine's tables)"
+_FILE_ENGINES = {"duckdb": "a DuckDB database file", "sqlite": "an SQLite database file",
+                 "kql": _KQL_FILE, "duckdb-kql": _KQL_FILE}  # fmt: skip
+
+
+def _readable(suite: SuiteConfig) -> None:
+    """Every database given as a local file opens and its catalog reads (a file that is not
+    a database would leave every case unscored): else an InputError at its `path`."""
+    from queryeval.scorers import ScoringContext
+
+    files = [
+        (name, _FILE_ENGINES[c.engine])
+        for name, c in suite.databases.items()
+        if c.path and c.engine in _FILE_ENGINES
+    ]
+    if not files:
+        return
+    ctx = ScoringContext(suite)
+    try:
+        for name, expected in files:
+            try:
+                ctx.engine(name).cached_schema()
+            except InputError:
+                raise
+            except Exception as exc:  # the engine's own error, whatever its library
+                why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                raise suite_error(
+                    suite,
+                    ("databases", name, "path"),
+                    f"cannot read the database: {why}; expected {expected}",
+                ) from None
+    finally:
+        ctx.close()
+
+
+def gold_problem(
+    suite: SuiteConfig,
+    cases: Sequence[Case],
+    ctx: Any,
+    limit: int | None,
+    only: Collection[str] | None = None,
+) -> None:
+    """InputError when every gold query of a database (the first `limit` of them; None:
+    all) fails with an engine error: the evaluator cannot score a single case there, a
+    configuration that cannot be honoured (at the database's entry of the suite). `only`:
+    the databases to try (None: every one)."""
+    from queryeval.scorers.execution import case_database, target_query
+
+    tried: dict[str, list[str]] = {}  # database -> the failures of its golds so far
+    done: set[str] = set()  # databases with a gold that ran, or `limit` golds tried
+    for case in cases:
+        fallback = case_database(case, None, ctx)
+        for target in case.targets:
+            query = target_query(target)
+            name = (query.database or fallback) if query is not None else None
+            if query is None or name is None or name not in suite.databases or name in done:
+                continue
+            if only is not None and name not in only:
+                continue
+            run = ctx.gold_execution(name, query.text)
+            failures = tried.setdefault(name, [])
+            if run.ok or run.outcome.kind != "engine_error":
+                done.add(name)
+                continue
+            failures.append(f"case {case.id}: {run.outcome.message.splitlines()[0][:200]}")
+            if limit is not None and len(failures) >= limit:
+                done.add(name)
+    for name, failures in tried.items():
+        if failures and (name not in done or len(failures) == limit):
+            raise suite_error(
+                suite,
+                ("databases", name),
+                f"every gold query tried on database {name!r} fails with an engine error "
+                f"({len(failures)} of {len(failures)}; first: {failures[0]}): the engine or "
+                "the database cannot be used, so no case could be scored",
+            )
 
 
 def _sections(suite: SuiteConfig) -> None:
@@ -251,6 +332,9 @@ def _cases(
                     f"case; expected {expected}",
                 )  # fmt: skip
     try:
+        if needing:  # the first golds of each local database: all failing stops the run
+            local = [n for n, c in databases.items() if c.engine in _FILE_ENGINES]
+            gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=local)
         for scorer in scorers.values():
             for case in cases:
                 try:
@@ -262,6 +346,31 @@ def _cases(
                     raise case_error(case.id, places, where, exc.message) from None
     finally:
         ctx.close()
+
+
+def live_problem(
+    suite: SuiteConfig, systems: Sequence[Any], cases: Sequence[Case], *, probe: bool = True
+) -> None:
+    """What `run` finds only once it calls its live systems, found before (for `validate`):
+    a model's or service's key variable not set, and with `probe`, one small request each
+    (`probe` of the system): a server refusing every connection, a refused key, an unknown
+    model or URL, a service's `output:` that resolves on none of its replies. InputError at
+    the system's entry of the suite."""
+    names = [c.name for c in suite.systems]
+    for system in systems:
+        live = system.callable
+        kind = getattr(live, "kind", None)
+        if kind not in ("model", "endpoint"):
+            continue  # saved predictions, callables: nothing to reach
+        index = names.index(system.group or system.name)
+        why = live.setup_problem()
+        if why is not None:
+            raise suite_error(suite, ("systems", index, kind, "api_key_env"), why)
+        why = live.probe(cases) if probe else None
+        if why is not None:
+            key = "output" if why.startswith("output:") else "url" if kind == "endpoint" else None
+            loc = ("systems", index, kind, *((key,) if key else ()))
+            raise suite_error(suite, loc, why)
 
 
 def _unknown_database(name: Any, suite: SuiteConfig) -> str:

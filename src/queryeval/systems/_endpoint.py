@@ -9,10 +9,12 @@ output) are the system's; a refused key (401/403) or a wrong URL (404/405) stops
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -134,6 +136,59 @@ class EndpointSystem:
         env = self.spec.api_key_env
         if env and not os.environ.get(env):
             return f"environment variable {env} ({self.where}.endpoint.api_key_env) is not set"
+        return None
+
+    def probe(self, cases: Sequence[Case] = (), tries: int = 3) -> str | None:
+        """Why the service cannot be used, from its replies to the first `tries` cases: it
+        refuses every connection, the credentials (401/403), the URL or method (404/405),
+        or `output:` resolves on none of its replies; None when it answered one as
+        configured. For `validate` (the service is called: up to `tries` requests)."""
+        why = self.setup_problem()
+        if why is not None:
+            return why
+        from queryeval.llm import CallError
+
+        async def ask() -> str | None:
+            problem = None
+            try:
+                for case in list(cases)[:tries] or [None]:
+                    variables = (
+                        self.variables(case, case_task(case, self.suite, self.config))
+                        if case is not None
+                        else {"question": "ping", "conversation": [], "case_id": ""}
+                    )
+                    try:
+                        reply, _ = await self.client.send(render_body(self.spec.body, variables))
+                    except CallError as exc:
+                        if exc.connection:
+                            return f"cannot connect to {self.spec.url} ({exc})"
+                        if exc.status in _SETUP_STATUS:
+                            return f"{_SETUP_STATUS[exc.status or 0]} ({self.spec.url}): {exc}"
+                        return None  # reached: its errors are the system's
+                    problem = self._path_problem(reply.text, case.id if case else "")
+                    if problem is None:
+                        return None
+            finally:
+                await self.client.aclose()
+            return problem
+
+        return asyncio.run(ask())
+
+    def _path_problem(self, text: str, case_id: str) -> str | None:
+        """Why `output:` does not resolve on a reply (None when it does, or is empty)."""
+        if not self.spec.output:
+            return None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return f"the reply to case {case_id} is not JSON: {text[:200]!r}"
+        try:
+            read_path(data, self.spec.output)
+        except KeyError as exc:
+            return (
+                f"output: {self.spec.output!r} is not in the service's replies (missing {exc}; "
+                f"the reply to case {case_id}: {_excerpt(data)})"
+            )
         return None
 
     def describe(self) -> dict[str, Any]:

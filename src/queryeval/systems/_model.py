@@ -126,6 +126,31 @@ class ModelSystem:
         """Why this system cannot be called at all (a missing API key), else None."""
         return missing_key(self.spec, f"{self.where}.model")
 
+    def probe(self, cases: Sequence[Case] = ()) -> str | None:
+        """Why the model cannot be used, from one small request (`max_tokens: 1`, not
+        cached): its server refuses every connection, the key (401/403), or does not know
+        the model or path (404); None when the server answered (an error such as a 400 or
+        a 5xx is the model's, not the configuration's). For `validate`."""
+        why = self.setup_problem()
+        if why is not None:
+            return why
+
+        async def ask() -> str | None:
+            try:
+                await self.service.client.complete(
+                    [{"role": "user", "content": "Reply with OK."}], max_tokens=1
+                )
+            except CallError as exc:
+                if exc.connection:
+                    return f"cannot connect to {self.spec.endpoint} ({exc})"
+                if exc.status in _SETUP_STATUS:
+                    return f"{_SETUP_STATUS[exc.status or 0]} ({self.spec.endpoint}): {exc}"
+            finally:
+                await self.service.client.aclose()
+            return None
+
+        return asyncio.run(ask())
+
     def template(self, task: CaseTask) -> PromptTemplate:
         """The prompt template: the system's, else the shipped one of the task."""
         return self.prompt or builtin_prompt(task.task)
