@@ -54,7 +54,7 @@ _RANGE = (
 
 _SERIES_BINS = "generate_series({2}, {3} - INTERVAL 1 microsecond, {4})"
 _SERIES = (
-    f"(CASE WHEN count(*) = 0 THEN error('{REFUSED_MARKER} make-series of no rows at all') "
+    "(CASE WHEN count(*) = 0 THEN NULL "
     "ELSE list_transform([map_from_entries(list(struct_pack(k := {1}, v := {0})))], "
     f"lambda _qe_m: list_transform({_SERIES_BINS}, lambda _qe_t: "
     "coalesce(_qe_m[_qe_t], {5})))[1] END)"
@@ -134,8 +134,8 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         ]  # fmt: skip
     aggregates += [
         # make-series (from the rewriter): a group's per-bin values ({0} by bin {1}) as an
-        # array over the bins {2} + k*{4} < {3}, {5} where a bin has no value; a group of no
-        # rows at all (an empty input without `by`) is refused, Kusto's answer unknown
+        # array over the bins {2} + k*{4} < {3}, {5} where a bin has no value; NULL for a
+        # group of no rows at all (the rewriter drops that row: Kusto gives none)
         aggregate("queryeval_series", _SERIES, (6,), note="queryeval: make-series values"),
         aggregate("queryeval_series_axis", _SERIES_AXIS, (4,), note="queryeval: its axis"),
         aggregate("make_bag", _make_bag(""), (1,), name_prefix="bag", rules=("R4", "R9"),

@@ -326,13 +326,21 @@ def rewrite_kql(query: str, inspector: Inspector | None = None,
         if tree is None:  # not KQL it parses (a control command, a syntax error): as is
             return Rewritten(text, tuple(hoisted))
         q = _Query(text, tree, inspector, hoisted)
-        edits = _edits(q, RULES)
+        edits = _edits(q, RULES + _kusto_rules())
         if not edits:  # the rest done: function bodies are final, hand them over
             edits = _edits(q, (_hoist_functions,))
         if not edits:
             return Rewritten(text, tuple(hoisted))
         text = _apply(text, edits)
     raise KqlRefused("the query kept changing under rewriting")
+
+
+def _kusto_rules() -> tuple[Callable[[_Query], list[Edit]], ...]:
+    """The rules that make duckdb-kql's answers Kusto's (`_kql_rewrite_kusto`, which builds
+    on this module)."""
+    from queryeval.engines._kql_rewrite_kusto import KUSTO_RULES
+
+    return KUSTO_RULES
 
 
 def _edits(q: _Query, rules: tuple[Callable[[_Query], list[Edit]], ...]) -> list[Edit]:
@@ -1020,6 +1028,9 @@ def _hoist_functions(q: _Query) -> list[Edit]:
         if any(_kind(n) in ("LetViewDeclaration", "LetFunctionDeclaration") and n is not declaration
                for n in _walk(body)):  # fmt: skip
             continue  # its inner functions go first
+        if _scalar_result(body):
+            raise KqlRefused("a scalar let function with let statements of its own "
+                             "(duckdb-kql defines functions with a tabular body only)")  # fmt: skip
         name = _declared_name(declaration)
         if name is None or len(set(names)) != len(names):
             raise KqlRefused("a tabular let function among repeated let names")
@@ -1039,6 +1050,23 @@ _LET_DECLARATIONS = ("LetVariableDeclaration", "LetFunctionDeclaration", "LetVie
 def _declared_name(declaration: Any) -> str | None:
     node = next((c for c in _rules(declaration) if _kind(c) in _NAME_NODES), None)
     return _name_of(node) if node is not None else None
+
+
+# what a tabular body cannot end in: arithmetic, comparisons, logic, literals
+_SCALAR_KINDS = {"AdditiveExpression", "MultiplicativeExpression", "EqualityExpression",
+                 "RelationalExpression", "LogicalAndExpression", "LogicalOrExpression",
+                 "StringBinaryOperatorExpression", "LongLiteralExpression",
+                 "IntLiteralExpression", "RealLiteralExpression", "StringLiteralExpression",
+                 "BooleanLiteralExpression", "DateTimeLiteralExpression",
+                 "TimeSpanLiteralExpression", "DynamicLiteralExpression"}  # fmt: skip
+
+
+def _scalar_result(body: Any) -> bool:
+    """A function body with `let` statements that ends in a scalar expression."""
+    if not any(_kind(c) == "LetFunctionBodyStatement" for c in _rules(body)):
+        return False
+    last = next((c for c in reversed(_rules(body)) if _kind(c) == "Expression"), None)
+    return last is not None and _kind(_collapse(last)) in _SCALAR_KINDS
 
 
 def _tabular_body(body: Any) -> bool:
@@ -1109,7 +1137,8 @@ def _make_series(q: _Query) -> list[Edit]:
     axis and explicit bounds: each group's aggregates per bin `A + k*S < B` (the rows with
     A <= T < B), a bin without rows holding D (0 when not given), as arrays in bin order,
     then the axis itself as an array named T; columns by, aggregates, axis, as Kusto orders
-    them. Without `from`/`to`, or over a number axis, it is refused."""
+    them; no row at all for an input of no rows. Without `from`/`to`, or over a number axis,
+    it is refused."""
     edits = []
     for node in _walk(q.tree):
         if _kind(node) != "MakeSeriesOperator":
@@ -1146,11 +1175,14 @@ def _make_series(q: _Query) -> list[Edit]:
         by_groups = f" by {', '.join(quote_name(_named_parts(q, g)[0] or '') for g in _rules(by))}"
         if by is not None and any(_named_parts(q, g)[0] is None for g in _rules(by)):
             raise KqlRefused("make-series by an expression without a name")
+        # `_qe_bins`: the bins holding rows; an input of no rows at all gives no row (the
+        # docs' `take 0 | make-series ... | count` is 0), where summarize would give one
         text = (f"where {quote_name(axis)} >= {start} and {quote_name(axis)} < {end} "
                 f"| summarize {', '.join(values)} by {keys} "
                 f"| summarize {', '.join(series)}, {quote_name(axis)} = "
-                f"queryeval_series_axis(_qe_bin, {start}, {end}, {step})"
-                f"{by_groups if by is not None else ''}")  # fmt: skip
+                f"queryeval_series_axis(_qe_bin, {start}, {end}, {step}), _qe_bins = count()"
+                f"{by_groups if by is not None else ''} "
+                "| where _qe_bins > 0 | project-away _qe_bins")  # fmt: skip
         a, b = _span(node)
         edits.append(Edit(a, b, text))
     return edits

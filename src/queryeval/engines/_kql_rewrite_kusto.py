@@ -1,0 +1,496 @@
+"""Rewrites where duckdb-kql runs a query but answers differently from Kusto (or fails only
+once the tables hold rows), each made to give Kusto's result or refused (`KqlRefused`):
+
+- `make-series ... | mv-expand Axis`: the axis values are datetimes (Kusto's dynamic
+  array holds datetimes; duckdb-kql's expansion turned them into text);
+- `union` of inputs whose same-named columns differ in type: one column per type named
+  `x_long`, `x_int` (Kusto's documented naming), and `withsource=` over `let` views naming
+  each row's view (duckdb-kql named the underlying table);
+- `summarize arg_min(X, *) by K = expr` where K is also an input column: that input column
+  kept as `K1` (Kusto.Language's result type), where duckdb-kql dropped it;
+- a string column `==`/`!=` an integer literal (`ResultType == 0`): compared as text, where
+  DuckDB casts every row's string to a number (an error on the first row that is not one);
+- `x in (letTable)` whose first column holds dynamic arrays (`summarize makelist(x)`): the
+  arrays' elements, typed as x;
+- regex group names that are not words (`(?<first name>...)`): the group left unnamed where
+  the name is never used (DuckDB's RE2 rejects such a name on the first row);
+- `range x from A to B step S | count` of integer literals: the count computed, without
+  200 million rows materialised.
+
+    >>> rewrite_kql("range x from 1 to 200000000 step 1 | count").text
+    'print Count = tolong(200000000)'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from queryeval.engines._kql_rewrite import (
+    Edit,
+    KqlRefused,
+    _as_column,
+    _calls,
+    _children,
+    _collapse,
+    _integer_literal,
+    _is_token,
+    _kind,
+    _literal_value,
+    _named_parts,
+    _parent,
+    _Query,
+    _rules,
+    _span,
+    _walk,
+    rewrite_kql,
+)
+from queryeval.languages.kql import quote_name
+
+__all__ = ["KUSTO_RULES", "rewrite_kql"]
+
+# DuckDB column types as Kusto names them (union's `x_long`, mv-expand's `typeof(...)`)
+_KQL_TYPES = {"BIGINT": "long", "INTEGER": "int", "DOUBLE": "real", "VARCHAR": "string",
+              "TIMESTAMP": "datetime", "TIMESTAMP WITH TIME ZONE": "datetime",
+              "BOOLEAN": "bool", "INTERVAL": "timespan", "JSON": "dynamic",
+              "UUID": "guid"}  # fmt: skip
+
+
+def _kql_type(duckdb_type: str) -> str | None:
+    upper = duckdb_type.upper()
+    if upper.startswith("DECIMAL"):
+        return "decimal"
+    return _KQL_TYPES.get(upper)
+
+
+def _statement_head(q: _Query, node: Any) -> str | None:
+    """The query's text before the statement holding `node` (its `let`s), or None inside a
+    function body (whose names are bound at the call)."""
+    if _parent(node, "LetFunctionBody") is not None:
+        return None
+    top = _parent(node, "Statement")
+    while top is not None and _parent(top, "Statement") is not None:
+        top = _parent(top, "Statement")
+    return q.text[: _span(top)[0]] if top is not None else ""
+
+
+def _columns_of(q: _Query, node: Any, text: str, what: str) -> list[tuple[str, str]]:
+    """The columns of the tabular KQL `text` evaluated where `node` is."""
+    head = _statement_head(q, node)
+    if head is None or q.inspector is None:
+        raise KqlRefused(f"{what} needs its inputs' columns, which are unknown here")
+    try:
+        return q.inspector.columns(head + text, tuple(q.functions))
+    except KqlRefused:
+        raise
+    except Exception as exc:
+        raise KqlRefused(f"{what}: the input columns are unknown ({exc})") from None
+
+
+def _operator(piped: Any) -> Any:
+    """The operator node of a `| operator` (PipedOperator) node."""
+    kids = _rules(piped)
+    return _collapse(kids[0]) if kids else piped
+
+
+def _columns_or_none(q: _Query, operator: Any, what: str) -> dict[str, str] | None:
+    """The columns flowing into `operator` (name -> DuckDB type), None when unknown."""
+    try:
+        return dict(q.columns_before(operator, what))
+    except KqlRefused:
+        return None
+
+
+# -- make-series | mv-expand of the axis --------------------------------------------------------
+
+
+def _series_axis_expand(q: _Query) -> list[Edit]:
+    """`make-series ... on T ... | mv-expand T` (no `to typeof`, T not reassigned between):
+    `to typeof(datetime)`, the type of the values in the axis array (Kusto's make-series
+    docs expand it and read datetimes)."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "MakeSeriesOperator":
+            continue
+        on = next((p for p in _rules(node) if _kind(p) == "MakeSeriesOperatorOnClause"), None)
+        axis = _as_column(_rules(on)[0]) if on is not None and _rules(on) else None
+        piped, pipe = _parent(node, "PipedOperator"), _parent(node, "PipeExpression")
+        if axis is None or piped is None or pipe is None:
+            continue
+        later = [k for k in _rules(pipe) if _span(k)[0] > _span(piped)[0]]
+        for operator in later:
+            inner = _operator(operator)
+            if _kind(inner) in ("MvexpandOperator", "MvExpandOperator"):
+                for item in _rules(inner):
+                    parts = _rules(item)
+                    if _kind(item) != "MvexpandOperatorExpression" or len(parts) != 1:
+                        continue
+                    if _as_column(parts[0]) == axis:
+                        end = _span(item)[1]
+                        edits.append(Edit(end, end, " to typeof(datetime)"))
+                break
+            if re.search(rf"(?<![\w.]){re.escape(axis)}\s*=(?!=)", q.source(operator)):
+                break  # the axis reassigned: no longer the series' own
+    return edits
+
+
+# -- union of differently typed columns, withsource over views ----------------------------------
+
+
+def _union_types(q: _Query) -> list[Edit]:
+    """`union [withsource=S] A, B, ...` (also piped): where a column name has different
+    types in the inputs, each input's column renamed `name_type` (`x_long`, `x_int`; a name
+    already taken gets a number, `x_long1`), as Kusto's union docs show; with `withsource`,
+    each row names its input (the `let` view's own name). Output: S, then the columns in
+    order of first appearance. Left to duckdb-kql when no column's type differs and no input
+    is a `let` name."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "UnionOperator":
+            continue
+        params = [c for c in _rules(node) if _kind(c) == "RelaxedQueryOperatorParameter"]
+        legs = [c for c in _rules(node) if _kind(c) == "UnionOperatorExpression"]
+        others = [c for c in _rules(node) if c not in params and c not in legs]
+        source: str | None = None
+        options = []
+        for param in params:
+            name, _, value = (x.strip() for x in q.source(param).partition("="))
+            if name.lower() == "withsource":
+                source = value
+            else:
+                options.append((name.lower(), value.lower()))
+        piped = _parent(node, "PipedOperator")
+        inputs: list[tuple[str, str | None]] = []  # (KQL text, source name)
+        if piped is not None:
+            pipe = _parent(node, "PipeExpression")
+            start, bar = _span(pipe)[0], _span(piped)[0]
+            inputs.append((q.text[start:bar], None))
+        lets = q.lets()
+        let_leg = False
+        for leg in legs:
+            text = q.source(leg)
+            leg_name = _name_of_leg(leg)
+            if leg_name is not None and "*" in text:
+                leg_name = None
+            if leg_name is not None and leg_name in lets:
+                let_leg = True
+            inputs.append((text, leg_name))
+        if others or any("*" in text for text, _ in inputs):
+            continue  # wildcard table names: left to duckdb-kql
+        if source is None and not inputs:
+            continue
+        if not legs:
+            continue
+        try:
+            columns = [_columns_of(q, node, text, "union") for text, _ in inputs]
+        except KqlRefused:
+            continue  # duckdb-kql will run or refuse it as it does
+        types: dict[str, set[str]] = {}
+        for cols in columns:
+            for name, kind in cols:
+                types.setdefault(name, set()).add(kind)
+        clash = {name for name, kinds in types.items() if len(kinds) > 1}
+        if not clash and not (source is not None and let_leg):
+            continue
+        if any(opt not in (("kind", "outer"), ("isfuzzy", "false")) for opt in options):
+            raise KqlRefused("union with kind=inner or isfuzzy over differently typed inputs")
+        if piped is not None and source is not None:
+            raise KqlRefused("a piped union with withsource over let views or typed columns")
+        if source is not None and any(name is None for _, name in inputs):
+            raise KqlRefused("union withsource of a subquery over let views or typed columns")
+        taken = set(types)
+        renamed: dict[tuple[str, str], str] = {}
+        for cols in columns:
+            for name, kind in cols:
+                if name not in clash or (name, kind) in renamed:
+                    continue
+                kql = _kql_type(kind)
+                if kql is None:
+                    raise KqlRefused(f"union: a column {name!r} of the type {kind}")
+                new, n = f"{name}_{kql}", 0
+                while new in taken:
+                    n += 1
+                    new = f"{name}_{kql}{n}"
+                taken.add(new)
+                renamed[(name, kind)] = new
+        order: list[str] = [source] if source is not None else []
+        parts = []
+        for (text, leg_name), cols in zip(inputs, columns, strict=True):
+            pieces = [f"{quote_name(renamed[(c, k)])} = {quote_name(c)}"
+                      for c, k in cols if (c, k) in renamed]  # fmt: skip
+            body = text.strip()
+            if body.startswith("(") and body.endswith(")"):
+                body = body[1:-1]
+            if pieces:
+                body += f" | project-rename {', '.join(pieces)}"
+            if source is not None:
+                body += f" | extend {quote_name(source)} = {_string(leg_name or '')}"
+            parts.append(body)
+            for c, k in cols:
+                out = renamed.get((c, k), c)
+                if out not in order:
+                    order.append(out)
+        project = f" | project {', '.join(quote_name(c) for c in order)}"
+        if piped is not None:
+            pipe = _parent(node, "PipeExpression")
+            first, *rest = parts
+            text = f"union ({first}), " + ", ".join(f"({p})" for p in rest) + project
+            edits.append(Edit(_span(pipe)[0], _span(node)[1], text))
+        else:
+            text = "union " + ", ".join(f"({p})" for p in parts) + project
+            edits.append(Edit(*_span(node), text))
+    return edits
+
+
+def _name_of_leg(leg: Any) -> str | None:
+    """The table or `let` name a union input is (None for a subquery)."""
+    inner = _collapse(leg)
+    if _kind(inner) in ("EntityNameReference", "EntityName", "IdentifierName",
+                        "IdentifierOrExtendedKeywordOrEscapedName"):  # fmt: skip
+        text = q_text = "".join(t.symbol.text for t in _tokens_of(inner))
+        return q_text if re.fullmatch(r"[A-Za-z_][\w]*", text) else None
+    return None
+
+
+def _tokens_of(node: Any) -> list[Any]:
+    out = []
+    for child in _children(node):
+        out.extend([child] if _is_token(child) else _tokens_of(child))
+    return out
+
+
+def _string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# -- arg_min / arg_max (X, *) by an alias that is also an input column --------------------------
+
+
+def _arg_star_alias(q: _Query) -> list[Edit]:
+    """`summarize arg_min(X, *) by K = expr` where K also names an input column: Kusto keeps
+    that input column, renamed K1 (K2, ... when taken), after X in input order
+    (Kusto.Language's result type: `K, X, K1, ...`); duckdb-kql dropped it."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "SummarizeOperator":
+            continue
+        by = next((c for c in _rules(node) if _kind(c) == "SummarizeOperatorByClause"), None)
+        aggregates = [c for c in _rules(node) if c is not by]
+        star = [c for c in _calls(node) if c.name.lower() in ("arg_min", "arg_max")
+                and any(q.source(c.arg_value(i)).strip() == "*"
+                        for i in range(len(c.args)))]  # fmt: skip
+        if by is None or not star:
+            continue
+        keys = [_named_parts(q, item) for item in _rules(by)]
+        aliased = [(name, text) for name, text in keys if name is not None and name != text]
+        if not aliased:
+            continue
+        columns = _columns_or_none(q, node, "arg_min(*)")
+        if columns is None:
+            raise KqlRefused("arg_min/arg_max(*) by an alias: the input columns are unknown")
+        clashing = [(name, text) for name, text in aliased if name in columns]
+        if not clashing:
+            continue
+        call = star[0]
+        if len(aggregates) != 1 or _collapse(aggregates[0]) is not call.node or len(call.args) != 2:
+            raise KqlRefused("arg_min/arg_max(X, *) beside other aggregates, by an alias "
+                             "that is also an input column")  # fmt: skip
+        primary = _as_column(call.arg_value(0))
+        if primary is None or any(name is None for name, _ in keys):
+            raise KqlRefused("arg_min/arg_max(*) of an expression, by an input column's alias")
+        temp = {name: f"_qe_by{i}" for i, (name, _) in enumerate(clashing)}
+        extend = ", ".join(f"{temp[name]} = {text}" for name, text in clashing)
+        by_list = ", ".join(temp[name] if name in temp else q.source(item)
+                            for (name, _), item in zip(keys, _rules(by), strict=True))  # fmt: skip
+        key_names = [name for name, _ in keys if name is not None]
+        taken = set(columns) | set(key_names)
+        out = [f"{quote_name(n)} = {temp[n]}" if n in temp else quote_name(n) for n in key_names]
+        out.append(quote_name(primary))
+        for column in columns:
+            if column == primary or (column in key_names and column not in temp):
+                continue
+            if column in temp:
+                n = 1
+                while f"{column}{n}" in taken:
+                    n += 1
+                taken.add(f"{column}{n}")
+                out.append(f"{quote_name(f'{column}{n}')} = {quote_name(column)}")
+            else:
+                out.append(quote_name(column))
+        text = (f"extend {extend} | summarize {call.name}({q.source(call.arg_value(0))}, *) "
+                f"by {by_list} | project {', '.join(out)}")  # fmt: skip
+        edits.append(Edit(*_span(node), text))
+    return edits
+
+
+# -- a string column compared with an integer ---------------------------------------------------
+
+
+def _string_number_compare(q: _Query) -> list[Edit]:
+    """`Col == 5` / `Col != 5` for a string column: compared as text (`Col == "5"`).
+    Kusto.Language accepts it (a bool, no diagnostic) and Kusto compares the number's text;
+    duckdb-kql casts each row's string to a number, which fails on the first that is not."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "EqualityExpression":
+            continue
+        kids = _rules(node)
+        if len(kids) != 2 or _kind(kids[1]) != "EqualsEqualityExpression":
+            continue
+        op = next((t.symbol.text for t in _children(kids[1]) if _is_token(t)), "")
+        right = _rules(kids[1])
+        if op not in ("==", "!=") or len(right) != 1:
+            continue
+        left_col, right_col = _as_column(kids[0]), _as_column(right[0])
+        left_int, right_int = _integer_literal(kids[0]), _integer_literal(right[0])
+        if left_col is not None and right_int is not None:
+            column, literal = left_col, right[0]
+        elif right_col is not None and left_int is not None:
+            column, literal = right_col, kids[0]
+        else:
+            continue
+        operator = _parent(node, "PipedOperator")
+        if operator is None:
+            continue
+        columns = _columns_or_none(q, _operator(operator), "a comparison")
+        if columns is None or str(columns.get(column, "")).upper() != "VARCHAR":
+            continue
+        edits.append(Edit(*_span(literal), f'"{_integer_literal(literal)}"'))
+    return edits
+
+
+# -- x in (letTable) of dynamic arrays ---------------------------------------------------------
+
+
+def _in_dynamic_table(q: _Query) -> list[Edit]:
+    """`x in (T)` / `!in` where T is a `let` tabular whose first column holds dynamic arrays
+    (`summarize makelist(x)`): Kusto's `in` takes the first column and flattens its arrays;
+    here the arrays are expanded to elements typed as x."""
+    edits = []
+    lets = None
+    for node in _walk(q.tree):
+        if _kind(node) != "ListEqualityExpression":
+            continue
+        items = _rules(node)
+        if len(items) != 1:
+            continue
+        name = _as_column(items[0])
+        lets = q.lets() if lets is None else lets
+        declaration = lets.get(name) if name else None
+        if declaration is None or _kind(declaration) != "LetVariableDeclaration":
+            continue
+        value = _rules(declaration)[-1]
+        if not any(_kind(n) == "PipeExpression" for n in _walk(value)):
+            continue  # a scalar or a literal list: duckdb-kql's own path
+        equality = _parent(node, "EqualityExpression")
+        left = _as_column(_rules(equality)[0]) if equality is not None else None
+        try:
+            first = _columns_of(q, node, q.source(value), "in")[:1]
+        except KqlRefused:
+            continue
+        if not first or first[0][1].upper() != "JSON":
+            continue
+        operator = _parent(node, "PipedOperator")
+        columns = _columns_or_none(q, _operator(operator), "in") if operator is not None else None
+        kql = _kql_type(columns.get(left, "")) if columns is not None and left else None
+        if kql is None or kql == "dynamic":
+            raise KqlRefused("in (a table of dynamic arrays) for a value whose type is unknown")
+        column = quote_name(first[0][0])
+        text = (f"{name} | project _qe_in = {column} | mv-expand _qe_in to typeof({kql})"
+                " | project _qe_in")  # fmt: skip
+        edits.append(Edit(*_span(items[0]), text))
+    return edits
+
+
+# -- regex group names that are not words -------------------------------------------------------
+
+_GROUP = re.compile(r"\(\?P?<([^>=!]*)>")
+_REGEX_ARGUMENT = {"extract": 0, "extract_all": 0, "extractall": 0, "replace_regex": 1,
+                   "replace": 1, "countof": 1}  # fmt: skip
+
+
+def _regex_group_names(q: _Query) -> list[Edit]:
+    """A regex literal (of `matches regex`, extract, extract_all with two arguments,
+    replace_regex) with a group name that is not a word: the group unnamed (these use groups
+    by number); extract_all naming its groups, or `countof` of another kind, is refused."""
+    edits = []
+    literals: list[Any] = []
+    for node in _walk(q.tree):
+        kids = _rules(node)
+        regex = len(kids) == 2 and "regex" in q.source(kids[0]).lower()
+        if _kind(node) == "StringBinaryOperation" and regex:
+            literals.append(kids[1])
+    for call in _calls(q.tree):
+        position = _REGEX_ARGUMENT.get(call.name.lower())
+        if position is not None and len(call.args) > position:
+            literals.append(call.arg_value(position))
+    for literal in literals:
+        literal = _collapse(literal)
+        if _kind(literal) != "StringLiteralExpression":
+            continue
+        text = q.source(literal)
+        names = [m.group(1) for m in _GROUP.finditer(_literal_value(text))]
+        if not any(not re.fullmatch(r"\w+", n) for n in names):
+            continue
+        owner = _parent(literal, "NamedFunctionCallExpression")
+        if owner is not None:
+            name = q.source(owner).split("(", 1)[0].strip().lower()
+            if name in ("extract_all", "extractall") and q.source(owner).count(",") >= 2:
+                inner = [c for c in _calls(owner) if c.node is owner]
+                if inner and len(inner[0].args) == 3:
+                    raise KqlRefused("extract_all naming groups whose names are not words")
+            if name == "countof":
+                raise KqlRefused("countof with a regex group name that is not a word")
+        value = _GROUP.sub(
+            lambda m: m.group(0) if re.fullmatch(r"\w+", m.group(1)) else "(", _literal_value(text)
+        )
+        edits.append(Edit(*_span(literal), _verbatim(value)))
+    return edits
+
+
+def _verbatim(value: str) -> str:
+    if "\n" in value or "\r" in value:
+        raise KqlRefused("a regex literal over several lines with an unnamed group")
+    return "@'" + value.replace("'", "''") + "'"
+
+
+# -- range | count ---------------------------------------------------------------------------
+
+
+def _range_count(q: _Query) -> list[Edit]:
+    """`range x from A to B step S | count` (integer literals, S not 0): its row count,
+    max(0, (B - A) // S + 1), without making the rows (Kusto's range includes B)."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "RangeExpression":
+            continue
+        pipe = _parent(node, "PipeExpression")
+        kids = _rules(pipe) if pipe is not None else []
+        if len(kids) < 2 or _collapse(kids[0]) is not node:
+            continue
+        follower = _operator(kids[1])
+        count_op = _kind(follower) == "CountOperator" and not _rules(follower)
+        summarize = _kind(follower) == "SummarizeOperator" and re.fullmatch(
+            r"summarize\s+count\(\s*\)", q.source(follower).strip()
+        )
+        if not (count_op or summarize):
+            continue
+        values = [_integer_literal(v) for v in _rules(node)[1:]]
+        if len(values) != 3 or any(v is None for v in values) or values[2] == 0:
+            continue
+        a, b, s = (int(v) for v in values if v is not None)
+        n = max(0, (b - a) // s + 1)
+        name = "Count" if count_op else "count_"
+        edits.append(Edit(_span(node)[0], _span(kids[1])[1], f"print {name} = tolong({n})"))
+    return edits
+
+
+KUSTO_RULES = (
+    _range_count,
+    _series_axis_expand,
+    _union_types,
+    _arg_star_alias,
+    _string_number_compare,
+    _in_dynamic_table,
+    _regex_group_names,
+)
