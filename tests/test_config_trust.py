@@ -394,3 +394,20 @@ def test_validate_probes_models_and_endpoints(tmp_path: Path) -> None:
                 assert expected in err, err
             assert invoke("validate", str(path), "--no-golds", "--no-probe")[0] == 0
         assert server.chat_calls == 1 and server.chat_requests[0].body["max_tokens"] == 1
+
+
+def test_a_model_request_key_names_the_deployment(tmp_path: Path) -> None:
+    from queryeval.systems import build_system
+    from systems_support import model_system, write_suite
+
+    def key(base_url: str, model: str = "fake-sql") -> str:
+        folder = tmp_path / str(abs(hash((base_url, model))))
+        folder.mkdir(exist_ok=True)
+        suite = load_suite(write_suite(folder, model_system(base_url, model={"model": model})))
+        system = build_system(suite, 0, suite.systems[0])
+        return system.key([{"role": "user", "content": "q"}], 0)  # type: ignore[attr-defined]
+
+    a = key("http://127.0.0.1:8000/v1")
+    assert a == key("http://127.0.0.1:8000/v1/")  # the same endpoint
+    assert a != key("http://127.0.0.1:8001/v1")
+    assert a != key("http://127.0.0.1:8000/v1", model="other")

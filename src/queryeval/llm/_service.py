@@ -16,7 +16,7 @@ from typing import Any
 
 from queryeval.config import ChatEndpoint
 from queryeval.llm._budget import SpendCap
-from queryeval.llm._cache import ReplyCache, request_key
+from queryeval.llm._cache import ReplyCache
 from queryeval.llm._calls import CallError
 from queryeval.llm._client import ChatClient, Reply, StructuredOutput
 from queryeval.llm._tokens import estimate_prompt_tokens
@@ -96,22 +96,9 @@ class ChatService:
         budget = self.config.max_tokens if max_tokens is None else max_tokens
         return price.cost(int(prompt_tokens * RESERVE_MARGIN), budget)
 
-    def stored_key(self, key: str) -> str:
-        """The cache key of a request `key` on this deployment: the endpoint (its base URL)
-        and the model are part of it, so another server answering to the same model name
-        (or a dead port) is never answered with this one's replies.
-
-        >>> from queryeval.config import ChatEndpoint
-        >>> a = ChatService(ChatEndpoint(model="m", base_url="http://a/v1"))
-        >>> b = ChatService(ChatEndpoint(model="m", base_url="http://b/v1"))
-        >>> a.stored_key("k") == b.stored_key("k"), a.stored_key("k") == a.stored_key("k")
-        (False, True)
-        """
-        return request_key(endpoint=self.config.endpoint, model=self.config.model, request=key)
-
     def cached(self, key: str) -> bool:
         """Whether a request with this key would be answered from the cache."""
-        return self.cache is not None and self.stored_key(key) in self.cache
+        return self.cache is not None and key in self.cache
 
     async def ask(
         self,
@@ -127,7 +114,7 @@ class ChatService:
         SpendCapReached when the cap forbids the call."""
         self.stats.requests += 1
         if self.cache is not None:
-            hit = self.cache.get(self.stored_key(key))
+            hit = self.cache.get(key)
             if hit is not None:
                 self.stats.cache_hits += 1
                 return Answer(hit, cached=True)
@@ -197,7 +184,7 @@ class ChatService:
         self.stats.completion_tokens += reply.usage.get("completion_tokens", 0)
         self.stats.cost_usd += reply.cost or 0.0
         if self.cache is not None:
-            self.cache.put(self.stored_key(key), self.config.model, source, reply)
+            self.cache.put(key, self.config.model, source, reply)
         return Answer(reply, attempts=attempts)
 
     def unreachable(self) -> str | None:

@@ -229,8 +229,11 @@ class ModelSystem:
         return args
 
     def key(self, messages: list[dict[str, Any]], sample: int) -> str:
-        """The cache key of one request: model, parameters, rendered messages, sample."""
+        """The cache key of one request: the deployment (endpoint and model: another server
+        answering to the same name is another system), parameters, rendered messages,
+        sample."""
         return request_key(
+            endpoint=self.spec.endpoint,
             model=self.spec.model,
             params=self.call_args(sample),
             messages=messages,
