@@ -254,20 +254,27 @@ def test_a_second_models_csv_pairs_by_question_and_database(tmp_path: Path) -> N
     assert by_case == {ids[2]: OPUS[0][1], ids[0]: OPUS[1][1]}
     assert list(built.predictions) == ["opus"]
     assert any("2 of 4 case(s) paired" in n for n in built.notes)
+    assert not any("the system 'gold'" in n for n in built.notes)
 
 
-def test_a_row_no_case_asks_names_the_file_and_line(tmp_path: Path) -> None:
+def test_rows_left_out_are_counted_and_a_file_for_other_questions_refused(
+    tmp_path: Path,
+) -> None:
     from queryeval.importers import text2cypher
 
     turbo, _, _ = repo_files(tmp_path)
     new = ["What is new?", "RETURN 1", "", "movies", "", "", "", ""]
-    other = write_csv(tmp_path / "other.csv", REPO_COLUMNS, [OPUS[1], new])
+    # a model's file with more questions than the cases, one asked twice (the real opus file
+    # asks two questions twice that the gpt4turbo file asks once)
+    more = write_csv(tmp_path / "more.csv", REPO_COLUMNS, [OPUS[1], new, OPUS[1]])
+    built = text2cypher.build(Request([turbo], tmp_path / "out", [("m", more)]))
+    assert [r["query"] for r in built.predictions["m"]] == [OPUS[1][1]]
+    assert any("1 row(s) ask a question no case asks (first at line 3)" in n for n in built.notes)
+    assert any("1 row(s) ask a question again" in n and "line 4" in n for n in built.notes)
+    other = write_csv(tmp_path / "other.csv", REPO_COLUMNS, [new])
     with pytest.raises(InputError, match="no case asks this question") as err:
         text2cypher.build(Request([turbo], tmp_path / "out", [("m", other)]))
-    assert (err.value.path, err.value.line) == (str(other), 3)
-    twice = write_csv(tmp_path / "twice.csv", REPO_COLUMNS, [OPUS[1], OPUS[1]])
-    with pytest.raises(InputError, match="already paired") as err:
-        text2cypher.build(Request([turbo], tmp_path / "out", [("m", twice)]))
+    assert (err.value.path, err.value.line) == (str(other), 2)
     wrong_db = write_csv(
         tmp_path / "db.csv", REPO_COLUMNS, [[*OPUS[1][:3], "twitter", *OPUS[1][4:]]]
     )

@@ -97,6 +97,8 @@ def import_command(
         f"  {len(suite.cases)} case(s), {len(suite.databases)} database(s), "
         f"system(s): {', '.join(suite.predictions) or 'gold (every gold as the prediction)'}"
     )
+    if suite.preset:
+        typer.echo(f"  preset: {suite.preset}")
     for note in suite.notes:
         typer.echo(f"  note: {note}")
     typer.echo(f"next: queryeval run {out / 'suite.yaml'}")

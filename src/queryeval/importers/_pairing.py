@@ -66,12 +66,24 @@ def add_paired_predictions(
             fields = (*pairing.query_fields, "query")
             suite.predictions[system] = read_predictions(path, ids, fields, language)
             continue
-        records = pair_by_question(path, keyed, pairing, language)
-        suite.predictions[system] = records
+        paired = pair_by_question(path, keyed, pairing, language)
+        suite.predictions[system] = paired.records
         suite.notes.append(
-            f"{system}: {len(records)} of {len(suite.cases)} case(s) paired with {path.name} "
-            "by question and database; a case without a row counts as missing (failed)"
+            f"{system}: {len(paired.records)} of {len(suite.cases)} case(s) paired with "
+            f"{path.name} by question and database; a case without a row counts as missing "
+            "(failed)"
         )
+        if paired.repeated:
+            suite.notes.append(
+                f"{system}: {len(paired.repeated)} row(s) ask a question again after every "
+                f"case asking it was paired (first at line {paired.repeated[0]}): the first "
+                "answers kept"
+            )
+        if paired.unmatched:
+            suite.notes.append(
+                f"{system}: {len(paired.unmatched)} row(s) ask a question no case asks (first "
+                f"at line {paired.unmatched[0]}): left out"
+            )
     if request.predictions:
         suite.predictions.pop("gold", None)
 
@@ -82,19 +94,29 @@ def _names_cases(path: Path) -> bool:
     raise InputError("no records in the predictions file", path=path)
 
 
-def pair_by_question(
-    path: Path, keyed: Sequence[Keyed], pairing: Pairing, language: str
-) -> list[dict[str, Any]]:
+@dataclass
+class Paired:
+    """The prediction records of a file paired by question, and the lines of its rows left
+    out: asking a question again once every case asking it is paired, or no case's."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    repeated: list[int] = field(default_factory=list)
+    unmatched: list[int] = field(default_factory=list)
+
+
+def pair_by_question(path: Path, keyed: Sequence[Keyed], pairing: Pairing, language: str) -> Paired:
     """One prediction record per row of `path`, each paired with the first case not yet
     paired that asks the same question on the same database (a row that names no database
     pairs on the question alone; among cases asking the same question, one with the same
     tie columns first, else in file order: the n-th such row answers the n-th such case).
-    A row whose question no case asks is an InputError naming the file and the line."""
+    Rows left out are counted (a model's file may hold more questions than the cases); a
+    file none of whose rows pairs is an InputError naming its first row."""
     by_question: dict[str, list[Keyed]] = {}
     for k in keyed:
         by_question.setdefault(question_key(k.question), []).append(k)
     used: set[str] = set()
-    records: list[dict[str, Any]] = []
+    out = Paired()
+    first_error: InputError | None = None
     for line, rec in read_rows(path):
         if not isinstance(rec, Mapping):
             raise InputError("expected an object", path=path, line=line)
@@ -119,19 +141,23 @@ def pair_by_question(
         free = [k for k in same_db if k.case_id not in used]
         if not free:
             where = f" on database {raw_db!r}" if raw_db is not None else ""
-            why = (
-                f"every case asking this question{where} is already paired (a repeated row?)"
-                if same_db
-                else f"no case asks this question{where}: {question_key(question)[:80]!r}"
-            )
-            raise InputError(why, path=path, line=line)
+            if same_db:
+                out.repeated.append(line)
+                continue
+            out.unmatched.append(line)
+            if first_error is None:
+                why = f"no case asks this question{where}: {question_key(question)[:80]!r}"
+                first_error = InputError(why, path=path, line=line)
+            continue
         ties = {f: str(rec[f]) for f in pairing.tie_fields if rec.get(f) not in (None, "")}
         tied = [k for k in free if ties and all(k.extra.get(f) == v for f, v in ties.items())]
         best = tied[0] if tied else free[0]
         used.add(best.case_id)
         query = text_field(rec, pairing.query_fields, path, line)
         if query is None:
-            records.append({"case_id": best.case_id, "error": "no prediction"})
+            out.records.append({"case_id": best.case_id, "error": "no prediction"})
         else:
-            records.append({"case_id": best.case_id, "query": query, "language": language})
-    return records
+            out.records.append({"case_id": best.case_id, "query": query, "language": language})
+    if not out.records and first_error is not None:
+        raise first_error
+    return out

@@ -62,6 +62,10 @@ LEVEL_FIELDS = ("difficulty", "level", "category", "complexity")
 SOURCE_FIELDS = ("Data source", "data_source", "source")
 TABLE_NAMES = ("name", "Name", "table_name", "TableName", "Table")
 DEFAULT_NOW = "2024-01-01T00:00:00Z"
+GOLD_NOTE = (
+    "no predictions in the cases: the system 'gold' answers with the gold queries (a check "
+    "that every gold runs on the tables)"
+)
 
 # Kusto scalar types (and their .NET names) as DuckDB column types; the inverse of what
 # duckdb-kql reports (duckdb_kql.types.DUCKDB_TO_KQL).
@@ -127,6 +131,8 @@ def build(request: ImportRequest) -> SuiteWithFiles:
     request.expect_options("now")
     built = collect(list(request.sources), now=request.options.get("now", DEFAULT_NOW))
     add_paired_predictions(built, request, _keyed(built.cases), _PAIRING, "kql")
+    if request.predictions and GOLD_NOTE in built.notes:
+        built.notes.remove(GOLD_NOTE)
     built.write_files(request.out)
     if request.name:
         built.name = request.name
@@ -182,10 +188,7 @@ def collect(paths: Sequence[Path], *, now: str = DEFAULT_NOW) -> SuiteWithFiles:
             }
             for c in cases
         ]
-        notes.append(
-            "no predictions in the cases: the system 'gold' answers with the gold "
-            "queries (a check that every gold runs on the tables)"
-        )
+        notes.append(GOLD_NOTE)
     files: dict[str, str] = {}
     for name, tables in databases.items():
         files.update(_fixture(f"databases/{slug(name)}", tables))

@@ -58,6 +58,7 @@ _GOLD_FLAGS = (
     ("false_schema", True, "gold:false_schema"),
     ("no_cypher", True, "gold:no_cypher"),
 )
+GOLD_NOTE = "no predictions in the rows: the system 'gold' answers with the gold queries"
 TRANSLATION_PRESET = "text2cypher_translation"
 EXECUTION_PRESET = "text2cypher_execution"
 
@@ -92,6 +93,8 @@ def build(request: ImportRequest) -> SuiteWithFiles:
     request.expect_options("neo4j_url")
     built = collect(list(request.sources), neo4j_url=request.options.get("neo4j_url"))
     add_paired_predictions(built, request, _keyed(built.cases), PAIRING, "cypher")
+    if request.predictions and GOLD_NOTE in built.notes:
+        built.notes.remove(GOLD_NOTE)
     if request.name:
         built.name = request.name
     return built
@@ -173,7 +176,7 @@ def collect(paths: Sequence[Path], *, neo4j_url: str | None = None) -> SuiteWith
             }
             for c in cases
         ]
-        notes.append("no predictions in the rows: the system 'gold' answers with the gold queries")
+        notes.append(GOLD_NOTE)
     for tag, n in flagged.items():
         notes.append(f"{n} row(s) whose gold the file marks {tag[5:]}: tagged {tag}")
     if databases and neo4j_url is None:
