@@ -151,7 +151,8 @@ class EndpointSystem:
         async def ask() -> str | None:
             problem = None
             try:
-                for case in list(cases)[:tries] or [None]:
+                chosen: list[Case | None] = [*list(cases)[:tries]] or [None]
+                for case in chosen:
                     variables = (
                         self.variables(case, case_task(case, self.suite, self.config))
                         if case is not None
