@@ -99,7 +99,9 @@ def test_a_runaway_query_times_out_and_the_next_one_runs(cache: Path) -> None:
         start = time.perf_counter()
         run = strict.execute(RUNAWAY)
         assert run.outcome.kind == "timeout"
-        assert time.perf_counter() - start < 1.5 * LIMIT_S
+        # its own CPU time past the limit (more wall clock on a loaded machine)
+        assert run.outcome.cpu_s is not None and run.outcome.cpu_s >= LIMIT_S, run.outcome
+        assert time.perf_counter() - start < strict.limits.wall_cap_s
         assert strict.execute("Logs | count").result.rows == ((480,),)  # type: ignore[union-attr]
 
 

@@ -182,6 +182,8 @@ class ExecutionOutcome(_Model):
     elapsed_s: float | None = None
     row_count: int | None = None
     truncated: bool = False
+    # a timeout: the query's own CPU seconds when measured (below the limit: the machine's)
+    cpu_s: float | None = None
 
 
 class Attempt(_Model):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from queryeval.cases import ExecutionOutcome, OutcomeKind
+from queryeval.engines._cost import WALL_FACTOR, QueryClock, Verdict, current_clock, query_clock
 from queryeval.engines._memory import memory_guard
 from queryeval.engines._watchdog import Watchdog
 from queryeval.metrics import ResultSet
@@ -43,11 +44,15 @@ def parse_size(value: int | float | str) -> int:
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on one execution: wall-clock seconds, rows kept, approximate bytes kept, the
-    memory a query may take (the engine's own limit and the process's growth while it
-    runs), the length of the query text, and DuckDB's threads (None: its default)."""
+    """Bounds on one execution: seconds of the query's own CPU time (`timeout_s`; see
+    `queryeval.engines._cost`: a loaded machine is not the query's fault) and of wall
+    clock at most (`max_wall_s`, None: `WALL_FACTOR` x `timeout_s`), rows kept,
+    approximate bytes kept, the memory a query may take (the engine's own limit and the
+    process's growth while it runs), the length of the query text, and DuckDB's threads
+    (None: its default)."""
 
     timeout_s: float = 30.0
+    max_wall_s: float | None = None
     max_rows: int = 10_000
     max_bytes: int = 64 * 2**20
     memory_limit: int = MEMORY_LIMIT
@@ -60,14 +65,27 @@ class Limits:
         memory_limit, max_query_bytes, threads)."""
         base = cls()
         threads = options.get("threads")
+        wall = options.get("max_wall_s")
         return cls(
             timeout_s=float(options.get("timeout_s", base.timeout_s)),
+            max_wall_s=None if wall is None else float(wall),
             max_rows=int(options.get("max_rows", base.max_rows)),
             max_bytes=int(options.get("max_bytes", base.max_bytes)),
             memory_limit=parse_size(options.get("memory_limit", base.memory_limit)),
             max_query_bytes=parse_size(options.get("max_query_bytes", base.max_query_bytes)),
             threads=None if threads is None else int(threads),
         )
+
+    @property
+    def wall_cap_s(self) -> float:
+        """The most wall-clock seconds a query may take, whatever its CPU time.
+
+        >>> Limits(timeout_s=2).wall_cap_s, Limits(timeout_s=2, max_wall_s=5.0).wall_cap_s
+        (20.0, 5.0)
+        """
+        if self.max_wall_s is not None:
+            return max(self.max_wall_s, self.timeout_s)
+        return WALL_FACTOR * self.timeout_s
 
     @property
     def process_budget(self) -> int:
@@ -90,7 +108,24 @@ class Execution:
 
 
 class QueryTimeout(Exception):
-    """Raised inside an engine when its deadline interrupted the query."""
+    """Raised inside an engine when its deadline interrupted the query: `verdict` says why
+    (see `queryeval.engines._cost`; None: a plain wall-clock deadline), `cpu_s` the CPU
+    seconds recorded for it."""
+
+    def __init__(self, message: str, *, verdict: Verdict | None = None,
+                 cpu_s: float | None = None) -> None:  # fmt: skip
+        super().__init__(message)
+        self.verdict = verdict
+        self.cpu_s = cpu_s
+
+    @classmethod
+    def stopped(cls, clock: QueryClock | None, verdict: Verdict | None, limit_s: float
+                ) -> QueryTimeout:  # fmt: skip
+        """The timeout of a query stopped with `verdict` by its deadline on `clock`."""
+        if clock is None:
+            return cls(f"interrupted after the {limit_s:g}s time limit")
+        message, cpu_s = clock.describe(verdict, limit_s)
+        return cls(message, verdict=verdict, cpu_s=cpu_s)
 
 
 class Refused(Exception):
@@ -110,7 +145,9 @@ class RawResult:
 
 
 class Deadline:
-    """Call `interrupt` once `seconds` have passed, until the block exits.
+    """Call `interrupt` once `seconds` have passed, until the block exits; within an
+    execution (`query_clock`), only once the query's own CPU time is past `seconds` or the
+    wall clock past `cap_s` (see `queryeval.engines._cost`; `verdict` says which).
 
     Repeats the interrupt (every 20 ms) after it fired, because an interrupt that lands
     while the engine is still planning is lost and the query would then run unbounded.
@@ -122,12 +159,16 @@ class Deadline:
 
     _REPEAT_S = 0.02
 
-    def __init__(self, seconds: float, interrupt: Callable[[], Any]) -> None:
+    def __init__(self, seconds: float, interrupt: Callable[[], Any],
+                 cap_s: float | None = None) -> None:  # fmt: skip
         self.seconds = seconds
+        self.cap_s = cap_s if cap_s is not None else WALL_FACTOR * seconds
         self._interrupt = interrupt
         self._guard = threading.Lock()
         self.finished = False
         self.fired = False
+        self.clock = current_clock()
+        self.verdict: Verdict | None = None
 
     def __enter__(self) -> Deadline:
         _WATCHDOG.add(self.seconds, self)
@@ -139,10 +180,19 @@ class Deadline:
         with self._guard:
             if self.finished:
                 return False
+            if not self.fired and self.clock is not None:
+                verdict = self.clock.verdict(self.seconds, self.cap_s)
+                if verdict is None:  # the wall clock, not the query: look again later
+                    return True
+                self.verdict = verdict
             self.fired = True
             with contextlib.suppress(Exception):  # best effort; it is retried
                 self._interrupt()
         return True
+
+    def timeout(self) -> QueryTimeout:
+        """The QueryTimeout to raise once the deadline has interrupted the query."""
+        return QueryTimeout.stopped(self.clock, self.verdict, self.seconds)
 
     def __exit__(self, *exc: object) -> None:
         with self._guard:
@@ -249,6 +299,15 @@ class Engine(ABC):
     # whether queries run inside this process (bounded by `memory_guard` while they run);
     # an engine whose queries run in a server (its own child process, or remote) says False
     in_process: ClassVar[bool] = True
+    # whether a query's CPU time is spent in this process's threads (an embedded engine): its
+    # time limit is then on that CPU time (`queryeval.engines._cost`), else on the wall clock
+    cpu_in_process: ClassVar[bool] = False
+
+    @property
+    def single_threaded(self) -> bool:
+        """Whether a query runs in the calling thread only (its CPU time is then that
+        thread's exactly; see `queryeval.engines._cost`)."""
+        return False
 
     def __init__(self, name: str, limits: Limits, identity: str) -> None:
         self.name = name
@@ -301,13 +360,21 @@ class Engine(ABC):
             return Execution(_outcome("resource_limit", _NO_MEMORY, 0.0))
         if refusal is not None:
             return Execution(_outcome("refused", refusal, 0.0))
+        return self._attempt(query)
+
+    def _attempt(self, query: str, *, quiet: bool = False) -> Execution:
+        """Run `query` under its clock; a query stopped when its cost could not be told
+        from other queries' runs again on a quiet slot (`quiet`: alone in the process)."""
         start = time.perf_counter()
         try:
-            raw = self._run(query)
+            with self._clock(quiet):
+                raw = self._run(query)
         except QueryTimeout as exc:
+            if exc.verdict == "shared" and not quiet:
+                return self._attempt(query, quiet=True)
             elapsed = time.perf_counter() - start
             message = str(exc) or f"query exceeded the {self.limits.timeout_s:g}s time limit"
-            return Execution(_outcome("timeout", message, elapsed))
+            return Execution(_outcome("timeout", message, elapsed, cpu_s=exc.cpu_s))
         except Refused as exc:
             return Execution(_outcome("refused", str(exc), time.perf_counter() - start))
         except RecursionError:  # a query nested past the interpreter's stack
@@ -332,6 +399,12 @@ class Engine(ABC):
         outcome = _outcome("ok", message, elapsed, row_count=count, truncated=raw.truncated)
         return Execution(outcome, result)
 
+    def _clock(self, quiet: bool) -> contextlib.AbstractContextManager[object]:
+        """The query's CPU clock when the engine runs it in this process (else none)."""
+        if not self.cpu_in_process:
+            return contextlib.nullcontext()
+        return query_clock(single_thread=self.single_threaded, quiet=quiet)
+
     def validate(self, query: str) -> ExecutionOutcome:
         """Check without running: refused, syntax or schema problems, else ok."""
         too_long = self.too_long(query)
@@ -342,9 +415,10 @@ class Engine(ABC):
             return _outcome("refused", refusal, 0.0)
         start = time.perf_counter()
         try:
-            self.explain(query)
+            with self._clock(False):
+                self.explain(query)
         except QueryTimeout as exc:
-            return _outcome("timeout", str(exc), time.perf_counter() - start)
+            return _outcome("timeout", str(exc), time.perf_counter() - start, cpu_s=exc.cpu_s)
         except Exception as exc:
             kind, message = self.outcome_of(exc, query)
             return _outcome(kind, message, time.perf_counter() - start)

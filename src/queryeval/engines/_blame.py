@@ -2,6 +2,8 @@
 engine? The one place where an outcome kind becomes a failure or an unscored case.
 
 - `ok`: nobody's.
+- `timeout` with less CPU time than the limit (`ExecutionOutcome.cpu_s`, see
+  `queryeval.engines._cost`): the evaluator's; the machine was too slow, not the query.
 - `syntax`, `schema`, `runtime`, `timeout`, `resource_limit`, `refused`: the query's
   (the system's), unless the engine only emulates the language and is not the authority on
   that kind (duckdb-kql's `syntax`): then the independent validity check decides too.
@@ -43,6 +45,9 @@ def blame(outcome: ExecutionOutcome, engine: Engine, query: str) -> Blame:
     kind = outcome.kind
     if kind == "ok":
         return NOBODY
+    if kind == "timeout" and outcome.cpu_s is not None and outcome.cpu_s < engine.limits.timeout_s:
+        return Blame("evaluator", "overloaded", f"the evaluator's machine was too slow to "
+                     f"run the query within its limits: {outcome.message}")  # fmt: skip
     if kind not in ENGINE_FAULTS and kind not in engine.emulated_kinds:
         return Blame("system", kind, outcome.message)
     verdict = _independent(engine, query)

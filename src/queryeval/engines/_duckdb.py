@@ -13,7 +13,6 @@ from queryeval.engines._base import (
     Deadline,
     Engine,
     Limits,
-    QueryTimeout,
     RawResult,
     collect_rows,
     describe_refusal,
@@ -92,7 +91,7 @@ def run_on_cursor(cursor: Any, start: Callable[[], object], limits: Limits,
     deadline fires) and collect its rows within the row and size caps. `arrow_query`: the
     query is first planned as a relation, and a result whose columns `arrow_fetch` can
     bound exactly is fetched as an Arrow table (else `start` runs it as usual)."""
-    deadline = Deadline(limits.timeout_s, cursor.interrupt)
+    deadline = Deadline(limits.timeout_s, cursor.interrupt, limits.wall_cap_s)
     with deadline:
         try:
             if arrow_query is not None:
@@ -107,9 +106,7 @@ def run_on_cursor(cursor: Any, start: Callable[[], object], limits: Limits,
             rows, truncated = collect_rows(batches, limits)
         except Exception:
             if deadline.fired:
-                raise QueryTimeout(
-                    f"interrupted after the {limits.timeout_s:g}s time limit"
-                ) from None
+                raise deadline.timeout() from None
             raise
     return RawResult(columns, rows, truncated)
 
@@ -226,6 +223,7 @@ class DuckDBEngine(Engine):
     """SQL on a DuckDB database file, opened read-only."""
 
     language = "sql"
+    cpu_in_process = True
 
     def __init__(self, name: str, path: Path, limits: Limits, identity: str,
                  settings: dict[str, Any] | None = None) -> None:  # fmt: skip
@@ -240,6 +238,10 @@ class DuckDBEngine(Engine):
     @property
     def dialect(self) -> str:
         return "duckdb"
+
+    @property
+    def single_threaded(self) -> bool:
+        return self.limits.threads == 1
 
     def refusal(self, query: str) -> str | None:
         reason = sql.read_only_refusal(query, "duckdb")
@@ -264,7 +266,7 @@ class DuckDBEngine(Engine):
     def explain(self, query: str) -> str:
         cursor = self._cursor()
         try:
-            with Deadline(self.limits.timeout_s, cursor.interrupt):
+            with Deadline(self.limits.timeout_s, cursor.interrupt, self.limits.wall_cap_s):
                 cursor.execute(f"EXPLAIN {query}")
                 return "\n".join(str(r[-1]) for r in cursor.fetchall())
         finally:

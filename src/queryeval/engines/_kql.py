@@ -140,6 +140,7 @@ class KqlEngine(Engine):
 
     language = "kql"
     emulated_kinds = frozenset({"syntax"})
+    cpu_in_process = True  # DuckDB's threads: the time limit is on the query's CPU time
 
     def __init__(self, name: str, path: Path, limits: Limits, identity: str,
                  now: dt.datetime | None = None) -> None:  # fmt: skip
@@ -204,7 +205,8 @@ class KqlEngine(Engine):
         cursor = self._cursor()
         try:
             sql = self._to_sql(cursor, prepared)
-            with Deadline(self.limits.timeout_s, cursor.interrupt) as deadline:
+            limit, cap = self.limits.timeout_s, self.limits.wall_cap_s
+            with Deadline(limit, cursor.interrupt, cap) as deadline:
                 try:
                     cursor.execute(around.replace("{sql}", str(sql)), sql.parameters or None)
                     rows = cursor.fetchmany(self.limits.max_rows)
@@ -277,7 +279,7 @@ class KqlEngine(Engine):
         prepared = self.prepare(query)
         cursor = self._cursor()
         try:
-            with Deadline(self.limits.timeout_s, cursor.interrupt):
+            with Deadline(self.limits.timeout_s, cursor.interrupt, self.limits.wall_cap_s):
                 sql = self._to_sql(cursor, prepared)
                 cursor.execute(f"EXPLAIN {sql}", sql.parameters or None)
             return str(sql)

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from queryeval.config import DatabaseConfig
 
 ENGINE_ALIASES = {"duckdb-kql": "kql", "cypher": "arcadedb", "sql": "sqlalchemy"}
-_COMMON = {"timeout_s", "max_rows", "max_bytes", "gold_cache", "memory_limit", "max_query_bytes"}
+_COMMON = {"timeout_s", "max_wall_s", "max_rows", "max_bytes", "gold_cache", "memory_limit",
+           "max_query_bytes"}  # fmt: skip
 # which options each engine reads (beyond the common ones) and where its database lives are
 # declared where it is registered (queryeval.engines._registry)
 
@@ -26,7 +27,14 @@ class DatabaseOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    timeout_s: float = Field(default=30.0, gt=0, description="wall-clock limit of a query")
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="limit of a query's own CPU time (embedded engines; a server's wall clock)",
+    )
+    max_wall_s: float | None = Field(
+        default=None, gt=0, description="wall-clock cap of a query (default 10 x timeout_s)"
+    )
     max_rows: int = Field(default=10_000, ge=1, description="rows kept of a result")
     max_bytes: int = Field(default=64 * 2**20, ge=1, description="approximate bytes kept")
     gold_cache: bool = Field(default=True, description="keep gold results on disk")

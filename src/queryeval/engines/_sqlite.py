@@ -1,5 +1,7 @@
 """SQLite (stdlib), embedded: a `mode=ro` URI, `PRAGMA query_only`, an authorizer that
-allows reads only, and a progress handler that stops the query at its deadline."""
+allows reads only, and a progress handler that stops the query at its deadline (once the
+query's own CPU time, SQLite running in the calling thread, is past the limit: see
+`queryeval.engines._cost`)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from queryeval.engines._base import (
     describe_refusal,
     fetch_batches,
 )
+from queryeval.engines._cost import Verdict, current_clock
 from queryeval.languages import sql
 
 _READ_ACTIONS = {
@@ -77,10 +80,35 @@ def classify_sqlite(exc: BaseException) -> tuple[OutcomeKind, str] | None:
     return "runtime", message
 
 
+class _Stop:
+    """SQLite's progress handler: stop (1) once past the wall-clock `deadline`, within an
+    execution only when its clock says so (the query's CPU time, or the wall-clock cap)."""
+
+    def __init__(self, deadline: float, limits: Limits) -> None:
+        self.deadline = deadline
+        self.limits = limits
+        self.clock = current_clock()
+        self.verdict: Verdict | None = None
+        self.stopped = False
+
+    def __call__(self) -> int:
+        if self.stopped:
+            return 1
+        if time.monotonic() <= self.deadline:
+            return 0
+        if self.clock is not None:
+            self.verdict = self.clock.verdict(self.limits.timeout_s, self.limits.wall_cap_s)
+            if self.verdict is None:
+                return 0
+        self.stopped = True
+        return 1
+
+
 class SQLiteEngine(Engine):
     """SQL on a SQLite database file, opened read-only."""
 
     language = "sql"
+    cpu_in_process = True
 
     def __init__(
         self, name: str, path: Path, limits: Limits, identity: str, *, text_errors: str = "strict"
@@ -110,16 +138,19 @@ class SQLiteEngine(Engine):
     def dialect(self) -> str:
         return "sqlite"
 
+    @property
+    def single_threaded(self) -> bool:
+        return True
+
     def refusal(self, query: str) -> str | None:
         reason = sql.read_only_refusal(query, "sqlite")
         return describe_refusal(reason) if reason else None
 
-    def _guarded(self, deadline: float) -> None:
-        def stop() -> int:
-            return 1 if time.monotonic() > deadline else 0
-
+    def _guarded(self, deadline: float) -> _Stop:
+        stop = _Stop(deadline, self.limits)
         self._con.set_authorizer(_read_only_authorizer)
         self._con.set_progress_handler(stop, _PROGRESS_STEPS)
+        return stop
 
     def _unguarded(self) -> None:
         self._con.set_progress_handler(None, 0)
@@ -127,17 +158,16 @@ class SQLiteEngine(Engine):
 
     def _run(self, query: str) -> RawResult:
         with self._lock:
-            deadline = time.monotonic() + self.limits.timeout_s
-            self._guarded(deadline)
+            stop = self._guarded(time.monotonic() + self.limits.timeout_s)
             cursor = self._con.cursor()
             try:
                 cursor.execute(query)
                 columns = [d[0] for d in cursor.description or []]
                 rows, truncated = collect_rows(fetch_batches(cursor.fetchmany, 1024), self.limits)
             except sqlite3.OperationalError as exc:
-                if time.monotonic() > deadline and "interrupt" in str(exc).lower():
-                    raise QueryTimeout(
-                        f"interrupted after the {self.limits.timeout_s:g}s time limit"
+                if stop.stopped and "interrupt" in str(exc).lower():
+                    raise QueryTimeout.stopped(
+                        stop.clock, stop.verdict, self.limits.timeout_s
                     ) from None
                 raise
             finally:

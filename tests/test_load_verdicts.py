@@ -1,0 +1,225 @@
+"""A slow or loaded machine changes no verdict: under a synthetic CPU load (two busy
+processes per core, killed when each test ends), cheap golds and predictions give the same
+verdicts as on an idle machine, and a runaway query is still the system's `timeout`, blamed
+for its own CPU time. The limit is small (0.3 s) so that the load, not the query, would
+push a cheap query past it on the wall clock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cpu_load import cpu_load
+from queryeval.config import DatabaseConfig
+from queryeval.engines import Engine, KqlSchema, KqlValidator, blame, build_engine, shared_validator
+
+ROOT = Path(__file__).resolve().parents[1]
+SALES = ROOT / "examples" / "sql" / "fixtures" / "sales"
+LOGS = ROOT / "examples" / "kql" / "fixtures" / "logs"
+LIMIT_S = 0.3
+# the wall-clock cap far away: on this test's load, a runaway is stopped by its CPU time
+OPTIONS = {"timeout_s": LIMIT_S, "max_wall_s": 60.0}
+
+CHEAP = {  # each about 0.02-0.15 s of CPU time on an idle machine
+    "duckdb": [
+        "SELECT sum(i * i % 7) FROM range(10000000) t(i)",
+        "SELECT count(*) FROM order_items a, order_items b WHERE a.quantity < b.quantity",
+        "SELECT customer_id, count(*) AS n FROM orders GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5",
+    ],
+    "sqlite": [
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 150000) "
+        "SELECT sum(x % 7) FROM c",
+        "SELECT count(*) FROM order_items a, order_items b WHERE a.quantity < b.quantity",
+        "SELECT customer_id, count(*) AS n FROM orders GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5",
+    ],
+    "kql": [
+        "range i from 1 to 200000 step 1 | summarize s = sum(i * i % 7)",
+        "Logs | summarize n = count() by Service | order by n desc, Service asc",
+        "Logs | where Level == 'Error' | take 3 | project Service, DurationMs",
+    ],
+}
+RUNAWAY = {
+    "duckdb": ["SELECT sum(i * i % 7) FROM range(100000000000) t(i)"],
+    "sqlite": [
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    ],
+    "kql": [
+        "Logs | extend k = 1 | join kind=inner (Logs | extend k = 1) on k "
+        "| join kind=inner (Logs | extend k = 1) on k | join kind=inner (Logs | extend k = 1) "
+        "on k | count"
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module", params=["duckdb", "sqlite", "kql"])
+def engine(request: pytest.FixtureRequest, cache: Path) -> Iterator[Engine]:
+    kind = request.param
+    options: dict[str, Any] = dict(OPTIONS)
+    if kind == "kql":
+        options["now"] = "2024-06-01T12:00:00Z"
+    fixture = LOGS if kind == "kql" else SALES
+    built = build_engine("db", DatabaseConfig(engine=kind, fixture=str(fixture),
+                                              options=options), ROOT, cache)  # fmt: skip
+    yield built
+    built.close()
+
+
+def verdicts(engine: Engine, queries: list[str]) -> list[tuple[str, str, Any]]:
+    """(outcome kind, whose fault, rows) of each query."""
+    found = []
+    for query in queries:
+        run = engine.execute(query)
+        party = blame(run.outcome, engine, query).party
+        found.append((run.outcome.kind, party, run.result.rows if run.result else None))
+    return found
+
+
+def test_an_engine_gives_the_same_verdicts_under_load(engine: Engine) -> None:
+    kind = "kql" if engine.language == "kql" else engine.dialect
+    queries = CHEAP[kind] + RUNAWAY[kind]
+    engine.execute(queries[0])  # warm the engine (the translator, the caches)
+    idle = verdicts(engine, queries)
+    expected = ["ok"] * len(CHEAP[kind]) + ["timeout"] * len(RUNAWAY[kind])
+    assert [k for k, _, _ in idle] == expected, idle
+    with cpu_load(seconds=60):
+        loaded = verdicts(engine, queries)
+        runaway = engine.execute(RUNAWAY[kind][0]).outcome
+    assert loaded == idle
+    # the runaway is blamed for its own CPU time, whatever the wall clock says
+    assert runaway.cpu_s is not None and runaway.cpu_s >= LIMIT_S, runaway
+
+
+def write_suite(tmp: Path, engine: str) -> Path:
+    """A suite on the sales database: cheap golds, predictions right, wrong, runaway."""
+    cheap = CHEAP[engine]
+    golds = [cheap[0], cheap[1], cheap[2], cheap[1]]
+    predictions = [cheap[0], cheap[2], RUNAWAY[engine][0], cheap[1]]
+    cases = [
+        {"id": f"c{i}", "conversation": [
+            {"content": "q", "target": {"query": {"text": g, "database": "sales"}}}]}
+        for i, g in enumerate(golds)
+    ]  # fmt: skip
+    (tmp / "cases.yaml").write_text(yaml.safe_dump(cases))
+    lines = [json.dumps({"case_id": f"c{i}", "query": q}) for i, q in enumerate(predictions)]
+    (tmp / "preds.jsonl").write_text("\n".join(lines) + "\n")
+    suite = {
+        "name": "load",
+        "cases": "cases.yaml",
+        "databases": {"sales": {"engine": engine, "fixture": str(SALES),
+                                "options": {**OPTIONS, "gold_cache": False}}},
+        "systems": [{"name": "s", "predictions": "preds.jsonl"}],
+        "scorers": [{"name": "executes"}, {"name": "execution_match"}],
+        "settings": {"workers": 1},
+    }  # fmt: skip
+    path = tmp / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite))
+    return path
+
+
+def scored(suite: Path, out: Path) -> dict[str, Any]:
+    from queryeval.runner import load_suite, run_suite
+
+    result = run_suite(load_suite(suite), out, progress=False, write_reports=False)
+    records = [json.loads(line) for line in (result.out_dir / "results.jsonl").open()]
+    return {
+        r["case_id"]: {
+            name: (s.get("status"), s.get("value"), (s.get("details") or {}).get("failure"))
+            for name, s in r["scores"].items()
+        }
+        for r in records
+    }
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "sqlite"])
+def test_a_suite_gives_the_same_verdicts_under_load(tmp_path: Path, kind: str) -> None:
+    suite = write_suite(tmp_path, kind)
+    idle = scored(suite, tmp_path / "idle")
+    assert idle["c0"]["execution_match"][1] == 1.0
+    assert idle["c1"]["execution_match"][1] == 0.0
+    assert idle["c2"]["executes"][2] == "timeout"  # the runaway prediction: the system's
+    with cpu_load(seconds=120):
+        loaded = scored(suite, tmp_path / "loaded")
+    assert loaded == idle
+
+
+needs_kusto_language = pytest.mark.skipif(
+    shared_validator().missing() is not None,
+    reason=f"Kusto.Language is not installed: {shared_validator().missing()}",
+)
+KQL = [
+    "Logs | where Level == 'Error' | summarize n = count() by Service",
+    "Logs | wher Level == 'Error'",
+    "Logs | where Levl == 'Error'",
+    "Logs | extend x = Level + 1",
+    "print 1",
+]
+
+
+@needs_kusto_language
+def test_kusto_language_gives_the_same_verdicts_under_load() -> None:
+    """A cold helper started under load (its start takes much more wall clock than a
+    check's limit) gives every verdict it gives on an idle machine, started once."""
+    schema = KqlSchema.from_tables({"Logs": {"Level": "VARCHAR", "Service": "VARCHAR"}})
+    idle = [shared_validator().check(q, schema).to_dict() for q in KQL]
+    validator = KqlValidator(timeout_s=0.2)
+    try:
+        with cpu_load(seconds=120):
+            validator.warm()
+            loaded = [validator.check(q, schema).to_dict() for q in KQL]
+        assert validator.starts == 1
+    finally:
+        validator.close()
+    for a, b in zip(idle, loaded, strict=True):
+        a.pop("kusto_language"), b.pop("kusto_language")
+    assert loaded == idle
+
+
+# -- the clock, without a load: a query that waits (a slow machine) and one that computes --
+
+NAPS = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000) "
+    "SELECT sum(coalesce(nap(0.0005), 1)) FROM c"
+)  # about 1 s of wall clock, almost no CPU time
+
+
+def napping_sqlite(cache: Path, **options: float) -> Engine:
+    import time
+
+    config = DatabaseConfig(engine="sqlite", fixture=str(SALES),
+                            options={"timeout_s": LIMIT_S, **options})  # fmt: skip
+    engine = build_engine("db", config, ROOT, cache)
+    engine._con.create_function("nap", 1, time.sleep)  # type: ignore[attr-defined]
+    return engine
+
+
+def test_a_query_that_waits_past_its_limit_without_cpu_is_not_stopped(cache: Path) -> None:
+    engine = napping_sqlite(cache)
+    try:
+        run = engine.execute(NAPS)
+        assert run.outcome.kind == "ok", run.outcome
+        assert run.outcome.elapsed_s is not None and run.outcome.elapsed_s > 2 * LIMIT_S
+        assert run.result is not None and run.result.rows == ((2000,),)
+    finally:
+        engine.close()
+
+
+def test_past_the_wall_cap_with_little_cpu_the_case_is_the_evaluators(cache: Path) -> None:
+    engine = napping_sqlite(cache, max_wall_s=0.5)
+    try:
+        run = engine.execute(NAPS)
+        assert run.outcome.kind == "timeout"
+        assert run.outcome.cpu_s is not None and run.outcome.cpu_s < LIMIT_S
+        fault = blame(run.outcome, engine, NAPS)
+        assert fault.party == "evaluator" and "too slow" in fault.message
+    finally:
+        engine.close()
