@@ -223,3 +223,54 @@ def test_past_the_wall_cap_with_little_cpu_the_case_is_the_evaluators(cache: Pat
         assert fault.party == "evaluator" and "too slow" in fault.message
     finally:
         engine.close()
+
+
+def test_cpu_spent_by_another_query_is_not_this_ones() -> None:
+    """A query that overlapped another is charged its thread's CPU time only; when the
+    process spent the limit but the thread did not, the cost cannot be told apart
+    (`shared`: the engine runs it again on a quiet slot)."""
+    import threading
+    import time
+
+    from queryeval.engines._cost import query_clock
+
+    def busy() -> None:
+        with query_clock():
+            end = time.thread_time() + 0.5
+            while time.thread_time() < end:
+                pass
+
+    with query_clock() as waiting:  # this thread only waits
+        other = threading.Thread(target=busy)
+        other.start()
+        other.join()
+        assert waiting.overlapped
+        assert waiting.verdict(LIMIT_S, 100.0) == "shared"
+    with query_clock() as alone:
+        busy_end = time.thread_time() + 0.4
+        while time.thread_time() < busy_end:
+            pass
+        assert not alone.overlapped and alone.verdict(LIMIT_S, 100.0) == "own"
+
+
+def test_a_query_on_the_quiet_slot_runs_alone() -> None:
+    import threading
+    import time
+
+    from queryeval.engines._cost import query_clock
+
+    order: list[str] = []
+    alone: list[bool] = []
+
+    def quiet() -> None:
+        with query_clock(quiet=True) as clock:
+            order.append("quiet")
+            alone.append(not clock.overlapped)
+
+    with query_clock():
+        rerun = threading.Thread(target=quiet)
+        rerun.start()
+        time.sleep(0.3)
+        order.append("first ends")
+    rerun.join()
+    assert order == ["first ends", "quiet"] and alone == [True]
