@@ -100,6 +100,25 @@ def test_an_unknown_key_in_a_prediction_record_stops_validate_and_run(
     assert not (tmp_path / "r").exists()
 
 
+def test_language_named_fields_in_attempts_are_queries_too() -> None:
+    from queryeval.systems import prediction_key, read_prediction_line
+
+    raw = b'{"case_id": "q1", "attempts": [{"cypher": "MATCH (n) RETURN n"}, {"query": "x"}]}'
+    output = read_prediction_line(raw, Path("p.jsonl"), 1, ("query",)).output
+    assert [(a.query, a.language) for a in output.attempts] == [
+        ("MATCH (n) RETURN n", "cypher"),
+        ("x", None),
+    ]
+    nested = b'{"case_id": "q1", "output": {"attempts": [{"kql": "T | count"}]}}'
+    final = read_prediction_line(nested, Path("p.jsonl"), 1).output.final
+    assert final is not None and (final.query, final.language) == ("T | count", "kql")
+    both = b'{"case_id": "q1", "attempts": [{"kql": "T", "query": "x"}]}'
+    for read in (read_prediction_line, prediction_key):
+        with pytest.raises(InputError) as info:
+            read(both, Path("p.jsonl"), 4)
+        assert info.value.line == 4 and info.value.where == "attempts[0].kql"
+
+
 def test_notes_beside_a_prediction_are_kept_out_of_the_way(tmp_path: Path) -> None:
     """The examples annotate predictions with `note`: an annotation, not an unknown key."""
     path = make_suite(

@@ -78,15 +78,28 @@ def _unknown(
     )
 
 
-def _check_attempt(item: Any, path: Path, line: int, where: str) -> None:
-    if not isinstance(item, Mapping):
-        return  # not an object: the system's unusable output, read later
+def _check_attempt(item: Any, path: Path, line: int, where: str) -> Any:
+    """The attempt with its keys checked and a language-named query moved to `query`."""
+    if not isinstance(item, dict):
+        return item  # not an object: the system's unusable output, read later
+    item = _language_query(item, path, line, f"{where}.")
     for key in item:
         if key not in ATTEMPT_KEYS and key not in NOTE_KEYS:
             raise _unknown(str(key), ATTEMPT_KEYS, "an attempt", path, line, f"{where}.{key}")
+    return item
 
 
-def _check_output(data: Mapping[str, Any], path: Path, line: int, where: str) -> None:
+def _check_attempts(data: dict[str, Any], path: Path, line: int, where: str) -> dict[str, Any]:
+    attempts = data.get("attempts")
+    if not isinstance(attempts, list):
+        return data
+    checked = [
+        _check_attempt(a, path, line, f"{where}attempts[{i}]") for i, a in enumerate(attempts)
+    ]
+    return {**data, "attempts": checked}
+
+
+def _check_output(data: dict[str, Any], path: Path, line: int, where: str) -> dict[str, Any]:
     fields = frozenset(Output.model_fields)
     for key in data:
         if key in fields or key in NOTE_KEYS:
@@ -101,10 +114,7 @@ def _check_output(data: Mapping[str, Any], path: Path, line: int, where: str) ->
                 where=f"{where}.{key}",
             )
         raise _unknown(str(key), fields, "an output", path, line, f"{where}.{key}")
-    attempts = data.get("attempts")
-    if isinstance(attempts, list):
-        for i, item in enumerate(attempts):
-            _check_attempt(item, path, line, f"{where}.attempts[{i}]")
+    return _check_attempts(data, path, line, f"{where}.")
 
 
 def check_record(data: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
@@ -120,12 +130,11 @@ def check_record(data: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
         # `{"case_id", "output": ...}`: the output is the value; beside it, the record's keys
         allowed = RECORD_KEYS | {"output"}
         inner = data["output"]
-        if isinstance(inner, Mapping):
-            _check_output(inner, path, line, "output")
+        if isinstance(inner, dict):
+            data = {**data, "output": _check_output(inner, path, line, "output")}
     elif long_form:
         allowed = RECORD_KEYS | OUTPUT_KEYS
-        for i, item in enumerate(data.get("attempts") or ()):
-            _check_attempt(item, path, line, f"attempts[{i}]")
+        data = _check_attempts(data, path, line, "")
     else:
         allowed = RECORD_KEYS | ATTEMPT_KEYS | OUTPUT_KEYS
     for key in data:
@@ -153,7 +162,7 @@ def check_record(data: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
     return data
 
 
-def _language_query(data: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
+def _language_query(data: dict[str, Any], path: Path, line: int, where: str = "") -> dict[str, Any]:
     """`sql` / `kql` / `cypher` as the query field, when it is the only query given."""
     named = [k for k in LANGUAGE_KEYS if k in data]
     if not named:
@@ -165,7 +174,7 @@ def _language_query(data: dict[str, Any], path: Path, line: int) -> dict[str, An
             f"('query', or the language's name {', '.join(repr(k) for k in LANGUAGE_KEYS)})",
             path=path,
             line=line,
-            where=named[-1],
+            where=f"{where}{named[-1]}",
         )
     (name,) = named
     language = data.get("language")
@@ -175,7 +184,7 @@ def _language_query(data: dict[str, Any], path: Path, line: int) -> dict[str, An
             "language (or 'query' with its 'language')",
             path=path,
             line=line,
-            where="language",
+            where=f"{where}language",
         )
     out = {("query" if k == name else k): v for k, v in data.items()}
     out.setdefault("language", name)
