@@ -70,6 +70,23 @@ def shown(ceiling: float | None) -> str:
     return f"{ceiling:.3f}"
 
 
+def _flat(text: str, limit: int = 300) -> str:
+    """A reason on one line, cut after `limit` characters.
+
+    >>> _flat("Catalog Error: no table!\\n\\nLINE 1: ...", limit=30)
+    'Catalog Error: no table! LINE…'
+    """
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _golds(golds: list[str]) -> str:
+    """One gold as itself, several as their count and the first three."""
+    if len(golds) == 1:
+        return golds[0]
+    return f"{len(golds)} golds ({', '.join(golds[:3])}{', ...' if len(golds) > 3 else ''})"
+
+
 def _below(report: SelftestReport) -> int:
     return len({(i.case_id, i.gold) for i in report.failures})
 
@@ -94,11 +111,19 @@ def report_lines(report: SelftestReport) -> list[str]:
             rest = {g for gs, _ in list(groups.values())[MAX_LINES:] for g in gs}
             lines.append(f"  ... and {len(rest)} more gold(s) below full marks")
             break
-        some = golds[0] if len(golds) == 1 else f"{len(golds)} golds ({', '.join(golds[:3])}"
-        some += "" if len(golds) == 1 else (", ...)" if len(golds) > 3 else ")")
-        lines.append(f"  {some}: {', '.join(scorers)}: {status}: {why}")
+        lines.append(f"  {_golds(golds)}: {', '.join(scorers)}: {status}: {_flat(why)}")
+    # non-discriminating golds: one line per reason too (on empty tables every gold is one)
+    found: dict[tuple[str, str], list[str]] = {}
     for finding in report.findings:
-        lines.append(f"  non-discriminating: {finding.line()}")
+        found.setdefault((finding.kind, finding.message), []).append(
+            f"{finding.case_id} (gold {finding.gold})"
+        )
+    for (kind, message), golds in list(found.items())[:MAX_LINES]:
+        what = f"{kind.replace('_', ' ')}: {_flat(message)}"
+        lines.append(f"  non-discriminating: {_golds(golds)}: {what}")
+    if len(found) > MAX_LINES:
+        more = sum(len(g) for g in list(found.values())[MAX_LINES:])
+        lines.append(f"  ... and {more} more non-discriminating gold(s)")
     for check in report.scorers:
         if check.ceiling is not None:
             lines.append(
