@@ -409,3 +409,43 @@ def test_an_unknown_path(tmp_path: Path) -> None:
     assert rewrite_kql("T | mv-expand todynamic(strcat(a, b))").text == (
         "T | mv-expand todynamic(strcat(a, b))"
     )
+
+
+# -- issue 28: the real-world tail -----------------------------------------------------------------
+
+
+def test_parse_with_a_pattern_that_starts_with_a_capture(kql: Engine) -> None:
+    """parse-operator docs: each column captures up to the next literal, the first from the
+    start; a typed column that does not convert is null, a row that does not match gives
+    '' (strings) and null (typed)."""
+    query = ("print s = dynamic(['v12:rest of it', 'none', ':x']) | mv-expand s to typeof(string) "
+             "| parse s with word ':' tail | parse s with 'v' n:long ':' * "
+             "| project word, tail, n")  # fmt: skip
+    assert rows(kql, query) == (
+        ["word", "tail", "n"],
+        [("v12", "rest of it", 12), ("", "", None), ("", "x", None)],
+    )
+
+
+def test_as_without_a_later_reference_passes_the_rows_on(kql: Engine) -> None:
+    assert rows(kql, "E | as Events | count") == (["Count"], [(3,)])
+    assert "as Events" in refused(kql, "E | as Events | join (Events) on Dev")
+
+
+def test_star_predicates_and_search_test_every_column(kql: Engine) -> None:
+    """`where * has "x"` is true when any column has the term (Kusto's search docs: `T |
+    search "x"` is the same); a negated one needs every column."""
+    assert rows(kql, "E | where * has 'a' | count") == (["Count"], [(2,)])  # Dev == 'a'
+    assert rows(kql, "E | search 'z' | count") == (["Count"], [(1,)])  # Doc holds "z"
+    assert rows(kql, "E | where * !has 'a' | count") == (["Count"], [(1,)])
+    assert "search" in refused(kql, "E | search Dev:'a'")
+
+
+def test_ipv4_is_private_as_in_kusto_docs(kql: Engine) -> None:
+    """ipv4-is-private-function.md's example: 10.1.2.3 true, 192.168.1.1/24 true, 127.0.0.1
+    false; 202.1.2.3 false; text that is not an address null."""
+    query = ("datatable(ip_string:string) ['10.1.2.3', '192.168.1.1/24', '127.0.0.1', "
+             "'202.1.2.3', '172.16.0.9', '172.32.0.1', 'none'] "
+             "| extend result = ipv4_is_private(ip_string)")  # fmt: skip
+    _, result = rows(kql, query)
+    assert [r[1] for r in result] == [True, True, False, False, True, False, None]

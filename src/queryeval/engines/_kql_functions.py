@@ -62,6 +62,21 @@ _SERIES = (
 _SERIES_AXIS = "generate_series({1}, {2} - INTERVAL 1 microsecond, {3})"
 
 
+# ipv4_is_private: an IPv4 address (optionally with a /prefix) in 10.0.0.0/8, 172.16.0.0/12
+# or 192.168.0.0/16 (Kusto's docs: a masked address counts by its prefix); null for text that
+# is not an IPv4 address. `_qe_o`: the four octets, `_qe_m`: the prefix length (32 if none).
+_IPV4 = r"(\d{{1,3}})\.(\d{{1,3}})\.(\d{{1,3}})\.(\d{{1,3}})(/\d{{1,2}})?"
+_IPV4_PRIVATE = (
+    f"(CASE WHEN NOT regexp_full_match(trim({{0}}), '{_IPV4}') THEN NULL ELSE "
+    "list_transform([list_transform(string_split(split_part(trim({0}), '/', 1), '.'), "
+    "lambda _qe_p: CAST(_qe_p AS INTEGER))], lambda _qe_o: list_transform("
+    "[coalesce(TRY_CAST(nullif(split_part(trim({0}), '/', 2), '') AS INTEGER), 32)], "
+    "lambda _qe_m: CASE WHEN list_max(_qe_o) > 255 OR _qe_m > 32 THEN NULL ELSE "
+    "(_qe_o[1] = 10 AND _qe_m >= 8) OR (_qe_o[1] = 172 AND _qe_o[2] BETWEEN 16 AND 31 "
+    "AND _qe_m >= 12) OR (_qe_o[1] = 192 AND _qe_o[2] = 168 AND _qe_m >= 16) END)[1])[1] END)"
+)
+
+
 def _make_bag(condition: str) -> str:
     """make_bag: the property bags of the group merged at the top level; for a key in
     several bags one of its values (Kusto: "an arbitrary value"); values that are not bags
@@ -159,6 +174,7 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         ),
         # a fresh random guid per call, as Kusto's (results with it are never comparable)
         scalar("new_guid", "template", "gen_random_uuid()", (0,), (), "queryeval"),
+        scalar("ipv4_is_private", "template", _IPV4_PRIVATE, (1,), (), "queryeval"),
         scalar("set_union", "template", _set_union(), (2,), ("R9",), "queryeval"),
         scalar("set_difference", "template", _set_difference(), (2,), ("R9",), "queryeval"),
         scalar("set_intersect", "template", _set_intersect(), (2,), ("R9",), "queryeval"),

@@ -17,6 +17,9 @@ once the tables hold rows), each made to give Kusto's result or refused (`KqlRef
 - `range x from A to B step S | count` of integer literals: the count computed, without
   200 million rows materialised.
 
+And real-world constructs duckdb-kql does not cover: a `parse` pattern that starts with a
+capture, `as` (a name nothing else uses), `where * has "x"` and `T | search "x"`.
+
     >>> rewrite_kql("range x from 1 to 200000000 step 1 | count").text
     'print Count = tolong(200000000)'
 """
@@ -485,6 +488,104 @@ def _range_count(q: _Query) -> list[Edit]:
     return edits
 
 
+# -- parse with a pattern that starts with a capture ---------------------------------------------
+
+# a character no real text holds (Unicode's first private-use code point)
+_SENTINEL = "\\uE000"
+
+
+def _parse_leading_capture(q: _Query) -> list[Edit]:
+    """`parse X with c 'sep' ...` (default kind): c captures from the start of X. duckdb-kql
+    takes a pattern starting with `*` or a literal only, so the text is prefixed with a
+    sentinel character and the pattern with `* '<sentinel>'`: the same captures."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "ParseOperator":
+            continue
+        kids = _rules(node)
+        if len(kids) != 2 or _kind(kids[1]) != "ParseOperatorPattern":
+            continue  # kind=regex/relaxed, or another shape: left to duckdb-kql
+        pattern = kids[1]
+        if not re.match(r"[A-Za-z_\[]", q.source(pattern)):
+            continue  # starts with `*` or a literal
+        a, b = _span(kids[0])
+        edits.append(Edit(a, b, f"strcat('{_SENTINEL}', {q.source(kids[0])})"))
+        start = _span(pattern)[0]
+        edits.append(Edit(start, start, f"* '{_SENTINEL}' "))
+    return edits
+
+
+# -- as ----------------------------------------------------------------------------------------
+
+
+def _as_operator(q: _Query) -> list[Edit]:
+    """`| as Name`: names the rows for later reference and passes them on unchanged; dropped
+    when nothing else in the query names it, refused otherwise."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "AsOperator":
+            continue
+        names = [n for n in _rules(node) if _as_column(n) is not None]
+        name = _as_column(names[-1]) if names else None
+        piped = _parent(node, "PipedOperator")
+        if name is None or piped is None:
+            raise KqlRefused("as with a name it cannot read")
+        rest = q.text[: _span(piped)[0]] + q.text[_span(piped)[1] :]
+        if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", rest):
+            raise KqlRefused(f"as {name}: the query refers to {name}")
+        a, b = _span(piped)
+        edits.append(Edit(a, b, ""))
+    return edits
+
+
+# -- where * has "x", T | search "x" ----------------------------------------------------------
+
+_STAR_OPERATORS = {"has", "contains", "startswith", "endswith", "==", "=~", "has_cs",
+                   "contains_cs", "hasprefix", "hassuffix", "!has", "!contains"}  # fmt: skip
+
+
+def _star_predicates(q: _Query) -> list[Edit]:
+    """`where * op "x"` (a string operator of every column): the operator over each input
+    column (as text, `tostring` for other types), joined by `or` (`and` for a negated one);
+    `T | search "x"` (no options, no column) is `where * has "x"`, Kusto's default."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) == "SearchOperator":
+            kids = _rules(node)
+            text = q.source(node)
+            if len(kids) != 1 or _kind(_collapse(kids[0])) != "StringLiteralExpression":
+                raise KqlRefused("search other than of one string in the piped rows")
+            if not re.fullmatch(r"search\s+['\"@].*", text, re.S) or "*" in q.source(kids[0]):
+                raise KqlRefused("search with options or a wildcard term")
+            clause = _star_clause(q, node, "has", q.source(kids[0]), "search")
+            edits.append(Edit(*_span(node), f"where {clause}"))
+            continue
+        if _kind(node) != "StringStarOperatorExpression":
+            continue
+        kids = _rules(node)
+        if len(kids) != 2:
+            raise KqlRefused("a * predicate of an unexpected form")
+        op = q.source(kids[0]).strip()
+        if op not in _STAR_OPERATORS or _kind(_collapse(kids[1])) != "StringLiteralExpression":
+            raise KqlRefused(f"* {op} other than of a string literal")
+        clause = _star_clause(q, node, op, q.source(kids[1]), f"* {op}")
+        edits.append(Edit(*_span(node), f"({clause})"))
+    return edits
+
+
+def _star_clause(q: _Query, node: Any, op: str, literal: str, what: str) -> str:
+    columns = q.columns_before(node, what)
+    if not columns:
+        raise KqlRefused(f"{what} of rows without columns")
+    parts = []
+    for name, kind in columns:
+        value = quote_name(name)
+        if kind.upper() != "VARCHAR":
+            value = f"tostring({value})"
+        parts.append(f"{value} {op} {literal}")
+    return (" and " if op.startswith("!") else " or ").join(parts)
+
+
 KUSTO_RULES = (
     _range_count,
     _series_axis_expand,
@@ -493,4 +594,7 @@ KUSTO_RULES = (
     _string_number_compare,
     _in_dynamic_table,
     _regex_group_names,
+    _parse_leading_capture,
+    _as_operator,
+    _star_predicates,
 )
