@@ -1,16 +1,21 @@
 """How much real-world KQL runs on the embedded KQL engine (duckdb-kql plus queryeval's
 extensions), measured on the development corpus in ../shared/data/kql (NL2KQL's Sentinel and
-Defender evaluation sets, Microsoft's Defender hunting queries, the Kusto docs' examples).
+Defender evaluation sets, Microsoft's Defender hunting queries, the Kusto docs' examples) and
+on community repositories as cloned (`--repo PATH`, see `_kql_repos.py`: corpora the engine
+was never tuned on).
 
 A query counts as valid when Microsoft's Kusto.Language (npm @kusto/language-service-next,
 under Node) reports no error or warning against the corpus's documented table schemas;
 "runs" means the engine executed it on empty fixture tables built from those schemas (a 60 s
-limit per query: the figure is about what runs, not how fast, on a shared machine). Prints,
-per source, queries / syntax-valid / valid / runs (and the share of valid queries that run),
-then which construct stopped each valid query that did not run.
+limit per query: the figure is about what runs, not how fast, on a shared machine); with
+`--rows N` also on the same tables holding N synthetic rows each (strings such as "0", text,
+an IP address, JSON; numbers; recent datetimes), where queries that fail only on data show.
+Prints, per source, queries / syntax-valid / valid / runs (and the share of valid queries
+that run), then which construct stopped each valid query that did not run.
 
     python bench/bench_kql_coverage.py                     # every source (a few minutes)
     python bench/bench_kql_coverage.py nl2kql_sentinel m365d --json out.json
+    python bench/bench_kql_coverage.py m365d --repo ~/src/Sentinel-Queries --rows 8
     python bench/bench_kql_coverage.py --from-json out.json   # the tables of a saved run
 
 Skips (exit 0) when the corpus is not there, and under --quick (bench/run_all.py --quick:
@@ -56,22 +61,52 @@ def corpus_dir() -> Path | None:
     return None
 
 
-def build_fixture(schemas: dict[str, dict[str, str]], path: Path) -> None:
-    """Empty tables with the documented columns (KQL types as DuckDB types)."""
+_STRINGS = ("0", "Sign-in activity", "10.1.2.3", '{"Name": "x", "Count": 2}', "")
+_DYNAMICS = ('{"Name": "x", "Count": 2, "Ip": "10.1.2.3"}', '["a", "b"]', "null")
+_NOW = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
+
+
+def synthetic(kind: str, i: int) -> Any:
+    """Row i's value of a column of KQL type `kind` (deterministic, varied)."""
+    if kind in ("int", "long"):
+        return i
+    if kind in ("real", "decimal"):
+        return i * 1.5
+    if kind == "bool":
+        return i % 2 == 0
+    if kind == "datetime":
+        return (_NOW - dt.timedelta(hours=5 * i + 1)).replace(tzinfo=None)
+    if kind == "timespan":
+        return dt.timedelta(minutes=i)
+    if kind == "guid":
+        return f"00000000-0000-0000-0000-{i:012d}"
+    if kind == "dynamic":
+        return _DYNAMICS[i % len(_DYNAMICS)]
+    return _STRINGS[i % len(_STRINGS)]
+
+
+def build_fixture(schemas: dict[str, dict[str, str]], path: Path, rows: int = 0) -> None:
+    """Tables with the documented columns (KQL types as DuckDB types), empty or holding
+    `rows` synthetic rows each."""
     import duckdb
 
     con = duckdb.connect(str(path))
     for table, columns in schemas.items():
         seen: set[str] = set()
-        defs = []
+        defs, kinds = [], []
         for column, kind in columns.items():
             if column.lower() in seen:  # DuckDB folds case; Kusto does not
                 continue
             seen.add(column.lower())
             quoted = column.replace('"', '""')
             defs.append(f'"{quoted}" {_DUCKDB_TYPES.get(kind, "VARCHAR")}')
+            kinds.append(kind)
         if defs:
             con.execute(f'CREATE TABLE "{table}" ({", ".join(defs)})')
+            marks = ", ".join("?" for _ in kinds)
+            data = [tuple(synthetic(k, i) for k in kinds) for i in range(rows)]
+            if data:
+                con.executemany(f'INSERT INTO "{table}" VALUES ({marks})', data)
     con.close()
 
 
@@ -88,7 +123,8 @@ def construct_of(kind: str, message: str) -> str:
     return f"{kind}: {message.splitlines()[0][:60]}"
 
 
-def measure(corpus: Path, sources: list[str]) -> list[dict[str, Any]]:
+def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
+            data_rows: int = 0) -> list[dict[str, Any]]:  # fmt: skip
     schemas = json.loads((corpus / "table_schemas.json").read_text())
     rows: list[dict[str, Any]] = []
     for source in sources:
@@ -96,6 +132,13 @@ def measure(corpus: Path, sources: list[str]) -> list[dict[str, Any]]:
             for line in handle:
                 record = json.loads(line)
                 rows.append({"id": record["id"], "source": source, "query": record["query"]})
+    for repo in repos or []:
+        from _kql_repos import repo_queries
+
+        # a clone's folder name; a mirror's `owner+name/repo` its parent's
+        name = repo.parent.name if repo.name in ("repo", ".git") else repo.name
+        for record in repo_queries(repo, name.split("+")[-1].removesuffix(".git")):
+            rows.append({**record, "source": record["repo"]})
     schema = KqlSchema.from_tables(schemas)
     start = time.perf_counter()
     with KqlValidator() as validator:
@@ -110,17 +153,20 @@ def measure(corpus: Path, sources: list[str]) -> list[dict[str, Any]]:
                 row["syntax_ok"] = row["valid"] = False
                 row["validity_error"] = str(exc)
     validate_s = time.perf_counter() - start
-    with tempfile.TemporaryDirectory(prefix="qe-kql-coverage-") as tmp:
-        path = Path(tmp) / "fixture.duckdb"
-        build_fixture(schemas, path)
-        now = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
-        engine = KqlEngine("corpus", path, Limits(timeout_s=60), "corpus", now)
-        start = time.perf_counter()
-        for row in rows:
-            outcome = engine.execute(row["query"]).outcome
-            row["kind"], row["message"] = outcome.kind, outcome.message
-        execute_s = time.perf_counter() - start
-        engine.close()
+    execute_s = 0.0
+    for suffix, count in (("", 0), ("_rows", data_rows)) if data_rows else (("", 0),):
+        with tempfile.TemporaryDirectory(prefix="qe-kql-coverage-") as tmp:
+            path = Path(tmp) / "fixture.duckdb"
+            build_fixture(schemas, path, count)
+            engine = KqlEngine("corpus", path, Limits(timeout_s=60), "corpus", _NOW)
+            start = time.perf_counter()
+            for row in rows:
+                if suffix and not row["valid"]:
+                    continue  # only valid queries are measured on rows
+                outcome = engine.execute(row["query"]).outcome
+                row["kind" + suffix], row["message" + suffix] = outcome.kind, outcome.message
+            execute_s += time.perf_counter() - start
+            engine.close()
     print(f"validated {len(rows)} queries in {validate_s:.1f} s, executed in {execute_s:.1f} s "
           f"(load {os.getloadavg()[0]:.2f})")  # fmt: skip
     return rows
@@ -129,6 +175,7 @@ def measure(corpus: Path, sources: list[str]) -> list[dict[str, Any]]:
 def report(rows: list[dict[str, Any]], top: int | None = None) -> None:
     by_source: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     stops: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    on_rows: collections.Counter[str] = collections.Counter()
     for row in rows:
         counts = by_source[row["source"]]
         counts["queries"] += 1
@@ -141,16 +188,31 @@ def report(rows: list[dict[str, Any]], top: int | None = None) -> None:
         else:
             counts[row["kind"]] += 1
             stops[construct_of(row["kind"], row["message"])][row["source"]] += 1
+        if "kind_rows" in row:
+            counts["rows measured"] += 1
+            counts["runs on rows"] += row["kind_rows"] == "ok"
+            if row["kind_rows"] != "ok" and row["kind"] == "ok":
+                on_rows[construct_of(row["kind_rows"], row["message_rows"])] += 1
     sources = list(by_source)
+    with_rows = any(by_source[s]["rows measured"] for s in sources)
     print("\n| source | queries | syntax-valid | valid | runs | runs / valid | unsupported "
-          "| other failures |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| other failures |" + (" runs on rows / valid |" if with_rows else ""))  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_rows else ""))
     for source in sources:
         c = by_source[source]
         other = c["valid"] - c["runs"] - c["unsupported"]
         share = 100 * c["runs"] / c["valid"] if c["valid"] else 0.0
-        print(f"| {source} | {c['queries']} | {c['syntax valid']} | {c['valid']} | {c['runs']} | "
-              f"{share:.1f} % | {c['unsupported']} | {other} |")  # fmt: skip
+        line = (f"| {source} | {c['queries']} | {c['syntax valid']} | {c['valid']} | {c['runs']} "
+                f"| {share:.1f} % | {c['unsupported']} | {other} |")  # fmt: skip
+        if with_rows:
+            rows_share = 100 * c["runs on rows"] / c["valid"] if c["valid"] else 0.0
+            line += f" {rows_share:.1f} % ({c['runs on rows']}) |"
+        print(line)
+    if on_rows:
+        print("\n| what stopped a valid query on rows that ran on empty tables | queries |")
+        print("|---|---:|")
+        for construct, n in on_rows.most_common(top or 25):
+            print(f"| `{construct}` | {n} |")
     print("\n| what stopped a valid query | " + " | ".join(sources) + " | all |")
     print("|---|" + "---:|" * (len(sources) + 1))
     ranked = sorted(stops.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
@@ -187,6 +249,11 @@ def main() -> int:
     parser.add_argument("--from-json", type=Path, help="print the tables of a saved --json run")
     parser.add_argument("--top", type=int, help="construct rows: the top N, and every one "
                         "that stops a non-docs query")  # fmt: skip
+    parser.add_argument("--repo", type=Path, action="append", default=[],
+                        help="a community repository as cloned (work tree or bare git dir); "
+                        "its KQL is measured as one more source")  # fmt: skip
+    parser.add_argument("--rows", type=int, default=0, help="also run every valid query on "
+                        "tables holding this many synthetic rows")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="skip (for run_all.py --quick)")
     args = parser.parse_args()
     if args.quick:
@@ -201,7 +268,7 @@ def main() -> int:
     if corpus is None:
         print("bench_kql_coverage: the KQL corpus (../shared/data/kql) is not here; skipped")
         return 0
-    rows = measure(corpus, args.sources)
+    rows = measure(corpus, args.sources, args.repo, args.rows)
     report(rows, args.top)
     record(rows)
     if args.json:
