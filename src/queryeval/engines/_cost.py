@@ -136,15 +136,18 @@ class _Flights:
     waits for every running query to end, and no query starts while it runs)."""
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self.cond = threading.Condition()
         self.active: set[QueryClock] = set()
         self.quiet = False
         self.pid = os.getpid()
 
     def begin(self, clock: QueryClock) -> None:
+        if self.pid != os.getpid():  # a forked child: its parent's queries (and the state
+            self._reset()  # of their lock) are not the child's
         with self.cond:
-            if self.pid != os.getpid():  # a forked child: its parent's queries are not here
-                self.active, self.quiet, self.pid = set(), False, os.getpid()
             if clock.quiet:
                 self.cond.wait_for(lambda: not self.quiet)
                 self.quiet = True
