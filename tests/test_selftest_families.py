@@ -154,3 +154,29 @@ def test_nothing_to_self_test_is_exit_2(tmp_path: Path) -> None:
     code, out = selftest(suite, tmp_path)
     assert code == 2, out
     assert "nothing to self-test" in out and "1 case(s) without a gold" not in out
+
+
+def test_golds_sharing_a_reason_are_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "shop.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE item (id INTEGER, price REAL)")
+    con.execute("INSERT INTO item VALUES (1, 2.5)")
+    con.commit()
+    con.close()
+    cases = [
+        {"id": f"c{i}", "conversation": [{"role": "user", "content": "q", "target":
+         {"query": f"SELECT id FROM item WHERE price > {100 + i}"}}]}
+        for i in range(6)
+    ]  # fmt: skip
+    suite = write_suite(tmp_path / "s", "[execution_match]", cases)
+    databases = f"databases: {{shop: {{engine: sqlite, path: '{db}'}}}}\n"
+    suite.write_text(
+        suite.read_text().replace("cases: cases.jsonl\n", f"cases: cases.jsonl\n{databases}")
+    )
+    code, out = selftest(suite, tmp_path)
+    assert code == 0, out  # every gold runs and matches itself; all return no rows
+    flagged = [line for line in out.splitlines() if "non-discriminating:" in line]
+    assert len(flagged) == 1 and flagged[0].startswith("  non-discriminating: 6 golds (c0 (gold 0)")
+    assert "6 non-discriminating" in out
