@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from queryeval.errors import InputError
 
+if TYPE_CHECKING:
+    from queryeval.log import RunLog
+    from queryeval.runner import RunPlan
 
-def report_command(run_dir: Path, review: Path | None = None) -> None:
+
+def report_command(run_dir: Path, review: Path | None = None, partial: bool = False) -> None:
     """Re-summarise and re-write the reports the run's suite asks for, with the overrides of
-    `review` (else of the review file the run recorded, if any)."""
-    from queryeval.log import COMPARISON, SUMMARY, LogWriter, read_log
+    `review` (else of the review file the run recorded, if any).
+
+    A directory a run is still writing to is refused (InputError naming the run) unless
+    `partial`: then the report covers the results stored so far, and says so on stderr
+    (as it does for a run that stopped before the end)."""
+    from queryeval.log import COMPARISON, SUMMARY, LogWriter, lock_holder, read_log
     from queryeval.reports import write_reports
     from queryeval.runner import (
         apply_golds,
@@ -25,6 +35,14 @@ def report_command(run_dir: Path, review: Path | None = None) -> None:
     )
     from queryeval.stats import check_gates, summarize
 
+    holder = lock_holder(run_dir)
+    if holder is not None and not partial:
+        raise InputError(
+            f"a run is still writing to this directory ({holder}): a report now would show "
+            "only the results stored so far; wait for the run to end, or pass --partial to "
+            "report them as they are",
+            path=run_dir,
+        )
     log = read_log(run_dir, reviewed=False)  # the stored scores: the review is applied again
     info = log.info or {}
     suite_file = info.get("suite_file")
@@ -32,6 +50,8 @@ def report_command(run_dir: Path, review: Path | None = None) -> None:
         raise InputError("not a run directory (no run.json)", path=run_dir)
     suite = load_suite(Path(suite_file))
     plan = plan_run(suite)
+    if holder is not None or info.get("status") != "complete":
+        typer.echo(f"warning: {run_dir}: {_partial_note(holder, info, log, plan)}", err=True)
     recorded = info.get("review") or {}
     path = review or (Path(recorded["file"]) if recorded.get("file") else None)
     rev = load_review(path) if path is not None else None
@@ -72,3 +92,17 @@ def report_command(run_dir: Path, review: Path | None = None) -> None:
         writer.write_json(COMPARISON, log.comparison)
     for kind, written in write_reports(suite, log, plan.cases, plan.scorers).items():
         typer.echo(f"{kind}: {written}")
+
+
+def _partial_note(holder: str | None, info: Mapping[str, Any], log: RunLog, plan: RunPlan) -> str:
+    """Why the report is partial and how much it covers."""
+    stored = len(log.records)
+    expected = "" if info.get("selection") else f" of {len(plan.systems) * len(plan.cases)}"
+    covers = f"this report is PARTIAL: {stored}{expected} (system, case) result(s) stored"
+    if holder is not None:
+        return f"the run is still in progress ({holder}); {covers} so far"
+    return (
+        f"the run did not complete (run.json status {info.get('status')!r}, and no run holds "
+        f"the directory: it was stopped); {covers}; `queryeval run SUITE --out DIR --resume` "
+        "finishes it"
+    )

@@ -12,7 +12,7 @@ review.json      a human review's overridden scores, put over the records when r
 ```
 """
 
-from queryeval.log._lock import LOCK, run_lock
+from queryeval.log._lock import LOCK, lock_holder, run_lock
 from queryeval.log._read import (
     RunLog,
     as_log,
@@ -53,6 +53,7 @@ __all__ = [
     "encode_record",
     "iter_records",
     "json_default",
+    "lock_holder",
     "overlay_review",
     "read_json",
     "read_log",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import heapq
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
@@ -34,6 +35,7 @@ from queryeval.stats import MAX_BOOTSTRAP_N
 
 if TYPE_CHECKING:
     from jinja2 import Template
+    from markupsafe import Markup
 
     from queryeval.scorers import Scorer
 
@@ -91,12 +93,29 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def _breakable(v: Any) -> Markup:
+    """The text escaped, with a line-break opportunity after each `_ . - / :` inside it: a
+    long scorer name wraps at its parts in a narrow card, not mid-word.
+
+    >>> str(_breakable("exec_match<b>"))
+    'exec_<wbr>match&lt;b&gt;'
+    """
+    from markupsafe import Markup, escape
+
+    return Markup(_PARTS.sub(r"\1<wbr>", str(escape(v))))
+
+
+_PARTS = re.compile(r"([_./:-])(?=\w)")
+
+
 @cache
 def _template() -> Template:
     from jinja2 import Environment
 
     env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=_num, ci=_ci, signed=_signed, pval=_pval, money=_money, cell=_cell)
+    env.filters.update(
+        num=_num, ci=_ci, signed=_signed, pval=_pval, money=_money, cell=_cell, breakable=_breakable
+    )
     return env.from_string(_asset("report.html"))
 
 
@@ -365,7 +384,10 @@ def _scorer_sections(
         metrics = [
             {
                 "name": name,
-                "cells": [entries[s].get("metrics", {}).get(name, {}) for s in systems],
+                # a system with no result yet (a partial run) has an empty cell
+                "cells": [
+                    entries[s].get("metrics", {}).get(name) or {"mean": None} for s in systems
+                ],
             }
             for name in metric_names
         ]
@@ -566,6 +588,22 @@ def _run_info(summary: Mapping[str, Any], info: Mapping[str, Any] | None) -> lis
     return items
 
 
+def _partial(info: Mapping[str, Any] | None) -> str | None:
+    """The page's warning when the run had not completed (`queryeval report --partial`, or
+    a run stopped before the end); None for a complete run.
+
+    >>> _partial({"status": "running"}).startswith("Partial")
+    True
+    """
+    status = (info or {}).get("status")
+    if status in (None, "complete"):
+        return None
+    return (
+        f"Partial results: the run had not completed when this report was written (status "
+        f"{status!r}); the figures cover only the cases stored by then."
+    )
+
+
 def _review(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict | None:
     """The human review section: the file, judge-human agreement per scorer, and every
     override (system, case, scorer, in words); None when the run had no review."""
@@ -646,6 +684,7 @@ def write_html(
         "slowest": _outliers(data, "latency", opts.top_n),
         "costliest": _outliers(data, "cost", opts.top_n),
         "run_info": _run_info(summary, run_info),
+        "partial": _partial(run_info),
         "css": _asset("report.css"),
         "js": _asset("report.js"),
         "data_script": _PLACEHOLDER,
