@@ -10,10 +10,14 @@ from queryeval.reports._input import ReportInput
 
 
 def console(report: ReportInput, path: Path | None) -> Path | None:
-    """The summary printed (no file)."""
-    from queryeval.reports._console import print_summary
+    """The summary printed (no file); the cases where a system failed named (the records
+    are read only when there are some)."""
+    from queryeval.reports._console import print_summary, system_error_cases
 
-    print_summary(dict(report.summary))
+    summary: dict[str, Any] = dict(report.summary)
+    failed = any(e.get("system_errors") for e in summary.get("systems", {}).values())
+    errors = system_error_cases(report.records, report.cases) if failed else None
+    print_summary(summary, error_cases=errors)
     return None
 
 

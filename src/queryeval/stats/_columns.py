@@ -25,9 +25,24 @@ _NAN = float("nan")
 T = TypeVar("T")
 
 
+_REASON_CHARS = 120
+
+
 def _reason_key(status: str, explanation: str | None) -> str:
-    """The line a not-scored reason is counted under."""
-    return (explanation or status).split("\n")[0][:120]
+    """The line a not-scored reason is counted under: the first line, past 120 characters
+    cut at a word boundary with an ellipsis (a report never shows half a word).
+
+    >>> _reason_key("unscored", "gold query failed: " + "no such table " * 20)[-16:]
+    'o such table no…'
+    """
+    line = (explanation or status).split("\n")[0]
+    if len(line) <= _REASON_CHARS:
+        return line
+    cut = line[: _REASON_CHARS - 1]
+    space = cut.rfind(" ", _REASON_CHARS // 2)
+    if space > 0 and not line[_REASON_CHARS - 1].isspace():
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
 
 
 class ScoreView:
