@@ -125,7 +125,8 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
         return f"{len(statements)} statements: only one read-only query may run at a time"
     root = statements[0]
     if not isinstance(root, exp.Query):
-        return f"not a read-only query but a {root.key.upper()} statement"
+        keyword = _statement_keyword(query, dialect) or root.key.upper()
+        return f"not a read-only query but {_article(keyword)} {keyword} statement"
     writes = (
         exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
         exp.Copy, exp.Command, exp.TruncateTable, exp.Attach, exp.Detach, exp.Into,
@@ -134,6 +135,50 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
         if isinstance(node, writes):
             return f"{node.key.upper()} inside the query: writes are refused"
     return None
+
+
+def _statement_keyword(query: str, dialect: str | None) -> str | None:
+    """The keyword the statement starts with, as the user wrote it (upper case): after a
+    WITH clause, the first statement keyword outside its parentheses; None when the
+    query cannot be tokenized.
+
+    >>> _statement_keyword("/* x */ checkpoint", "duckdb")
+    'CHECKPOINT'
+    >>> _statement_keyword("WITH a AS (SELECT 1) INSERT INTO t SELECT * FROM a", "duckdb")
+    'INSERT'
+    """
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenize(query)
+    except SqlglotError:
+        return None
+    words = [t for t in tokens if t.token_type.name not in {"L_PAREN", "R_PAREN"}]
+    if not words:
+        return None
+    first = words[0].text.upper()
+    if first != "WITH":
+        return first
+    depth = 0
+    for token in tokens:
+        kind = token.token_type.name
+        depth += (kind == "L_PAREN") - (kind == "R_PAREN")
+        if depth == 0 and token.text.upper() in _WRITE_TOKENS | {"SELECT"}:
+            return token.text.upper()
+    return first
+
+
+def _article(word: str) -> str:
+    """`a` or `an` before a keyword read as a word (an INSERT, an UPDATE, a USE).
+
+    >>> [f"{_article(w)} {w}" for w in ("INSERT", "UPDATE", "USE", "CHECKPOINT")]
+    ['an INSERT', 'an UPDATE', 'a USE', 'a CHECKPOINT']
+    """
+    upper = word.upper()
+    if upper.startswith(("USE", "UNI", "USI")):  # a "you" sound
+        return "a"
+    return "an" if upper[:1] in set("AEIOU") else "a"
 
 
 _PLAIN_MAX_DEPTH = 32  # deeper nesting is left to the parse (it may exceed its stack)
