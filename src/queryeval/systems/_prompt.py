@@ -83,9 +83,10 @@ class PromptTemplate:
         unknown = meta.find_undeclared_variables(parsed) - variables
         if unknown:
             raise InputError(
-                f"the template uses unknown variable(s) {', '.join(sorted(unknown))}; known: "
-                f"{', '.join(sorted(variables))}",
+                f"the template uses unknown variable(s) {', '.join(sorted(unknown))}"
+                f"{_did_you_mean(unknown, variables)}; known: {', '.join(sorted(variables))}",
                 path=path or name,
+                line=_first_use(parsed, unknown),
             )
 
     @cached_property
@@ -96,21 +97,68 @@ class PromptTemplate:
     def render(self, variables: dict[str, Any]) -> list[dict[str, str]]:
         """Chat messages: the `system` block (when there is one) and the `user` block, or the
         whole template as the user message."""
+        from jinja2 import TemplateError
+
         blocks = self._template.blocks
         if "user" not in blocks:
-            return [{"role": "user", "content": self._template.render(variables).strip()}]
+            return [{"role": "user", "content": self.render_text(variables)}]
         context = self._template.new_context(dict(variables))
         messages = []
         for role in ("system", "user"):
             if role in blocks:
-                text = "".join(blocks[role](context)).strip()
+                try:
+                    text = "".join(blocks[role](context)).strip()
+                except TemplateError as exc:  # a block's frames are the compiled code's
+                    line = _template_line(exc)
+                    raise self._error(
+                        exc, variables, self._template.get_corresponding_lineno(line or 0)
+                    ) from None
                 if text:
                     messages.append({"role": role, "content": text})
         return messages
 
     def render_text(self, variables: dict[str, Any]) -> str:
         """The whole template as one text (feedback messages)."""
-        return self._template.render(variables).strip()
+        from jinja2 import TemplateError
+
+        try:
+            return self._template.render(variables).strip()
+        except TemplateError as exc:  # Jinja has put the template's own lines in the frames
+            raise self._error(exc, variables, _template_line(exc)) from None
+
+    def _error(self, exc: Exception, variables: dict[str, Any], line: int | None) -> InputError:
+        """A template that cannot be rendered: the file, the line and the case."""
+        case = variables.get("case_id")
+        where = f" for case {case!r}" if case is not None else ""
+        return InputError(
+            f"template error{where}: {exc}", path=self.path or self.name, line=line or None
+        )
+
+
+def _first_use(parsed: Any, names: set[str]) -> int | None:
+    """The first line that reads one of `names`."""
+    from jinja2 import nodes
+
+    lines = [n.lineno for n in parsed.find_all(nodes.Name) if n.ctx == "load" and n.name in names]
+    return min(lines, default=None)
+
+
+def _did_you_mean(unknown: set[str], known: frozenset[str]) -> str:
+    """` (did you mean 'question'?)` for a near miss of a known name, else ``."""
+    import difflib
+
+    near = [m for u in sorted(unknown) for m in difflib.get_close_matches(u, known, n=1)]
+    return f" (did you mean {', '.join(repr(m) for m in near)}?)" if near else ""
+
+
+def _template_line(exc: BaseException) -> int | None:
+    """The line of the innermost template frame of the traceback (None: not found)."""
+    line, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
 
 
 def load_prompt(path: Path, variables: frozenset[str] = PROMPT_VARIABLES) -> PromptTemplate:
