@@ -4,6 +4,8 @@ a labelled validation set (human 0/1 labels in `labels: {correct: ...}` of each 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -44,7 +46,7 @@ def calibrate_command(
     console = Console(stderr=False, highlight=False)
     try:
         calibration, path, skipped = calibrate(
-            suite, system=system, metric=metric, out=out, fine=fine
+            suite, system=system, metric=metric, out=out, fine=fine, progress=_say
         )
     except InputError as exc:
         raise fail_input(exc) from None
@@ -74,6 +76,11 @@ def calibrate_command(
     console.print(f"saved: {path}")
 
 
+def _say(message: str) -> None:
+    """A progress line on stderr (the results go to stdout)."""
+    typer.echo(f"[queryeval] calibrate: {message}", err=True)
+
+
 def calibrate(
     suite_path: Path,
     *,
@@ -81,12 +88,15 @@ def calibrate(
     metric: str = "accuracy",
     out: Path | None = None,
     fine: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[Calibration, Path, int]:
-    """(calibration, where it was saved, cases skipped for lacking a label)."""
+    """(calibration, where it was saved, cases skipped for lacking a label). `progress`
+    is told what is being done and how far (`calibrate_command`: lines on stderr)."""
     from queryeval.cases import load_cases
     from queryeval.embeddings import (
         Calibration,
         EmbeddingsUnavailable,
+        encode_with_progress,
         save_calibration,
     )
     from queryeval.metrics import find_threshold
@@ -98,6 +108,9 @@ def calibrate(
 
     if metric not in ("accuracy", "f1"):
         raise InputError(f"--metric must be accuracy or f1, not {metric!r}", where="--metric")
+    say = progress or (lambda _: None)
+    started = time.monotonic()
+    say(f"reading {suite_path}")
     config = load_suite(suite_path)
     cases = load_cases(config.cases, config.base_dir)
     chosen = [s for s in config.systems if system is None or s.name == system]
@@ -137,7 +150,12 @@ def calibrate(
         embedder = ctx.embedder()
         model_id = embedder.model_id
         texts = [a for a, _ in pairs] + [r for _, refs in pairs for r in refs]
-        vectors = embedder.encode(texts)
+        say(
+            f"{len(pairs)} answer(s) of {chosen[0].name!r} and {len(texts) - len(pairs)} "
+            f"reference(s) to embed with {model_id} (a model loads on first use: the first "
+            "time can take minutes; texts embedded before are read from the cache)"
+        )
+        vectors = encode_with_progress(embedder, texts, say)
     except EmbeddingsUnavailable as exc:
         raise InputError(f"embeddings unavailable: {exc}", path=config.source) from None
     finally:
@@ -149,6 +167,7 @@ def calibrate(
         ref_vectors = vectors[start : start + len(refs)]
         start += len(refs)
         sims.append(float((ref_vectors @ vectors[i]).max()))
+    say(f"searching the threshold over {n} similarities ({metric})")
     try:
         result = find_threshold(
             sims,
@@ -176,7 +195,9 @@ def calibrate(
         default_score=at_default,
         suite=_relative(config.source, path.parent),
     )
-    return calibration, save_calibration(calibration, path), skipped
+    saved = save_calibration(calibration, path)
+    say(f"done in {time.monotonic() - started:.1f} s")
+    return calibration, saved, skipped
 
 
 def _relative(source: Path | None, folder: Path) -> str | None:

@@ -11,7 +11,12 @@ from queryeval.embeddings._backends import (
 )
 from queryeval.embeddings._batcher import EncodeBatcher
 from queryeval.embeddings._cache import MemoryCache, SqliteCache, text_key
-from queryeval.embeddings._calibration import Calibration, load_calibration, save_calibration
+from queryeval.embeddings._calibration import (
+    Calibration,
+    encode_with_progress,
+    load_calibration,
+    save_calibration,
+)
 from queryeval.embeddings._config import EmbeddingsConfig, parse_embeddings_config
 from queryeval.embeddings._embedder import (
     Embedder,
@@ -36,6 +41,7 @@ __all__ = [
     "SqliteCache",
     "build_embedder",
     "embedder_from_context",
+    "encode_with_progress",
     "load_calibration",
     "parse_embeddings_config",
     "resolve_device",

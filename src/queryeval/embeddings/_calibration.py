@@ -3,13 +3,22 @@ reused by `semantic_dynamic`, and refused for any other model."""
 
 from __future__ import annotations
 
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from queryeval.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from queryeval.embeddings._embedder import Embedder
 
 
 class Calibration(BaseModel):
@@ -71,3 +80,56 @@ def load_calibration(path: Path, *, model_id: str | None = None) -> Calibration:
             where="model_id",
         )
     return calibration
+
+
+def encode_with_progress(
+    embedder: Embedder,
+    texts: Sequence[str],
+    say: Callable[[str], None],
+    *,
+    steps: int = 20,
+    min_chunk: int = 64,
+    heartbeat_s: float = 30.0,
+) -> np.ndarray:
+    """`embedder.encode(texts)` in about `steps` chunks (at least `min_chunk` texts each),
+    saying after each how many texts are done and the seconds so far; while one chunk
+    takes longer than `heartbeat_s` (the model's first load, a loaded machine), a line
+    every `heartbeat_s` says it is still at work. The same vectors as one `encode` call.
+
+    >>> import numpy as np
+    >>> class Fake:
+    ...     def encode(self, texts): return np.ones((len(texts), 2), np.float32)
+    >>> lines = []
+    >>> encode_with_progress(Fake(), ["a"] * 5, lines.append, min_chunk=2).shape
+    (5, 2)
+    >>> [line.split(" (")[0] for line in lines]
+    ['embedded 2/5 texts', 'embedded 4/5 texts', 'embedded 5/5 texts']
+    """
+    import numpy as np
+
+    texts = list(texts)
+    if not texts:
+        return embedder.encode(texts)
+    size = max(min_chunk, math.ceil(len(texts) / max(1, steps)))
+    start, done = time.monotonic(), [0]
+    stop = threading.Event()
+
+    def heartbeat() -> None:
+        while not stop.wait(heartbeat_s):
+            say(
+                f"still embedding: {done[0]}/{len(texts)} texts done "
+                f"({time.monotonic() - start:.0f} s)"
+            )
+
+    ticker = threading.Thread(target=heartbeat, name="calibrate-progress", daemon=True)
+    ticker.start()
+    parts = []
+    try:
+        for first in range(0, len(texts), size):
+            parts.append(embedder.encode(texts[first : first + size]))
+            done[0] = min(len(texts), first + size)
+            say(f"embedded {done[0]}/{len(texts)} texts ({time.monotonic() - start:.1f} s)")
+    finally:
+        stop.set()
+        ticker.join()
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
