@@ -430,3 +430,38 @@ def test_a_model_request_key_names_the_deployment(tmp_path: Path) -> None:
     assert a == key("http://127.0.0.1:8000/v1/")  # the same endpoint
     assert a != key("http://127.0.0.1:8001/v1")
     assert a != key("http://127.0.0.1:8000/v1", model="other")
+
+
+def test_a_request_is_unreachable_only_when_no_try_reached_the_server() -> None:
+    """`CallError.connection`: every try failed to connect. One try answered (a 500) makes
+    the request the system's failure, not an unreachable server."""
+    import asyncio
+    import random
+
+    from queryeval.llm import AdaptiveLimiter, CallError, CallStats, RetryPolicy
+    from queryeval.llm._calls import Retryable, with_retries
+
+    def failing(*tries: Retryable):  # type: ignore[no-untyped-def]
+        queue = list(tries)
+
+        async def send() -> None:
+            raise queue.pop(0)
+
+        return send
+
+    async def outcome(*tries: Retryable) -> CallError:
+        policy = RetryPolicy(max_attempts=len(tries), backoff_base_s=0.001, backoff_max_s=0.001)
+        with pytest.raises(CallError) as info:
+            await with_retries(
+                failing(*tries),
+                policy=policy,
+                limiter=AdaptiveLimiter(1),
+                stats=CallStats(),
+                rng=random.Random(0),
+            )
+        return info.value
+
+    refused = Retryable("connection error: refused", connection=True)
+    assert asyncio.run(outcome(refused, refused)).connection is True
+    assert asyncio.run(outcome(refused, Retryable("HTTP 500", status=500))).connection is False
+    assert asyncio.run(outcome(Retryable("timed out after 1s"), refused)).connection is False
