@@ -161,6 +161,10 @@ def test_a_string_column_compared_with_a_number_on_rows(kql: Engine) -> None:
     )
     _, result = rows(kql, "SigninLogs | where 0 != ResultType | project UserPrincipalName")
     assert sorted(result) == [("bob",), ("cid",)]
+    query = "SigninLogs | where ResultType in (0, 50126) | project UserPrincipalName"
+    assert rows(kql, query) == (["UserPrincipalName"], [("ann",), ("bob",)])
+    _, result = rows(kql, query.replace(" in (", " !in ("))
+    assert result == [("cid",)]
 
 
 def test_in_a_let_table_of_a_makelist_on_rows(kql: Engine) -> None:

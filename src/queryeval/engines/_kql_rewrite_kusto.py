@@ -330,7 +330,8 @@ def _arg_star_alias(q: _Query) -> list[Edit]:
 
 
 def _string_number_compare(q: _Query) -> list[Edit]:
-    """`Col == 5` / `Col != 5` for a string column: compared as text (`Col == "5"`).
+    """`Col == 5` / `Col != 5` (and `Col in (5, 6)`) for a string column: compared as text
+    (`Col == "5"`).
     Kusto.Language accepts it (a bool, no diagnostic) and Kusto compares the number's text;
     duckdb-kql casts each row's string to a number, which fails on the first that is not."""
     edits = []
@@ -338,6 +339,9 @@ def _string_number_compare(q: _Query) -> list[Edit]:
         if _kind(node) != "EqualityExpression":
             continue
         kids = _rules(node)
+        if len(kids) == 2 and _kind(kids[1]) == "ListEqualityExpression":
+            edits.extend(_string_in_numbers(q, node, kids[0], kids[1]))
+            continue
         if len(kids) != 2 or _kind(kids[1]) != "EqualsEqualityExpression":
             continue
         op = next((t.symbol.text for t in _children(kids[1]) if _is_token(t)), "")
@@ -360,6 +364,19 @@ def _string_number_compare(q: _Query) -> list[Edit]:
             continue
         edits.append(Edit(*_span(literal), f'"{_integer_literal(literal)}"'))
     return edits
+
+
+def _string_in_numbers(q: _Query, node: Any, left: Any, listed: Any) -> list[Edit]:
+    """`Col in (0, 50126)` / `!in` for a string column: the integers as text, as `==`."""
+    column = _as_column(left)
+    items = [i for i in _rules(listed) if _integer_literal(i) is not None]
+    operator = _parent(node, "PipedOperator")
+    if column is None or not items or operator is None:
+        return []
+    columns = _columns_or_none(q, _operator(operator), "a comparison")
+    if columns is None or str(columns.get(column, "")).upper() != "VARCHAR":
+        return []
+    return [Edit(*_span(i), f'"{_integer_literal(i)}"') for i in items]
 
 
 # -- x in (letTable) of dynamic arrays ---------------------------------------------------------
