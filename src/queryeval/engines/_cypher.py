@@ -1,7 +1,13 @@
 """Cypher over Bolt with the official neo4j driver: an embedded ArcadeDB server or any
 Neo4j (`bolt://`/`neo4j://` URL). Each query runs in a READ-mode transaction that is always
 rolled back, with a server-side timeout; a worker thread bounds the wait, and past 1.4 x the
-limit the connection (or the embedded server) is replaced so a hung query cannot block."""
+limit the connection (or the embedded server) is replaced so a hung query cannot block.
+
+A query naming a label, relationship type or property key the graph does not have is the
+query's `schema` failure before it runs, as an unknown table is in SQL: Cypher itself answers
+such a query with no rows (Neo4j 5 only warns), so garbage such as `MATCH (n:NoSuchLabel)
+RETURN n` would otherwise "execute". The names come from the graph's schema as the engine
+reports it (`schema()`), the query's from `queryeval.languages.cypher.referenced_names`."""
 
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from queryeval.engines._base import (
 )
 from queryeval.engines._values import plain_value
 from queryeval.languages import cypher
+from queryeval.languages.cypher import referenced_names, referenced_properties
 
 if TYPE_CHECKING:
     from queryeval.engines._arcadedb import ArcadeDBServer
@@ -47,6 +54,51 @@ _LIMIT_MESSAGES = ("heap budget exceeded", "java heap space", "outofmemoryerror"
 # ArcadeDB refusing a query because the queries running beside it hold its heap budget, or
 # its admission queue is full: a transient state of the server, retried once
 _CONTENTION = ("queries running now already hold", "queryadmission")
+
+
+class UnknownNames(Exception):
+    """A query names a label, relationship type or property key the graph does not have."""
+
+
+_KINDS = (("labels", "labels", "label"), ("types", "relationship_types", "relationship type"),
+          ("properties", "property_keys", "property key"))  # fmt: skip
+
+
+def _known(schema: dict[str, Any], key: str) -> set[str]:
+    if key == "property_keys" and key not in schema:  # a schema without the flat list
+        owners = [
+            *schema.get("labels", {}).values(),
+            *schema.get("relationship_types", {}).values(),
+        ]
+        return {k for keys in owners for k in keys}
+    return set(schema.get(key) or ())
+
+
+def unknown_names(query: str, schema: dict[str, Any]) -> str | None:
+    """What `query` names that the graph (its `schema()`) does not have, or None. Names are
+    case-sensitive, as in Neo4j; a property key is unknown when no node or relationship
+    of the graph has it (one that another label has is not flagged: reading it gives null).
+
+    >>> schema = {"labels": {"Person": ["name"]}, "relationship_types": {"KNOWS": []}}
+    >>> unknown_names("MATCH (p:Person)-[:KNOWS]->(q) RETURN q.name", schema) is None
+    True
+    >>> print(unknown_names("MATCH (p:person) RETURN p.age", schema))
+    the graph has no label `person` (did you mean `Person`?) and no property key `age`
+    """
+    names = {**referenced_names(query), "properties": referenced_properties(query)}
+    problems: list[str] = []
+    for found, key, what in _KINDS:
+        known = _known(schema, key)
+        for name in sorted(names[found] - known):
+            text = f"{what} `{name}`"
+            close = [k for k in sorted(known) if k.lower() == name.lower()]
+            if close:
+                text += f" (did you mean `{close[0]}`?)"
+            problems.append(text)
+    if not problems:
+        return None
+    shown = problems[:5] + ([f"{len(problems) - 5} more"] if len(problems) > 5 else [])
+    return "the graph has no " + " and no ".join(shown)
 
 
 def classify_neo4j(exc: BaseException) -> tuple[OutcomeKind, str] | None:
@@ -90,7 +142,8 @@ class CypherEngine(Engine):
     def __init__(self, name: str, limits: Limits, identity: str, *, url: str | None = None,
                  auth: tuple[str, str] | None = None, database: str | None = None,
                  server: ArcadeDBServer | None = None) -> None:  # fmt: skip
-        super().__init__(name, limits, identity)
+        # `;names`: results kept by an older queryeval that ran unknown names are not reused
+        super().__init__(name, limits, f"{identity};names")
         self.server = server
         self._url, self._auth = url, auth
         self.database = database
@@ -98,6 +151,8 @@ class CypherEngine(Engine):
         self._pool = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="queryeval-cypher")
         self._driver: Any = None
         self._connect()
+        with contextlib.suppress(Exception):  # the names, outside any query's limit
+            self.cached_schema()
 
     def _connect(self) -> None:
         import neo4j
@@ -160,7 +215,19 @@ class CypherEngine(Engine):
                 "connection reset"
             ) from None
 
+    def _check_names(self, query: str) -> None:
+        """Raise UnknownNames when `query` names what the graph does not have (unchecked
+        while the graph's schema cannot be read: the query then runs as it is)."""
+        try:
+            schema = self.cached_schema()
+        except Exception:
+            return
+        problem = unknown_names(query, schema)
+        if problem is not None:
+            raise UnknownNames(problem)
+
     def _run(self, query: str) -> RawResult:
+        self._check_names(query)
         try:
             return self._bounded(query)
         except Exception as exc:
@@ -170,14 +237,20 @@ class CypherEngine(Engine):
         return self._bounded(query)
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
+        if isinstance(exc, UnknownNames):
+            return "schema", str(exc)
         return classify_neo4j(exc) or ("engine_error", f"{type(exc).__name__}: {exc}")
 
     def explain(self, query: str) -> str:
+        self._check_names(query)
         raw = self._bounded(f"EXPLAIN {query}")
         return "\n".join(str(r) for r in raw.rows)
 
     def schema(self) -> dict[str, Any]:
-        """Labels with their property keys, relationship types with theirs, and patterns."""
+        """Labels with their property keys, relationship types with theirs, patterns, and
+        every property key; the names the server lists (`db.labels()`,
+        `db.relationshipTypes()`, `db.propertyKeys()`: Neo4j's token store) join those the
+        data has, so a label without properties or nodes is still the graph's."""
         nodes = self._bounded(
             "MATCH (n) UNWIND labels(n) AS label UNWIND keys(n) AS key "
             "RETURN DISTINCT label, key ORDER BY label, key"
@@ -190,6 +263,7 @@ class CypherEngine(Engine):
             "MATCH (a)-[r]->(b) RETURN DISTINCT labels(a)[0] AS start, type(r) AS type, "
             "labels(b)[0] AS end ORDER BY start, type, end"
         )
+        bare = self._bounded("MATCH (n) UNWIND labels(n) AS label RETURN DISTINCT label")
         labels: dict[str, list[str]] = {}
         for label, key in nodes.rows:
             labels.setdefault(label, []).append(key)
@@ -198,11 +272,26 @@ class CypherEngine(Engine):
             types.setdefault(rel_type, []).append(key)
         for _, rel_type, _ in patterns.rows:
             types.setdefault(rel_type, [])
+        listed = {name: self._listed(name) for name in ("labels", "relationshipTypes")}
+        for label in sorted({row[0] for row in bare.rows} | listed["labels"]):
+            labels.setdefault(label, [])
+        for rel_type in sorted(listed["relationshipTypes"]):
+            types.setdefault(rel_type, [])
+        keys = {k for owned in (*labels.values(), *types.values()) for k in owned}
         return {
-            "labels": labels,
-            "relationship_types": types,
+            "labels": dict(sorted(labels.items())),
+            "relationship_types": dict(sorted(types.items())),
             "patterns": [list(p) for p in patterns.rows],
+            "property_keys": sorted(keys | self._listed("propertyKeys")),
         }
+
+    def _listed(self, procedure: str) -> set[str]:
+        """The names `db.<procedure>()` lists (none where the server lacks it)."""
+        try:
+            raw = self._bounded(f"CALL db.{procedure}()")
+        except Exception:  # not every Bolt server has the procedure
+            return set()
+        return {str(row[0]) for row in raw.rows if row and row[0] is not None}
 
     def close(self) -> None:
         try:

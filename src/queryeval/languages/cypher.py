@@ -19,6 +19,7 @@ __all__ = [
     "neo4j_kind",
     "read_only_refusal",
     "referenced_names",
+    "referenced_properties",
     "tokenize",
     "top_level_order",
 ]
@@ -126,43 +127,202 @@ def _writing_procedure(tokens: list[Token], start: int) -> bool:
 
 # --- names a query refers to ----------------------------------------------------------------------
 
+# words before `(` that start a pattern (`MATCH (n)`, `WHERE (n)-->()`), not a function call
+_PATTERN_KEYWORDS = {"MATCH", "MERGE", "CREATE", "WHERE", "AND", "OR", "XOR", "NOT", "EXISTS"}
+# words before `{` that open a subquery (its labels are labels again), not a map
+_SUBQUERY_KEYWORDS = {"EXISTS", "COUNT", "COLLECT", "CALL"}
+_CLAUSES = {"MATCH", "OPTIONAL", "WHERE", "WITH", "RETURN", "UNWIND", "CALL", "ORDER", "SKIP",
+            "LIMIT", "UNION", "YIELD", "USE", "FINISH", "FILTER", "LET"}  # fmt: skip
+_LABEL_OPERATORS = ("|", "&", "!")
+
+
+def _name(text: str) -> str:
+    """A name as the graph stores it: `quoted` names unquoted (a doubled backquote is one)."""
+    if len(text) >= 2 and text[0] == text[-1] == "`":
+        return text[1:-1].replace("``", "`")
+    return text
+
+
+def _word(token: Token | None, *words: str) -> bool:
+    return token is not None and token.kind == "word" and token.text.upper() in words
+
 
 def referenced_names(query: str) -> dict[str, set[str]]:
     """Labels, relationship types and parameters a query names: a name after `:` (or after
-    `|`, `&`, `!` in a label expression) inside `(...)` or outside brackets is a label,
-    inside `[...]` a relationship type; inside `{...}` it is a map value and skipped.
+    `|`, `&`, `!` in a label expression) is a label, inside a relationship pattern (`-[...]`)
+    a relationship type; inside a map it is a value and skipped; `::` is a type predicate.
 
     >>> names = referenced_names("MATCH (p:Person {name: $name})-[:ACTED_IN]->(m) RETURN m")
     >>> sorted(names["labels"]), sorted(names["types"]), sorted(names["parameters"])
     (['Person'], ['ACTED_IN'], ['name'])
+    >>> referenced_names("MATCH p = ()-->() RETURN [n IN nodes(p) WHERE n:A | n.x]")["types"]
+    set()
     """
     out: dict[str, set[str]] = {"labels": set(), "types": set(), "parameters": set()}
+    _labels_and_types(tokenize(query), out)
+    return out
+
+
+def referenced_properties(query: str) -> set[str]:
+    """The property keys a query reads from a node or relationship: `n.key`, the keys of a
+    pattern's map (`(n {key: 1})`) and a projection's `.key` (`n {.key}`), where `n` is bound
+    by a pattern and never rebound (by `AS`, `UNWIND`, `YIELD`, `=` or `IN`, a variable may
+    hold a map, whose keys are not the graph's). What cannot be told from the text (`n[k]`,
+    `properties(n)`, a key of a map) is not named: no query is said to read what it may not.
+
+    >>> sorted(referenced_properties("MATCH (p {name: $n})-[r]->(m) RETURN m {.title}, r.x"))
+    ['name', 'title', 'x']
+    >>> referenced_properties("UNWIND $rows AS r WITH {k: 1} AS m RETURN r.any, m.k")
+    set()
+    """
+    out: set[str] = set()
+    _properties(tokenize(query), out)
+    return out
+
+
+def _opener(tokens: list[Token], i: int) -> str:
+    """What the bracket `tokens[i]` opens: a pattern node `(` ("node"), a relationship
+    `-[` ("rel"), a subquery `{` ("sub"), a map `{` ("map"), or any other bracket ("other")."""
+    text = tokens[i].text
+    before = tokens[i - 1] if i else None
+    if text == "[":
+        return "rel" if before is not None and before.text == "-" else "other"
+    if text == "{":
+        if _word(before, *_SUBQUERY_KEYWORDS) or (before is not None and before.text == ")"):
+            return "sub"  # `exists {...}`, `CALL (x) {...}` (and a quantifier's `{1,3}`)
+        return "map"
+    if before is None or _word(before, *_PATTERN_KEYWORDS):
+        return "node"
+    if before.kind == "punct" and before.text in {",", "-", ">", "<", "=", "(", "[", "{"}:
+        return "node"
+    return "other"
+
+
+def _labels_and_types(tokens: list[Token], out: dict[str, set[str]]) -> None:
     stack: list[str] = []
     expect_label = after_label = False
     before = ""
-    for token in tokenize(query):
+    for i, token in enumerate(tokens):
         kind, text = token.kind, token.text
         if kind == "parameter" or (before == "$" and kind in {"word", "number"}):
-            out["parameters"].add(text.removeprefix("$").strip("`"))
+            out["parameters"].add(_name(text.removeprefix("$")))
             expect_label = after_label = False
         elif expect_label and kind == "word":
             context = stack[-1] if stack else ""
-            if context == "[":
-                out["types"].add(text.strip("`"))
-            elif context != "{":
-                out["labels"].add(text.strip("`"))
+            if context == "rel":
+                out["types"].add(_name(text))
+            elif context != "map":
+                out["labels"].add(_name(text))
             expect_label, after_label = False, True
         else:
-            if text in ("(", "[", "{"):
-                stack.append(text)
-            elif text in (")", "]", "}") and stack:
+            if text in OPEN and kind == "punct":
+                stack.append(_opener(tokens, i))
+            elif text in CLOSE and kind == "punct" and stack:
                 stack.pop()
-            expect_label = text == ":" or (
-                text in ("|", "&", "!") and (expect_label or after_label)
-            )
+            context = stack[-1] if stack else ""
+            if text == ":":
+                expect_label = before != ":"  # `x :: INTEGER` is a type predicate
+            else:
+                # in a list (`[x IN xs WHERE x:A | x.name]`) `|` ends the predicate
+                expect_label = (
+                    text in _LABEL_OPERATORS
+                    and (expect_label or after_label)
+                    and not (text == "|" and context == "other")
+                )
             after_label = False
         before = text
-    return out
+
+
+def _bindings(tokens: list[Token]) -> tuple[set[str], set[str]]:
+    """(variables bound in a pattern, variables bound any other way) of a query."""
+    in_pattern: set[str] = set()
+    other: set[str] = set()
+    yielding = False  # in `YIELD a, b AS c`: every name there is bound by the procedure
+    for i, token in enumerate(tokens):
+        if token.kind != "word":
+            yielding = yielding and token.text == ","
+            continue
+        before = tokens[i - 1] if i else None
+        after = tokens[i + 1] if i + 1 < len(tokens) else None
+        name = _name(token.text)
+        if yielding and not _word(token, *_CLAUSES):
+            other.add(name)
+            continue
+        yielding = _word(token, "YIELD")
+        if before is not None and before.text in {".", ":", "$"}:
+            continue  # a property, label or parameter
+        if _word(before, "AS") or _word(after, "IN") or (after is not None and after.text == "="):
+            other.add(name)  # AS x, UNWIND ... AS x, [x IN ...], p = (...), reduce(a = ...)
+        elif (
+            before is not None
+            and before.text in {"(", "["}
+            and _opener(tokens, i - 1) in {"node", "rel"}
+            and after is not None
+            and (after.text in {":", ")", "]", "{", "*"} or _word(after, "WHERE"))
+        ):
+            in_pattern.add(name)
+    return in_pattern, other
+
+
+def _properties(tokens: list[Token], out: set[str]) -> None:
+    in_pattern, other = _bindings(tokens)
+    graph_vars = in_pattern - other  # nodes and relationships: what has property keys
+    for i, token in enumerate(tokens):
+        if token.kind == "word" and _read_key(tokens, i, graph_vars):
+            out.add(_name(tokens[i + 2].text))  # n.key
+        elif token.kind == "punct" and token.text == "{" and i:
+            out.update(_pattern_or_projection_keys(tokens, i, graph_vars))
+
+
+def _read_key(tokens: list[Token], i: int, graph_vars: set[str]) -> bool:
+    """Whether `tokens[i:i+3]` is `var.key` on a node or relationship variable (not
+    `a.b.c`'s `b.c`, nor a namespaced function such as `date.truncate(...)`)."""
+    if i + 2 >= len(tokens) or tokens[i + 1].text != "." or tokens[i + 2].kind != "word":
+        return False
+    if i and tokens[i - 1].text in {".", "$"}:
+        return False
+    if i + 3 < len(tokens) and tokens[i + 3].text == "(":
+        return False
+    return _name(tokens[i].text) in graph_vars
+
+
+def _pattern_or_projection_keys(tokens: list[Token], i: int, graph_vars: set[str]) -> set[str]:
+    """The property keys of the map opened at `tokens[i]`: a pattern's map (`(n:L {key:
+    1})`, `({key: 1})`, `-[r {key: 1}]-`) or a projection of a graph variable (`n {.key}`);
+    none for any other map."""
+    before = tokens[i - 1]
+    ahead = tokens[i - 2] if i >= 2 else None
+    entries = _map_keys(tokens, i)
+    if before.text in {"(", "["} and _opener(tokens, i - 1) in {"node", "rel"}:
+        return entries["keys"]  # ({key: 1})
+    if before.kind != "word" or ahead is None:
+        return set()
+    if ahead.text in {":", *_LABEL_OPERATORS}:
+        return entries["keys"]  # (n:Label {key: 1})
+    if _name(before.text) not in graph_vars or ahead.text in {".", "$"}:
+        return set()
+    if ahead.text in {"(", "["} and _opener(tokens, i - 2) in {"node", "rel"}:
+        return entries["keys"]  # (n {key: 1})
+    return entries["projected"]  # n {.key, alias: n.other}
+
+
+def _map_keys(tokens: list[Token], start: int) -> dict[str, set[str]]:
+    """The `key:` entries and the `.key` entries of the map opened at `tokens[start]`."""
+    depth = tokens[start].depth + 1
+    keys: set[str] = set()
+    projected: set[str] = set()
+    for j in range(start + 1, len(tokens)):
+        token = tokens[j]
+        if token.depth < depth:
+            break
+        if token.depth != depth or tokens[j - 1].text not in {"{", ","}:
+            continue
+        nxt = tokens[j + 1] if j + 1 < len(tokens) else None
+        if token.kind == "word" and nxt is not None and nxt.text == ":":
+            keys.add(_name(token.text))
+        elif token.text == "." and nxt is not None and nxt.kind == "word":
+            projected.add(_name(nxt.text))
+    return {"keys": keys, "projected": projected}
 
 
 # --- top-level ordering -----------------------------------------------------------------------
