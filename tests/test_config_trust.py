@@ -392,6 +392,10 @@ def test_validate_probes_models_and_endpoints(tmp_path: Path) -> None:
                 "systems[0].model: cannot connect to http://127.0.0.1:",
             ),
             (
+                model_system(f"{svc.url}/v1"),  # a server without the chat completions path
+                "systems[0].model: the endpoint does not know this model or path",
+            ),
+            (
                 {"name": "svc", "endpoint": {"url": f"{svc.url}/nope", "output": "result.sql"}},
                 "systems[0].endpoint.url: no such URL on the service",
             ),
