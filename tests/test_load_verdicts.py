@@ -76,7 +76,7 @@ def engine(request: pytest.FixtureRequest, cache: Path) -> Iterator[Engine]:
 
 def verdicts(engine: Engine, queries: list[str]) -> list[tuple[str, str, Any]]:
     """(outcome kind, whose fault, rows) of each query."""
-    found = []
+    found: list[tuple[str, str, Any]] = []
     for query in queries:
         run = engine.execute(query)
         party = blame(run.outcome, engine, query).party
@@ -274,3 +274,50 @@ def test_a_query_on_the_quiet_slot_runs_alone() -> None:
         order.append("first ends")
     rerun.join()
     assert order == ["first ends", "quiet"] and alone == [True]
+
+
+class _Server(Engine):
+    """An engine whose queries a server runs (wall-clock limit): times out once."""
+
+    language = "sql"
+
+    def __init__(self) -> None:
+        from queryeval.engines import Limits
+
+        super().__init__("server", Limits(timeout_s=LIMIT_S), "server")
+        self.runs = 0
+
+    def refusal(self, query: str) -> str | None:
+        return None
+
+    def _run(self, query: str) -> Any:
+        from queryeval.engines._base import QueryTimeout, RawResult
+
+        self.runs += 1
+        if self.runs == 1:
+            raise QueryTimeout(f"past the server's {LIMIT_S:g}s limit")
+        return RawResult(["n"], [(1,)])
+
+    def classify(self, exc: BaseException) -> Any:
+        return "engine_error", str(exc)
+
+    def explain(self, query: str) -> str:
+        return query
+
+    def schema(self) -> dict[str, Any]:
+        return {"tables": {}}
+
+
+@pytest.mark.parametrize("loaded", [True, False])
+def test_a_servers_timeout_on_a_loaded_machine_is_tried_again_on_a_quiet_slot(
+    monkeypatch: pytest.MonkeyPatch, loaded: bool
+) -> None:
+    from queryeval.engines import _base
+
+    monkeypatch.setattr(_base, "machine_loaded", lambda: loaded)
+    server = _Server()
+    run = server.execute("SELECT 1")
+    if loaded:  # the second try, alone in the process, answered
+        assert run.outcome.kind == "ok" and server.runs == 2
+    else:  # an idle machine: the timeout is the query's
+        assert run.outcome.kind == "timeout" and server.runs == 1

@@ -17,7 +17,8 @@ query's limit has passed in wall-clock time, and then every few milliseconds:
   busy with other processes).
 
 Engines that run queries in a server (ArcadeDB's child process, remote databases) keep the
-server's own wall-clock timeout; see docs/engines.md.
+server's own wall-clock timeout; on a loaded machine (load average past the cores) a query
+that timed out there runs once more on a quiet slot before the timeout is final.
 """
 
 from __future__ import annotations
@@ -177,19 +178,34 @@ _CURRENT = threading.local()
 
 
 @contextmanager
-def query_clock(*, single_thread: bool = False, quiet: bool = False) -> Iterator[QueryClock]:
-    """Run a query under a `QueryClock` (the deadlines started in this thread meanwhile read
-    it); `quiet`: on a quiet slot, alone in the process."""
+def query_clock(*, single_thread: bool = False, quiet: bool = False,
+                measure: bool = True) -> Iterator[QueryClock]:  # fmt: skip
+    """Run a query under a `QueryClock`: the deadlines started in this thread meanwhile read
+    it (unless not `measure`: a query a server runs, under its wall-clock limit); `quiet`:
+    on a quiet slot, alone in the process."""
     clock = QueryClock(single_thread=single_thread)
     clock.quiet = quiet
     _FLIGHTS.begin(clock)
     outer = getattr(_CURRENT, "clock", None)
-    _CURRENT.clock = clock
+    _CURRENT.clock = clock if measure else None
     try:
         yield clock
     finally:
         _CURRENT.clock = outer
         _FLIGHTS.end(clock)
+
+
+def machine_loaded() -> bool:
+    """Whether the machine is busier than its cores (the 1-minute load average), so that a
+    wall-clock limit may have caught a query for the machine's slowness."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    try:
+        return os.getloadavg()[0] >= cores
+    except OSError:  # not available here
+        return False
 
 
 def current_clock() -> QueryClock | None:
