@@ -116,7 +116,7 @@ def _readable(suite: SuiteConfig) -> None:
     ]
     if not files:
         return
-    ctx = ScoringContext(suite)
+    ctx = ScoringContext(suite, cache_dir=_cache_dir(suite))
     try:
         for name, expected in files:
             try:
@@ -297,7 +297,7 @@ def _cases(
     from queryeval.scorers.execution import case_database
 
     databases = suite.databases
-    ctx = ScoringContext(suite)
+    ctx = ScoringContext(suite, cache_dir=_cache_dir(suite))
     needing = _needing_database(scorers.values())
     for case in cases:
         for i, target in enumerate(case.targets):
@@ -371,6 +371,14 @@ def live_problem(
             key = "output" if why.startswith("output:") else "url" if kind == "endpoint" else None
             loc = ("systems", index, kind, *((key,) if key else ()))
             raise suite_error(suite, loc, why)
+
+
+def _cache_dir(suite: SuiteConfig) -> Path:
+    """The suite's cache folder (as the run's): fixtures and gold results built while
+    checking are the run's."""
+    from queryeval.runner._run import cache_dir
+
+    return cache_dir(suite)
 
 
 def _unknown_database(name: Any, suite: SuiteConfig) -> str:
