@@ -413,6 +413,8 @@ def _in_dynamic_table(q: _Query) -> list[Edit]:
         operator = _parent(node, "PipedOperator")
         columns = _columns_or_none(q, _operator(operator), "in") if operator is not None else None
         kql = _kql_type(columns.get(left, "")) if columns is not None and left else None
+        if kql is None and equality is not None:
+            kql = _call_type(_rules(equality)[0])
         if kql is None or kql == "dynamic":
             raise KqlRefused("in (a table of dynamic arrays) for a value whose type is unknown")
         column = quote_name(first[0][0])
@@ -420,6 +422,20 @@ def _in_dynamic_table(q: _Query) -> list[Edit]:
                 " | project _qe_in")  # fmt: skip
         edits.append(Edit(*_span(items[0]), text))
     return edits
+
+
+# functions whose result type their name shows
+_CALL_TYPES = {"tostring": "string", "tolower": "string", "toupper": "string", "trim": "string",
+               "strcat": "string", "substring": "string", "extract": "string",
+               "tolong": "long", "toint": "int", "toreal": "real", "todouble": "real",
+               "todatetime": "datetime", "toguid": "guid", "tobool": "bool"}  # fmt: skip
+
+
+def _call_type(node: Any) -> str | None:
+    """The type of a call whose function's name shows it (`tostring(x)`: string), else None."""
+    node = _collapse(node)
+    calls = [c for c in _calls(node) if c.node is node]
+    return _CALL_TYPES.get(calls[0].name.lower()) if calls else None
 
 
 # -- regex group names that are not words -------------------------------------------------------
