@@ -114,7 +114,8 @@ def test_a_runaway_query_times_out_and_the_next_one_runs(graph: Engine, query: s
     start = time.perf_counter()
     run = graph.execute(query)
     assert run.outcome.kind == "timeout", run.outcome.message
-    assert time.perf_counter() - start < 1.5 * LIMIT_S
+    tries = 2 if "quiet slot" in run.outcome.message else 1  # once more on a loaded machine
+    assert time.perf_counter() - start < 1.5 * LIMIT_S * tries
     after = graph.execute("MATCH (m:Movie) RETURN count(m) AS n")
     assert after.result is not None and after.result.rows == ((22,),)
 
@@ -134,7 +135,8 @@ def test_a_memory_bomb_ends_within_the_limits(graph: Engine, query: str) -> None
     start = time.perf_counter()
     run = graph.execute(query)
     assert run.outcome.kind in ("timeout", "resource_limit"), run.outcome.message
-    assert time.perf_counter() - start < 1.5 * LIMIT_S
+    tries = 2 if "quiet slot" in run.outcome.message else 1  # once more on a loaded machine
+    assert time.perf_counter() - start < 1.5 * LIMIT_S * tries
     after = graph.execute("MATCH (m:Movie) RETURN count(m) AS n")
     assert after.result is not None and after.result.rows == ((22,),)
 

@@ -190,6 +190,8 @@ def test_kusto_client_bounds_a_runaway_query(cache: Path) -> None:
         client = KustoEngine("logs", server.url, "logs", Limits(timeout_s=LIMIT_S), "t", now)
         assert client.execute("Logs | count").result.rows == ((480,),)  # type: ignore[union-attr]
         start = time.perf_counter()
-        assert client.execute(RUNAWAY).outcome.kind == "timeout"
-        assert time.perf_counter() - start < 1.5 * LIMIT_S
+        run = client.execute(RUNAWAY)
+        assert run.outcome.kind == "timeout"
+        tries = 2 if "quiet slot" in run.outcome.message else 1  # once more on a loaded machine
+        assert time.perf_counter() - start < 1.5 * LIMIT_S * tries
         client.close()

@@ -189,8 +189,10 @@ def test_sqlalchemy_classifies_and_times_out(alchemy: SQLAlchemyEngine) -> None:
     assert alchemy.execute("SELECT nope FROM orders").outcome.kind == "schema"
     assert alchemy.execute("SELEC 1 FROM orders").outcome.kind == "syntax"
     start = time.perf_counter()
-    assert alchemy.execute(RECURSIVE).outcome.kind == "timeout"
-    assert time.perf_counter() - start < 1.5 * LIMIT_S
+    run = alchemy.execute(RECURSIVE)
+    assert run.outcome.kind == "timeout"
+    tries = 2 if "quiet slot" in run.outcome.message else 1  # once more on a loaded machine
+    assert time.perf_counter() - start < 1.5 * LIMIT_S * tries
     assert alchemy.execute("SELECT count(*) FROM products").result.rows == ((20,),)  # type: ignore[union-attr]
 
 
