@@ -290,6 +290,12 @@ def test_the_refusal_names_the_statement_with_its_article(query: str, says: str)
         assert sql.read_only_refusal(query, dialect) == f"not a read-only query but {says}"
 
 
+@pytest.mark.parametrize("query", ["hello", "42", "total = 1", "answer(1)"])
+def test_an_expression_is_not_called_a_statement(query: str) -> None:
+    said = f"not a query: {query!r} is an expression, not a SQL statement"
+    assert sql.read_only_refusal(query, "duckdb") == said
+
+
 @pytest.fixture(scope="module")
 def duckdb_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     config = DatabaseConfig(engine="duckdb", fixture=str(SALES))

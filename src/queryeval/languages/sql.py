@@ -126,6 +126,10 @@ def read_only_refusal(query: str, dialect: str | None) -> str | None:
     root = statements[0]
     if not isinstance(root, exp.Query):
         keyword = _statement_keyword(query, dialect) or root.key.upper()
+        if keyword not in _WRITE_TOKENS and isinstance(root, (exp.Condition, exp.Alias)):
+            shown = " ".join(query.split())
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            return f"not a query: {shown!r} is an expression, not a SQL statement"
         return f"not a read-only query but {_article(keyword)} {keyword} statement"
     writes = (
         exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
