@@ -164,6 +164,16 @@ def test_an_unknown_name_is_a_schema_failure_not_an_empty_result(graph: Engine, 
     assert graph.validate(query).kind == "schema"
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["Here is the query: MATCH (n:Movie) RETURN n", "MATCH (n:Nope) RETURN undefined_variable"],
+)
+def test_a_query_the_server_cannot_plan_is_a_syntax_error_first(graph: Engine, query: str) -> None:
+    """Prose with a colon names a "label" too: it is no query at all, and says so."""
+    assert unknown_names(query, graph.cached_schema()) is not None
+    assert graph.execute(query).outcome.kind == "syntax"
+
+
 def test_every_example_gold_names_only_what_the_graph_has(ctx: ScoringContext) -> None:
     suite = load_suite(SUITE)
     cases = load_cases(suite.cases, suite.base_dir)

@@ -1,8 +1,8 @@
 """Garbage never helps: for every scorer family, on the example suites, replacing any subset
 of a system's outputs with any kind of garbage (empty, `{`, prose, the wrong type, a made-up
 function, a write, a markdown-fenced query, missing, its own text with an unpaired UTF-16
-surrogate) never raises any mean, sub-metric,
-pass rate or gate verdict.
+surrogate, a query on a table, column, label, relationship type or property the database does
+not have) never raises any mean, sub-metric, pass rate or gate verdict.
 
 Each family's cases are scored once per kind of garbage (on the real engines, embedder and
 a local judge that answers in prose, quoting what it judges); hypothesis then draws subsets
@@ -37,7 +37,8 @@ from queryeval.systems import import_callable, read_prediction_line
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 KINDS = ("empty", "brace", "prose", "wrong_type", "made_up_function", "write", "fenced", "missing",
-         "valid_unsupported", "unpaired_surrogate")  # fmt: skip
+         "valid_unsupported", "unpaired_surrogate", "unknown_table", "unknown_column",
+         "unknown_relationship")  # fmt: skip
 # Valid in the language (Kusto.Language says so) but beyond the embedded engine: the
 # evaluator's gap, unscored by the rule; elsewhere the kind is the made-up function again.
 VALID_UNSUPPORTED = {"kql": "Logs | evaluate autocluster()"}
@@ -48,6 +49,19 @@ MADE_UP = {
     "cypher": "MATCH (n) RETURN no_such_function_xyz(n) AS x",
     "weaviate": 'no_such_function_xyz(collection="Restaurants")',
 }
+# Names the database lacks: Cypher answers such a query with no rows (Neo4j only warns), SQL
+# and KQL refuse it; either way it is the system's schema failure (issue 28). Elsewhere the
+# kind is the made-up function again; a relationship type is Cypher's, the others' a table.
+UNKNOWN = {
+    "unknown_table": {"sql": "SELECT * FROM no_such_table_xyz", "kql": "NoSuchTableXyz | take 3",
+                      "cypher": "MATCH (n:NoSuchLabel) RETURN n"},
+    "unknown_column": {"sql": "SELECT no_such_column_xyz FROM orders",
+                       "kql": "Logs | project no_such_column_xyz | take 3",
+                       "cypher": "MATCH (n) RETURN n.no_such_property_xyz AS x"},
+    "unknown_relationship": {"sql": "SELECT * FROM no_such_table_xyz",
+                             "kql": "NoSuchTableXyz | take 3",
+                             "cypher": "MATCH ()-[r:NO_SUCH_TYPE]->() RETURN r"},
+}  # fmt: skip
 WRITE = {
     "sql": "DROP TABLE orders",
     "kql": ".drop table Logs",
@@ -60,7 +74,7 @@ WRITE = {
 # original; `{`, empty, the wrong type and missing are failures there too.
 LENIENT = {
     "weaviate": ("fenced",),
-    "rag": ("prose", "made_up_function", "valid_unsupported", "write", "fenced"),
+    "rag": ("prose", "made_up_function", "valid_unsupported", "write", "fenced", *UNKNOWN),
 }
 
 
@@ -101,6 +115,10 @@ def garbage(kind: str, original: Output, language: str) -> Output:
                 language, MADE_UP.get(language, MADE_UP["sql"])
             ),
             "write": WRITE.get(language, WRITE["sql"]),
+            **{
+                k: v.get(language, MADE_UP.get(language, MADE_UP["sql"]))
+                for k, v in UNKNOWN.items()
+            },
         }[kind]
     return Output(attempts=[Attempt(**{field: text})])
 
@@ -192,7 +210,8 @@ def _fake_judge(req: ChatRequest) -> Reply:
     return Reply.text(f'The generated query is "{generated}". Score: {share:.2f}')
 
 
-FAMILIES = ["sql", "kql", "judge_composite", "cypher_agentic", "weaviate", "sdmx", "rag"]
+FAMILIES = ["sql", "kql", "judge_composite", "cypher", "cypher_agentic", "weaviate", "sdmx",
+            "rag"]  # fmt: skip
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -202,6 +221,8 @@ def family(request: pytest.FixtureRequest, cache: Path) -> Iterator[Family]:
         yield _query_family(EXAMPLES / "sql" / "suite.yaml", "sql", cache)
     elif name == "kql":
         yield _query_family(EXAMPLES / "kql" / "suite.yaml", "kql", cache)
+    elif name == "cypher":
+        yield _query_family(EXAMPLES / "cypher" / "suite.yaml", "cypher", cache)
     elif name == "cypher_agentic":
         suite = with_cache(load_suite(EXAMPLES / "cypher" / "suite_agentic.yaml"), cache)
         suite.scorers.append(ScorerConfig(name="exact_match", weight=0))  # every text metric

@@ -217,14 +217,22 @@ class CypherEngine(Engine):
 
     def _check_names(self, query: str) -> None:
         """Raise UnknownNames when `query` names what the graph does not have (unchecked
-        while the graph's schema cannot be read: the query then runs as it is)."""
+        while the graph's schema cannot be read: the query then runs as it is); a query the
+        server cannot even plan (EXPLAIN) fails with its syntax error instead."""
         try:
             schema = self.cached_schema()
         except Exception:
             return
         problem = unknown_names(query, schema)
-        if problem is not None:
-            raise UnknownNames(problem)
+        if problem is None:
+            return
+        try:  # a query that is no Cypher at all (prose with a colon) is a syntax error first
+            self._bounded(f"EXPLAIN {query}")
+        except Exception as exc:
+            found = classify_neo4j(exc)
+            if found is not None and found[0] == "syntax":
+                raise
+        raise UnknownNames(problem)
 
     def _run(self, query: str) -> RawResult:
         self._check_names(query)
