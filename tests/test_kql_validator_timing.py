@@ -180,3 +180,12 @@ def test_process_cpu_counts_cpu_not_sleep() -> None:
     burnt = process_cpu_s(os.getpid())
     assert slept is not None and burnt is not None
     assert slept - before < 0.1 and burnt - slept >= 0.25
+
+
+def test_a_replaced_helper_is_not_started_after_close(tmp_path: Path) -> None:
+    validator = fake_validator(tmp_path, hello_sleep=0.3, timeout_s=0.2)
+    with pytest.raises(KqlValidatorTimeout):
+        validator.check("BURN 2")  # the busy helper is stopped, a new one starts at once
+    validator.close()
+    time.sleep(1.0)
+    assert validator._proc is None  # no helper left running after close

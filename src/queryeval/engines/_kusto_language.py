@@ -286,6 +286,7 @@ class KqlValidator:
         self._memo: dict[tuple[str | None, str], KqlValidity] = {}
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
         self._warming: threading.Thread | None = None
+        self._closes = 0  # a start asked for before the last `close` is not made
 
     # -- the helper process ------------------------------------------------------------------
 
@@ -337,13 +338,14 @@ class KqlValidator:
         if warming is not None and warming.is_alive():
             return
         self._warming = threading.Thread(
-            target=self._warm, name="queryeval-kusto-language-start", daemon=True
-        )
+            target=self._warm, args=(self._closes,), name="queryeval-kusto-language-start",
+            daemon=True,
+        )  # fmt: skip
         self._warming.start()
 
-    def _warm(self) -> None:
+    def _warm(self, closes: int) -> None:
         with self._lock:
-            if self._running():
+            if self._running() or closes != self._closes:  # running, or closed since
                 return
             self._stop()
             with contextlib.suppress(KqlValidatorError):  # the first check tries again
@@ -549,6 +551,7 @@ class KqlValidator:
     def close(self) -> None:
         """Stop the helper process (a later check starts a new one)."""
         with self._lock:
+            self._closes += 1
             self._stop()
 
     def __enter__(self) -> KqlValidator:
