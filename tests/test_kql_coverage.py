@@ -436,7 +436,11 @@ def test_star_predicates_and_search_test_every_column(kql: Engine) -> None:
     """`where * has "x"` is true when any column has the term (Kusto's search docs: `T |
     search "x"` is the same); a negated one needs every column."""
     assert rows(kql, "E | where * has 'a' | count") == (["Count"], [(2,)])  # Dev == 'a'
-    assert rows(kql, "E | search 'z' | count") == (["Count"], [(1,)])  # Doc holds "z"
+    # Doc holds "z"; `$table` first, as Kusto.Language types `T | search "x"`
+    columns, result = rows(kql, "E | search 'z' | project-away D")
+    assert columns == ["$table", "Ts", "Dev", "Ok", "Doc"] and len(result) == 1
+    assert result[0][:3] == ("E", dt.datetime(2024, 1, 1, 1, 30), "a")
+    assert "search" in refused(kql, "E | where Ok | search 'z'")
     assert rows(kql, "E | where * !has 'a' | count") == (["Count"], [(1,)])
     assert "search" in refused(kql, "E | search Dev:'a'")
 

@@ -580,7 +580,8 @@ _STAR_OPERATORS = {"has", "contains", "startswith", "endswith", "==", "=~", "has
 def _star_predicates(q: _Query) -> list[Edit]:
     """`where * op "x"` (a string operator of every column): the operator over each input
     column (as text, `tostring` for other types), joined by `or` (`and` for a negated one);
-    `T | search "x"` (no options, no column) is `where * has "x"`, Kusto's default."""
+    `T | search "x"` (no options, no column, T a table) is `where * has "x"`, Kusto's default,
+    with the column `$table` = "T" first (Kusto.Language's result type)."""
     edits = []
     for node in _walk(q.tree):
         if _kind(node) == "SearchOperator":
@@ -590,8 +591,11 @@ def _star_predicates(q: _Query) -> list[Edit]:
                 raise KqlRefused("search other than of one string in the piped rows")
             if not re.fullmatch(r"search\s+['\"@].*", text, re.S) or "*" in q.source(kids[0]):
                 raise KqlRefused("search with options or a wildcard term")
+            table = _search_table(q, node)
             clause = _star_clause(q, node, "has", q.source(kids[0]), "search")
-            edits.append(Edit(*_span(node), f"where {clause}"))
+            columns = ", ".join(quote_name(c) for c, _ in q.columns_before(node, "search"))
+            text = f"where {clause} | project ['$table'] = {_string(table)}, {columns}"
+            edits.append(Edit(*_span(node), text))
             continue
         if _kind(node) != "StringStarOperatorExpression":
             continue
@@ -604,6 +608,20 @@ def _star_predicates(q: _Query) -> list[Edit]:
         clause = _star_clause(q, node, op, q.source(kids[1]), f"* {op}")
         edits.append(Edit(*_span(node), f"({clause})"))
     return edits
+
+
+def _search_table(q: _Query, node: Any) -> str:
+    """The table a piped `search` names in its `$table` column (Kusto.Language's result
+    type starts with it): the pipeline's source when search is its first operator and the
+    source a table; refused otherwise (what Kusto names there is not established)."""
+    piped, pipe = _parent(node, "PipedOperator"), _parent(node, "PipeExpression")
+    kids = _rules(pipe) if pipe is not None else []
+    table = _as_column(kids[0]) if kids else None
+    if piped is None or len(kids) < 2 or kids[1] is not piped or table is None:
+        raise KqlRefused("search other than right after a table")
+    if table in q.lets():
+        raise KqlRefused("search of a let name, whose $table is not established")
+    return table
 
 
 def _star_clause(q: _Query, node: Any, op: str, literal: str, what: str) -> str:
