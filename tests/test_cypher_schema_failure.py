@@ -250,3 +250,27 @@ def test_garbage_in_every_prediction_fails_the_example_suite_gate(tmp_path: Path
     gate = next(g for g in result.gates if g["gate"] == "executes >= 0.7")
     assert gate["passed"] is False
     assert not result.gates_passed
+
+
+def test_a_label_without_properties_is_the_graphs(tmp_path: Path) -> None:
+    """A label whose nodes have no property (and one without nodes' keys at all) is still
+    the graph's: a gold reading it is never failed (`keys(n)` gives no row to name it)."""
+    from queryeval.config import DatabaseConfig
+    from queryeval.engines import build_engine
+
+    seed = tmp_path / "graph.yaml"
+    seed.write_text(
+        "nodes:\n  Person:\n    - {key: ann, name: Ann}\n  Tag:\n    - {key: red}\n"
+        "relationships:\n  TAGGED:\n    - {from: ann, to: red}\n"
+    )
+    config = DatabaseConfig(engine="arcadedb", fixture=str(seed), options={"timeout_s": 5.0})
+    engine = build_engine("tags", config, tmp_path, tmp_path / "cache")
+    try:
+        assert "Tag" in engine.schema()["labels"]
+        run = engine.execute("MATCH (:Person)-[:TAGGED]->(t:Tag) RETURN count(t) AS n")
+        assert run.outcome.kind == "ok" and run.result is not None
+        assert run.result.rows == ((1,),)
+        assert engine.execute("MATCH (t:Tag) RETURN t.name").outcome.kind == "ok"  # Person's
+        assert engine.execute("MATCH (t:Tags) RETURN t").outcome.kind == "schema"
+    finally:
+        engine.close()

@@ -64,6 +64,9 @@ _KINDS = (("labels", "labels", "label"), ("types", "relationship_types", "relati
           ("properties", "property_keys", "property key"))  # fmt: skip
 
 
+_NAME_KEYS = ("labels", "relationship_types", "property_keys")
+
+
 def _known(schema: dict[str, Any], key: str) -> set[str]:
     if key == "property_keys" and key not in schema:  # a schema without the flat list
         owners = [
@@ -151,8 +154,9 @@ class CypherEngine(Engine):
         self._pool = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="queryeval-cypher")
         self._driver: Any = None
         self._connect()
-        with contextlib.suppress(Exception):  # the names, outside any query's limit
-            self.cached_schema()
+        self._names: dict[str, Any] | None = None
+        self._names_lock = threading.Lock()
+        self.graph_names()  # outside any query's limit
 
     def _connect(self) -> None:
         import neo4j
@@ -219,11 +223,10 @@ class CypherEngine(Engine):
         """Raise UnknownNames when `query` names what the graph does not have (unchecked
         while the graph's schema cannot be read: the query then runs as it is); a query the
         server cannot even plan (EXPLAIN) fails with its syntax error instead."""
-        try:
-            schema = self.cached_schema()
-        except Exception:
+        names = self.graph_names()
+        if names is None:
             return
-        problem = unknown_names(query, schema)
+        problem = unknown_names(query, names)
         if problem is None:
             return
         try:  # a query that is no Cypher at all (prose with a colon) is a syntax error first
@@ -292,6 +295,26 @@ class CypherEngine(Engine):
             "patterns": [list(p) for p in patterns.rows],
             "property_keys": sorted(keys | self._listed("propertyKeys")),
         }
+
+    def graph_names(self) -> dict[str, Any] | None:
+        """The graph's labels, relationship types and property keys, asked once: what the
+        server lists (`db.labels()`, ...: cheap, Neo4j's token store), with `schema()` (a scan
+        of the data) only where a list is missing, as ArcadeDB's `db.propertyKeys()` is; None
+        while neither can be read (asked again at the next query)."""
+        with self._names_lock:
+            if self._names is not None:
+                return self._names
+            listed = [self._listed(p) for p in ("labels", "relationshipTypes", "propertyKeys")]
+            names: dict[str, Any] = dict(zip(_NAME_KEYS, listed, strict=True))
+            if not all(listed):
+                try:
+                    schema = self.cached_schema()
+                except Exception:  # no names to check a query against
+                    return None
+                for key in _NAME_KEYS:
+                    names[key] = set(names[key]) | _known(schema, key)
+            self._names = names
+            return names
 
     def _listed(self, procedure: str) -> set[str]:
         """The names `db.<procedure>()` lists (none where the server lacks it)."""
