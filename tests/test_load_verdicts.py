@@ -225,10 +225,20 @@ def test_past_the_wall_cap_with_little_cpu_the_case_is_the_evaluators(cache: Pat
         engine.close()
 
 
+def _burn(seconds: float) -> None:
+    import time
+
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
 def test_cpu_spent_by_another_query_is_not_this_ones() -> None:
-    """A query that overlapped another is charged its thread's CPU time only; when the
-    process spent the limit but the thread did not, the cost cannot be told apart
-    (`shared`: the engine runs it again on a quiet slot)."""
+    """A query that overlapped another is charged its thread's CPU time only; what another
+    Python thread spent is that thread's; when the process spent the limit in threads that
+    are no Python thread's (an engine's native workers) while the thread did not, the cost
+    cannot be told apart (`shared`: the engine runs it again on a quiet slot)."""
+    import _thread
     import threading
     import time
 
@@ -236,21 +246,63 @@ def test_cpu_spent_by_another_query_is_not_this_ones() -> None:
 
     def busy() -> None:
         with query_clock():
-            end = time.thread_time() + 0.5
-            while time.thread_time() < end:
-                pass
+            _burn(0.5)
 
     with query_clock() as waiting:  # this thread only waits
         other = threading.Thread(target=busy)
         other.start()
         other.join()
         assert waiting.overlapped
+        assert waiting.verdict(LIMIT_S, 100.0) is None  # the other thread's CPU is its own
+    done = threading.Event()
+
+    def native_worker() -> None:  # a thread threading does not know, as an engine's are
+        _burn(0.5)
+        done.set()
+
+    def other_query() -> None:
+        with query_clock():  # another query runs meanwhile, on native workers
+            _thread.start_new_thread(native_worker, ())
+            assert done.wait(30)
+            time.sleep(0.05)
+
+    with query_clock() as waiting:
+        other = threading.Thread(target=other_query)
+        other.start()
+        other.join(30)
+        assert waiting.overlapped
         assert waiting.verdict(LIMIT_S, 100.0) == "shared"
     with query_clock() as alone:
-        busy_end = time.thread_time() + 0.4
-        while time.thread_time() < busy_end:
-            pass
+        _burn(0.4)
         assert not alone.overlapped and alone.verdict(LIMIT_S, 100.0) == "own"
+
+
+def test_cpu_the_evaluators_own_threads_spend_is_never_the_querys() -> None:
+    """A query alone in the process is charged the process's CPU time (its engine's native
+    workers), less what the evaluator's other Python threads (a comparison, the runner)
+    spent meanwhile: before, a busy comparison thread made a waiting query `own`."""
+    import threading
+
+    from queryeval.engines._cost import query_clock
+
+    burnt, verdict_taken = threading.Event(), threading.Event()
+
+    def comparison() -> None:  # a pooled thread: it lives on after its work
+        _burn(0.5)
+        burnt.set()
+        verdict_taken.wait(30)
+
+    with query_clock() as alone:
+        thread = threading.Thread(target=comparison)
+        thread.start()
+        try:
+            assert burnt.wait(30)
+            assert not alone.overlapped
+            assert alone.verdict(LIMIT_S, 100.0) is None
+            assert alone.most_s() < LIMIT_S
+        finally:
+            verdict_taken.set()
+            thread.join(30)
 
 
 def test_a_query_on_the_quiet_slot_runs_alone() -> None:

@@ -6,8 +6,9 @@ Its deadline (`Deadline`, SQLite's progress handler) first looks at the clock on
 query's limit has passed in wall-clock time, and then every few milliseconds:
 
 - `own`: the query's own CPU time is past the limit: it is interrupted, the system's
-  `timeout`. Its own CPU time is the process's (every thread: DuckDB's workers too) while no
-  other query of the process ran, else only the running thread's (a lower bound).
+  `timeout`. Its own CPU time is the process's (every thread: DuckDB's workers too, less
+  the other Python threads of the process: the runner's, a comparison's) while no other
+  query of the process ran, else only the running thread's (a lower bound).
 - `shared`: the process spent the limit's CPU time while other queries ran too, the
   running thread less: whose it was cannot be told. The query is interrupted and run again
   on a quiet slot (alone in the process), where its own cost is measured.
@@ -41,6 +42,24 @@ def _thread_clock(ident: int) -> int | None:
         return None
 
 
+def _other_threads_s(owner: int) -> dict[int, float]:
+    """CPU seconds each Python thread of the process but `owner` has spent so far (threads
+    whose clock cannot be read are left out)."""
+    spent: dict[int, float] = {}
+    for thread in threading.enumerate():
+        ident = thread.ident
+        if ident is None or ident == owner:
+            continue
+        clock = _thread_clock(ident)
+        if clock is None:
+            continue
+        try:
+            spent[ident] = time.clock_gettime(clock)
+        except OSError:  # ended meanwhile
+            continue
+    return spent
+
+
 class QueryClock:
     """The CPU time of one query, read from any thread: the running thread's and the
     process's since it started, and whether another query of the process ran meanwhile.
@@ -56,11 +75,18 @@ class QueryClock:
         self.single_thread = single_thread
         self.overlapped = False
         self.quiet = False
-        self._clock = _thread_clock(threading.get_ident())
+        self._owner = threading.get_ident()
+        self._clock = _thread_clock(self._owner)
+        self.seen: tuple[float | None, float, float] = (None, 0.0, 0.0)
+        self.start()
+
+    def start(self) -> None:
+        """Start the clocks (once the query may run)."""
         self.wall0 = time.monotonic()
         self.thread0 = self._thread_now()
+        self.others0 = _other_threads_s(self._owner)
+        self._others = dict(self.others0)
         self.process0 = time.process_time()
-        self.seen: tuple[float | None, float, float] = (None, 0.0, 0.0)
 
     def _thread_now(self) -> float | None:
         if self._clock is None:
@@ -76,8 +102,13 @@ class QueryClock:
         return None if now is None or self.thread0 is None else now - self.thread0
 
     def process_s(self) -> float:
-        """CPU seconds of the whole process (every thread) since the start."""
-        return time.process_time() - self.process0
+        """CPU seconds of the whole process (every thread) since the start, less what the
+        process's other Python threads spent meanwhile (never the query's: a query runs in
+        the calling thread and the engine's own native workers)."""
+        process = time.process_time() - self.process0
+        self._others.update(_other_threads_s(self._owner))  # an ended thread: as last seen
+        spent = sum(t - self.others0.get(ident, 0.0) for ident, t in self._others.items())
+        return max(0.0, process - spent)
 
     def wall_s(self) -> float:
         return time.monotonic() - self.wall0
@@ -116,11 +147,13 @@ class QueryClock:
     def describe(self, verdict: Verdict | None, limit_s: float) -> tuple[str, float | None]:
         """The message of a query stopped with `verdict`, and the CPU seconds recorded for
         it (below `limit_s` only when the machine, not the query, was slow)."""
-        own, most, wall = self.seen
+        own, most, _wall = self.seen
+        # The messages name no measured time: a record is the same on every run and
+        # executor (the measured CPU seconds travel in `cpu_s`).
         if verdict == "slow":
             return (
-                f"no result within {wall:.1f}s of wall clock, with only {most:.2f}s of CPU "
-                f"time spent (limit {limit_s:g}s): the machine is too slow, not the query",
+                f"no result within the wall-clock cap, with less than the {limit_s:g}s limit "
+                "of CPU time spent: the machine is too slow, not the query",
                 most,
             )
         if verdict == "shared":
@@ -128,8 +161,7 @@ class QueryClock:
             return f"past the {limit_s:g}s limit {why}", None
         if verdict is None or own is None:  # a plain wall-clock deadline
             return f"interrupted after the {limit_s:g}s time limit", None
-        return (f"the query used {own:.2f}s of CPU time, past the {limit_s:g}s time limit "
-                f"(stopped after {wall:.2f}s)", own)  # fmt: skip
+        return f"the query used more than its {limit_s:g}s of CPU time (its time limit)", own
 
 
 class _Flights:
@@ -160,14 +192,18 @@ class _Flights:
                 for other in self.active:
                     other.overlapped = True
             self.active.add(clock)
-            # the clock starts once the query may run
-            clock.wall0 = time.monotonic()
-            clock.thread0 = clock._thread_now()
-            clock.process0 = time.process_time()
+            clock.start()  # the clock starts once the query may run
 
     def end(self, clock: QueryClock) -> None:
         with self.cond:
             self.active.discard(clock)
+            # what this query's thread spent is not the queries still running (read now:
+            # the thread may end before their clocks are read again)
+            spent = clock._thread_now()
+            if spent is not None:
+                for other in self.active:
+                    if other._owner != clock._owner:
+                        other._others[clock._owner] = spent
             if clock.quiet:
                 self.quiet = False
             self.cond.notify_all()
