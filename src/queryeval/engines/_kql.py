@@ -13,6 +13,8 @@ import datetime as dt
 import json
 import re
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +106,8 @@ def translation_outcome(message: str, query: str, known: set[str]) -> tuple[Outc
     return "unsupported", f"duckdb-kql's translation failed: {message}"
 
 
+_PREPARING = threading.local()  # since: this thread's CPU time when its query's rewrite began
+_MEMO_SIZE = 4096  # rewrites and input columns kept per engine
 _TIME_TYPES = ("TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_NS", "TIMESTAMP_MS",
                "TIMESTAMP_S", "DATE")  # fmt: skip
 
@@ -165,6 +169,11 @@ class KqlEngine(Engine):
                 self.now_source = "the moment the engine started (no timestamp in the data)"
         self.identity = f"{identity}:now={self.now.isoformat()}"
         install_kql_functions()
+        # The database is read-only: its catalog, and the rewrites and input columns of the
+        # queries (and of the prefixes a rewrite inspects, again and again in nested lets),
+        # are the same every time (successes only: a refusal may be a time limit's)
+        self._catalog: Any = None
+        self._memo: dict[tuple[str, str, tuple[str, ...]], Any] = {}
 
     def refusal(self, query: str) -> str | None:
         reason = kql.read_only_refusal(query)
@@ -177,12 +186,45 @@ class KqlEngine(Engine):
     def prepare(self, query: str, functions: tuple[str, ...] = ()) -> Rewritten:
         """`query` as duckdb-kql runs it (queryeval's rewrites applied) with the stored
         functions it needs; KqlRefused when queryeval will not run it."""
-        return rewrite_kql(query, self, functions)
+        if getattr(_PREPARING, "since", None) is not None:  # a prefix a rewrite inspects
+            return self._memoised("prepare", query, functions,
+                                  lambda: rewrite_kql(query, self, functions))  # fmt: skip
+        _PREPARING.since = time.thread_time()
+        try:
+            return self._memoised("prepare", query, functions,
+                                  lambda: rewrite_kql(query, self, functions))  # fmt: skip
+        finally:
+            _PREPARING.since = None
+
+    def _within_budget(self) -> None:
+        """Rewriting is the evaluator's work, bounded: past the query's own time limit of
+        this thread's CPU time (the rewrites run here), the query is refused (unsupported,
+        judged by the independent validity check) rather than left to run unbounded."""
+        since = getattr(_PREPARING, "since", None)
+        if since is not None and time.thread_time() - since > self.limits.timeout_s:
+            raise KqlRefused(
+                f"preparing the query for the embedded engine took past its "
+                f"{self.limits.timeout_s:g}s time limit of CPU time"
+            )
 
     def columns(self, query: str, functions: tuple[str, ...]) -> list[tuple[str, str]]:
         """The output columns of a KQL query (name, DuckDB type), without running it."""
-        rows = self._inspect(query, functions, "SELECT * FROM ({sql}) AS _qe LIMIT 0")
-        return rows[0]
+        around = "SELECT * FROM ({sql}) AS _qe LIMIT 0"
+        return list(self._memoised("columns", query, functions,
+                                   lambda: self._inspect(query, functions, around)[0]))  # fmt: skip
+
+    def _memoised(self, kind: str, query: str, functions: tuple[str, ...],
+                  compute: Callable[[], Any]) -> Any:  # fmt: skip
+        key = (kind, query, functions)
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]
+        value = compute()
+        with self._lock:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = value
+        return value
 
     def bag_slots(
         self, query: str, functions: tuple[str, ...], column: str
@@ -201,7 +243,9 @@ class KqlEngine(Engine):
                  around: str) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:  # fmt: skip
         """Run `around` (SQL with `{sql}` for the query's translation) under the limits:
         (columns with their types, at most max_rows rows)."""
+        self._within_budget()
         prepared = self.prepare(query, functions)
+        self._within_budget()
         cursor = self._cursor()
         try:
             sql = self._to_sql(cursor, prepared)
@@ -223,8 +267,10 @@ class KqlEngine(Engine):
         import duckdb_kql
         from duckdb_kql.engine import schema
 
+        if self._catalog is None:  # read once: the database is read-only
+            self._catalog = schema(cursor)
         return duckdb_kql.to_sql(
-            prepared.text, schema=schema(cursor), allow_write=False, query_now=self.now,
+            prepared.text, schema=self._catalog, allow_write=False, query_now=self.now,
             functions=list(prepared.functions),
         )  # fmt: skip
 
