@@ -178,6 +178,15 @@ def test_in_a_let_table_of_a_makelist_on_rows(kql: Engine) -> None:
     assert sorted(result) == [("ann",), ("cid",)]
 
 
+def test_in_a_let_dynamic_list_is_the_lists_elements(kql: Engine) -> None:
+    """in-operator docs: a dynamic array in the list stands for its elements. A scalar
+    `let L = dynamic([...])` is no table (the rewrite above once read it as one and every
+    such query of the community corpora failed translating)."""
+    query = ('let bad = dynamic(["10.0.0.2", "198.51.100.1"]);\n'
+             "SigninLogs | where IPAddress in~ (bad) | project UserPrincipalName")  # fmt: skip
+    assert rows(kql, query) == (["UserPrincipalName"], [("bob",)])
+
+
 def test_a_regex_group_name_with_a_space_on_rows(kql: Engine) -> None:
     """A named group whose name holds a space is valid in Kusto's regex (Kusto.Language: no
     diagnostic; extract returns a string) and extract reads groups by number; DuckDB's RE2

@@ -400,8 +400,8 @@ def _in_dynamic_table(q: _Query) -> list[Edit]:
         if declaration is None or _kind(declaration) != "LetVariableDeclaration":
             continue
         value = _rules(declaration)[-1]
-        if not any(_kind(n) == "PipeExpression" for n in _walk(value)):
-            continue  # a scalar or a literal list: duckdb-kql's own path
+        if not any(_kind(n) == "PipedOperator" for n in _walk(value)):
+            continue  # a scalar or a literal list (`dynamic([...])`): duckdb-kql's own path
         equality = _parent(node, "EqualityExpression")
         left = _as_column(_rules(equality)[0]) if equality is not None else None
         try:
