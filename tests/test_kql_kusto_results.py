@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from typing import Any
 
 import duckdb
 import pytest
 
+from kql_support import rows
 from queryeval.engines import Engine, Limits
 from queryeval.engines._kql import KqlEngine
 
@@ -53,13 +53,6 @@ def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     engine = KqlEngine("kusto", path, Limits(timeout_s=60), "kusto", NOW)
     yield engine
     engine.close()
-
-
-def rows(engine: Engine, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    run = engine.execute(query)
-    assert run.ok, f"{run.outcome.kind}: {run.outcome.message}"
-    assert run.result is not None
-    return list(run.result.columns), [tuple(r) for r in run.result.rows]
 
 
 _SERIES_DATA = """let data=datatable(timestamp:datetime, metric: real)
