@@ -186,15 +186,15 @@ class KqlEngine(Engine):
     def prepare(self, query: str, functions: tuple[str, ...] = ()) -> Rewritten:
         """`query` as duckdb-kql runs it (queryeval's rewrites applied) with the stored
         functions it needs; KqlRefused when queryeval will not run it."""
-        if getattr(_PREPARING, "since", None) is not None:  # a prefix a rewrite inspects
-            return self._memoised("prepare", query, functions,
-                                  lambda: rewrite_kql(query, self, functions))  # fmt: skip
-        _PREPARING.since = time.thread_time()
+        outermost = getattr(_PREPARING, "since", None) is None  # else a prefix inspected
+        if outermost:
+            _PREPARING.since = time.thread_time()
         try:
             return self._memoised("prepare", query, functions,
                                   lambda: rewrite_kql(query, self, functions))  # fmt: skip
         finally:
-            _PREPARING.since = None
+            if outermost:
+                _PREPARING.since = None
 
     def _within_budget(self) -> None:
         """Rewriting is the evaluator's work, bounded: past the query's own time limit of
