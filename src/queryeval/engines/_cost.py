@@ -124,10 +124,6 @@ class QueryClock:
         process = self.process_s()
         return (thread if self.overlapped else process), process
 
-    def own_s(self) -> float | None:
-        """CPU seconds surely the query's (see `bounds`)."""
-        return self.bounds()[0]
-
     def most_s(self) -> float:
         """CPU seconds at most the query's (see `bounds`)."""
         return self.bounds()[1]
