@@ -172,7 +172,7 @@ def gold_problem(
                 suite,
                 ("databases", name),
                 f"every gold query tried on database {name!r} fails with an engine error "
-                f"({len(failures)} of {len(failures)}; first: {failures[0]}): the engine or "
+                f"({len(failures)} tried; first: {failures[0]}): the engine or "
                 "the database cannot be used, so no case could be scored",
             )
 
