@@ -50,6 +50,11 @@ _BUILTIN: dict[str, EngineKind] = {
     "neo4j": _builtin(
         "build_cypher", {"database", "user", "user_env", "password", "password_env"}, ("url",)
     ),
+    "postgres": EngineKind(
+        "queryeval.engines._postgres_fixtures:build_postgres",
+        frozenset({"database", "user", "user_env", "password", "password_env"}),
+        ("fixture", "url"),
+    ),
 }
 BUILTIN_ENGINES = tuple(_BUILTIN)
 _REGISTERED: dict[str, EngineKind] = {}
