@@ -11,7 +11,7 @@ TORCH  := torch==2.13.0
 KUSTO_LANGUAGE := @kusto/language-service-next@12.4.1
 KUSTO_STAMP    := $(VENV)/kusto-language/.installed-12.4.1
 
-.PHONY: demo test lint typecheck unit browser bench bytecode clean help kusto-language
+.PHONY: demo test lint typecheck unit browser bench bytecode clean help kusto-language postgres
 
 help:
 	@echo "make demo   - create .venv, install, run the example suites, write reports"
@@ -43,9 +43,21 @@ $(KUSTO_STAMP): | $(BIN)/python
 
 kusto-language: $(KUSTO_STAMP)
 
-install: $(STAMP) $(KUSTO_STAMP)
+# PostgreSQL's server binaries (engine: postgres; its tests and the demo start a server from
+# them): installed with apt-get where initdb is missing and apt-get is usable as root, else a
+# note (the PostgreSQL tests then skip, saying why)
+postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get install -y -q postgresql >/dev/null 2>&1 || \
+			{ apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; }; \
+	else \
+		echo "note: PostgreSQL is not installed and apt-get is not usable as root here; engine: postgres is unavailable"; \
+	fi
 
-demo: $(STAMP) $(KUSTO_STAMP) bytecode
+install: $(STAMP) $(KUSTO_STAMP) postgres
+
+demo: $(STAMP) $(KUSTO_STAMP) bytecode postgres
 	$(BIN)/python examples/demo.py
 
 # lint-imports checks the layers and private modules of pyproject's [tool.importlinter]
@@ -59,7 +71,7 @@ lint: $(STAMP)
 browser:
 	bash scripts/install-browser.sh
 
-unit: $(STAMP) $(KUSTO_STAMP) bytecode browser
+unit: $(STAMP) $(KUSTO_STAMP) bytecode browser postgres
 	$(BIN)/python -m pytest -q
 
 test: lint unit
