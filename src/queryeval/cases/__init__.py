@@ -20,6 +20,8 @@ from queryeval.cases._model import (
     Query,
     Score,
     Target,
+    Task,
+    TaskTest,
     Term,
     Turn,
 )
@@ -53,6 +55,8 @@ __all__ = [
     "Query",
     "Score",
     "Target",
+    "Task",
+    "TaskTest",
     "Term",
     "Turn",
     "case_files",

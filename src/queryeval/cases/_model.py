@@ -75,6 +75,31 @@ class ExpectedResult(_Model):
     rows: list[list[Any]]
 
 
+class TaskTest(_Model):
+    """One test of a task, run on the disposable copy after the system's statements: a
+    `query` and the `rows` it must return (in order when the query orders them), or a
+    `condition` (a query whose first cell must be true), or for a benchmark's import a
+    Python test function (`python`: its source, run in a limited subprocess)."""
+
+    name: str | None = None
+    query: str | None = None
+    rows: list[list[Any]] | None = None
+    condition: str | None = None
+    python: str | None = None
+
+
+class Task(_Model):
+    """A task scored by tests (`task_tests`): `setup` statements run on a disposable copy
+    of `database`, then the system's statements (writes allowed, on the copy only), then
+    each test, then `cleanup`. `solution`: a reference answer's statements (optional)."""
+
+    database: str | None = None
+    setup: list[str] = Field(default_factory=list)
+    tests: list[TaskTest] = Field(min_length=1)
+    cleanup: list[str] = Field(default_factory=list)
+    solution: list[str] = Field(default_factory=list)
+
+
 class Target(_Model):
     """What is right for a turn. Any combination of the kinds may be present."""
 
@@ -87,6 +112,8 @@ class Target(_Model):
     result: ExpectedResult | None = None
     # RAG: the ids of the passages that answer the question (grade 1 each), or id -> grade
     relevant: list[str] | dict[str, float] | None = None
+    # a task scored by tests on a disposable copy of its database (scorer task_tests)
+    task: Task | None = None
 
     # Validation stays in pydantic's core (no Python validators: loading 100k cases is hot);
     # shorthand strings are turned into models here instead.
