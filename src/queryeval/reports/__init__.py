@@ -39,6 +39,14 @@ def history_context(paths: Sequence[str | Path], **options: Any) -> dict[str, An
     return context(paths, **options)
 
 
+def summary_sections(summary: Any, run_info: Any = None) -> dict[str, Any]:
+    """What the HTML report shows of a run from its summary alone (see
+    `reports._html.summary_sections`; imported on use)."""
+    from queryeval.reports._html import summary_sections as sections
+
+    return sections(summary, run_info)
+
+
 def find_runs(paths: Sequence[str | Path]) -> list[Path]:
     """The run directories among `paths` (run directories or folders of them)."""
     from queryeval.reports._history import find_runs as find
@@ -57,6 +65,7 @@ __all__ = [
     "report_kinds",
     "report_options_model",
     "report_writer",
+    "summary_sections",
     "write_history",
     "write_reports",
 ]

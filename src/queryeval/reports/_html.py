@@ -701,3 +701,34 @@ def write_html(
         f.write(_data_script(data.payload(), opts))
         f.write(tail.encode())
     return path
+
+
+def summary_sections(
+    summary: Mapping[str, Any], run_info: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What the HTML report shows of a run from its summary alone (no case data): headline
+    figures, the overview chart, gates, tags, benchmark breakdowns, components, run info
+    and the partial-run warning (`queryeval view`'s run page; charts are SVG text).
+
+    >>> summary_sections({"suite": "s", "systems": {"a": {"pass_rate": 0.5}}})["systems"]
+    ['a']
+    """
+    systems = list(summary.get("systems", {}))
+    labels = list(
+        dict.fromkeys(
+            lb for e in summary.get("systems", {}).values() for lb in e.get("scorers", {})
+        )
+    )
+    full = {"systems": {}, **summary}
+    return {
+        "systems": systems,
+        "labels": labels,
+        "headline": _headline(full, systems, labels),
+        "overview_chart": _overview_chart(full, systems, labels),
+        "gates": summary.get("gates") or [],
+        "tags": _tags(full, systems, labels),
+        "breakdowns": benchmark_breakdowns(full, systems, labels, _MAX_SERIES),
+        "components": [_component(f, systems) for f in component_families(full)],
+        "run_info": _run_info(summary, run_info),
+        "partial": _partial(run_info),
+    }
