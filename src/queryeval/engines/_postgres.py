@@ -109,6 +109,38 @@ class PostgresEngine(Engine):
         with self._lock:
             self._drop()
 
+    def make_copy(self, name: str) -> str:
+        """Create database `name` from this engine's database as its template (a server
+        queryeval started), the task role allowed to read and write it; its conninfo as the
+        task role. The engine's own session is closed first (a template must be idle)."""
+        import time
+
+        import psycopg
+
+        from queryeval.engines._postgres_fixtures import grant_task
+        from queryeval.engines._postgres_server import TASK
+
+        assert self.server is not None and self.database is not None
+        for attempt in range(50):
+            with self._lock, self.server.lock:
+                self._drop()
+                try:
+                    with self.server.admin() as conn:
+                        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.database}"')
+                    break
+                except psycopg.errors.ObjectInUse:  # another engine's session on it
+                    if attempt == 49:
+                        raise
+            time.sleep(0.02)
+        grant_task(self.server, name)
+        return self.server.conninfo(name, TASK)
+
+    def drop_copy(self, name: str) -> None:
+        """Drop a database `make_copy` made (its sessions ended)."""
+        assert self.server is not None
+        with self.server.admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
     def _drop(self) -> None:
         con, self._con = self._con, None
         if con is not None:

@@ -81,19 +81,32 @@ def _load_folder(server: PostgresServer, database: str, seed: Path) -> None:
                 raise InputError(f"cannot load the table: {exc}", path=table) from exc
 
 
+def _schemas(conn: Any) -> list[str]:
+    listed = conn.execute(
+        "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
+        "AND nspname <> 'information_schema'"
+    )
+    return [_quote(r[0]) for r in listed]
+
+
 def _grant(server: PostgresServer, database: str) -> None:
-    """The reader may read every table of the database; the task role may read and write
-    them and create objects in their schemas (on copies: the template is never given to
-    it)."""
+    """The reader may connect to the database and read every table; no one else may
+    connect (the task role is given its copies only: `grant_task`)."""
     with server.admin(database) as conn:
-        schemas = [r[0] for r in conn.execute(
-            "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
-            "AND nspname <> 'information_schema'")]  # fmt: skip
         conn.execute(f"REVOKE CONNECT, TEMPORARY ON DATABASE {_quote(database)} FROM PUBLIC")
-        conn.execute(f"GRANT CONNECT ON DATABASE {_quote(database)} TO {READER}, {TASK}")
-        for schema in map(_quote, schemas):
+        conn.execute(f"GRANT CONNECT ON DATABASE {_quote(database)} TO {READER}")
+        for schema in _schemas(conn):
             conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {READER}")
             conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {READER}")
+
+
+def grant_task(server: PostgresServer, database: str) -> None:
+    """On a disposable copy: the task role may connect, read and write every table and
+    sequence, run the functions and create objects in the schemas (not the database's:
+    no extension, no schema)."""
+    with server.admin(database) as conn:
+        conn.execute(f"GRANT CONNECT ON DATABASE {_quote(database)} TO {TASK}")
+        for schema in _schemas(conn):
             conn.execute(f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {TASK}")
             conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA {schema} TO {TASK}")
             conn.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA {schema} TO {TASK}")
