@@ -1,0 +1,545 @@
+"""The index of one run: what the viewer, `queryeval compare` and `queryeval history` ask of
+a run's records, kept as Parquet files outside the run directory, so that a filter, a page
+of cases or a comparison reads a few columns instead of every record.
+
+One row per record of results.jsonl: where the line is (byte offset and length, so one case
+is read back alone), system, case id, verdict, status, the first failure reason, latency,
+cost, tokens, attempts, the prediction's text, each scorer's value (`v:LABEL`, set when the
+score is `ok`) and each numeric sub-metric (`m:LABEL.SUB`). The cases (question, gold, tags)
+are one more file, read from the suite's case files that run.json names.
+
+The index follows the file: a run that appended records is indexed from where the index
+stopped (one more part); a file replaced or cut is indexed again. Lines that are not
+records are counted with their line numbers, never raised: the viewer shows what can be
+read and says what could not. The log's own reader (`queryeval.log.iter_records`) stops
+at the first corrupt line; the index reads the lines itself because it needs their byte
+offsets and must go on past a corrupt one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from queryeval.log import RESULTS, RUN, LogWriter, read_json
+
+VERSION = 1
+PART_ROWS = 50_000  # rows per Parquet part: bounds the memory of indexing a large run
+TEXT_CHARS = 2_000  # prediction, question and gold kept for search and the table (cut)
+_META = "meta.json"
+_CASES = "cases.parquet"
+_MAX_BAD = 50  # bad lines listed (all are counted)
+
+
+def default_index_root() -> Path:
+    """Where indexes live: `$QUERYEVAL_INDEX_DIR`, else `$XDG_CACHE_HOME/queryeval/index`
+    (`~/.cache/queryeval/index`). Never inside a run directory.
+
+    >>> os.environ["QUERYEVAL_INDEX_DIR"] = "/tmp/qe-index"
+    >>> str(default_index_root())
+    '/tmp/qe-index'
+    >>> del os.environ["QUERYEVAL_INDEX_DIR"]
+    """
+    explicit = os.environ.get("QUERYEVAL_INDEX_DIR")
+    if explicit:
+        return Path(explicit)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "queryeval" / "index"
+
+
+def _cut(text: str, limit: int = TEXT_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _attempt_text(attempt: Mapping[str, Any]) -> str:
+    for key in ("query", "answer"):
+        value = attempt.get(key)
+        if value:
+            return str(value)
+    for key in ("weaviate_query", "indicator_selection"):
+        value = attempt.get(key)
+        if value is not None:
+            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    return ""
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return None
+    return float(value)
+
+
+def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """The index's row of one record (without its place in the file).
+
+    >>> row = record_row({"system": "s", "case_id": "c", "passed": False, "error": None,
+    ...     "output": {"attempts": [{"query": "SELECT 1", "tokens_in": 5}]},
+    ...     "scores": {"em": {"value": 0.0, "status": "ok", "passed": False,
+    ...                       "details": {"failure": "wrong_result", "metrics": {"f1": 0.5}}}}})
+    >>> row["status"], row["reason"], row["prediction"], row["v:em"], row["m:em.f1"]
+    ('fail', 'wrong result', 'SELECT 1', 0.0, 0.5)
+    """
+    from queryeval.cases import failure_label
+
+    output = rec.get("output") or {}
+    attempts = output.get("attempts") if isinstance(output, Mapping) else None
+    attempts = attempts if isinstance(attempts, list) else []
+    attempts = [a for a in attempts if isinstance(a, Mapping)]
+    passed = rec.get("passed")
+    error = rec.get("error")
+    latency = _number(rec.get("latency_s"))
+    if latency is None:
+        times = [t for a in attempts if (t := _number(a.get("latency_s"))) is not None]
+        latency = sum(times) if times else None
+    tokens_in = [t for a in attempts if (t := _number(a.get("tokens_in"))) is not None]
+    tokens_out = [t for a in attempts if (t := _number(a.get("tokens_out"))) is not None]
+    row: dict[str, Any] = {
+        "system": str(rec.get("system")),
+        "case_id": str(rec.get("case_id")),
+        "passed": None if passed is None else bool(passed),
+        "error": _cut(str(error), 500) if error else None,
+        "latency": latency,
+        "cost": _number(rec.get("cost")),
+        "tokens_in": int(sum(tokens_in)) if tokens_in else None,
+        "tokens_out": int(sum(tokens_out)) if tokens_out else None,
+        "attempts": len(attempts),
+        "prediction": _cut(_attempt_text(attempts[-1])) if attempts else "",
+    }
+    reason: str | None = "system error" if error else None
+    scores = rec.get("scores") or {}
+    for label, score in scores.items() if isinstance(scores, Mapping) else ():
+        if not isinstance(score, Mapping):
+            continue
+        status = score.get("status", "ok")
+        value = _number(score.get("value"))
+        details = score.get("details") if isinstance(score.get("details"), Mapping) else {}
+        if status != "ok" or value is None:
+            if reason is None:
+                first = str(score.get("explanation") or status).split("\n")[0]
+                reason = _cut(f"{status}: {first}", 120)
+            continue
+        row[f"v:{label}"] = value
+        failure = details.get("failure")
+        if reason is None and score.get("passed") is False:
+            reason = failure_label(str(failure)) if failure else f"{label} did not pass"
+        metrics = details.get("metrics")
+        if isinstance(metrics, Mapping):
+            for name, v in metrics.items():
+                if (number := _number(v)) is not None:
+                    row[f"m:{label}.{name}"] = number
+    row["reason"] = reason
+    row["status"] = (
+        "error" if error else "pass" if passed is True else "fail" if passed is False else "none"
+    )
+    return row
+
+
+@dataclass
+class BadLine:
+    """A line of results.jsonl that is not a record, and why."""
+
+    line: int
+    why: str
+
+
+@dataclass
+class IndexState:
+    """What the index holds (meta.json)."""
+
+    run: str
+    inode: int = 0
+    size: int = 0  # bytes of results.jsonl indexed (whole lines)
+    lines: int = 0
+    rows: int = 0
+    parts: list[str] = field(default_factory=list)
+    bad: list[dict[str, Any]] = field(default_factory=list)
+    bad_count: int = 0
+    duplicates: int = 0
+    systems: list[str] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)  # v:... and m:... seen
+    cases_sig: str = ""
+    cases_problem: str | None = None
+    has_cases: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """meta.json's content."""
+        return {"version": VERSION, **self.__dict__}
+
+
+class RunIndex:
+    """The index of one run directory, kept under `root`; `refresh()` brings it up to date
+    with results.jsonl (cheap when nothing changed).
+
+    >>> import tempfile
+    >>> from queryeval.log import LogWriter
+    >>> run, root = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
+    >>> w = LogWriter(run); w.open_for_append()
+    >>> w.append({"system": "s", "case_id": "c1", "output": {}, "scores": {}, "passed": True,
+    ...           "error": None, "latency_s": 0.5, "cost": None}); w.close()
+    >>> index = RunIndex(run, root); index.refresh().rows
+    1
+    >>> index.record("s", "c1")["latency_s"]
+    0.5
+    """
+
+    def __init__(self, run_dir: Path, root: Path | None = None) -> None:
+        self.run_dir = Path(run_dir).resolve()
+        digest = hashlib.sha256(str(self.run_dir).encode()).hexdigest()[:16]
+        self.folder = (root or default_index_root()) / f"{self.run_dir.name[:40]}-{digest}"
+        self._lock = threading.Lock()
+        self.state = IndexState(run=str(self.run_dir))
+        self.torn_tail = False  # the file ends in a partial line (a kill, or a write now)
+        self._offsets: tuple[Any, Any, Any, Any] | None = None
+
+    # --- building ------------------------------------------------------------------------
+
+    def refresh(self) -> IndexState:
+        """Index what results.jsonl gained since the last call (or everything, when the file
+        was replaced or cut, or the index is missing); returns the state."""
+        with self._lock:
+            results = self.run_dir / RESULTS
+            try:
+                stat = results.stat()
+            except OSError:
+                self.state = IndexState(run=str(self.run_dir))
+                return self.state
+            state = self._load_state()
+            if state is None or state.inode != stat.st_ino or state.size > stat.st_size:
+                state = self._reset()
+                state.inode = stat.st_ino
+            if stat.st_size > state.size:
+                self._append(results, state, stat.st_size)
+            else:
+                self.torn_tail = False
+            self._cases(state)
+            self.state = state
+            self._offsets = None
+            return state
+
+    def _load_state(self) -> IndexState | None:
+        if self.state.parts or self.state.size:
+            return self.state
+        try:
+            data = orjson.loads((self.folder / _META).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        if data.pop("version", None) != VERSION:
+            return None
+        try:
+            state = IndexState(**data)
+        except TypeError:
+            return None
+        if not all((self.folder / p).exists() for p in state.parts):
+            return None
+        return state
+
+    def _reset(self) -> IndexState:
+        if self.folder.exists():
+            for path in self.folder.iterdir():
+                if path.suffix == ".parquet" or path.name == _META:
+                    path.unlink(missing_ok=True)
+        return IndexState(run=str(self.run_dir))
+
+    def _append(self, results: Path, state: IndexState, size: int) -> None:
+        seen = self._keys(state) if state.rows else set()
+        columns: dict[str, list[Any]] = {}
+        n = 0
+        lineno = state.lines
+        offset = state.size
+        self.torn_tail = False
+        with results.open("rb") as f:
+            f.seek(offset)
+            while offset < size:
+                line = f.readline()
+                if not line:
+                    break
+                if not line.endswith(b"\n"):
+                    self.torn_tail = True  # a killed run's torn write, or one being written
+                    break
+                lineno += 1
+                start, offset = offset, offset + len(line)
+                if not line.strip():
+                    continue
+                rec = self._parse(line, lineno, state)
+                if rec is None:
+                    continue
+                row = record_row(rec)
+                key = (row["system"], row["case_id"])
+                if key in seen:
+                    state.duplicates += 1
+                seen.add(key)
+                row["row"] = state.rows + n
+                row["offset"] = start
+                row["length"] = len(line)
+                for name, value in row.items():
+                    column = columns.get(name)
+                    if column is None:
+                        column = columns[name] = [None] * n
+                    column.append(value)
+                n += 1
+                for column in columns.values():
+                    if len(column) < n:
+                        column.append(None)
+                if n >= PART_ROWS:
+                    self._write_part(columns, n, state)
+                    columns, n = {}, 0
+        if n:
+            self._write_part(columns, n, state)
+        state.size = offset
+        state.lines = lineno
+        self._save(state)
+
+    def _parse(self, line: bytes, lineno: int, state: IndexState) -> Mapping[str, Any] | None:
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            self._bad(state, lineno, f"not JSON ({exc})")
+            return None
+        if not isinstance(rec, dict) or "system" not in rec or "case_id" not in rec:
+            self._bad(state, lineno, "not a record (no 'system' and 'case_id')")
+            return None
+        return rec
+
+    @staticmethod
+    def _bad(state: IndexState, lineno: int, why: str) -> None:
+        state.bad_count += 1
+        if len(state.bad) < _MAX_BAD:
+            state.bad.append({"line": lineno, "why": why})
+
+    def _write_part(self, columns: dict[str, list[Any]], n: int, state: IndexState) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrays = {}
+        for name, values in columns.items():
+            if name.startswith(("v:", "m:")) or name in ("latency", "cost"):
+                arrays[name] = pa.array(values, type=pa.float64())
+            elif name in ("row", "offset", "tokens_in", "tokens_out"):
+                arrays[name] = pa.array(values, type=pa.int64())
+            elif name in ("length", "attempts"):
+                arrays[name] = pa.array(values, type=pa.int32())
+            elif name == "passed":
+                arrays[name] = pa.array(values, type=pa.bool_())
+            else:
+                arrays[name] = pa.array(values, type=pa.string())
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = f"records-{len(state.parts):04d}.parquet"
+        pq.write_table(pa.table(arrays), self.folder / name, compression="zstd")
+        state.parts.append(name)
+        state.rows += n
+        for system in dict.fromkeys(columns["system"]):
+            if system not in state.systems:
+                state.systems.append(system)
+        for col in columns:
+            if col.startswith(("v:", "m:")) and col not in state.columns:
+                state.columns.append(col)
+
+    def _keys(self, state: IndexState) -> set[tuple[str, str]]:
+        import pyarrow.parquet as pq
+
+        keys: set[tuple[str, str]] = set()
+        for part in state.parts:
+            table = pq.read_table(self.folder / part, columns=["system", "case_id"])
+            keys.update(
+                zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True)
+            )
+        return keys
+
+    def _save(self, state: IndexState) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        LogWriter(self.folder).write_json(_META, state.as_dict())
+
+    # --- cases -----------------------------------------------------------------------------
+
+    def _case_patterns(self) -> tuple[list[str], Path] | None:
+        info = read_json(self.run_dir, RUN) or {}
+        config = info.get("config") or {}
+        patterns = config.get("cases")
+        suite_file = info.get("suite_file")
+        if not patterns or not suite_file:
+            return None
+        return ([patterns] if isinstance(patterns, str) else list(patterns)), Path(
+            str(suite_file)
+        ).parent
+
+    def _cases(self, state: IndexState) -> None:
+        """The cases file: built when missing or when the case files changed."""
+        from queryeval.cases import case_files
+        from queryeval.errors import InputError
+
+        try:
+            where = self._case_patterns()
+        except InputError as exc:
+            where, state.cases_problem = None, f"run.json: {exc.message}"
+        if where is None:
+            state.has_cases = False
+            state.cases_problem = state.cases_problem or (
+                "run.json names no case files: questions and golds are not shown"
+            )
+            return
+        patterns, base = where
+        try:
+            files = case_files(patterns, base)
+            sig = hashlib.sha256(
+                orjson.dumps([[str(p), p.stat().st_mtime_ns, p.stat().st_size] for p in files])
+            ).hexdigest()
+        except (InputError, OSError) as exc:
+            state.has_cases = False
+            state.cases_problem = (
+                f"the case files cannot be read ({exc}): questions and golds are not shown"
+            )
+            return
+        if sig == state.cases_sig and (self.folder / _CASES).exists():
+            return
+        self._write_cases(patterns, base, state)
+        state.cases_sig = sig
+        self._save(state)
+
+    def _write_cases(self, patterns: list[str], base: Path, state: IndexState) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from queryeval.cases import load_cases
+        from queryeval.errors import InputError
+
+        try:
+            cases = load_cases(patterns, base)
+        except InputError as exc:
+            state.has_cases = False
+            state.cases_problem = (
+                f"the case files cannot be read ({exc}): questions and golds are not shown"
+            )
+            return
+        ids, questions, golds, tags, full = [], [], [], [], []
+        for case in cases:
+            ids.append(case.id)
+            questions.append(_cut(case.question))
+            golds.append(_cut(gold_text(case)))
+            tags.append(list(case.tags))
+            full.append(case.model_dump_json(exclude_defaults=True))
+        table = pa.table(
+            {
+                "case_id": pa.array(ids, pa.string()),
+                "question": pa.array(questions, pa.string()),
+                "gold": pa.array(golds, pa.string()),
+                "tags": pa.array(tags, pa.list_(pa.string())),
+                "case": pa.array(full, pa.string()),
+            }
+        )
+        self.folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, self.folder / _CASES, compression="zstd")
+        state.has_cases = True
+        state.cases_problem = None
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @property
+    def parts(self) -> list[Path]:
+        """The Parquet parts of the records."""
+        return [self.folder / p for p in self.state.parts]
+
+    @property
+    def cases_path(self) -> Path | None:
+        """The cases' Parquet file, when the case files could be read."""
+        path = self.folder / _CASES
+        return path if self.state.has_cases and path.exists() else None
+
+    def place(self, system: str, case_id: str) -> tuple[int, int] | None:
+        """(offset, length) of the last record of (system, case) in results.jsonl."""
+        import duckdb
+
+        if not self.parts:
+            return None
+        files = [str(p) for p in self.parts]
+        found = (
+            duckdb.connect()
+            .execute(
+                'SELECT "offset", length FROM read_parquet(?, union_by_name=true) '
+                "WHERE system = ? AND case_id = ? ORDER BY row DESC LIMIT 1",
+                [files, system, case_id],
+            )
+            .fetchone()
+        )
+        return (int(found[0]), int(found[1])) if found else None
+
+    def record(self, system: str, case_id: str) -> dict[str, Any] | None:
+        """The stored record of (system, case), read alone from its place in results.jsonl
+        (None when there is none or the file changed under the index)."""
+        where = self.place(system, case_id)
+        if where is None:
+            return None
+        offset, length = where
+        with (self.run_dir / RESULTS).open("rb") as f:
+            f.seek(offset)
+            line = f.read(length)
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(rec, dict) or rec.get("case_id") != case_id:
+            return None
+        return rec
+
+    def case(self, case_id: str) -> dict[str, Any] | None:
+        """The case's JSON (from the index of the case files), or None."""
+        import duckdb
+
+        path = self.cases_path
+        if path is None:
+            return None
+        found = (
+            duckdb.connect()
+            .execute(
+                'SELECT "case" FROM read_parquet(?) WHERE case_id = ? LIMIT 1', [str(path), case_id]
+            )
+            .fetchone()
+        )
+        return orjson.loads(found[0]) if found else None
+
+
+def gold_text(case: Any) -> str:
+    """Every accepted gold of a case as text (query, answer, call or rows), the main first."""
+    lines = []
+    for i, target in enumerate(case.targets):
+        parts: list[str] = []
+        if target.query is not None:
+            parts.append(target.query if isinstance(target.query, str) else target.query.text)
+        if target.answer is not None:
+            parts.append(target.answer if isinstance(target.answer, str) else target.answer.text)
+        for extra in (target.weaviate_query, target.indicator_selection):
+            if extra is not None:
+                parts.append(
+                    orjson.dumps(extra, default=lambda o: o.model_dump(mode="json")).decode()
+                )
+        if target.result is not None:
+            parts.append(f"expected rows ({', '.join(target.result.columns)})")
+        text = "\n".join(parts)
+        lines.append(text if i == 0 else f"or: {text}")
+    return "\n".join(line for line in lines if line)
+
+
+def iter_run_dirs(roots: list[Path]) -> Iterator[Path]:
+    """Every run directory (one holding results.jsonl) at or below each root, once, sorted
+    per root; hidden folders are skipped."""
+    seen: set[Path] = set()
+    for root in roots:
+        found = []
+        if (root / RESULTS).is_file():
+            found.append(root)
+        if root.is_dir():
+            for folder, dirs, names in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                if RESULTS in names and Path(folder) != root:
+                    found.append(Path(folder))
+        for path in found:
+            resolved = path.resolve()
+            if resolved not in seen:
+                seen.add(resolved)
+                yield path
