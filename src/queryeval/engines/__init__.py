@@ -8,6 +8,8 @@ Importing this package imports no engine library; each is loaded when a database
 from queryeval.engines._base import Engine, Execution, Limits
 from queryeval.engines._blame import Blame, blame
 from queryeval.engines._describe import describe_schema
+from queryeval.engines._disposable import Step, Workspace, copy_support, disposable_copy
+from queryeval.engines._disposable_python import run_python_test
 from queryeval.engines._factory import EngineSpec, build_engine, engine_from_context
 from queryeval.engines._gold_store import GoldStore
 from queryeval.engines._kusto_language import (
@@ -66,13 +68,17 @@ __all__ = [
     "KustoLanguageMissing",
     "Limits",
     "ResultSet",
+    "Step",
     "ValidityChecker",
     "ValidityVerdict",
+    "Workspace",
     "blame",
     "build_engine",
     "check_validity",
+    "copy_support",
     "database_problem",
     "describe_schema",
+    "disposable_copy",
     "empty_twin",
     "engine_from_context",
     "engine_kinds",
@@ -87,6 +93,7 @@ __all__ = [
     "register_engine",
     "register_validity_checker",
     "run_prediction",
+    "run_python_test",
     "shared_validator",
     "validity_checker",
 ]

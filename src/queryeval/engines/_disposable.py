@@ -207,12 +207,18 @@ class _DuckDBCopy(Workspace):
         wal = Path(str(engine.path) + ".wal")
         if wal.exists():
             shutil.copyfile(wal, Path(str(self.path) + ".wal"))
-        config = duckdb_config(limits=self.limits)
-        config.pop("access_mode")
-        self.con = duckdb.connect(str(self.path), config=config)
+        self.config = duckdb_config(limits=self.limits)
+        self.config.pop("access_mode")
+        self.con = duckdb.connect(str(self.path), config=self.config)
         self.cursor: Any = self.con
+        self.closed = False
 
     def _execute(self, text: str, *, system: bool) -> tuple[list[str], list[tuple[Any, ...]]]:
+        if self.closed:  # a test function's process had the file
+            import duckdb
+
+            self.con = duckdb.connect(str(self.path), config=self.config)
+            self.closed = False
         cursor = self.cursor = self.con.cursor()  # a cursor is a connection of its own
         try:
             cursor.execute(text)
@@ -228,10 +234,13 @@ class _DuckDBCopy(Workspace):
         self.cursor.interrupt()
 
     def access(self) -> dict[str, Any]:
+        self.con.close()  # one process at a time may open a DuckDB file to write
+        self.closed = True
         return {"kind": "duckdb", "path": str(self.path)}
 
     def close(self) -> None:
-        self.con.close()
+        if not self.closed:
+            self.con.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -43,6 +43,7 @@ _BUILTIN: dict[str, str] = {
     "bird_ves": "queryeval.scorers.benchmarks:BirdVesScorer",
     "kql_syntax": "queryeval.scorers.kql_validity:KqlSyntaxScorer",
     "kql_semantic": "queryeval.scorers.kql_validity:KqlSemanticScorer",
+    "task_tests": "queryeval.scorers.task_tests:TaskTestsScorer",
 }
 _REGISTERED: dict[str, type[Scorer]] = {}
 

@@ -1,0 +1,264 @@
+"""A benchmark's Python test function (BIRD-CRITIC / LiveSQLBench `test_cases`), run in a
+child process on a task's disposable copy: this file run by `python -I` (standard library
+imports only: it starts in ~0.1 s) reads the job as JSON on stdin and writes its verdict as JSON on stdout.
+
+The child is bounded: CPU seconds and address space (`resource.setrlimit`), file sizes,
+a wall-clock limit kept by the parent (which kills it), a temporary working folder. It opens
+its connection to the copy first, then leaves the network: a new network namespace where
+the kernel allows one (`unshare(CLONE_NEWNET)`: no interface but a loopback that is down),
+else Python's sockets refuse Internet addresses (a guard, not a wall: `details` says which).
+
+The function is called as the official harnesses call it, `test_case(pred_sqls, sol_sqls,
+db, conn, **kwargs)` with `conditions` in kwargs, beside helpers of the same names and
+behaviour as theirs (`execute_queries`, `perform_query_on_*_databases`, `ex_base`,
+`remove_comments`, `remove_distinct`, `remove_round`, `preprocess_results`,
+`check_sql_function_usage`): written here from reading their code, not copied.
+
+A passing function returns; an `AssertionError` or a database error is a failing test; any
+other exception is the evaluator's error (or, with `exceptions="fail"`, a failing test as
+the official harnesses count it); a function past its limits is the evaluator's error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+_LIMIT_NOTE = "the test function ran past its limits"
+
+
+def run_python_test(source: str, access: dict[str, Any], *, pred_sqls: list[str],
+                    sol_sqls: list[str], timeout_s: float = 30.0, memory: int | str = 2**30,
+                    exceptions: str = "error", conditions: dict[str, Any] | None = None,
+                    ) -> tuple[str, str]:  # fmt: skip
+    """("passed" | "failed" | "error", message) of a test function's source on a copy
+    (`access`: `Workspace.access()`; `memory`: bytes or a size such as 1GiB)."""
+    from queryeval.engines._base import parse_size
+
+    memory = parse_size(memory)
+    job = {"source": source, "access": access, "pred_sqls": pred_sqls, "sol_sqls": sol_sqls,
+           "conditions": conditions or {}, "cpu_s": timeout_s, "memory": memory}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="queryeval-test-") as folder:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", os.path.abspath(__file__)],  # stdlib imports only
+                input=json.dumps(job), capture_output=True, text=True, cwd=folder,
+                timeout=timeout_s * 2 + 5, check=False, env=_child_env(),
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return "error", f"{_LIMIT_NOTE} (wall clock, {timeout_s * 2 + 5:g}s)"
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        tail = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        return "error", f"{_LIMIT_NOTE} or broke its process: {tail[:300]}"
+    verdict = json.loads(lines[-1])
+    status, message, raised = verdict["status"], verdict["message"], verdict.get("raised")
+    if status == "raised":
+        status = "failed" if exceptions == "fail" else "error"
+        message = f"{raised}: {message}"
+    return status, message
+
+
+def _child_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")}
+
+
+# -- the child -----------------------------------------------------------------------------
+
+
+def _limit(cpu_s: float, memory: int) -> None:
+    import resource
+
+    cpu = max(1, int(cpu_s + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 2**20, 16 * 2**20))
+
+
+def _leave_network() -> str:
+    """Leave the network: 'namespace' when the kernel gave a new one, else 'guard'."""
+    import ctypes
+    import socket
+
+    clone_newnet, clone_newuser = 0x40000000, 0x10000000
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(clone_newnet) == 0 or libc.unshare(clone_newuser | clone_newnet) == 0:
+            return "namespace"
+    except OSError:
+        pass
+    real = socket.socket
+
+    class _Guarded(real):  # type: ignore[misc,valid-type]
+        def connect(self, address: Any) -> Any:
+            if self.family in (socket.AF_INET, socket.AF_INET6):
+                raise PermissionError("no network for a test function")
+            return super().connect(address)
+
+    socket.socket = _Guarded  # type: ignore[misc]
+    return "guard"
+
+
+def _helpers(kind: str, db: Any) -> dict[str, Any]:
+    """The official harnesses' helpers, by their names (re-written, see the docstring)."""
+    import re
+
+    def run_one(sql: str, conn: Any) -> Any:
+        if kind == "postgres":
+            cursor = conn.cursor()
+            cursor.execute(sql)
+            rows = cursor.fetchall() if cursor.description is not None else None
+            return rows
+        cursor = conn.execute(sql)
+        return cursor.fetchall() if cursor.description is not None else None
+
+    def perform_query(query: str, db_path: Any = None, conn: Any = None,
+                      query_timeout: int = 30) -> tuple[Any, Any]:  # fmt: skip
+        conn = conn if conn is not None else db
+        return run_one(query, conn), conn
+
+    def execute_queries(queries: Any, db_path: Any, conn: Any, logger: Any = None,
+                        section_title: str = "", return_error: bool = False) -> Any:  # fmt: skip
+        if isinstance(queries, str):
+            queries = [queries]
+        result: Any = None
+        error = timeout = False
+        message = ""
+        for sql in queries:
+            try:
+                result = run_one(sql, conn)
+            except Exception as exc:
+                text = str(exc)
+                timeout = "timeout" in text.lower() or "cancel" in text.lower()
+                error = not timeout
+                message = text
+                if kind == "postgres":
+                    conn.rollback()
+                break
+        if return_error:
+            return result, error, timeout, message
+        return result, error, timeout
+
+    def remove_comments(sqls: list[str]) -> list[str]:
+        return [re.sub(r"--[^\n]*|/\*.*?\*/", " ", s, flags=re.S).strip() for s in sqls]
+
+    def remove_distinct(sqls: list[str]) -> list[str]:
+        return [re.sub(r"\bDISTINCT\b", "", s, flags=re.I) for s in sqls]
+
+    def remove_round(sqls: list[str]) -> list[str]:
+        out = []
+        for s in sqls:
+            while (m := re.search(r"\bROUND\s*\(", s, flags=re.I)) is not None:
+                depth, i, comma = 1, m.end(), None
+                while i < len(s) and depth:
+                    depth += {"(": 1, ")": -1}.get(s[i], 0)
+                    if s[i] == "," and depth == 1 and comma is None:
+                        comma = i
+                    i += 1
+                inner = s[m.end() : (comma if comma is not None else i - 1)]
+                s = s[: m.start()] + inner + s[i:]
+            out.append(s)
+        return out
+
+    def preprocess_results(results: Any, decimal_places: int = 2) -> Any:
+        import datetime as dt
+        from decimal import Decimal
+
+        def norm(v: Any) -> Any:
+            if isinstance(v, dt.date | dt.datetime):
+                return v.strftime("%Y-%m-%d")
+            if isinstance(v, float | Decimal):
+                return round(float(v), decimal_places)
+            return v
+
+        return [tuple(norm(v) for v in row) for row in results or []]
+
+    def ex_base(pred_sqls: list[str], sol_sqls: list[str], db_path: Any, conn: Any,
+                conditions: Any = None) -> int:  # fmt: skip
+        if not pred_sqls or not sol_sqls:
+            return 0
+        pred, pe, pt = execute_queries(pred_sqls, db_path, conn)
+        gold, ge, gt = execute_queries(sol_sqls, db_path, conn)
+        if pe or pt or ge or gt:
+            return 0
+        pred, gold = preprocess_results(pred), preprocess_results(gold)
+        if not pred or not gold:
+            return 0
+        if conditions is not None and conditions.get("order", False):
+            return 1 if pred == gold else 0
+        return 1 if set(pred) == set(gold) else 0
+
+    def check_sql_function_usage(sqls: list[str], required_keywords: list[str]) -> int:
+        combined = " ".join(sqls).lower()
+        return int(all(k.lower() in combined for k in required_keywords))
+
+    return {
+        "execute_queries": execute_queries,
+        "perform_query_on_sqlite_databases": perform_query,
+        "perform_query_on_postgresql_databases": perform_query,
+        "ex_base": ex_base,
+        "remove_comments": remove_comments,
+        "remove_distinct": remove_distinct,
+        "remove_round": remove_round,
+        "preprocess_results": preprocess_results,
+        "check_sql_function_usage": check_sql_function_usage,
+    }
+
+
+def _connect(access: dict[str, Any]) -> tuple[Any, Any]:
+    """(connection, the `db` argument) of the copy."""
+    kind = access["kind"]
+    if kind == "postgres":
+        import psycopg
+
+        conn = psycopg.connect(access["conninfo"])
+        return conn, conn.info.dbname
+    if kind == "duckdb":
+        import duckdb
+
+        return duckdb.connect(access["path"]), access["path"]
+    import sqlite3
+
+    return sqlite3.connect(access["path"], isolation_level=None), access["path"]
+
+
+def _child() -> None:
+    job = json.loads(sys.stdin.read())
+    _limit(job["cpu_s"], job["memory"])
+    out: dict[str, Any]
+    try:
+        conn, db = _connect(job["access"])
+        network = _leave_network()
+    except Exception as exc:
+        print(json.dumps({"status": "error", "message": f"cannot reach the copy: {exc}"}))
+        return
+    scope: dict[str, Any] = {"__name__": "queryeval_test", **_helpers(job["access"]["kind"], conn)}
+    try:
+        exec(compile(job["source"], "<test_case>", "exec"), scope)
+        function = scope.get("test_case")
+        if not callable(function):
+            out = {"status": "error", "message": "the source defines no test_case function"}
+        else:
+            function(job["pred_sqls"], job["sol_sqls"], db, conn,
+                     conditions=job["conditions"])  # fmt: skip
+            out = {"status": "passed", "message": ""}
+    except AssertionError as exc:
+        out = {"status": "failed", "message": f"assertion: {exc}"[:2000]}
+    except MemoryError:
+        out = {"status": "error", "message": f"{_LIMIT_NOTE} (memory)"}
+    except Exception as exc:
+        module = type(exc).__module__.split(".")[0]
+        if module in ("psycopg", "sqlite3", "duckdb", "_duckdb"):
+            out = {"status": "failed", "message": f"database error: {exc}"[:2000]}
+        else:
+            out = {"status": "raised", "raised": type(exc).__name__, "message": str(exc)[:2000]}
+    out["network"] = network
+    print(json.dumps(out, default=str), flush=True)
+
+
+if __name__ == "__main__":
+    _child()
