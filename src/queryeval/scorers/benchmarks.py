@@ -29,6 +29,12 @@ class SpiderExactMatchOptions(BaseModel):
     )
     database: str | None = Field(default=None, description="database when the case names none")
     attempt: Literal["final", "first"] = "final"
+    legacy: bool = Field(
+        default=False,
+        description="read both queries with the official process_sql reader, its failures "
+        "included (a prediction it cannot read scores as the empty query): the official "
+        "evaluation.py verdict",
+    )
 
 
 def _schema(ctx: ScoringContext, database: str) -> dict[str, list[str]]:
@@ -101,6 +107,7 @@ class SpiderExactMatchScorer(Scorer):
                 gold.text,
                 schema=_schema(ctx, database),
                 foreign_keys=getattr(self, "_kmaps", {}).get(database, {}),
+                legacy=self.options.legacy,
             )
         except SpiderParseError as error:
             return Score.unscored(f"Spider's structure cannot hold the gold query: {error}")
@@ -121,7 +128,8 @@ class SpiderExactMatchScorer(Scorer):
             else (f"clauses differ: {', '.join(wrong)}" if wrong else "FROM tables differ")
         )
         if not result.pred_parsed:
-            explanation = "the prediction does not parse into Spider's structure; " + explanation
+            reader = "the official reader" if self.options.legacy else "Spider's structure"
+            explanation = f"the prediction does not parse into {reader}; " + explanation
         return Score(
             value=1.0 if result.exact else 0.0,
             explanation=explanation,

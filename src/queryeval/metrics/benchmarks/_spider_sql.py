@@ -178,6 +178,7 @@ def spider_exact_match(
     *,
     schema: Schema,
     foreign_keys: Mapping[str, str] | None = None,
+    legacy: bool = False,
 ) -> ExactMatchResult:
     """Exact-set-match of the predicted query against the gold one, with the per-clause
     scores and the gold's hardness; `schema` maps each table to its columns,
@@ -185,27 +186,47 @@ def spider_exact_match(
 
     A prediction Spider's structure cannot hold is scored as the empty query (as the
     official script does); a gold that cannot be read raises SpiderParseError.
+    ``legacy=True`` reads both queries with the official reader (`_spider_legacy`), its
+    failures included, for the official verdict.
 
     >>> schema = {"singer": ["singer_id", "name", "age"]}
     >>> r = spider_exact_match("SELECT name FROM singer ORDER BY age",
     ...                        "SELECT name FROM singer", schema=schema)
     >>> r.exact, r.partial["order"].f1
     (False, 0)
+    >>> pred = "SELECT s.name FROM singer s"  # an alias without AS: the original fails
+    >>> spider_exact_match(pred, "SELECT name FROM singer", schema=schema, legacy=True).exact
+    False
     """
     _check_spider(prediction, reference, schema)
     kmap = dict(foreign_keys or {})
-    g = spider_sql(reference, schema)
+    read = spider_sql
+    if legacy:
+        from queryeval.metrics.benchmarks._spider_legacy import (
+            legacy_spider_sql,
+            official_prediction_text,
+        )
+
+        read = legacy_spider_sql
+        prediction, reference = official_prediction_text(prediction), reference.strip()
+    g = read(reference, schema)
     hardness = hardness_of(g)
     try:
-        p = spider_sql(prediction, schema)
+        p = read(prediction, schema)
         parsed = True
     except SpiderParseError:
         p, parsed = _empty_sql(), False
     lowered = {t.lower(): [c.lower() for c in cols] for t, cols in schema.items()}
     g = _rebuild(g, lowered, kmap)
     p = _rebuild(p, lowered, kmap)
-    partial = _partial(p, g)
-    return ExactMatchResult(_exact(p, g, partial), partial, hardness, parsed)
+    try:
+        partial = _partial(p, g, strict=legacy)
+        exact = _exact(p, g, partial, strict=legacy)
+    except TypeError:  # strict: sorting two nested queries of FROM, as the original does
+        raise SpiderParseError(
+            "the official script fails comparing two nested queries in FROM"
+        ) from None
+    return ExactMatchResult(exact, partial, hardness, parsed)
 
 
 # -- building the structure from sqlglot --------------------------------------------------
@@ -298,10 +319,14 @@ class _Builder:
             self.outer = saved
 
     def _clauses(self, node: Any, scope: _Scope, table_units: list[Any], joins: list[Any]) -> SQL:
+        from sqlglot import exp
+
         conds: list[Any] = []
         for join in joins:
             on = join.args.get("on")
-            if on is not None:
+            # sqlglot reads a JOIN without ON as ``ON TRUE``; the original accepts it (no
+            # condition), so does this reading (an explicit ON TRUE with it)
+            if on is not None and not (isinstance(on, exp.Boolean) and on.this is True):
                 if conds:
                     conds.append("and")
                 conds.extend(self.condition(on, scope))
@@ -580,7 +605,7 @@ def _multiset_count(pred: list[Any], label: list[Any]) -> int:
     return count
 
 
-def _partial(p: SQL, g: SQL) -> dict[str, ClauseScore]:
+def _partial(p: SQL, g: SQL, strict: bool = False) -> dict[str, ClauseScore]:
     def score(count: int, pred_total: int, label_total: int) -> ClauseScore:
         return ClauseScore(*_scores(count, pred_total, label_total), pred_total, label_total)
 
@@ -626,18 +651,19 @@ def _partial(p: SQL, g: SQL) -> dict[str, ClauseScore]:
         pt += pn is not None
         lt += gn is not None
         if pn is not None and gn is not None:
-            cnt += int(_exact(pn, gn, _partial(pn, gn)))
+            cnt += int(_exact(pn, gn, _partial(pn, gn, strict), strict))
     res["IUEN"] = score(cnt, pt, lt)
     pk, gk = _keywords(p), _keywords(g)
     res["keywords"] = score(len(pk & gk), len(pk), len(gk))
     return res
 
 
-def _exact(p: SQL, g: SQL, partial: dict[str, ClauseScore]) -> bool:
+def _exact(p: SQL, g: SQL, partial: dict[str, ClauseScore], strict: bool = False) -> bool:
     if any(s.f1 != 1 for s in partial.values()):
         return False
     if g["from"]["table_units"]:
-        return _sorted(g["from"]["table_units"]) == _sorted(p["from"]["table_units"])
+        order = sorted if strict else _sorted  # strict: TypeError where the original raises
+        return bool(order(g["from"]["table_units"]) == order(p["from"]["table_units"]))
     return True
 
 
