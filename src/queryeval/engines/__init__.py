@@ -8,7 +8,13 @@ Importing this package imports no engine library; each is loaded when a database
 from queryeval.engines._base import Engine, Execution, Limits
 from queryeval.engines._blame import Blame, blame
 from queryeval.engines._describe import describe_schema
-from queryeval.engines._disposable import Step, Workspace, copy_support, disposable_copy
+from queryeval.engines._disposable import (
+    Step,
+    Workspace,
+    copy_support,
+    disposable_copy,
+    transaction_control,
+)
 from queryeval.engines._disposable_python import run_python_test
 from queryeval.engines._factory import EngineSpec, build_engine, engine_from_context
 from queryeval.engines._gold_store import GoldStore
@@ -95,5 +101,6 @@ __all__ = [
     "run_prediction",
     "run_python_test",
     "shared_validator",
+    "transaction_control",
     "validity_checker",
 ]

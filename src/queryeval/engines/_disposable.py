@@ -273,8 +273,10 @@ def transaction_control(text: str) -> str | None:
         following = tokens[i + 1].text.upper() if i + 1 < len(tokens) else ""
         if word == "ROLLBACK" and following == "TO":
             continue  # to a savepoint: within the transaction
-        if word in _ENDS_TRANSACTION or (word == "PREPARE" and following == "TRANSACTION"):
-            return f"{word} {following}".strip() if word == "PREPARE" else word
+        if word == "PREPARE" and following.split()[:1] == ["TRANSACTION"]:
+            return "PREPARE TRANSACTION"  # sqlglot reads the rest of a PREPARE as one string
+        if word in _ENDS_TRANSACTION:
+            return word
     return None
 
 

@@ -1,6 +1,7 @@
 """A benchmark's Python test function (BIRD-CRITIC / LiveSQLBench `test_cases`), run in a
 child process on a task's disposable copy: this file run by `python -I` (standard library
-imports only: it starts in ~0.1 s) reads the job as JSON on stdin and writes its verdict as JSON on stdout.
+imports only: it starts in ~0.1 s) reads the job as JSON on stdin and writes its verdict
+as JSON on stdout.
 
 The child is bounded: CPU seconds and address space (`resource.setrlimit`), file sizes,
 a wall-clock limit kept by the parent (which kills it), a temporary working folder. It opens
