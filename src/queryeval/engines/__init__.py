@@ -45,6 +45,7 @@ from queryeval.engines._results import (
     run_prediction,
 )
 from queryeval.engines._twin import empty_twin
+from queryeval.engines._variants_duckdb import DuckDBScratch, ScratchCatalog
 from queryeval.engines._validity import (
     ValidityChecker,
     ValidityVerdict,
@@ -57,6 +58,7 @@ from queryeval.metrics import ResultSet
 __all__ = [
     "ENGINES",
     "Blame",
+    "DuckDBScratch",
     "DatabaseOptions",
     "Engine",
     "EngineKind",
@@ -74,6 +76,7 @@ __all__ = [
     "KustoLanguageMissing",
     "Limits",
     "ResultSet",
+    "ScratchCatalog",
     "Step",
     "ValidityChecker",
     "ValidityVerdict",

@@ -1,0 +1,100 @@
+"""Many small DuckDB databases in one in-memory instance: the variants of a database that
+verified verdicts run queries on (`queryeval.verify`). A DuckDB file per variant cost
+~100 ms of CPU to create, check-point and open; a catalog of a shared in-memory instance
+costs ~5 ms.
+
+The instance has no file system or network (`enable_external_access` off: the user's
+database cannot even be attached), nothing autoloaded, its configuration locked, DuckDB's
+memory limit and no spilling. A query on a catalog goes through the DuckDB engine's
+template (`Engine.execute`): refused when parsing finds a write, interrupted at its
+deadline, rows within `max_rows` / `max_bytes`, failures classified alike. A catalog is
+not read-only to DuckDB (an in-memory catalog cannot be): the parser's refusal is the
+guard, and a variant is scratch whatever happens to it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+from queryeval.engines._base import Engine, Limits, RawResult
+from queryeval.engines._duckdb import DuckDBEngine, duckdb_config, run_on_cursor
+from queryeval.metrics.results import FAST_MAX_ROWS
+
+
+class DuckDBScratch:
+    """One in-memory DuckDB instance holding scratch catalogs (`create`)."""
+
+    def __init__(self, limits: Limits) -> None:
+        import duckdb
+
+        config = duckdb_config(lock=False, limits=limits)
+        del config["access_mode"]  # in memory: written while a variant is built
+        config["threads"] = 1
+        self.limits = limits
+        self._con = duckdb.connect(":memory:", config=config)
+        self._con.execute("SET lock_configuration = true")
+        self._lock = threading.Lock()
+        self._names = itertools.count(1)
+
+    def create(self) -> ScratchCatalog:
+        """A new, empty catalog, as an engine (`write` builds it, `execute` queries it)."""
+        with self._lock:
+            name = f"variant_{next(self._names)}"
+            cursor = self._con.cursor()
+        try:
+            cursor.execute(f"ATTACH ':memory:' AS {name}")
+        finally:
+            cursor.close()
+        return ScratchCatalog(self, name)
+
+    def cursor(self, catalog: str) -> Any:
+        """A cursor whose unqualified names are `catalog`'s."""
+        with self._lock:  # creating cursors is not thread-safe; using them is
+            cursor = self._con.cursor()
+        cursor.execute(f"USE {catalog}")
+        return cursor
+
+    def close(self) -> None:
+        """Close the instance (every catalog with it)."""
+        self._con.close()
+
+
+class ScratchCatalog(DuckDBEngine):
+    """One catalog of a `DuckDBScratch`, queried like a DuckDB database file."""
+
+    def __init__(self, scratch: DuckDBScratch, catalog: str) -> None:
+        Engine.__init__(self, catalog, scratch.limits, f"scratch:{catalog}")
+        self.scratch = scratch
+        self.catalog = catalog
+        self.path = None
+
+    def write(self, statement: str) -> None:
+        """Run a statement that builds the catalog (DDL, INSERT); raises on failure."""
+        cursor = self.scratch.cursor(self.catalog)
+        try:
+            cursor.execute(statement)
+        finally:
+            cursor.close()
+
+    def _cursor(self) -> Any:
+        return self.scratch.cursor(self.catalog)
+
+    def _run(self, query: str) -> RawResult:
+        cursor = self._cursor()
+        try:
+            arrow = query if self.limits.max_rows > FAST_MAX_ROWS else None
+            return run_on_cursor(cursor, lambda: cursor.execute(query), self.limits, arrow)
+        finally:
+            cursor.close()
+
+    def close(self) -> None:
+        """Drop the catalog."""
+        cursor = self.scratch.cursor("memory")
+        try:
+            cursor.execute(f"DETACH {self.catalog}")
+        except Exception:  # noqa: S110 - the instance is closing or the catalog is gone
+            pass
+        finally:
+            cursor.close()
