@@ -1,2 +1,24 @@
 """Verified verdicts: database variants derived from a database and two queries, where
-execution match on one database may be fooled (issue 29; docs/verified.md)."""
+execution match on one database may be fooled (issue 29; docs/verified.md).
+
+`Verifier` builds the variants of one DuckDB or SQLite database (deterministic from a seed,
+cached per run), runs a gold and a prediction on them inside the engines' sandbox and
+shrinks the first difference to a minimal, replayable witness; `replay` rebuilds a witness.
+"""
+
+from queryeval.verify._check import Differs, Outcome, Settings, Verifier, open_engine, replay
+from queryeval.verify._hints import Hints, analyse
+from queryeval.verify._schema import read_schema, supported
+
+__all__ = [
+    "Differs",
+    "Hints",
+    "Outcome",
+    "Settings",
+    "Verifier",
+    "analyse",
+    "open_engine",
+    "read_schema",
+    "replay",
+    "supported",
+]

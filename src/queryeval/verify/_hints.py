@@ -1,0 +1,141 @@
+"""What two queries say about the data worth varying, found with sqlglot: the tables and
+columns they read, the literals their columns are compared with (`> 30` beside `>= 30`),
+the columns they order by under a LIMIT, the columns they count."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from queryeval.verify._schema import Schema
+
+
+@dataclass
+class Hints:
+    """Columns are (table, column) as the schema spells them."""
+
+    tables: set[str] = field(default_factory=set)
+    columns: set[tuple[str, str]] = field(default_factory=set)
+    literals: list[tuple[str, str, str, Any]] = field(default_factory=list)  # t, c, op, v
+    ordered: set[tuple[str, str]] = field(default_factory=set)  # ORDER BY ... LIMIT
+    limited: bool = False  # a LIMIT anywhere (row order may decide the result)
+
+    def merge(self, other: Hints) -> Hints:
+        """Both queries' hints."""
+        literals = list(self.literals)
+        literals += [lit for lit in other.literals if lit not in literals]
+        return Hints(self.tables | other.tables, self.columns | other.columns, literals,
+                     self.ordered | other.ordered, self.limited or other.limited)  # fmt: skip
+
+
+def analyse(query: str, dialect: str, schema: Schema) -> Hints:
+    """The hints of one query (empty where sqlglot cannot parse it).
+
+    >>> from queryeval.verify._schema import Schema, Table
+    >>> s = Schema("sqlite", {"t": Table("t", "", {"a": "INT", "b": "TEXT"})})
+    >>> h = analyse("SELECT b FROM t AS x WHERE x.a > 30 ORDER BY a LIMIT 1", "sqlite", s)
+    >>> sorted(h.tables), h.literals, sorted(h.ordered)
+    (['t'], [('t', 'a', '>', 30)], [('t', 'a')])
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    hints = Hints()
+    try:
+        tree = sqlglot.parse_one(query, read=dialect)
+    except Exception:  # an unparsable query: no hints, the random variants still apply
+        return hints
+    if tree is None:
+        return hints
+    aliases: dict[str, str] = {}
+    for node in tree.find_all(exp.Table):
+        table = schema.table(node.name)
+        if table is None:
+            continue
+        hints.tables.add(table.name)
+        aliases[(node.alias_or_name or node.name).lower()] = table.name
+        aliases[node.name.lower()] = table.name
+
+    def resolve(column: exp.Column) -> list[tuple[str, str]]:
+        qualifier = column.table.lower() if column.table else ""
+        names = [aliases[qualifier]] if qualifier in aliases else sorted(hints.tables)
+        found = []
+        for name in names:
+            table = schema.tables[name]
+            spelled = table.column(column.name)
+            if spelled is not None:
+                found.append((name, spelled))
+        return found
+
+    for column in tree.find_all(exp.Column):
+        hints.columns.update(resolve(column))
+
+    ops = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<",
+           exp.LTE: "<=", exp.Like: "like", exp.ILike: "ilike"}  # fmt: skip
+    for node in tree.walk():
+        op = ops.get(type(node))
+        if op is not None:
+            left, right = node.left, node.right
+            if isinstance(right, exp.Column):
+                left, right = right, left
+            if isinstance(left, exp.Column):
+                value = _literal(right)
+                if value is not _NONE:
+                    for t, c in resolve(left):
+                        hints.literals.append((t, c, op, value))
+        elif isinstance(node, exp.Between) and isinstance(node.this, exp.Column):
+            for bound, op in ((node.args.get("low"), ">="), (node.args.get("high"), "<=")):
+                value = _literal(bound)
+                if value is not _NONE:
+                    for t, c in resolve(node.this):
+                        hints.literals.append((t, c, op, value))
+        elif isinstance(node, exp.In) and isinstance(node.this, exp.Column):
+            for item in node.expressions:
+                value = _literal(item)
+                if value is not _NONE:
+                    for t, c in resolve(node.this):
+                        hints.literals.append((t, c, "=", value))
+    for select in tree.find_all(exp.Select):
+        if select.args.get("limit") is None:
+            continue
+        hints.limited = True
+        order = select.args.get("order")
+        if order is None:
+            continue
+        for ordered in order.expressions:
+            for column in ordered.find_all(exp.Column):
+                hints.ordered.update(resolve(column))
+    if not hints.limited and tree.find(exp.Limit) is not None:
+        hints.limited = True
+    unique = []
+    for lit in hints.literals:
+        if lit not in unique:
+            unique.append(lit)
+    hints.literals = unique
+    return hints
+
+
+_NONE = object()
+
+
+def _literal(node: Any) -> Any:
+    """The Python value of a literal (a string, an int, a float), else `_NONE`."""
+    from sqlglot import exp
+
+    negative = False
+    if isinstance(node, exp.Neg):
+        negative, node = True, node.this
+    if isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Literal):
+        return _NONE
+    if node.is_string:
+        return _NONE if negative else node.this
+    try:
+        number: int | float = int(node.this)
+    except ValueError:
+        try:
+            number = float(node.this)
+        except ValueError:
+            return _NONE
+    return -number if negative else number
