@@ -28,6 +28,7 @@ _BUILTIN: dict[str, str] = {
     "llm_answer_correctness": "queryeval.scorers.judged:AnswerCorrectnessScorer",
     "executes": "queryeval.scorers.execution:ExecutesScorer",
     "execution_match": "queryeval.scorers.execution:ExecutionMatchScorer",
+    "verified_match": "queryeval.scorers.verified_match:VerifiedMatchScorer",
     "results_f1": "queryeval.scorers.execution:ResultsF1Scorer",
     "results_match_legacy": "queryeval.scorers.execution:ResultsMatchLegacyScorer",
     "bleu": "queryeval.scorers.text:BleuScorer",
