@@ -205,10 +205,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         dbs = _databases(args.tables, Path(tmp))
         if args.corpus:
-            from test_spider_exact_legacy import CORPUS_DB, corpus_database
+            from test_spider_exact_legacy import CORPUS_DB, CORPUS_ENTRY, corpus_database
 
             dbs[CORPUS_DB] = corpus_database(Path(tmp) / "corpus")
-            entries[CORPUS_DB] = {"table_names_original": [], "column_names_original": []}
+            entries[CORPUS_DB] = CORPUS_ENTRY
         schemas: dict[str, dict[str, list[str]]] = {}
         for source, gold, db, pred in _triples(args):
             s = stats.setdefault(
@@ -217,7 +217,7 @@ def main() -> int:
             )
             s["pairs"] += 1
             schema = schemas.setdefault(db, sqlite_schema(dbs[db]))
-            kmap = foreign_key_map(entries[db]) if entries[db]["column_names_original"] else {}
+            kmap = foreign_key_map(entries[db])
             for text in (gold.strip(), official_prediction_text(pred)):
                 token_checked += 1
                 try:
