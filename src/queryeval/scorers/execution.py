@@ -321,7 +321,9 @@ class _ExecutionScorer(Scorer):
             {"gold_query": gold.query, "language": dialect} if gold.query else {}
         )
         if ctx is None:
-            result = compare_results(execution.result, gold.result, **policy, **extra)
+            legacy = "legacy_recall" in self.metric_names  # computed only when reported
+            result = compare_results(execution.result, gold.result, **policy, **extra,
+                                     legacy=legacy)  # fmt: skip
         else:
             policy, extra = _known_order(policy, extra, gold, ctx)
             memo = comparison_memo(ctx)
