@@ -57,10 +57,13 @@ def compare_command(
     from queryeval.cli._app import fail_input
     from queryeval.errors import InputError
     from queryeval.reports import comparison_markdown, comparison_text
-    from queryeval.stats import WORSE, compare_runs
+    from queryeval.stats import WORSE
+    from queryeval.viewer import compare_dirs
 
     try:
-        result = compare_runs(
+        # from the runs' indexes (the viewer's): the statistics of `stats.compare_runs`
+        # without holding every record of both runs in memory
+        result = compare_dirs(
             run_a, run_b, systems=system or None, metrics=metric or None, alpha=alpha, seed=seed
         )
     except InputError as exc:

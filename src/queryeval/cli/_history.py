@@ -29,12 +29,19 @@ def history_command(
     from queryeval.cli._app import fail_input
     from queryeval.errors import InputError
     from queryeval.reports import write_history
+    from queryeval.viewer import index_diff
 
     if not 0 < alpha < 1:
         raise fail_input(InputError(f"alpha must be between 0 and 1, got {alpha}", where="--alpha"))
     try:
         path = write_history(
-            runs, out, title=title, alpha=alpha, seed=seed, all_pairs_up_to=all_pairs_up_to
+            runs,
+            out,
+            title=title,
+            alpha=alpha,
+            seed=seed,
+            all_pairs_up_to=all_pairs_up_to,
+            diff=index_diff(),  # from the runs' indexes: no run's records held in memory
         )
     except InputError as exc:
         raise fail_input(exc) from None

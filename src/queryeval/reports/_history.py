@@ -6,13 +6,17 @@ pass rate per tag of both).
 
 Diffs are computed here, in Python, for every pair of runs up to `all_pairs_up_to` runs;
 above that, for consecutive runs and for each run against the latest. The page picks one
-with two selects and shows it without any request.
+with two selects and shows it without any request. `diff` computes one pair (default: from
+the records in memory; `queryeval history` passes the viewer's index-based comparison,
+which gives the same statistics without loading the records). A trend line is one system
+of one suite: runs of different suites are never joined into one line, even where their
+systems share a name.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
@@ -28,6 +32,15 @@ from queryeval.reports._svg import Series, colour, line_chart
 from queryeval.stats import compare_records, headline_metrics
 
 _TREND_METRICS_MAX = 24  # charts: pass rate and scorer means first, then sub-metrics
+
+Diff = Callable[[RunLog, RunLog, float, int], dict[str, Any]]
+"""One pair's comparison (run A, run B, alpha, seed) as `RunComparison.as_dict()` gives it;
+InputError when the runs cannot be compared."""
+
+
+def records_diff(a: RunLog, b: RunLog, alpha: float, seed: int) -> dict[str, Any]:
+    """The comparison of run B with run A from their records in memory."""
+    return compare_records(a.records, b.records, alpha=alpha, seed=seed).as_dict()
 
 
 def find_runs(paths: Sequence[str | Path]) -> list[Path]:
@@ -87,13 +100,12 @@ def _tag_deltas(a: RunLog, b: RunLog, system_a: str, system_b: str) -> list[dict
     return rows
 
 
-def _diff(a: RunLog, b: RunLog, alpha: float, seed: int) -> dict[str, Any]:
+def _diff(a: RunLog, b: RunLog, alpha: float, seed: int, diff: Diff) -> dict[str, Any]:
     """The comparison of run B with run A, or why there is none (no common systems)."""
     try:
-        comparison = compare_records(a.records, b.records, alpha=alpha, seed=seed)
+        data = diff(a, b, alpha, seed)
     except InputError as exc:
         return {"error": exc.message}
-    data = comparison.as_dict()
     for pair in data["systems"]:
         pair["tags"] = _tag_deltas(a, b, pair["system_a"], pair["system_b"])
     return data
@@ -125,6 +137,7 @@ def history_context(
     alpha: float = 0.05,
     seed: int = 0,
     all_pairs_up_to: int = 12,
+    diff: Diff | None = None,
 ) -> dict[str, Any]:
     """Everything the history page shows, from the run directories in `paths`."""
     runs = [read_log(p) for p in find_runs(paths)]
@@ -162,17 +175,31 @@ def history_context(
         )
     metric_names = _metric_order({m for run in metrics_by_run for s in run.values() for m in s})
     metric_names = metric_names[:_TREND_METRICS_MAX]
-    system_names = list(dict.fromkeys(s for run in metrics_by_run for s in run))
+    suites = [str(r["suite"]) for r in rows]
+    several = len(set(suites)) > 1
     trends = []
-    for metric in metric_names:
-        series = [
-            Series(s, [run.get(s, {}).get(metric) for run in metrics_by_run], colour(k))
-            for k, s in enumerate(system_names)
-            if any(metric in run.get(s, {}) for run in metrics_by_run)
-        ]
-        trends.append({"metric": metric, "svg": Markup(line_chart(labels, series, label=metric))})
+    # one chart per suite and metric, over that suite's runs: runs of different suites are
+    # never joined into one line, even where their systems share a name
+    for suite in dict.fromkeys(suites):
+        members = [i for i, name in enumerate(suites) if name == suite]
+        system_names = list(dict.fromkeys(s for i in members for s in metrics_by_run[i]))
+        for metric in metric_names:
+            series = [
+                Series(s, [metrics_by_run[i].get(s, {}).get(metric) for i in members], colour(k))
+                for k, s in enumerate(system_names)
+                if any(metric in metrics_by_run[i].get(s, {}) for i in members)
+            ]
+            if not series:
+                continue
+            trends.append(
+                {
+                    "metric": f"{suite}: {metric}" if several else metric,
+                    "suite": suite,
+                    "svg": Markup(line_chart([labels[i] for i in members], series, label=metric)),
+                }
+            )
     diffs = [
-        {"a": a, "b": b, **_diff(runs[a], runs[b], alpha, seed)}
+        {"a": a, "b": b, **_diff(runs[a], runs[b], alpha, seed, diff or records_diff)}
         for a, b in _pairs(len(runs), all_pairs_up_to)
     ]
     columns = sorted({k for r in rows for s in r["systems"] for k in s["means"]})
@@ -199,11 +226,12 @@ def write_history(
     alpha: float = 0.05,
     seed: int = 0,
     all_pairs_up_to: int = 12,
+    diff: Diff | None = None,
 ) -> Path:
     """Write the history page of the runs in `paths` (run directories or folders of them)
     to `out`; returns its path."""
     context = history_context(
-        paths, title=title, alpha=alpha, seed=seed, all_pairs_up_to=all_pairs_up_to
+        paths, title=title, alpha=alpha, seed=seed, all_pairs_up_to=all_pairs_up_to, diff=diff
     )
     env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(_filters())

@@ -9,7 +9,13 @@ stay fast and small at 200,000 cases.
 
 from queryeval.viewer._app import build_app, case_view, run_view, text_diff
 from queryeval.viewer._catalog import Catalog, Run, run_id
-from queryeval.viewer._compare import compare_indexed, side_by_side
+from queryeval.viewer._compare import (
+    compare_dirs,
+    compare_indexed,
+    index_diff,
+    indexed,
+    side_by_side,
+)
 from queryeval.viewer._index import RunIndex, default_index_root, iter_run_dirs, record_row
 from queryeval.viewer._query import CaseFilter, cases_page, facets
 from queryeval.viewer._review import add_gold, add_override, review_file
@@ -26,9 +32,12 @@ __all__ = [
     "build_app",
     "case_view",
     "cases_page",
+    "compare_dirs",
     "compare_indexed",
     "default_index_root",
     "facets",
+    "index_diff",
+    "indexed",
     "iter_run_dirs",
     "record_row",
     "review_file",

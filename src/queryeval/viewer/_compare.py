@@ -8,6 +8,7 @@ test on pass/fail; flipped cases) read from columns instead of every record, so 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,14 +43,14 @@ def _columns(index: RunIndex, review: Mapping[str, Any] | None, system: str) -> 
     """The case ids of one system (in file order; the last record of a case counts) and
     every metric's values (NaN where none), with the review's overrides in place."""
     con = connect()
-    source = _source(index, con, review, "s")
+    source, first = _source(index, con, review, "s")
     wanted = list(index.state.columns)
     select = "".join(f", {_q(c)}" for c in wanted)
     rows = con.sql(
         "SELECT case_id, CASE WHEN verdict THEN 1.0::DOUBLE "
         f"WHEN NOT verdict THEN 0.0::DOUBLE END AS p"
         f"{select} FROM {source} WHERE system = ? ORDER BY row",
-        params=[system],
+        params=[*first, system],
     ).to_arrow_table()
     ids = rows.column("case_id").to_numpy(zero_copy_only=False)
     values = {PASS: rows.column("p").to_numpy(zero_copy_only=False).astype(float)}
@@ -62,7 +63,7 @@ def _columns(index: RunIndex, review: Mapping[str, Any] | None, system: str) -> 
             for label in e.get("scores") or {}:
                 changed.setdefault(label, set()).add(str(e.get("case_id")))
     for label, case_ids in changed.items():
-        mask = np.isin(ids, list(case_ids))
+        mask = np.fromiter((c in case_ids for c in ids.tolist()), dtype=bool, count=len(ids))
         for name in values:
             if name.startswith(label + "."):
                 values[name] = np.where(mask, np.nan, values[name])
@@ -121,12 +122,15 @@ def compare_indexed(
     for sys_a, sys_b in pair_systems(a.state.systems, b.state.systems, systems):
         ca, cb = _columns(a, review_a, sys_a), _columns(b, review_b, sys_b)
         ids_a, ids_b = ca["ids"], cb["ids"]
-        in_b = np.isin(ids_a, ids_b)
-        paired = ids_a[in_b]
+        # pairing by id with dicts (numpy's isin on text compares every pair of ids)
         position_b = {cid: i for i, cid in enumerate(ids_b.tolist())}
-        take_b = np.fromiter(
-            (position_b[c] for c in paired.tolist()), dtype=np.int64, count=len(paired)
+        where_b = np.fromiter(
+            (position_b.get(c, -1) for c in ids_a.tolist()), dtype=np.int64, count=len(ids_a)
         )
+        in_b = where_b >= 0
+        paired = ids_a[in_b]
+        take_b = where_b[in_b]
+        set_a = set(ids_a.tolist())
         va = {m: v[in_b] for m, v in ca["values"].items()}
         vb = {m: v[take_b] for m, v in cb["values"].items()}
         available = sorted(
@@ -163,7 +167,7 @@ def compare_indexed(
                 n_b=len(ids_b),
                 n_paired=len(paired),
                 only_a=tuple(ids_a[~in_b].tolist()),
-                only_b=tuple(ids_b[~np.isin(ids_b, ids_a)].tolist()),
+                only_b=tuple(c for c in ids_b.tolist() if c not in set_a),
                 metrics=tuple(comps),
                 mcnemar=mcnemar,
                 fixed=fixed,
@@ -189,15 +193,15 @@ def side_by_side(
     """Per case, both sides' status, reason, score and prediction: flipped cases (pass on
     one side, fail on the other) first, then the rest, in run A's order; one page."""
     con = connect()
-    left = _source(a, con, review_a, "l")
-    right = _source(b, con, review_b, "r")
+    left, params_l = _source(a, con, review_a, "l")
+    right, params_r = _source(b, con, review_b, "r")
     flip = "(l.verdict IS NOT NULL AND r.verdict IS NOT NULL AND l.verdict <> r.verdict)"
     where = f"WHERE {flip}" if only_flipped else ""
     body = (
         f"FROM (SELECT * FROM {left} WHERE system = ?) l "
         f"FULL JOIN (SELECT * FROM {right} WHERE system = ?) r ON l.case_id = r.case_id {where}"
     )
-    params = [system_a, system_b]
+    params = [*params_l, system_a, *params_r, system_b]
     total, flipped = con.execute(
         f"SELECT count(*), count(*) FILTER (WHERE {flip}) {body}", params
     ).fetchone()
@@ -228,3 +232,59 @@ def side_by_side(
             for r in rows
         ],
     }
+
+
+def indexed(run_dir: str | Path, root: Path | None = None) -> RunIndex:
+    """The up-to-date index of a run directory, for `compare` and `history`: InputError
+    when it holds no results.jsonl, or on its first line that is not a record (as the log's
+    reader says; the viewer shows such a run with the line left out)."""
+    from queryeval.log import RESULTS
+
+    path = Path(run_dir)
+    if not (path / RESULTS).is_file():
+        raise InputError("not a run directory (no results.jsonl)", path=path)
+    index = RunIndex(path, root)
+    state = index.refresh()
+    if state.bad:
+        first = state.bad[0]
+        raise InputError(
+            f"corrupt record in results ({first['why']})", path=path / RESULTS, line=first["line"]
+        )
+    return index
+
+
+def compare_dirs(
+    run_a: str | Path,
+    run_b: str | Path,
+    *,
+    root: Path | None = None,
+    **options: Any,
+) -> RunComparison:
+    """`queryeval compare`'s comparison of two run directories (a human review's overrides,
+    review.json, in place) from their indexes; the labels are the paths, as
+    `queryeval.stats.compare_runs` gives them."""
+    from queryeval.log import REVIEW, read_json
+
+    a, b = indexed(run_a, root), indexed(run_b, root)
+    return compare_indexed(
+        a, b, review_a=read_json(Path(run_a), REVIEW), review_b=read_json(Path(run_b), REVIEW),
+        label_a=str(run_a), label_b=str(run_b), **options,
+    )  # fmt: skip
+
+
+def index_diff(root: Path | None = None) -> Any:
+    """A `reports` history diff (run A, run B, alpha, seed) -> comparison dict computed from
+    the runs' indexes (each built once)."""
+    cache: dict[Path, RunIndex] = {}
+
+    def diff(a: Any, b: Any, alpha: float, seed: int) -> dict[str, Any]:
+        sides = []
+        for run in (a, b):
+            if run.path not in cache:
+                cache[run.path] = indexed(run.path, root)
+            sides.append(cache[run.path])
+        return compare_indexed(
+            sides[0], sides[1], review_a=a.review, review_b=b.review, alpha=alpha, seed=seed
+        ).as_dict()
+
+    return diff

@@ -34,7 +34,7 @@ VERSION = 1
 PART_ROWS = 50_000  # rows per Parquet part: bounds the memory of indexing a large run
 TEXT_CHARS = 2_000  # prediction, question and gold kept for search and the table (cut)
 _META = "meta.json"
-_CASES = "cases.parquet"
+_CASES_PREFIX = "cases-"
 _MAX_BAD = 50  # bad lines listed (all are counted)
 
 
@@ -396,11 +396,17 @@ class RunIndex:
                 f"the case files cannot be read ({exc}): questions and golds are not shown"
             )
             return
-        if sig == state.cases_sig and (self.folder / _CASES).exists():
-            return
-        self._write_cases(patterns, base, state)
         state.cases_sig = sig
+        if self._cases_file(state).exists():  # built already, for this run or another
+            state.has_cases, state.cases_problem = True, None
+        else:
+            self._write_cases(patterns, base, state)
         self._save(state)
+
+    def _cases_file(self, state: IndexState) -> Path:
+        """The cases' Parquet file: one per content of the case files, shared by the runs of
+        a suite (kept beside the runs' index folders)."""
+        return self.folder.parent / f"{_CASES_PREFIX}{state.cases_sig[:24]}.parquet"
 
     def _write_cases(self, patterns: list[str], base: Path, state: IndexState) -> None:
         import pyarrow as pa
@@ -433,8 +439,11 @@ class RunIndex:
                 "case": pa.array(full, pa.string()),
             }
         )
-        self.folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, self.folder / _CASES, compression="zstd")
+        path = self._cases_file(state)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        pq.write_table(table, temporary, compression="zstd")
+        os.replace(temporary, path)  # another process may be writing the same file
         state.has_cases = True
         state.cases_problem = None
 
@@ -448,7 +457,7 @@ class RunIndex:
     @property
     def cases_path(self) -> Path | None:
         """The cases' Parquet file, when the case files could be read."""
-        path = self.folder / _CASES
+        path = self._cases_file(self.state)
         return path if self.state.has_cases and path.exists() else None
 
     def place(self, system: str, case_id: str) -> tuple[int, int] | None:

@@ -38,51 +38,62 @@ def _files(index: RunIndex) -> list[str]:
     return [str(p) for p in index.parts]
 
 
-def overrides_table(review: Mapping[str, Any] | None) -> Any:
-    """review.json's records as an Arrow table: system, case_id, passed, and the overridden
-    scores' values as `v:LABEL` (what the index's columns are replaced by)."""
-    import pyarrow as pa
+def overrides_table(review: Mapping[str, Any] | None) -> tuple[str, list[Any], list[str]]:
+    """review.json's records as a SQL table (text and parameters): system, case_id, passed,
+    and the overridden scores' values as `v:LABEL` (what the index's columns are replaced
+    by); and those columns. (A VALUES list: registering an Arrow table would import pandas.)
 
+    >>> sql, params, cols = overrides_table({"records": [{"system": "s", "case_id": "c",
+    ...     "passed": True, "scores": {"em": {"value": 1.0}}}]})
+    >>> params, cols
+    (['s', 'c', True, 1.0], ['v:em'])
+    """
     entries = [e for e in (review or {}).get("records") or [] if isinstance(e, Mapping)]
     labels = sorted({lb for e in entries for lb in (e.get("scores") or {})})
-    data: dict[str, Any] = {
-        "system": pa.array([str(e.get("system")) for e in entries], pa.string()),
-        "case_id": pa.array([str(e.get("case_id")) for e in entries], pa.string()),
-        "passed": pa.array([e.get("passed") for e in entries], pa.bool_()),
-    }
-    for label in labels:
-        data[f"v:{label}"] = pa.array(
-            [((e.get("scores") or {}).get(label) or {}).get("value") for e in entries],
-            pa.float64(),
+    columns = [f"v:{label}" for label in labels]
+    names = ", ".join(["system", "case_id", "passed", *(_q(c) for c in columns)])
+    if not entries:
+        return (
+            "(SELECT NULL::VARCHAR AS system, NULL::VARCHAR AS case_id, NULL::BOOLEAN AS passed "
+            "WHERE false)",
+            [],
+            [],
         )
-    return pa.table(data)
+    params: list[Any] = []
+    rows = []
+    for e in entries:
+        scores = e.get("scores") or {}
+        values = [((scores.get(lb) or {}).get("value")) for lb in labels]
+        params.extend([str(e.get("system")), str(e.get("case_id")), e.get("passed"), *values])
+        rows.append("(?::VARCHAR, ?::VARCHAR, ?::BOOLEAN" + ", ?::DOUBLE" * len(labels) + ")")
+    return f"(SELECT * FROM (VALUES {', '.join(rows)}) AS t({names}))", params, columns
 
 
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _source(index: RunIndex, con: Any, review: Mapping[str, Any] | None, alias: str) -> str:
+def _source(
+    index: RunIndex, con: Any, review: Mapping[str, Any] | None, alias: str
+) -> tuple[str, list[Any]]:
     """A SELECT of the run's records (the last of each (system, case) when a resumed run
-    wrote one twice), with the review's overrides in place; `alias_rv` is registered."""
+    wrote one twice), with the review's overrides in place, and its parameters."""
     files = _files(index)
     if not files:
         raise InputError("the run has no readable record yet", path=index.run_dir)
     base = f"read_parquet({files!r}, union_by_name=true)"
     if index.state.duplicates:
         base = f"(SELECT * FROM {base} QUALIFY row = max(row) OVER (PARTITION BY system, case_id))"
-    table = overrides_table(review)
-    con.register(f"{alias}_rv", table)
-    overridden = [c for c in table.column_names if c.startswith("v:")]
+    table, params, overridden = overrides_table(review)
     columns = set(index.state.columns)
     replace = [f"coalesce(rv.{_q(c)}, x.{_q(c)}) AS {_q(c)}" for c in overridden if c in columns]
     replace_clause = f" REPLACE ({', '.join(replace)})" if replace else ""
     passed = "CASE WHEN rv.system IS NOT NULL THEN rv.passed ELSE x.passed END"
     return (
         f"(SELECT x.*{replace_clause}, {passed} AS verdict, rv.system IS NOT NULL AS reviewed "
-        f"FROM {base} x LEFT JOIN {alias}_rv rv ON rv.system = x.system "
+        f"FROM {base} x LEFT JOIN {table} rv ON rv.system = x.system "
         f"AND rv.case_id = x.case_id)"
-    )
+    ), params
 
 
 @dataclass
@@ -164,8 +175,9 @@ def cases_page(index: RunIndex, review: Mapping[str, Any] | None, f: CaseFilter)
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     order = SORTS[f.sort]
     direction = "DESC" if f.desc else "ASC"
-    source = _source(index, con, review, "a")
+    source, first = _source(index, con, review, "a")
     body = f"FROM {source} r {join} {clause}"
+    params = first + params
     total = con.execute(f"SELECT count(*) {body}", params).fetchone()[0]
     rows = con.execute(
         f"SELECT r.row, r.system, r.case_id, {_STATUS} AS status, r.reason, r.latency, r.cost, "
@@ -198,12 +210,13 @@ def _like(text: str) -> str:
 def facets(index: RunIndex, review: Mapping[str, Any] | None) -> dict[str, Any]:
     """What the filters offer: systems, statuses, failure reasons, tags (with counts)."""
     con = connect()
-    source = _source(index, con, review, "a")
+    source, params = _source(index, con, review, "a")
 
     def counts(expr: str) -> list[list[Any]]:
         rows = con.execute(
             f"SELECT {expr} AS k, count(*) n FROM {source} r WHERE {expr} IS NOT NULL "
-            "GROUP BY k ORDER BY n DESC, k LIMIT 200"
+            "GROUP BY k ORDER BY n DESC, k LIMIT 200",
+            params,
         ).fetchall()
         return [[k, int(n)] for k, n in rows]
 
@@ -232,10 +245,11 @@ def verdicts(
     import numpy as np
 
     con = connect()
-    source = _source(index, con, review, "a")
+    source, params = _source(index, con, review, "a")
     rows = con.execute(
         f"SELECT system, list(CASE WHEN verdict THEN 1 WHEN NOT verdict THEN 0 ELSE -1 END "
-        f"ORDER BY row), sum(reviewed::INT) FROM {source} GROUP BY system"
+        f"ORDER BY row), sum(reviewed::INT) FROM {source} GROUP BY system",
+        params,
     ).fetchall()
     out = {}
     for system, values, reviewed in rows:
