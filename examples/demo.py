@@ -65,6 +65,7 @@ def main() -> int:
         print(f"  {name}:")
         for kind, file in files.items():
             print(f"    {kind:8} {file.relative_to(ROOT) if file.is_relative_to(ROOT) else file}")
+    print("\nSee every run in your browser:\n  .venv/bin/queryeval view runs/")
     # let frozen engine objects go before exit, so DuckDB's bindings have nothing to report
     gc.unfreeze()
     gc.collect()
