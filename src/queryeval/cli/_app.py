@@ -17,6 +17,7 @@ from queryeval.cli._export import export_app
 from queryeval.cli._grid import grid_command
 from queryeval.cli._history import history_command
 from queryeval.cli._import import IMPORT_CONTEXT, import_command
+from queryeval.cli._replay import replay_command
 from queryeval.cli._view import view_command
 from queryeval.errors import InputError
 
@@ -271,6 +272,7 @@ app.command("calibrate")(calibrate_command)
 app.command("grid")(grid_command)
 app.command("import", context_settings=IMPORT_CONTEXT)(import_command)
 app.command("history")(history_command)
+app.command("replay")(replay_command)
 app.command("view")(view_command)
 app.add_typer(export_app, name="export")
 

@@ -6,7 +6,15 @@ cached per run), runs a gold and a prediction on them inside the engines' sandbo
 shrinks the first difference to a minimal, replayable witness; `replay` rebuilds a witness.
 """
 
-from queryeval.verify._check import Differs, Outcome, Settings, Verifier, open_engine, replay
+from queryeval.verify._check import (
+    Differs,
+    Outcome,
+    Settings,
+    Verifier,
+    open_engine,
+    replay,
+    result_record,
+)
 from queryeval.verify._hints import Hints, analyse
 from queryeval.verify._schema import read_schema, supported
 
@@ -20,5 +28,6 @@ __all__ = [
     "open_engine",
     "read_schema",
     "replay",
+    "result_record",
     "supported",
 ]

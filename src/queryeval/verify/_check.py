@@ -337,6 +337,7 @@ class Verifier:
             "tables": {t: {"columns": list(self.schema.tables[t].columns),
                            "rows": [[_jsonable(v) for v in r] for r in data.get(t, [])]}
                        for t in tables if data.get(t)},  # fmt: skip
+            "queries": {"gold": gold, "prediction": pred},
             "gold": _result(runs["gold"]),
             "prediction": _result(runs["prediction"]),
             "reason": why,
@@ -359,6 +360,11 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return "0x" + bytes(value).hex()
     return str(value)
+
+
+def result_record(execution: Execution) -> dict[str, Any]:
+    """An execution as a witness stores it: columns and rows (JSON values), or the error."""
+    return _result(execution)
 
 
 def _result(execution: Execution) -> dict[str, Any]:
