@@ -49,7 +49,7 @@ WRONG = {
 }
 _ENDLESS = (
     "WITH RECURSIVE c(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM c) "
-    "INSERT INTO member SELECT g, 'x', 'y', g FROM c"
+    "INSERT INTO member SELECT g + 100, 'x', 'y', g FROM c"
 )
 _SPIN = (
     "CREATE FUNCTION spin() RETURNS int AS $$ BEGIN LOOP END LOOP; END $$ "
@@ -67,8 +67,8 @@ HOSTILE = [
     ("postgres", "SET ROLE queryeval_admin; DELETE FROM member"),
     ("postgres", "DROP DATABASE {database}"),
     ("sqlite", _ENDLESS),
-    ("duckdb", "INSERT INTO member SELECT g, 'x', 'y', g FROM range(1000000000) t(g)"),
-    ("postgres", "INSERT INTO member SELECT g, 'x', 'y', g FROM generate_series(1, 1e10) g"),
+    ("duckdb", "INSERT INTO member SELECT g + 100, 'x', 'y', g FROM range(1000000000) t(g)"),
+    ("postgres", "INSERT INTO member SELECT g + 100, 'x', 'y', g FROM generate_series(1, 1e10) g"),
     ("postgres", _SPIN),
 ]
 
@@ -121,23 +121,30 @@ def test_tasks_right_and_wrong(engine: Any) -> None:
 
 
 def test_hostile_statements_fail_and_the_original_stays(engine: Any, tmp_path: Path) -> None:
+    """Each hostile statement fails on the copy (refused by its sandbox, or stopped at the
+    time limit), nothing is written outside it, the copy's data is intact; one of them
+    scored is the system's failure; the original is unchanged."""
+    from queryeval.engines import disposable_copy
+
     kind = "sqlite" if type(engine).__name__.startswith("SQLite") else (
         "duckdb" if type(engine).__name__.startswith("DuckDB") else "postgres")  # fmt: skip
     before = checksum(engine)
-    case = _case("raise-spain", TASKS["raise-spain"])
-    tried = 0
-    for engines, text in HOSTILE:
-        if kind not in engines.split():
-            continue
-        outside = tmp_path / f"outside-{tried}"
-        text = text.format(outside=outside, database=getattr(engine, "database", ""))
-        score = _score(engine, case, text)
-        assert score.status == "ok" and score.value == 0.0, (text, score)
-        assert score.failure_reason in {"refused", "syntax", "timeout", "resource_limit",
-                                        "runtime", "schema"}, (text, score)  # fmt: skip
-        assert not outside.exists(), text
-        tried += 1
-    assert tried >= 3
+    tried = []
+    with disposable_copy(engine) as copy:
+        for engines, text in HOSTILE:
+            if kind not in engines.split():
+                continue
+            outside = tmp_path / f"outside-{len(tried)}"
+            text = text.format(outside=outside, database=getattr(engine, "database", ""))
+            step = copy.run(text, system=True)
+            assert step.kind in {"refused", "syntax", "timeout", "resource_limit"}, (text, step)
+            assert not outside.exists(), text
+            tried.append(step.kind)
+            assert copy.run("SELECT count(*) FROM member").rows == [(4,)], text
+    assert len(tried) >= 3 and "timeout" in tried and "refused" in tried
+    score = _score(engine, _case("raise-spain", TASKS["raise-spain"]), HOSTILE[0][1].format(
+        outside=tmp_path / "x", database=""))  # fmt: skip
+    assert score.status == "ok" and score.value == 0.0 and score.failure_reason, score
     assert checksum(engine) == before
 
 

@@ -317,9 +317,9 @@ class _PostgresCopy(Workspace):
             cursor = self.con.execute(text)
             while cursor.nextset():  # the last statement's result
                 pass
-            if cursor.description is None:
-                columns, rows = [], []
-            else:
+            columns: list[str] = []
+            rows: list[tuple[Any, ...]] = []
+            if cursor.description is not None:
                 columns = [d.name for d in cursor.description]
                 rows, _ = collect_rows(fetch_batches(cursor.fetchmany, 1024), self.limits)
         except psycopg.Error:
