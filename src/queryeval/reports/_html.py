@@ -399,6 +399,7 @@ def _scorer_sections(
         options = desc.get("options")
         out.append(
             {
+                "tables": _report_tables(desc.get("name"), entries),
                 "label": label,
                 "name": desc.get("name", ""),
                 "threshold": desc.get("threshold"),
@@ -418,6 +419,30 @@ def _scorer_sections(
                 "reasons": reasons,
             }
         )
+    return out
+
+
+def _report_tables(name: Any, entries: Mapping[str, Mapping[str, Any]]) -> list[dict]:
+    """The tables a scorer builds from each system's dataset figures (`report_tables`, as
+    the console shows them), for its section."""
+    from queryeval.scorers import scorer_class
+
+    if not name:
+        return []
+    try:
+        cls = scorer_class(str(name))
+    except KeyError:
+        return []
+    out = []
+    for system, e in entries.items():
+        if not e.get("aggregate"):
+            continue
+        try:
+            tables = cls.report_tables(e["aggregate"])
+        except Exception:  # a report must not die on one odd stored aggregate
+            continue
+        out += [{"system": system, "title": title, "header": rows[0], "rows": rows[1:]}
+                for title, rows in tables if len(rows) >= 2]  # fmt: skip
     return out
 
 
