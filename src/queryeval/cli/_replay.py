@@ -82,7 +82,9 @@ def _show(system: str, label: str, witness: dict[str, Any], script: Path | None)
         stored = witness.get(name) or {}
         matches = record.get("rows") == stored.get("rows")
         same = same and matches
-        table = Table(title=f"{name}: {queries.get(name)}", title_justify="left")
+        console.print(f"[bold]{name}[/bold]")
+        console.print(str(queries.get(name)), markup=False, highlight=False)
+        table = Table()
         for column in record.get("columns") or ["error"]:
             table.add_column(str(column))
         for row in record.get("rows") or ([[record["error"]]] if "error" in record else []):

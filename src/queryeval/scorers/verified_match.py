@@ -161,6 +161,20 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
         }
         return out
 
+    def report_columns(self, score: Score) -> dict[str, Any]:
+        """The deciding tier and, for a counterexample, its witness as text (its rows, both
+        results, what it assumes): shown per case in the HTML and Excel reports."""
+        details = score.details or {}
+        if "tier" not in details:
+            return {}
+        out: dict[str, Any] = {"tier": details["tier"]}
+        if details.get("unverified"):
+            out["unverified"] = details["unverified"]
+        witness = details.get("counterexample")
+        if isinstance(witness, dict):
+            out["counterexample"] = witness_text(witness)
+        return out
+
     @classmethod
     def report_tables(cls, aggregate: dict[str, Any]) -> list[tuple[str, list[list[Any]]]]:
         """EX beside verified, the difference, the deciding tiers and the counterexample
@@ -176,6 +190,48 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
         rows += [[f"assumes: {k}", n] for k, n in v["assumptions"].items()]
         rows += [[f"unverified: {k}", n] for k, n in v["unverified"].items()]
         return [(f"verified verdicts ({v['note']})", rows)]
+
+
+def witness_text(witness: dict[str, Any]) -> str:
+    """A counterexample as readable text: the variant, its rows per table, both results,
+    its assumptions.
+
+    >>> print(witness_text({"variant": "boundary t.a > 30", "rows": 1, "minimal": True,
+    ...     "tables": {"t": {"columns": ["a"], "rows": [[30]]}},
+    ...     "gold": {"columns": ["a"], "rows": [[30]]}, "prediction": {"columns": ["a"], "rows": []},
+    ...     "assumptions": []}))
+    variant boundary t.a > 30: 1 row (minimal)
+    t(a):
+      (30)
+    gold -> a:
+      (30)
+    prediction -> a:
+      (no rows)
+    """
+    size = witness.get("rows", 0)
+    lines = [f"variant {witness.get('variant')}: {size} row{'s' if size != 1 else ''}"
+             + (" (minimal)" if witness.get("minimal") else " (shrinking stopped at its bound)")]
+    for table, content in (witness.get("tables") or {}).items():
+        lines.append(f"{table}({', '.join(map(str, content.get('columns', [])))}):")
+        lines += [f"  ({', '.join(_show(v) for v in row)})" for row in content.get("rows", [])]
+    for side in ("gold", "prediction"):
+        result = witness.get(side) or {}
+        if "error" in result:
+            lines.append(f"{side} -> {result['error']}")
+            continue
+        lines.append(f"{side} -> {', '.join(map(str, result.get('columns', [])))}:")
+        rows = result.get("rows") or []
+        lines += [f"  ({', '.join(_show(v) for v in row)})" for row in rows[:20]]
+        if len(rows) > 20:
+            lines.append(f"  ... {result.get('row_count', len(rows)) - 20} more")
+        if not rows:
+            lines.append("  (no rows)")
+    lines += [f"assumes: {a.get('text')}" for a in witness.get("assumptions") or []]
+    return "\n".join(lines)
+
+
+def _show(value: Any) -> str:
+    return "NULL" if value is None else repr(value)
 
 
 def _kind(variant: str) -> str:
