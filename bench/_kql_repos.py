@@ -22,6 +22,31 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# The community corpora measured (bench/README.md, "KQL coverage"): owner/name and the commit
+# of the snapshot measured. `bench_kql_coverage.py --community DIR` reads each from
+# DIR/owner+name/repo (the layout of a mirror) or DIR/name (a clone), where present.
+COMMUNITY = (
+    ("reprise99/Sentinel-Queries", "issue 28's first measure"),
+    ("Bert-JanP/Hunting-Queries-Detection-Rules", "issue 28's first measure"),
+    ("cyb3rmik3/KQL-threat-hunting-queries", "issue 28's first measure"),
+    ("benscha/KQLAdvancedHunting", "issue 28, never used before its after-measure"),
+    ("m4nbat/KustQueryLanguage_kql", "issue 28, never used before its after-measure"),
+)
+
+
+def community_paths(folder: Path) -> list[Path]:
+    """The COMMUNITY repositories found under `folder` (a mirror's `owner+name/repo`, or a
+    clone named `name`), in COMMUNITY's order."""
+    found = []
+    for repo, _ in COMMUNITY:
+        owner, name = repo.split("/")
+        for candidate in (folder / f"{owner}+{name}" / "repo", folder / name):
+            if candidate.is_dir():
+                found.append(candidate)
+                break
+    return found
+
+
 _FENCE = re.compile(r"^```[ \t]*(kql|kusto|)[ \t]*\n(.*?)^```", re.I | re.M | re.S)
 _PIPE = re.compile(r"^\s*\|\s*[a-z-]+\b", re.M)  # a tabular operator: `| where`
 _SUFFIXES = (".kql", ".csl", ".md", ".yaml", ".yml")

@@ -110,8 +110,19 @@ def build_fixture(schemas: dict[str, dict[str, str]], path: Path, rows: int = 0)
     con.close()
 
 
+_NETWORK = "externaldata (needs the network: the evaluator runs offline)"
+
+
+def needs_network(message: str) -> bool:
+    """Whether the engine refused a query because it reads rows from a URL (`externaldata`):
+    the evaluator's inability, reported as its own class."""
+    return "externaldata reads" in message or "ExternalDataExpression" in message
+
+
 def construct_of(kind: str, message: str) -> str:
     """The construct that stopped a query, from the engine's message."""
+    if needs_network(message):
+        return _NETWORK
     match = _CONSTRUCT.search(message)
     if match:
         name = match.group(1) or match.group(2)
@@ -185,6 +196,9 @@ def report(rows: list[dict[str, Any]], top: int | None = None) -> None:
         counts["valid"] += 1
         if row["kind"] == "ok":
             counts["runs"] += 1
+        elif needs_network(row["message"]):
+            counts["network"] += 1
+            stops[_NETWORK][row["source"]] += 1
         else:
             counts[row["kind"]] += 1
             stops[construct_of(row["kind"], row["message"])][row["source"]] += 1
@@ -195,17 +209,21 @@ def report(rows: list[dict[str, Any]], top: int | None = None) -> None:
                 on_rows[construct_of(row["kind_rows"], row["message_rows"])] += 1
     sources = list(by_source)
     with_rows = any(by_source[s]["rows measured"] for s in sources)
-    print("\n| source | queries | syntax-valid | valid | runs | runs / valid | unsupported "
-          "| other failures |" + (" runs on rows / valid |" if with_rows else ""))  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_rows else ""))
+    print("\n| source | queries | syntax-valid | valid | needs the network | runs | runs / valid "
+          "| runs / valid offline | unsupported | other failures |"
+          + (" runs on rows / valid offline |" if with_rows else ""))  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_rows else ""))
     for source in sources:
         c = by_source[source]
-        other = c["valid"] - c["runs"] - c["unsupported"]
+        offline = c["valid"] - c["network"]
+        other = offline - c["runs"] - c["unsupported"]
         share = 100 * c["runs"] / c["valid"] if c["valid"] else 0.0
-        line = (f"| {source} | {c['queries']} | {c['syntax valid']} | {c['valid']} | {c['runs']} "
-                f"| {share:.1f} % | {c['unsupported']} | {other} |")  # fmt: skip
+        offline_share = 100 * c["runs"] / offline if offline else 0.0
+        line = (f"| {source} | {c['queries']} | {c['syntax valid']} | {c['valid']} "
+                f"| {c['network']} | {c['runs']} | {share:.1f} % | {offline_share:.1f} % "
+                f"| {c['unsupported']} | {other} |")  # fmt: skip
         if with_rows:
-            rows_share = 100 * c["runs on rows"] / c["valid"] if c["valid"] else 0.0
+            rows_share = 100 * c["runs on rows"] / offline if offline else 0.0
             line += f" {rows_share:.1f} % ({c['runs on rows']}) |"
         print(line)
     if on_rows:
@@ -244,7 +262,8 @@ def record(rows: list[dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sources", nargs="*", default=list(SOURCES))
+    parser.add_argument("sources", nargs="*", help="corpus sources (default: every one, "
+                        "or none when --repo is given)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every query's outcome here")
     parser.add_argument("--from-json", type=Path, help="print the tables of a saved --json run")
     parser.add_argument("--top", type=int, help="construct rows: the top N, and every one "
@@ -252,6 +271,9 @@ def main() -> int:
     parser.add_argument("--repo", type=Path, action="append", default=[],
                         help="a community repository as cloned (work tree or bare git dir); "
                         "its KQL is measured as one more source")  # fmt: skip
+    parser.add_argument("--community", type=Path, help="a folder holding the community "
+                        "repositories of _kql_repos.COMMUNITY (mirrors or clones): each "
+                        "one found is measured as by --repo")  # fmt: skip
     parser.add_argument("--rows", type=int, default=0, help="also run every valid query on "
                         "tables holding this many synthetic rows")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="skip (for run_all.py --quick)")
@@ -268,7 +290,12 @@ def main() -> int:
     if corpus is None:
         print("bench_kql_coverage: the KQL corpus (../shared/data/kql) is not here; skipped")
         return 0
-    rows = measure(corpus, args.sources, args.repo, args.rows)
+    if args.community:
+        from _kql_repos import community_paths
+
+        args.repo += community_paths(args.community)
+    sources = args.sources or ([] if args.repo else list(SOURCES))
+    rows = measure(corpus, sources, args.repo, args.rows)
     report(rows, args.top)
     record(rows)
     if args.json:

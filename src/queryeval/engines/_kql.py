@@ -9,6 +9,7 @@ client returns them: `make_list(pack(...))` is a list of dicts, not of JSON text
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -32,6 +33,7 @@ from queryeval.engines._duckdb import (
     duckdb_tables,
     run_on_cursor,
 )
+from queryeval.engines._kql_case import CaseIndex, Separated, decode_column, separate_case
 from queryeval.engines._kql_functions import REFUSED_MARKER
 from queryeval.engines._kql_functions import install as install_kql_functions
 from queryeval.engines._kql_rewrite import KqlRefused, Rewritten, rewrite_kql
@@ -173,6 +175,7 @@ class KqlEngine(Engine):
         # queries (and of the prefixes a rewrite inspects, again and again in nested lets),
         # are the same every time (successes only: a refusal may be a time limit's)
         self._catalog: Any = None
+        self._case_index: CaseIndex | None = None
         self._memo: dict[tuple[str, str, tuple[str, ...]], Any] = {}
 
     def refusal(self, query: str) -> str | None:
@@ -275,6 +278,34 @@ class KqlEngine(Engine):
         )  # fmt: skip
 
     def _run(self, query: str) -> RawResult:
+        separated = self._memoised("case", query, (), lambda: self._separated(query))
+        if separated is None:
+            return self._run_prepared(query)
+        raw = self._run_prepared(separated.text)
+        return dataclasses.replace(raw, columns=[decode_column(c) for c in raw.columns])
+
+    def _separated(self, query: str) -> Separated | None:
+        """`query` with its columns that differ only in case kept apart (`_kql_case`), or
+        None when it names none (a quick look at its words first)."""
+        if self._case_index is None:
+            self._case_index = CaseIndex(self._tables())
+        if not self._case_index.might_collide(query):
+            return None
+        return separate_case(query, self._tables())
+
+    def _tables(self) -> dict[str, list[str]]:
+        """The database's tables and their columns (duckdb-kql's catalog, read once)."""
+        if self._catalog is None:
+            from duckdb_kql.engine import schema
+
+            cursor = self._cursor()
+            try:
+                self._catalog = schema(cursor)
+            finally:
+                cursor.close()
+        return dict(self._catalog)
+
+    def _run_prepared(self, query: str) -> RawResult:
         import duckdb_kql
 
         prepared = self.prepare(query)

@@ -77,6 +77,12 @@ _IPV4_PRIVATE = (
 )
 
 
+_TRANSLATE = (
+    "translate({2}, {0}, CASE WHEN length({1}) = 0 THEN '' "
+    "ELSE rpad({1}, CAST(greatest(length({0}), length({1})) AS INTEGER), right({1}, 1)) END)"
+)
+
+
 def _make_bag(condition: str) -> str:
     """make_bag: the property bags of the group merged at the top level; for a key in
     several bags one of its values (Kusto: "an arbitrary value"); values that are not bags
@@ -153,6 +159,9 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         # group of no rows at all (the rewriter drops that row: Kusto gives none)
         aggregate("queryeval_series", _SERIES, (6,), note="queryeval: make-series values"),
         aggregate("queryeval_series_axis", _SERIES_AXIS, (4,), note="queryeval: its axis"),
+        # count_distinct: the exact number of distinct non-null values (Kusto's docs)
+        aggregate("count_distinct", "count(DISTINCT {0})", (1,), name_prefix="count_distinct",
+                  note="queryeval: exact distinct count"),
         aggregate("make_bag", _make_bag(""), (1,), name_prefix="bag", rules=("R4", "R9"),
                   note="queryeval: top-level merge, one value per key"),
         aggregate("make_bag_if", _make_bag(" AND ({1})"), (2,), name_prefix="bag",
@@ -176,6 +185,16 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         scalar("new_guid", "template", "gen_random_uuid()", (0,), (), "queryeval"),
         scalar("ipv4_is_private", "template", _IPV4_PRIVATE, (1,), (), "queryeval"),
         scalar("set_union", "template", _set_union(), (2,), ("R9",), "queryeval"),
+        # string_size: the string's size in bytes (UTF-8), DuckDB's strlen
+        scalar("string_size", "template", "strlen(CAST({0} AS VARCHAR))", (1,), (), "queryeval"),
+        # translate(searchList, replacementList, source): a shorter replacement list is
+        # padded with its last character, an empty one deletes (Kusto's docs' examples)
+        scalar("translate", "template", _TRANSLATE, (3,), (), "queryeval"),
+        # ingestion_time(): null where the table has no IngestionTime policy (Kusto's docs);
+        # a DuckDB table records no ingestion time
+        scalar("ingestion_time", "template", "CAST(NULL AS TIMESTAMP)", (0,), (), "queryeval"),
+        # pack_dictionary: the deprecated name of bag_pack
+        scalar("pack_dictionary", "template", "json_object({})", (), ("R9",), "queryeval"),
         scalar("set_difference", "template", _set_difference(), (2,), ("R9",), "queryeval"),
         scalar("set_intersect", "template", _set_intersect(), (2,), ("R9",), "queryeval"),
     ]

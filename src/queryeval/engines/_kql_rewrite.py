@@ -698,7 +698,8 @@ def _mv_expand_names(q: _Query) -> list[Edit]:
 
 
 def _dynamic_source_name(value: Any) -> str | None:
-    """Kusto's name for `todynamic(Col)` (Col) or a path on it (`Col_x`); None otherwise."""
+    """Kusto's name for `todynamic(Col)` (Col) or a path on it or on a column (`Col_x`);
+    None otherwise."""
     if _kind(value) == "NamedFunctionCallExpression":
         calls = list(_calls(value))
         call = calls[0] if calls else None
@@ -711,7 +712,10 @@ def _dynamic_source_name(value: Any) -> str | None:
         parts = _rules(value)
         if len(parts) != 2:
             return None
-        base = _dynamic_source_name(_collapse(parts[0]))
+        root = _collapse(parts[0])
+        base = _dynamic_source_name(root)
+        if base is None and _kind(root) != "FunctionCallOrPathPathExpression":
+            base = _as_column(root)  # `Col.x`: Kusto.Language names it Col_x too
         if base is None:
             return None
         member = [t.symbol.text for t in _tokens(parts[1])]
@@ -947,15 +951,18 @@ def _pack_keys(q: _Query) -> list[Edit]:
 
 
 def _parenthesized_source(q: _Query) -> list[Edit]:
-    """`(T | ops) | more` is `T | ops | more`; duckdb-kql takes no parenthesized source."""
+    """`(T | ops) | more` is `T | ops | more`, and a statement (or a let's value) that is
+    all one `(T | ops)` is `T | ops`; duckdb-kql takes no parenthesized source."""
     edits = []
     for node in _walk(q.tree):
         if _kind(node) != "PipeExpression":
             continue
         kids = _rules(node)
         head = _collapse(kids[0]) if kids else None
-        if len(kids) < 2 or _kind(head) != "ParenthesizedExpression":
+        if not kids or _kind(head) != "ParenthesizedExpression":
             continue
+        if len(kids) == 1 and not _whole_statement(node):
+            continue  # `(x)` in an expression, a join's `(T | ...)`: left as written
         if any(_kind(k) != "PipedOperator" for k in kids[1:]):
             continue
         inner = _rules(head)
@@ -964,6 +971,16 @@ def _parenthesized_source(q: _Query) -> list[Edit]:
         a, b = _span(head)
         edits.append(Edit(a, b, q.source(inner[0])))
     return edits
+
+
+def _whole_statement(pipe: Any) -> bool:
+    """Whether the pipe expression is all of a query statement or of a let's value."""
+    expression = _parent(pipe, "Expression")
+    if expression is None or _span(expression) != _span(pipe):
+        return False
+    holder = _parent(expression, "QueryStatement", "LetVariableDeclaration", "Expression",
+                     "PipeExpression", "PrimaryExpression", "ParenthesizedExpression")  # fmt: skip
+    return holder is not None and _kind(holder) in ("QueryStatement", "LetVariableDeclaration")
 
 
 # -- rule: extractjson -------------------------------------------------------------------------

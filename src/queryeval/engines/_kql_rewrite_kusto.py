@@ -637,7 +637,45 @@ def _star_clause(q: _Query, node: Any, op: str, literal: str, what: str) -> str:
     return (" and " if op.startswith("!") else " or ").join(parts)
 
 
+# -- x.[0] -------------------------------------------------------------------------------------
+
+
+def _legacy_element(q: _Query) -> list[Edit]:
+    """`x.[i]`, the legacy spelling of an element access that Kusto.Language still reads as
+    `x[i]`: written `x[i]`."""
+    if ".[" not in q.text:
+        return []
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) == "LegacyFunctionCallOrPathElementOperation":
+            start = _span(node)[0]
+            if q.text[start] == ".":
+                edits.append(Edit(start, start + 1, ""))
+    return edits
+
+
+# -- externaldata -------------------------------------------------------------------------------
+
+EXTERNALDATA_REFUSAL = "externaldata reads its rows from a URL, which an offline evaluator"
+
+
+def _externaldata(q: _Query) -> list[Edit]:
+    """`externaldata(...) [URL]` reads rows over the network at query time: the evaluator
+    cannot (it runs offline), so the query is refused as the evaluator's, never run without
+    those rows."""
+    if "externaldata" not in q.text.lower():
+        return []
+    for node in _walk(q.tree):
+        if _kind(node) == "ExternalDataExpression":
+            urls = [q.source(n) for n in _walk(node) if _kind(n) == "StringLiteralExpression"]
+            url = urls[0][:80] if urls else "?"
+            raise KqlRefused(f"{EXTERNALDATA_REFUSAL} does not fetch ({url})")
+    return []
+
+
 KUSTO_RULES = (
+    _externaldata,
+    _legacy_element,
     _range_count,
     _series_axis_expand,
     _union_types,

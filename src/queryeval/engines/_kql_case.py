@@ -1,0 +1,179 @@
+"""Columns whose names differ only in case (`CallerIPAddress`, `CallerIpAddress`): two
+columns in Kusto (names are case-sensitive), one name to DuckDB, so duckdb-kql refuses them
+(its rule R7). queryeval keeps them apart by a renaming scheme, tried only on a query
+duckdb-kql refused for that reason:
+
+- every spelling of such a group but one (the canonical one, a spelling of the tables'
+  columns) is written `<spelling>__qe<i>` wherever the query names it, and read from a table
+  that has it by a `project-rename` leg (`union *` and `union Pattern*` are expanded to their
+  tables, in duckdb-kql's name order);
+- the result's columns are named back (`decode_column`): the suffix dropped, the original
+  spelling kept exactly.
+
+A query that could see a column's *name* as data (`pack_all`, `column_ifexists`,
+`getschema`, `bag_unpack`, `withsource`, wildcard column lists, a string that spells a
+renamed column) is refused rather than answered with the encoded names.
+
+    >>> decode_column("CallerIpAddress__qe1")
+    'CallerIpAddress'
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from queryeval.languages.kql import quote_name
+
+_SUFFIX = re.compile(r"__qe\d+$")
+# what reads column names as data: the encoded names would show
+_NAME_READERS = re.compile(
+    r"\b(pack_all|column_ifexists|columnifexists|getschema|bag_unpack|narrow|pivot|withsource|"
+    r"buildschema|pack\s*\(\s*\*|bag_pack\s*\(\s*\*)\b|\bproject(-away|-keep|-reorder)?\b[^|]*\*",
+    re.I,
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+class CaseIndex:
+    """The spellings of a database's column names by their case-folded form: a quick look at
+    whether a query may name columns that differ only in case (then `separate_case`)."""
+
+    def __init__(self, tables: dict[str, list[str]]) -> None:
+        self.spellings: dict[str, set[str]] = {}
+        for table, columns in tables.items():
+            if "." not in table:
+                for column in columns:
+                    self.spellings.setdefault(column.casefold(), set()).add(column)
+        self.collide = any(len(s) > 1 for s in self.spellings.values())
+
+    def might_collide(self, query: str) -> bool:
+        """False when no word of `query` is another spelling of a column (or of a column
+        with several spellings), and it has no `union` across tables that collide."""
+        if self.collide and "union" in query.lower():
+            return True
+        for word in set(_WORD.findall(query)):
+            known = self.spellings.get(word.casefold())
+            if known and (len(known) > 1 or word not in known):
+                return True
+        return False
+
+
+def decode_column(name: str) -> str:
+    """A result column's name as the query's author wrote it (the scheme's suffix off)."""
+    return _SUFFIX.sub("", name)
+
+
+@dataclass(frozen=True)
+class Separated:
+    text: str
+    renamed: dict[str, str]  # spelling -> encoded name
+
+
+def _names(tree: Any, text: str) -> list[tuple[int, int, str, bool]]:
+    """(start, stop, name, escaped) of every name token of the query."""
+    from queryeval.engines._kql_rewrite import _kind, _name_of, _span, _walk
+
+    out = []
+    for node in _walk(tree):
+        kind = _kind(node)
+        if kind in ("IdentifierName", "EscapedName"):
+            name = _name_of(node)
+            if name is not None:
+                start, stop = _span(node)
+                out.append((start, stop, name, kind == "EscapedName"))
+    return out
+
+
+def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
+    """`query` with the spellings of each case-colliding column group kept apart (see the
+    module); None when there is no such group to separate. KqlRefused when the query would
+    see the encoded names."""
+    from duckdb_kql import parse
+
+    from queryeval.engines._kql_rewrite import KqlRefused, _kind, _span, _walk
+
+    tables = {t: cols for t, cols in tables.items() if "." not in t}
+    tree = parse(query).tree
+    if tree is None:
+        return None
+    # the union wildcards, each expanded to its tables (duckdb-kql's name order)
+    wildcards: list[tuple[int, int, list[str]]] = []
+    for node in _walk(tree):
+        if _kind(node) == "WildcardedNameReference":
+            pattern = query[slice(*_span(node))].strip()
+            wildcards.append((*_span(node), sorted(fnmatch.filter(tables, pattern))))
+    names = _names(tree, query)
+    used_tables = {n for _, _, n, _ in names if n in tables}
+    used_tables |= {t for _, _, legs in wildcards for t in legs}
+    spellings: dict[str, set[str]] = {}
+    for table in used_tables:
+        for column in tables[table]:
+            spellings.setdefault(column.casefold(), set()).add(column)
+    for _, stop, name, _ in names:
+        if name not in tables and not query[stop:].lstrip().startswith("("):  # not a call
+            spellings.setdefault(name.casefold(), set()).add(name)
+    table_columns = {c for t in used_tables for c in tables[t]}
+    groups = [sorted(g) for g in spellings.values() if len(g) > 1 and g & table_columns]
+    if not groups:
+        return None
+    if _NAME_READERS.search(query):
+        raise KqlRefused("columns whose names differ only in case, in a query that reads "
+                         "column names as data")  # fmt: skip
+    renamed: dict[str, str] = {}
+    for group in groups:
+        in_tables = [s for s in group if s in table_columns]
+        canonical = in_tables[0] if in_tables else group[0]
+        for i, spelling in enumerate(s for s in group if s != canonical):
+            renamed[spelling] = f"{spelling}__qe{i + 1}"
+    literals = {query[slice(*_span(n))][1:-1] for n in _walk(tree)
+                if _kind(n) == "StringLiteralExpression"}  # fmt: skip
+    if literals & set(renamed):
+        raise KqlRefused("columns whose names differ only in case, one spelled in a string")
+
+    def leg(table: str) -> str:
+        moves = [f"{quote_name(renamed[c])} = {quote_name(c)}" for c in tables[table]
+                 if c in renamed]  # fmt: skip
+        if not moves:
+            return quote_name(table)
+        return f"({quote_name(table)} | project-rename {', '.join(moves)})"
+
+    edits: list[tuple[int, int, str]] = []
+    for start, stop, legs in wildcards:
+        edits.append((start, stop, ", ".join(leg(t) for t in legs)))
+    for start, stop, name, _ in names:
+        if any(a <= start < b for a, b, _ in wildcards):
+            continue
+        if name in tables:
+            if leg(name) != quote_name(name):
+                where = _place(tree, query, start)
+                if where is None:
+                    raise KqlRefused(
+                        f"columns whose names differ only in case, read from {name} other "
+                        "than as a union leg or a pipeline head"
+                    )
+                edits.append((start, stop, where + leg(name)))
+        elif name in renamed and not query[stop:].lstrip().startswith("("):
+            edits.append((start, stop, quote_name(renamed[name])))
+    out, pos = [], 0
+    for start, stop, text in sorted(edits):
+        out.append(query[pos:start] + text)
+        pos = stop
+    return Separated("".join(out) + query[pos:], renamed)
+
+
+def _place(tree: Any, text: str, start: int) -> str | None:
+    """What a table read at `start` needs before its renaming leg: "" for a whole leg of a
+    `union`, "union " for a pipeline's head; None elsewhere."""
+    from queryeval.engines._kql_rewrite import _kind, _span, _walk
+
+    for node in _walk(tree):
+        kind = _kind(node)
+        if kind == "UnionOperatorExpression" and _span(node)[0] == start:
+            return ""
+        if kind == "BeforePipeExpression" and _span(node)[0] == start:
+            before = text[:start].rstrip()
+            return "union " if not before or before[-1] in "(;=" else None
+    return None

@@ -1,0 +1,162 @@
+"""Issue 28, community corpora: constructs of real-world KQL (Sentinel and Defender hunting
+repositories) that the embedded engine refused or answered differently from Kusto. Each test
+is grounded in Kusto's documentation (its examples and rules) or in the result type
+Microsoft's Kusto.Language gives the query; each fails on the engine before the change.
+No Node needed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from kql_support import rows
+from queryeval.engines import Engine, Limits
+from queryeval.engines._kql import KqlEngine
+from queryeval.engines._kql_case import CaseIndex, decode_column, separate_case
+from queryeval.engines._kql_rewrite import KqlRefused
+
+NOW = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="module")
+def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    path = tmp_path_factory.mktemp("community") / "t.duckdb"
+    con = duckdb.connect(str(path))
+    # two Sentinel tables whose caller address columns differ only in case (as AzureActivity's
+    # CallerIpAddress and another log's CallerIPAddress do)
+    con.execute("CREATE TABLE Activity (TimeGenerated TIMESTAMP, CallerIpAddress VARCHAR, "
+                "Type VARCHAR)")  # fmt: skip
+    con.execute("INSERT INTO Activity VALUES ('2024-05-01', '10.0.0.1', 'Activity')")
+    con.execute("CREATE TABLE Storage (TimeGenerated TIMESTAMP, CallerIPAddress VARCHAR, "
+                "Type VARCHAR, IpAddress VARCHAR)")  # fmt: skip
+    con.execute("INSERT INTO Storage VALUES ('2024-05-02', '10.0.0.2', 'Storage', '10.9.9.9')")
+    con.execute("CREATE TABLE Audit (Id BIGINT, TargetResources JSON)")
+    con.execute("""INSERT INTO Audit VALUES (1, '[{"displayName": "pol", "modifiedProperties": """
+                """[{"newValue": "a"}, {"newValue": "b"}]}]')""")  # fmt: skip
+    con.execute("CREATE TABLE Names (x VARCHAR, n BIGINT)")
+    con.executemany("INSERT INTO Names VALUES (?, ?)", [("a", 1), ("a", 2), (None, 3), ("b", 3)])
+    con.close()
+    engine = KqlEngine("community", path, Limits(timeout_s=60), "community", NOW)
+    yield engine
+    engine.close()
+
+
+# -- columns whose names differ only in case ---------------------------------------------------
+# Kusto: "Entity names are case-sensitive" (learn.microsoft.com/kusto/query/schema-entities/
+# entity-names): CallerIpAddress and CallerIPAddress are two columns; a union has both.
+
+
+def test_union_keeps_case_variants_apart(kql: Engine) -> None:
+    # duckdb-kql merged them: every row had the other table's address too
+    columns, got = rows(kql, "union Activity, Storage | project Type, CallerIpAddress, "
+                             "CallerIPAddress | order by Type asc")  # fmt: skip
+    assert columns == ["Type", "CallerIpAddress", "CallerIPAddress"]
+    assert got == [("Activity", "10.0.0.1", None), ("Storage", None, "10.0.0.2")]
+
+
+def test_union_star_with_case_variants_runs(kql: Engine) -> None:
+    # duckdb-kql refused `union *` here ("differ only in case"), a schema error of the query
+    query = ("union * | where TimeGenerated > ago(60d) | summarize count() by CallerIpAddress "
+             "| order by CallerIpAddress asc")  # fmt: skip
+    columns, got = rows(kql, query)
+    assert columns == ["CallerIpAddress", "count_"]
+    assert got == [(None, 1), ("10.0.0.1", 1)]
+
+
+def test_extend_of_a_case_variant_is_a_new_column(kql: Engine) -> None:
+    columns, got = rows(kql, 'Storage | extend IPAddress = "x" | project IPAddress, IpAddress')
+    assert columns == ["IPAddress", "IpAddress"]
+    assert got == [("x", "10.9.9.9")]
+
+
+def test_case_variants_where_names_are_data_are_refused(kql: Engine) -> None:
+    run = kql.execute("union Activity, Storage | extend b = pack_all()")
+    assert run.outcome.kind == "unsupported"
+    assert "differ only in case" in run.outcome.message
+
+
+def test_case_scheme_leaves_other_queries_alone() -> None:
+    index = CaseIndex({"A": ["IpAddress"], "B": ["Name"]})
+    assert not index.might_collide("B | where Name == 'x'")
+    assert index.might_collide("A | extend IPAddress = 1")
+    assert separate_case("B | take 1", {"A": ["IpAddress"], "B": ["Name"]}) is None
+    assert decode_column("IPAddress__qe1") == "IPAddress"
+    with pytest.raises(KqlRefused):
+        separate_case("A | where 'IPAddress' != '' | extend IPAddress = 1",
+                      {"A": ["IpAddress"]})  # fmt: skip
+
+
+# -- externaldata: the evaluator runs offline ---------------------------------------------------
+
+
+def test_externaldata_is_refused_as_the_evaluators(kql: Engine) -> None:
+    # externaldata reads rows from a storage URL at query time (Kusto's docs, "externaldata
+    # operator"): an offline evaluator cannot; unsupported (unscored), never empty rows
+    run = kql.execute('let Bad = externaldata(Ip: string)[@"https://example.org/ips.csv"] '
+                      'with (format="csv"); Names | where x in (Bad)')  # fmt: skip
+    assert run.outcome.kind == "unsupported"
+    assert "externaldata reads its rows from a URL" in run.outcome.message
+
+
+# -- functions ------------------------------------------------------------------------------------
+
+
+def test_translate_docs_examples(kql: Engine) -> None:
+    # the docs' examples: translate("abc", "x", "abc") == "xxx", translate("abc", "", "ab")
+    # == "", translate("krasp", "otsku", "spark") == "kusto"
+    _, got = rows(kql, 'print a = translate("abc", "x", "abc"), b = translate("abc", "", "ab"), '
+                       'c = translate("krasp", "otsku", "spark")')  # fmt: skip
+    assert got == [("xxx", "", "kusto")]
+
+
+def test_string_size_is_bytes(kql: Engine) -> None:
+    # string_size: "the size, in bytes, of the input string" (docs: string_size("hello") 5);
+    # strlen counts characters
+    _, got = rows(kql, 'print string_size("hello"), string_size("héllo"), strlen("héllo")')
+    assert got == [(5, 6, 5)]
+
+
+def test_ingestion_time_is_null_without_a_policy(kql: Engine) -> None:
+    # docs: "If the table doesn't have IngestionTime policy defined (enabled), the returned
+    # value is null" - a DuckDB table records no ingestion time
+    columns, got = rows(kql, "Names | where n == 1 | extend t = ingestion_time()")
+    assert columns == ["x", "n", "t"] and got == [("a", 1, None)]
+
+
+def test_count_distinct_and_pack_dictionary(kql: Engine) -> None:
+    # count_distinct: the exact number of distinct values, nulls ignored; result named
+    # count_distinct_x (Kusto.Language's result type); pack_dictionary is bag_pack's old name
+    columns, got = rows(kql, "Names | summarize count_distinct(x)")
+    assert columns == ["count_distinct_x"] and got == [(2,)]
+    _, got = rows(kql, 'print pack_dictionary("a", 1, "b", "x")')
+    assert got == [({"a": 1, "b": "x"},)]
+
+
+# -- syntax real queries use -------------------------------------------------------------------
+
+
+def test_legacy_element_step(kql: Engine) -> None:
+    # `TargetResources.[0].displayName`: Kusto.Language reads `.[0]` as the element access [0]
+    _, got = rows(kql, "Audit | project a = tostring(TargetResources.[0].displayName), "
+                       "b = tostring(TargetResources[0].displayName)")  # fmt: skip
+    assert got == [("pol", "pol")]
+
+
+def test_statement_that_is_one_parenthesized_pipeline(kql: Engine) -> None:
+    # `(union isfuzzy=true (A), (B | where ...) | sort by ...)` as the whole query
+    columns, got = rows(kql, "(union isfuzzy=true (Names | where n > 2), (Names | where n == 1)"
+                             " | sort by n asc, x asc)")  # fmt: skip
+    assert columns == ["x", "n"]
+    assert got == [("a", 1), (None, 3), ("b", 3)]
+
+
+def test_mv_expand_of_a_column_path_is_named_col_member(kql: Engine) -> None:
+    # `mv-expand TargetResources.modifiedProperties`: Kusto.Language's result type names the
+    # expanded values TargetResources_modifiedProperties (the corpus queries use that name)
+    columns, got = rows(kql, "Audit | mv-expand TargetResources | mv-expand "
+                             "TargetResources.modifiedProperties | project v = "
+                             "tostring(TargetResources_modifiedProperties.newValue)")  # fmt: skip
+    assert columns == ["v"] and sorted(got) == [("a",), ("b",)]
