@@ -23,14 +23,18 @@ Alternatives measured in the same run:
 Then, unless --quick, the same at 5,000,000 rows (queryeval's Arrow path and DuckDB's
 ``EXCEPT ALL``; target: no slower than EXCEPT ALL, and at most 6x the 1M time).
 
-Small results (1, 10, 100 rows x 3 columns, given as Python rows as the engines hand them
-over; the prediction has the same rows shuffled and its columns reordered, or one row
-changed), per call, in this process, interleaved rounds of many calls: ``compare_results``
-against the ``Counter`` compare a user writes (columns reordered by name, ``Counter`` of
-each side, ``&``, the matched count and the exact verdict). Target: within 2x per call.
+Small results (1, 10, 100 rows, given as Python rows as the engines hand them over; the
+prediction has the same rows shuffled and its columns reordered, or one row changed), per
+call, in this process, interleaved rounds of many calls: ``compare_results`` with its
+defaults (float tolerance 1e-9, no ``legacy_recall``) against the ``Counter`` compare a
+user writes (columns reordered by name, ``Counter`` of each side, ``&``, the matched count
+and the exact verdict). Two shapes: ``plain`` (an int id, a string, an int count) and
+``typed`` (an int id, a float amount with 10% NULLs, a ``Decimal`` price and a ``date``:
+what an ``AVG``, a price column and a day give). Wall and CPU time (``process_time``) per
+call, medians, the load beside them. Target (issue 31): within 2x per call.
 
 Usage: ``python bench/bench_compare.py [--rows N] [--big-rows N] [--rounds R] [--cores C]
-[--quick]``.
+[--quick] [--small-only] [--shapes plain typed]``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "src"), str(HERE)]  # this checkout's queryeval
@@ -179,22 +184,38 @@ def compare_once(
     return matched
 
 
-def small_pair(n: int, wrong: bool, seed: int = 11) -> tuple[object, object]:
-    """A gold result of `n` rows x 3 columns (id, name, count) and its prediction: the same
-    rows shuffled with the columns reordered, or (`wrong`) one row changed."""
+def small_pair(n: int, wrong: bool, seed: int = 11, shape: str = "plain") -> tuple[object, object]:
+    """A gold result of `n` rows and its prediction: the same rows shuffled with the columns
+    reordered, or (`wrong`) one row changed. ``plain``: (id, name, count); ``typed``: (id,
+    amount: float with NULLs, price: Decimal, day: date)."""
+    import datetime as dt
     import random
+    from decimal import Decimal
 
     from queryeval.metrics import ResultSet
 
     rng = random.Random(seed + n)
-    rows = [(rng.randrange(10**6), f"name {rng.randrange(1000)}", rng.randrange(50))
-            for _ in range(n)]  # fmt: skip
+    if shape == "typed":
+        day0 = dt.date(2020, 1, 1)
+        rows = [(rng.randrange(10**6),
+                 None if rng.random() < 0.1 else round(rng.uniform(0, 1000), 2),
+                 Decimal(rng.randrange(10**5)).scaleb(-2),
+                 day0 + dt.timedelta(days=rng.randrange(2000)))
+                for _ in range(n)]  # fmt: skip
+        other: tuple[object, ...] = (-1, 1.5, Decimal("0.01"), dt.date(1999, 1, 1))
+        names = ["id", "amount", "price", "day"]
+    else:
+        rows = [(rng.randrange(10**6), f"name {rng.randrange(1000)}", rng.randrange(50))
+                for _ in range(n)]  # fmt: skip
+        other = (-1, "nobody", 0)
+        names = ["id", "name", "n"]
     shuffled = rows[:]
     rng.shuffle(shuffled)
     if wrong:
-        shuffled[0] = (-1, "nobody", 0)
-    pred = ResultSet(["n", "name", "id"], [(r[2], r[1], r[0]) for r in shuffled])
-    return pred, ResultSet(["id", "name", "n"], rows)
+        shuffled[0] = other
+    order = list(reversed(range(len(names))))
+    pred = ResultSet([names[i] for i in order], [tuple(r[i] for i in order) for r in shuffled])
+    return pred, ResultSet(names, rows)
 
 
 def counter_compare(pred: object, gold: object) -> tuple[bool, int]:
@@ -207,47 +228,60 @@ def counter_compare(pred: object, gold: object) -> tuple[bool, int]:
     return p == g, sum((p & g).values())
 
 
-def small(rounds: int, calls: int) -> None:
-    """compare_results against the Counter compare per call, 1-100 rows."""
+def per_call(call: Any, shape: str, n: int, wrong: bool, reps: int) -> dict[str, float]:
+    """Seconds and CPU seconds per call of ``call(pred, gold)`` over `reps` calls, each on
+    a pair of its own built beforehand (fresh objects, as a run's results come from the
+    engines: a ``Decimal`` caches its hash, so reusing one pair would let the ``Counter``
+    side skip hashing them)."""
+    pairs = [small_pair(n, wrong, shape=shape) for _ in range(reps)]
+    cpu = time.process_time()
+    start = time.perf_counter()
+    for pred, gold in pairs:
+        call(pred, gold)
+    wall = (time.perf_counter() - start) / reps
+    return {"seconds": wall, "cpu_seconds": (time.process_time() - cpu) / reps}
+
+
+def small(rounds: int, calls: int, shapes: tuple[str, ...] = ("plain", "typed")) -> None:
+    """compare_results (its defaults) against the Counter compare per call, 1-100 rows."""
+    from functools import partial
+
     from queryeval.metrics import compare_results
 
     print(f"\nsmall results, per call (Python rows, in this process; {calls:,} calls a round):")
-    for wrong in (False, True):
-        for n in SMALL_SIZES:
-            pred, gold = small_pair(n, wrong)
-            ours = compare_results(pred, gold, legacy=False)
-            assert (ours.exact, ours.matched_rows) == counter_compare(pred, gold)
-            reps = max(1, calls // max(n, 10))
-
-            def queryeval(pred: object = pred, gold: object = gold, reps: int = reps) -> float:
-                start = time.perf_counter()
-                for _ in range(reps):
-                    compare_results(pred, gold, legacy=False)
-                return (time.perf_counter() - start) / reps
-
-            def counter(pred: object = pred, gold: object = gold, reps: int = reps) -> float:
-                start = time.perf_counter()
-                for _ in range(reps):
-                    counter_compare(pred, gold)
-                return (time.perf_counter() - start) / reps
-
-            label = f"{n} row{'s' if n > 1 else ''}, {'one row wrong' if wrong else 'equal'}"
-            timings = h.interleaved(
-                [h.Side("compare_results", queryeval, 1), h.Side("Counter", counter, 1)],
-                rounds,
-                progress=False,
-            )
-            q, c = timings["compare_results"], timings["Counter"]
-            print(f"  {label:<24} compare_results {q.median * 1e6:7.1f} us   Counter "
-                  f"{c.median * 1e6:6.1f} us   {q.median / c.median:5.2f}x   load "
-                  f"{q.load_range}")  # fmt: skip
-            h.record(
-                "compare",
-                f"compare_results per call, {label}",
-                f"{q.median * 1e6:.1f} us",
-                against=f"Counter compare {c.median * 1e6:.1f} us",
-                note=f"{h.ratio(q, c)} (target <= 2x); 1 core each, median of {rounds}",
-            )
+    print("  (us per call: wall median, CPU median; load: 1-minute, lowest-highest)")
+    for shape in shapes:
+        for wrong in (False, True):
+            for n in SMALL_SIZES:
+                pred, gold = small_pair(n, wrong, shape=shape)
+                ours = compare_results(pred, gold)
+                assert ours.legacy_recall is None  # the default leaves it out
+                assert (ours.exact, ours.matched_rows) == counter_compare(pred, gold)
+                reps = max(1, calls // max(n, 10))
+                timings = h.interleaved(
+                    [h.Side("compare_results",
+                            partial(per_call, compare_results, shape, n, wrong, reps), 1),
+                     h.Side("Counter", partial(per_call, counter_compare, shape, n, wrong, reps),
+                            1)],
+                    rounds,
+                    progress=False,
+                )  # fmt: skip
+                q, c = timings["compare_results"], timings["Counter"]
+                q_cpu, c_cpu = q.extra_median("cpu_seconds"), c.extra_median("cpu_seconds")
+                label = (f"{shape}, {n} row{'s' if n > 1 else ''}, "
+                         f"{'one row wrong' if wrong else 'equal'}")  # fmt: skip
+                print(f"  {label:<30} compare_results {q.median * 1e6:7.1f} us "
+                      f"(cpu {q_cpu * 1e6:7.1f})   Counter {c.median * 1e6:6.1f} us "
+                      f"(cpu {c_cpu * 1e6:6.1f})   {q.median / c.median:5.2f}x wall "
+                      f"{q_cpu / c_cpu:5.2f}x cpu   load {q.load_range}")  # fmt: skip
+                h.record(
+                    "compare",
+                    f"compare_results per call, {label}",
+                    f"{q.median * 1e6:.1f} us (cpu {q_cpu * 1e6:.1f} us)",
+                    against=f"Counter compare {c.median * 1e6:.1f} us (cpu {c_cpu * 1e6:.1f} us)",
+                    note=f"{h.ratio(q, c)} wall, {q_cpu / c_cpu:.2f}x cpu (target <= 2x); "
+                    f"1 core each, median of {rounds}",
+                )
 
 
 def main() -> None:
@@ -255,8 +289,12 @@ def main() -> None:
         __doc__.splitlines()[0],
         full={"rows": 1_000_000, "big_rows": 5_000_000, "rounds": 3, "cores": 1, "calls": 20_000},
         quick={"rows": 100_000, "big_rows": 0, "rounds": 3, "cores": 1, "calls": 5_000},
-        extra=lambda p: p.add_argument("--cases", nargs="*", default=list(CASES)),
+        extra=_extra_options,
     )
+    if args.small_only:
+        print(h.machine())
+        small(args.rounds * 2 + 1, args.calls, tuple(args.shapes))
+        return
     print(h.machine())
     timings = sized(args.rows, args.cases, args.rounds, args.cores)
     if args.big_rows:
@@ -279,7 +317,14 @@ def main() -> None:
             against=f"DuckDB EXCEPT ALL {theirs.median:.2f} s ({args.cores} thread)",
             note=f"{note}; {args.cores} core each, median of {args.rounds}",
         )
-    small(args.rounds * 2 + 1, args.calls)
+    small(args.rounds * 2 + 1, args.calls, tuple(args.shapes))
+
+
+def _extra_options(parser: object) -> None:
+    parser.add_argument("--cases", nargs="*", default=list(CASES))  # type: ignore[attr-defined]
+    parser.add_argument("--small-only", action="store_true",  # type: ignore[attr-defined]
+                        help="only the per-call comparison of small results")  # fmt: skip
+    parser.add_argument("--shapes", nargs="*", default=["plain", "typed"])  # type: ignore[attr-defined]
 
 
 def sized(rows: int, cases: list[str], rounds: int, cores: int) -> dict[str, h.Timing]:

@@ -40,7 +40,7 @@ def test_extra_generated_rows_and_duplicates_are_not_penalised() -> None:
     expected = (["a"], [(1,), (1,)])
     generated = (["a"], [(1,), (2,), (3,)])
     assert recall(generated, expected) == 1.0
-    result = compare_results(ResultSet(*generated), ResultSet(*expected))
+    result = compare_results(ResultSet(*generated), ResultSet(*expected), legacy=True)
     assert result.legacy_recall == 1.0
     assert result.recall == 0.5 and result.precision == pytest.approx(1 / 3)
 
@@ -61,7 +61,7 @@ def test_only_the_first_hundred_rows_are_compared() -> None:
     generated = (["a"], [(i,) for i in range(50, 150)] + [(i,) for i in range(50)])
     # expected rows 0..99 against generated rows 50..149: rows 50..99 found
     assert recall(generated, expected) == 0.5
-    result = compare_results(generated, expected)
+    result = compare_results(generated, expected, legacy=True)
     assert result.legacy_recall == 0.5
     assert result.exact  # the full comparison sees every row
 

@@ -9,8 +9,8 @@ Rows are compared as whole rows after the columns are aligned:
 - ``exact``: the columns align under the column policy and the rows are equal under the row
   policy: same multiset (or set); for ``ordered``, also in gold's order, where rows tied on
   the gold's sort keys may come in any order among themselves.
-- ``legacy_recall``: seed 002's number (see ``queryeval.metrics.results._legacy``); None
-  when the caller did not ask for it (``legacy=False``).
+- ``legacy_recall``: seed 002's number (see ``queryeval.metrics.results._legacy``), computed
+  only when asked for (``legacy=True``); None otherwise.
 
 When the columns do not align (a gold column has no counterpart, or an extra predicted
 column outside ``gold_subset``), no row can be equal: matched = 0 and ``exact`` is False.
@@ -140,7 +140,7 @@ def compare_results(
     naive_timezone: str | None = "UTC",
     date_equals_midnight: bool = True,
     legacy_row_limit: int = LEGACY_ROW_LIMIT,
-    legacy: bool = True,
+    legacy: bool = False,
 ) -> ComparisonResult:
     """Compare a predicted query result with the gold one (see the module docstring).
 
@@ -153,8 +153,8 @@ def compare_results(
     ``gold_query`` (in ``language``, default SQL) has a top-level ordering, else
     ``multiset``. ``abs_tol`` and ``rel_tol`` apply ``math.isclose`` to numeric columns
     holding floats or decimals, after the columns and rows are aligned; integer columns
-    always compare exactly. ``legacy=False`` skips seed 002's ``legacy_recall`` (an O(n*m)
-    scan of up to ``legacy_row_limit`` rows per side), left None.
+    always compare exactly. ``legacy=True`` also computes seed 002's ``legacy_recall`` (an
+    O(n*m) scan of up to ``legacy_row_limit`` rows per side); by default it is left None.
 
     >>> gold = (["name", "n"], [("ada", 3), ("bob", 1)])
     >>> r = compare_results((["n", "name"], [(1, "bob"), (3, "ada")]), gold)

@@ -1,24 +1,32 @@
 """The fast path of `compare_results` for small results given as Python rows (what the
 engines hand over): rows of canonical values counted with `collections.Counter`.
 
-It answers only where its answer is provably the general path's (exact values: no float
-under tolerance, NULL equal to NULL; a column mapping the permutation search would pick,
-and no search cap reached; ordered rows only when identical or of different counts; floats
-under tolerance only when the rows are equal outright) and returns None everywhere else,
-so that the general path decides: mappings with several candidates, the best mapping by
-value overlap, ties in ordered rows, floats that differ.
+It answers only where its answer is provably the general path's (NULL equal to NULL; a
+column mapping the permutation search would pick, and no search cap reached; ordered rows
+only when identical or of different counts; floats under a tolerance only where the
+tolerance cannot change any comparison, see `_tolerance_idle`, or the rows are equal
+outright) and returns None everywhere else, so that the general path decides: mappings
+with several candidates, the best mapping by value overlap, ties in ordered rows, floats
+that differ by no more than about twice the tolerance.
+
+Cells of the common plain types (ints, strings, NULLs, floats, decimals, dates) are read
+column by column into values equal exactly when their canonical forms are (a float is
+itself unless NaN, a decimal its float, a date itself when no other temporal type is
+present): a date or a decimal costs no call of `canonical` per cell.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
+from math import factorial
 from operator import itemgetter
 from typing import Any
 
-from queryeval.metrics.results._canonical import canonical
+from queryeval.metrics.results._canonical import NAN, canonical
 from queryeval.metrics.results._columns import (
     Alignment,
     Mapping,
@@ -39,7 +47,17 @@ BEST_NOTE = (
 )
 
 Rows = Sequence[tuple[Any, ...]]
-_EXACT_TYPES = frozenset({int, str, type(None)})  # their own canonical forms
+_NONE = type(None)
+_EXACT_TYPES = frozenset({int, str, _NONE})  # their own canonical forms
+# types read column by column without `canonical` per cell (see `_plain_columns`)
+_PLAIN_TYPES = frozenset({int, str, _NONE, float, decimal.Decimal, dt.date})
+_FLOATS = frozenset({float, decimal.Decimal})  # the types that make a column "float"
+_NUMBERS = frozenset({int, float, decimal.Decimal, _NONE})
+_EXACT_FLOAT_INT = 2**53  # integers of smaller magnitude are exact as floats
+_INF = float("inf")
+_SCALAR_NEIGHBOURS = 40  # sorted values past this many are checked with NumPy
+_PAIRS_DIRECTLY = 16  # up to this many (gold value, predicted value) pairs: each checked
+_NOT_FINITE = frozenset({None, NAN, _INF, -_INF})
 
 
 def small_comparison(
@@ -57,10 +75,20 @@ def small_comparison(
     k_pred, k_gold = len(p.columns), len(g.columns)
     if max(len(p.rows), len(g.rows)) > FAST_MAX_ROWS or not k_gold or not k_pred:
         return None
-    pred = _canonical_rows(p.rows, options)
-    gold = _canonical_rows(g.rows, options) if pred is not None else None
-    if pred is None or gold is None:  # floats within a tolerance
+    both = _canonical_pair(p.rows, g.rows, k_pred, k_gold, options)
+    if both is None:  # floats within a tolerance, types read by `canonical` cell by cell
         return _equal_outright(p, g, row_policy, columns, options)
+    pred, gold, pending = both
+    if pending is not None:  # floats within a tolerance
+        outright = _equal_outright(p, g, row_policy, columns, options, (pred, gold))
+        if outright is not None:
+            return outright
+        if row_policy == "set" and _search_steps(k_gold) > max_permutations:
+            return None  # the set policy's search tries every numeric pair there: its cap
+        if len(pred) * len(gold) > MAX_CANDIDATE_PAIRS:
+            return None  # a dense group may be matched greedily there (a note)
+        if not _tolerance_idle(*pending, options.abs_tol, options.rel_tol):
+            return None
     rows = _Rows(pred, gold, k_pred, k_gold, row_policy)
     if columns == "permutation":
         return _permutation(p, g, rows, row_policy == "set", max_permutations)
@@ -75,14 +103,20 @@ def small_comparison(
 
 
 def _equal_outright(
-    p: ResultSet, g: ResultSet, row_policy: str, columns: str, options: Options
+    p: ResultSet,
+    g: ResultSet,
+    row_policy: str,
+    columns: str,
+    options: Options,
+    canonical_rows: tuple[Rows, Rows] | None = None,
 ) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
     """Floats under a tolerance: the answer when the canonical rows are equal outright (the
     same multiset; for ``ordered``, the same sequence) under the mapping the general path
     takes or tries first (the names' when they pair up, the only one of a single column),
     which it then finds exact too: equal values are close, and no group of rows is large
     enough for its greedy matching (``MAX_CANDIDATE_PAIRS``). None otherwise: rows that
-    differ are matched within the tolerance there."""
+    differ are matched within the tolerance there. `canonical_rows`: both sides' rows in
+    canonical form or in `_plain_columns`' (computed here when not given)."""
     n = p.num_rows
     if row_policy not in ("multiset", "ordered") or g.num_rows != n:
         return None
@@ -96,25 +130,236 @@ def _equal_outright(
         alignment = align_by_name(g.columns, p.columns)
     if alignment.missing or alignment.extra:
         return None
-    policy = options.policy
     picks = [j for _, j in alignment.pairs]
-    gold = [tuple(canonical(v, policy) for v in row) for row in g.rows]
-    pred = [tuple(canonical(row[j], policy) for j in picks) for row in p.rows]
+    gold: Rows
+    if canonical_rows is None:
+        policy = options.policy
+        gold = [tuple(canonical(v, policy) for v in row) for row in g.rows]
+        pred = [tuple(canonical(row[j], policy) for j in picks) for row in p.rows]
+    else:
+        pred_rows, gold = canonical_rows
+        if picks == list(range(len(picks))):
+            pred = list(pred_rows)
+        elif len(picks) == 1:
+            pred = [(row[picks[0]],) for row in pred_rows]
+        else:
+            pred = list(map(itemgetter(*picks), pred_rows))
     if row_policy == "ordered":
-        return (alignment, RowOutcome(n, n, n, True), ()) if pred == gold else None
+        return (alignment, RowOutcome(n, n, n, True), ()) if pred == list(gold) else None
     return (alignment, RowOutcome(n, n, n, None), ()) if Counter(pred) == Counter(gold) else None
 
 
-def _canonical_rows(rows: Rows, options: Options) -> Rows | None:
-    """The rows with every value in canonical form (the rows themselves when ints, strings
-    and NULLs only); None when a float or decimal would be compared within a tolerance."""
-    types = set(map(type, chain.from_iterable(rows)))
-    if types <= _EXACT_TYPES:
-        return rows
-    if options.tolerant and any(issubclass(t, float | decimal.Decimal) for t in types):
-        return None
+def _canonical_pair(
+    pred_rows: Rows, gold_rows: Rows, k_pred: int, k_gold: int, options: Options
+) -> tuple[Rows, Rows, tuple[_Columns, _Columns] | None] | None:
+    """Both sides' rows with every value in a form equal exactly when the canonical forms
+    are (the rows themselves when ints, strings and NULLs only), and, when floats or
+    decimals are compared within a tolerance, both sides' columns for `_tolerance_idle`
+    (else None). None when such floats come with types read by `canonical` cell by cell."""
+    hint = set(map(type, pred_rows[0])) if pred_rows else set()
+    if gold_rows:
+        hint.update(map(type, gold_rows[0]))
+    if hint <= _EXACT_TYPES:  # most results: ints, strings and NULLs, seen in one pass
+        pred_types = set(map(type, chain.from_iterable(pred_rows)))
+        gold_types = set(map(type, chain.from_iterable(gold_rows)))
+        if pred_types | gold_types <= _EXACT_TYPES:
+            return pred_rows, gold_rows, None
+    pred = _plain_columns(pred_rows, k_pred, options)
+    gold = _plain_columns(gold_rows, k_gold, options)
+    types = pred.types | gold.types
+    tolerant = options.tolerant and any(issubclass(t, float | decimal.Decimal) for t in types)
+    if not types <= _PLAIN_TYPES:  # canonical forms cell by cell
+        if tolerant:
+            return None
+        policy = options.policy
+        return (
+            [tuple(canonical(v, policy) for v in row) for row in pred_rows],
+            [tuple(canonical(v, policy) for v in row) for row in gold_rows],
+            None,
+        )
+    return _rows_of(pred_rows, pred), _rows_of(gold_rows, gold), (pred, gold) if tolerant else None
+
+
+class _Columns:
+    """One side's columns in plain form (`changed`: some values differ from the rows'),
+    each column's kind as `numeric_kind` gives it, and the types of all its cells."""
+
+    __slots__ = ("changed", "kinds", "types", "values")
+
+    def __init__(
+        self, values: list[Sequence[Any]], kinds: list[str], changed: bool, types: set[type]
+    ) -> None:
+        self.values, self.kinds, self.changed, self.types = values, kinds, changed, types
+
+
+def _plain_columns(rows: Rows, k: int, options: Options) -> _Columns:
+    """The columns of rows holding plain types only, each value replaced by one equal to
+    the others exactly when their canonical forms are: a float by itself (NaN by the NaN
+    token), a decimal by its float (its canonical form where that float is not exact),
+    a date by itself (no other temporal type is present: dates equal as dates exactly when
+    their midnights are the same instant). Columns of other types are left as they are
+    (the caller reads such rows by `canonical`)."""
+    columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * k
+    kinds = ["null"] * k
+    changed = False
+    types: set[type] = set()
+    for i, column in enumerate(columns):
+        held = set(map(type, column))
+        types |= held
+        held.discard(_NONE)
+        if not held:
+            continue
+        if not held <= _PLAIN_TYPES:
+            kinds[i] = "other"
+            continue
+        if held <= _NUMBERS:
+            kinds[i] = "float" if float in held or decimal.Decimal in held else "int"
+        else:
+            kinds[i] = "other"
+        if decimal.Decimal in held:
+            column = columns[i] = _decimals(column, held, options)
+            changed = True
+        if float in held and _has_nan(column):
+            columns[i] = [NAN if v != v else v for v in column]
+            changed = True
+    return _Columns(columns, kinds, changed, types)
+
+
+def _decimals(column: Sequence[Any], held: set[type], options: Options) -> list[Any]:
+    """A column holding decimals, each by its float where that float is exactly its
+    canonical form: an integral decimal of magnitude below 2**53 is its own float, a
+    fractional one becomes its float anyway; NaN, infinities and larger integers by
+    `canonical` (also for the whole column when the quick conversion cannot tell)."""
+    if len(held) == 1:  # decimals and NULLs only: one conversion a value
+        try:
+            floats = [v if v is None else float(v) for v in column]
+        except ValueError:  # a signalling NaN
+            floats = None
+        if floats is not None:
+            present = [f for f in floats if f is not None]
+            total = sum(present, 0.0)
+            if total - total == 0.0 and (  # no NaN, no infinity
+                not present or -_EXACT_FLOAT_INT < min(present) <= max(present) < _EXACT_FLOAT_INT
+            ):
+                return floats
     policy = options.policy
-    return [tuple(canonical(v, policy) for v in row) for row in rows]
+    return [_decimal(v, policy) if type(v) is decimal.Decimal else v for v in column]
+
+
+def _decimal(value: decimal.Decimal, policy: Any) -> Any:
+    """A decimal's canonical form (see `_decimals`)."""
+    if value.is_finite():
+        f = float(value)
+        if -_EXACT_FLOAT_INT < f < _EXACT_FLOAT_INT:
+            return f
+    return canonical(value, policy)
+
+
+def _has_nan(column: Sequence[Any]) -> bool:
+    """Whether a column may hold a NaN (True also where it cannot tell cheaply)."""
+    try:
+        total = sum(filter(None, column), 0.0)  # NaN is truthy; a NaN makes the sum NaN
+    except TypeError:  # strings, decimals' canonical forms: look at each value
+        return any(v != v for v in column)
+    return bool(total != total)
+
+
+def _rows_of(rows: Rows, columns: _Columns) -> Rows:
+    return list(zip(*columns.values, strict=True)) if columns.changed and rows else rows
+
+
+def _search_steps(k: int) -> int:
+    """The most steps the permutation search takes over k columns (every partial mapping)."""
+    return sum(factorial(k) // factorial(k - d) for d in range(1, k + 1))
+
+
+def _tolerance_idle(pred: _Columns, gold: _Columns, abs_tol: float, rel_tol: float) -> bool:
+    """Whether the tolerance can make no two different values close (then every decision
+    of the general path is the exact one: a column pair holds close values exactly when
+    it holds equal ones).
+
+    A value of a gold column compares under the tolerance with values of predicted columns
+    only: a float column with any numeric one, an integer column with a float one. Sort the
+    distinct finite values that can meet so (as floats: the general path's form). If some
+    gold value x and predicted value y != x are close, some two neighbours between them,
+    one from each side, are closer still (``math.isclose`` holds on every sub-interval of
+    a close pair), so it is enough to see that no such neighbours lie within twice the
+    bound (the margin covers the rounding of both); a few values are checked pair by pair.
+    Integers of 2**53 or more, which floats would round, and values so small that the bound
+    may underflow, decline."""
+    pred_float = "float" in pred.kinds
+    gold_float = "float" in gold.kinds
+    if not (pred_float or gold_float):
+        return True
+    sides = []
+    for columns, other_float in ((gold, pred_float), (pred, gold_float)):
+        values: set[Any] = set()
+        for column, kind in zip(columns.values, columns.kinds, strict=True):
+            if kind == "float" or (kind == "int" and other_float):
+                values.update(column)
+        sides.append(values - _NOT_FINITE)
+    gold_values, pred_values = sides
+    if not gold_values or not pred_values:
+        return True
+    if len(gold_values) * len(pred_values) <= _PAIRS_DIRECTLY:  # every pair, no neighbours
+        return not any(
+            x != y and _near(x, y, abs_tol, rel_tol) for x in gold_values for y in pred_values
+        )
+    joint = sorted(gold_values | pred_values)
+    if (joint[0] <= -_EXACT_FLOAT_INT or joint[-1] >= _EXACT_FLOAT_INT) and any(
+        type(v) is int and abs(v) >= _EXACT_FLOAT_INT for v in joint
+    ):
+        return False  # floats would round it: the general path
+    return not any(
+        (a in gold_values and b in pred_values) or (a in pred_values and b in gold_values)
+        for a, b in _near_neighbours(joint, abs_tol, rel_tol)
+    )
+
+
+def _near(x: Any, y: Any, abs_tol: float, rel_tol: float) -> bool:
+    """Whether two finite numbers lie within twice ``math.isclose``'s bound (see
+    `_near_neighbours`), or either is too small to bound."""
+    if type(x) is int and abs(x) >= _EXACT_FLOAT_INT:
+        return True  # floats would round it
+    if type(y) is int and abs(y) >= _EXACT_FLOAT_INT:
+        return True
+    size_x, size_y = abs(x), abs(y)
+    tiny = 1e-300 / rel_tol if rel_tol else 0.0
+    return abs(x - y) <= 2.0 * (rel_tol * (size_x + size_y) + abs_tol) or (
+        0 < size_x < tiny or 0 < size_y < tiny
+    )
+
+
+def _near_neighbours(joint: list[Any], abs_tol: float, rel_tol: float) -> list[tuple[Any, Any]]:
+    """Neighbours ``a < b`` of a sorted list of distinct numbers with ``b - a`` at most
+    ``2 * (rel_tol * (|a| + |b|) + abs_tol)`` (at least twice ``math.isclose``'s bound), or
+    with a nonzero value below ``1e-300 / rel_tol`` (where ``rel_tol * value`` may lose
+    its relative precision)."""
+    tiny = 1e-300 / rel_tol if rel_tol else 0.0
+    if len(joint) <= _SCALAR_NEIGHBOURS:
+        near = []
+        a, size_a = joint[0], abs(joint[0])
+        for b in joint[1:]:
+            size_b = abs(b)
+            if b - a <= 2.0 * (rel_tol * (size_a + size_b) + abs_tol) or (
+                0 < size_a < tiny or 0 < size_b < tiny
+            ):
+                near.append((a, b))
+            a, size_a = b, size_b
+        return near
+    import numpy as np
+
+    values = np.array(joint, dtype=np.float64)
+    size = np.abs(values)
+    bound = size[1:] + size[:-1]
+    bound *= rel_tol
+    bound += abs_tol
+    bound *= 2.0
+    close = (values[1:] - values[:-1]) <= bound
+    if tiny:
+        small = (size > 0) & (size < tiny)
+        close |= small[1:] | small[:-1]
+    return [(joint[i], joint[i + 1]) for i in np.flatnonzero(close).tolist()]
 
 
 class _Rows:
