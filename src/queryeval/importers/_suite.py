@@ -24,6 +24,7 @@ class ImportRequest:
     predictions: Sequence[tuple[str, Path]] = ()
     options: dict[str, str] = field(default_factory=dict)
     name: str | None = None
+    skip_missing: bool = False  # leave out (and report) the questions whose database is absent
 
     def option(self, key: str, default: str | None = None) -> str | None:
         """A `--set key=value` option."""
@@ -61,6 +62,35 @@ class ImportedSuite:
     preset: str | None = None
     suite: dict[str, Any] = field(default_factory=dict)  # further suite keys (comparison, ...)
     notes: list[str] = field(default_factory=list)  # printed after the import
+    # the preset whose figures the benchmark's leaderboards publish (the official scripts'
+    # verdicts), printed beside the preset written when they differ
+    leaderboard: str | None = None
+
+    def leave_out(self, databases: dict[str, list[str]]) -> None:
+        """Drop the cases on absent databases (``{database: [case ids]}``) and their
+        predictions, with a note naming each database and how many questions it had.
+
+        >>> suite = ImportedSuite("s", [{"id": "a"}, {"id": "b"}], predictions={"m": [
+        ...     {"case_id": "a", "query": "x"}, {"case_id": "b", "query": "y"}]})
+        >>> suite.leave_out({"db1": ["b"]})
+        >>> [c["id"] for c in suite.cases], suite.predictions["m"], suite.notes
+        (['a'], [{'case_id': 'a', 'query': 'x'}], ['1 question(s) left out, their database \
+absent (--skip-missing): db1 (1)'])
+        """
+        gone = {case_id for ids in databases.values() for case_id in ids}
+        if not gone:
+            return
+        self.cases = [c for c in self.cases if c["id"] not in gone]
+        if not self.cases:
+            raise InputError(
+                f"no question left: every database is absent ({', '.join(sorted(databases))})"
+            )
+        for system, records in self.predictions.items():
+            self.predictions[system] = [r for r in records if r.get("case_id") not in gone]
+        listed = ", ".join(f"{db} ({len(ids)})" for db, ids in sorted(databases.items()))
+        self.notes.append(
+            f"{len(gone)} question(s) left out, their database absent (--skip-missing): {listed}"
+        )
 
 
 def default_reports() -> list[str]:

@@ -10,8 +10,8 @@ Predictions (``--predictions FILE``): BIRD's JSON object ``{"0": "SQL\\t----- bi
 -----\\tdb_id", ...}``, matched to the examples by position as the official script does.
 As in mini-dev's ``package_sqls``, a value without the separator (or with more than one) is
 the whole stripped string, and a value that is not a string is no query. The query runs on
-the example's database (mini-dev's rule). Options: ``preset`` (``bird`` or ``bird_legacy``),
-``timeout_s`` (30, BIRD's ``meta_time_out``).
+the example's database (mini-dev's rule). Options: see `OPTIONS`. With ``--skip-missing``
+the questions whose database is absent are left out (and reported).
 """
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ from queryeval.importers._suite import ImportedSuite, ImportRequest
 SUMMARY = "BIRD / BIRD mini-dev: dev.json with evidence and difficulty, dev_databases/"
 
 PRESETS = ("bird", "bird_legacy")
+OPTIONS = {
+    "preset": "bird (queryeval's conventions, the default) or bird_legacy (the official "
+    "script's verdicts: the leaderboard's figures)",
+    "timeout_s": "time limit of each query, seconds (30, BIRD's meta_time_out)",
+}
+SCORERS = ("executes", "execution_match", "results_f1")
+SKIPS_MISSING = True
 SEPARATOR = "\t----- bird -----\t"
 _EXAMPLES = ("dev.json", "mini_dev_sqlite.json", "mini_dev_sqlite.jsonl", "mini_dev.json")
 _GOLD = ("dev.sql", "mini_dev_sqlite_gold.sql", "dev_gold.sql")
@@ -40,7 +47,7 @@ _DATABASES = ("dev_databases", "databases", "dev_databases/dev_databases")
 
 def build(request: ImportRequest) -> ImportedSuite:
     """The suite of BIRD (see the module docstring)."""
-    request.expect_options("preset", "timeout_s")
+    request.expect_options(*OPTIONS)
     preset = request.option("preset", "bird") or "bird"
     if preset not in PRESETS:
         raise InputError(f"--set preset={preset}: expected one of {', '.join(PRESETS)}")
@@ -50,12 +57,22 @@ def build(request: ImportRequest) -> ImportedSuite:
         _check_gold(gold_path, examples)
     timeout_s = request.number_option("timeout_s", 30.0)
     databases: dict[str, dict[str, Any]] = {}
+    absent: dict[str, list[str]] = {}
     for e in examples:
         db = e["db_id"]
+        if db in absent:
+            continue
         if db not in databases:
             path = db_root / db / f"{db}.sqlite"
+            if not path.is_file() and request.skip_missing:
+                absent[db] = []
+                continue
             if not path.is_file():
-                raise InputError(f"database {db!r} not found: expected {path}", path=db_root)
+                raise InputError(
+                    f"database {db!r} not found: expected {path} (--skip-missing leaves its "
+                    "questions out)",
+                    path=db_root,
+                )
             databases[db] = {
                 "engine": "sqlite",
                 "path": str(path.resolve()),
@@ -72,14 +89,20 @@ def build(request: ImportRequest) -> ImportedSuite:
                 f"{name}: {other_db} prediction(s) name another database than their "
                 "example's; they run on the example's (mini-dev's rule)"
             )
-    return ImportedSuite(
+    suite = ImportedSuite(
         name=request.name or "bird-dev",
         cases=cases,
         databases=databases,
         predictions=predictions,
         preset=preset,
         notes=notes,
+        leaderboard="bird_legacy",
     )
+    for case in cases:
+        if case["metadata"]["database"] in absent:
+            absent[case["metadata"]["database"]].append(case["id"])
+    suite.leave_out(absent)
+    return suite
 
 
 def _find(sources: Any) -> tuple[Path, Path | None, Path]:

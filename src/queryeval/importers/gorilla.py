@@ -52,13 +52,15 @@ def import_gorilla(
 
 
 SUMMARY = "Weaviate Gorilla: its synthetic query file and experimental-results JSON files"
+OPTIONS: dict[str, str] = {}
+SCORERS = ("weaviate_ast",)
 
 
 def build(request: ImportRequest) -> SuiteWithFiles:
     """`queryeval import gorilla SRC... --out DIR [--predictions NAME=RESULTS.json]`: the
     suite of `collect` with its further files (schemas, published figures) written under
     the output folder. A `--predictions` file is a results file, named as given."""
-    request.expect_options()
+    request.expect_options(*OPTIONS)
     built = collect(list(request.sources), named=list(request.predictions))
     built.write_files(request.out)
     if request.name:
@@ -69,7 +71,7 @@ def build(request: ImportRequest) -> SuiteWithFiles:
 def collect(paths: Sequence[Path], named: Sequence[tuple[str, Path]] = ()) -> SuiteWithFiles:
     """The suite made of Gorilla's files (see the module text), not yet written; `named`
     results files give systems of those names."""
-    query_files, result_files = _classify(list(paths))
+    query_files, result_files, found_notes = _classify(list(paths))
     for system, path in named:
         data = read_json(path)
         if not isinstance(data, Mapping) or "detailed_results" not in data:
@@ -80,8 +82,6 @@ def collect(paths: Sequence[Path], named: Sequence[tuple[str, Path]] = ()) -> Su
         result_files.append((path, data, system))
     if not query_files and not result_files:
         raise InputError("no Gorilla query file or results file among the sources")
-    if len(query_files) > 1:
-        raise InputError("more than one query file given", path=query_files[1][0])
     if query_files:
         path, data = query_files[0]
         cases, schemas = _cases_from_query_file(path, data)
@@ -108,7 +108,7 @@ def collect(paths: Sequence[Path], named: Sequence[tuple[str, Path]] = ()) -> Su
             "failed_predictions": rdata.get("failed_predictions"),
             "reproduced_by": "gorilla_legacy_exact_search" if early else "gorilla_legacy",
         }
-    notes = []
+    notes = list(found_notes)
     if not predictions:
         predictions["gold"] = [
             {"case_id": c["id"], "weaviate_query": c["conversation"][0]["target"]["weaviate_query"]}
@@ -164,35 +164,82 @@ def _suite(exact_needed: bool) -> dict[str, Any]:
 # --- reading ----------------------------------------------------------------------------------
 
 
+QUERY_FILE = "synthetic-weaviate-queries-with-schemas.json"  # the repository's data/ name
+
+
 def _classify(
     paths: list[Path],
-) -> tuple[list[tuple[Path, Any]], list[tuple[Path, Any, str | None]]]:
+) -> tuple[list[tuple[Path, Any]], list[tuple[Path, Any, str | None]], list[str]]:
+    """(query files, results files, notes). A file given by name must be one or the other;
+    in a folder, the other ``*.json`` files (schemas, the repository's other data) are
+    ignored, and among several query files the repository's ``QUERY_FILE`` is the one."""
     queries: list[tuple[Path, Any]] = []
     results: list[tuple[Path, Any, str | None]] = []
-    files: list[Path] = []
+    notes: list[str] = []
     for p in paths:
-        if p.is_dir():
-            found = sorted(p.glob("*.json"))
-            if not found:
-                raise InputError("no .json file in the folder", path=p)
-            files.extend(found)
-        elif p.exists():
-            files.append(p)
-        else:
+        if not p.exists():
             raise InputError("no such file or folder", path=p)
-    for p in files:
-        data = read_json(p)
-        if isinstance(data, list):
-            queries.append((p, data))
-        elif isinstance(data, Mapping) and "detailed_results" in data:
-            results.append((p, data, None))
-        else:
-            raise InputError(
-                "not a Gorilla file: expected the query file (a list of {query, "
-                "database_schema}) or a results file ({detailed_results: [...]})",
-                path=p,
-            )
-    return queries, results
+        if not p.is_dir():
+            data = read_json(p)
+            if isinstance(data, list):  # given by name: read as the query file, item by item
+                queries.append((p, data))
+            elif isinstance(data, Mapping) and "detailed_results" in data:
+                results.append((p, data, None))
+            else:
+                raise InputError(
+                    "not a Gorilla file: expected the query file (a list of {query, "
+                    "database_schema}) or a results file ({detailed_results: [...]})",
+                    path=p,
+                )
+            continue
+        found = sorted(p.glob("*.json"))
+        if not found:
+            raise InputError("no .json file in the folder", path=p)
+        here: list[tuple[Path, Any]] = []
+        ignored: list[str] = []
+        for f in found:
+            try:
+                data = read_json(f)
+            except InputError:
+                ignored.append(f.name)
+                continue
+            if _is_query_file(data):
+                here.append((f, data))
+            elif isinstance(data, Mapping) and "detailed_results" in data:
+                results.append((f, data, None))
+            else:
+                ignored.append(f.name)
+        if len(here) > 1:
+            chosen = [q for q in here if q[0].name == QUERY_FILE]
+            if not chosen:
+                raise InputError(
+                    f"{len(here)} query files in the folder: "
+                    f"{', '.join(q[0].name for q in here)}; give the one to import",
+                    path=p,
+                )
+            ignored += [q[0].name for q in here if q[0].name != QUERY_FILE]
+            here = chosen
+        queries += here
+        if ignored:
+            notes.append(f"{p}: {len(ignored)} other .json file(s) ignored ({', '.join(ignored)})")
+    if len(queries) > 1:
+        raise InputError(
+            f"more than one query file given: {', '.join(str(q[0]) for q in queries)}",
+            path=queries[1][0],
+        )
+    if queries:
+        notes.insert(0, f"query file: {queries[0][0]}")
+    return queries, results, notes
+
+
+def _is_query_file(data: Any) -> bool:
+    """A list of Gorilla queries: ``{query: {...}, database_schema: ...}`` items."""
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(x, Mapping) and isinstance(x.get("query"), Mapping) for x in data)
+        and "database_schema" in data[0]
+    )
 
 
 def _schema(raw: Any, path: Path, where: str) -> dict[str, Any]:

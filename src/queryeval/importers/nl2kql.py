@@ -120,6 +120,8 @@ def import_nl2kql(
 
 
 SUMMARY = "NL2KQL: question/KQL pairs (JSONL, CSV) and a schema JSON (empty duckdb-kql tables)"
+OPTIONS = {"now": "the time KQL's now() and ago() read, ISO 8601"}
+SCORERS = ("executes", "execution_match")
 
 
 def build(request: ImportRequest) -> SuiteWithFiles:
@@ -128,7 +130,7 @@ def build(request: ImportRequest) -> SuiteWithFiles:
     folder. A predictions file holds records naming the case (`case_id`, `id`), or asking
     its question (on its `database`), and the KQL (`prediction`, `predicted_kql`, `kql`,
     `query`)."""
-    request.expect_options("now")
+    request.expect_options(*OPTIONS)
     built = collect(list(request.sources), now=request.options.get("now", DEFAULT_NOW))
     add_paired_predictions(built, request, _keyed(built.cases), _PAIRING, "kql")
     if request.predictions and GOLD_NOTE in built.notes:

@@ -15,8 +15,8 @@ Sources, in any order (folders are searched for the usual names):
 
 Predictions (``--predictions FILE``): one SQL per line, in the examples' order (the text
 before a first TAB, stripped, as the official script reads it); for interactions a blank
-line ends each interaction. Options: ``preset`` (``spider`` or ``spider_legacy``),
-``split``, ``test_suite``, ``timeout_s``.
+line ends each interaction. Options: see `OPTIONS`. With ``--skip-missing`` the questions
+whose database is absent are left out (and reported) instead of stopping the import.
 """
 
 from __future__ import annotations
@@ -38,6 +38,15 @@ from queryeval.importers._suite import ImportedSuite, ImportRequest
 SUMMARY = "Spider / SParC / CoSQL: dev.json or interactions, tables.json, database/, gold SQL"
 
 PRESETS = ("spider", "spider_legacy")
+OPTIONS = {
+    "preset": "spider (queryeval's conventions, the default) or spider_legacy (the official "
+    "scripts' verdicts: the leaderboards' figures)",
+    "split": "dev (the default) or test: which examples file to look for",
+    "test_suite": "true (the default): the test-suite databases found become variants",
+    "timeout_s": "time limit of each query, seconds (60)",
+}
+SCORERS = ("executes", "execution_match", "results_f1", "spider_exact_match")
+SKIPS_MISSING = True
 
 
 @dataclass
@@ -65,7 +74,7 @@ class Sources:
 def build(request: ImportRequest, benchmark: str = "spider") -> ImportedSuite:
     """The suite of a Spider-family benchmark (see the module docstring); ``benchmark``
     names the suite (``sparc``, ``cosql``) when ``--name`` does not."""
-    request.expect_options("preset", "split", "test_suite", "timeout_s")
+    request.expect_options(*OPTIONS)
     split = request.option("split", "dev") or "dev"
     preset = request.option("preset", "spider") or "spider"
     if preset not in PRESETS:
@@ -74,9 +83,18 @@ def build(request: ImportRequest, benchmark: str = "spider") -> ImportedSuite:
     if found.databases is None:
         raise InputError("no database folder (<db>/<db>.sqlite) among the sources")
     examples = _examples(found)
+    names = sorted({e.db for e in examples})
+    missing = [n for n in names if not _database_file(found.databases, n)]
+    if missing and not request.skip_missing:
+        name = missing[0]
+        raise InputError(
+            f"database {name!r} not found: expected {found.databases / name / name}.sqlite "
+            f"({len(missing)} database(s) absent; --skip-missing leaves their questions out)",
+            path=found.databases,
+        )
     databases, variants = spider_databases(
         found.databases,
-        sorted({e.db for e in examples}),
+        [n for n in names if n not in missing],
         test_suite=_flag(request.option("test_suite", "true"), "test_suite"),
         timeout_s=request.number_option("timeout_s", 60.0),
     )
@@ -87,12 +105,11 @@ def build(request: ImportRequest, benchmark: str = "spider") -> ImportedSuite:
         for i, e in enumerate(examples)
     ]
     predictions = {name: _predictions(path, examples, cases) for name, path in request.predictions}
+    exact_options: dict[str, Any] = {"tables": str(found.tables.resolve())} if found.tables else {}
+    if preset == "spider_legacy":
+        exact_options["legacy"] = True  # the official reader: the leaderboards' EM
     scorers_extra: list[dict[str, Any]] = [
-        {
-            "name": "spider_exact_match",
-            "weight": 0,
-            "options": {"tables": str(found.tables.resolve())} if found.tables else {},
-        },
+        {"name": "spider_exact_match", "weight": 0, "options": exact_options},
     ]
     suite = ImportedSuite(
         name=request.name or f"{benchmark}-{split}",
@@ -100,8 +117,14 @@ def build(request: ImportRequest, benchmark: str = "spider") -> ImportedSuite:
         databases=databases,
         predictions=predictions,
         preset=preset,
+        leaderboard="spider_legacy",
     )
     suite.suite["scorers"] = _preset_scorers(preset) + scorers_extra
+    absent: dict[str, list[str]] = {}
+    for e, case in zip(examples, cases, strict=True):
+        if e.db in missing:
+            absent.setdefault(e.db, []).append(case["id"])
+    suite.leave_out(absent)
     if any(variants.values()):
         suite.notes.append(
             f"test-suite accuracy: {sum(len(v) for v in variants.values())} database "
@@ -293,13 +316,23 @@ def spider_databases(
     return databases, variants
 
 
+def _database_file(root: Path, name: str) -> bool:
+    folder = root / name
+    files = sqlite_files(folder) if folder.is_dir() else []
+    return bool(files) and files[0] == folder / f"{name}.sqlite"
+
+
 def _hardness(examples: list[Example], databases: dict[str, dict[str, Any]]) -> list[str]:
-    """Spider's hardness bucket of each gold (``unknown`` where Spider's parser would fail)."""
+    """Spider's hardness bucket of each gold (``unknown`` where Spider's parser would fail,
+    or its database is absent)."""
     from queryeval.metrics.benchmarks import SpiderParseError, spider_hardness, sqlite_schema
 
     schemas: dict[str, Any] = {}
     buckets = []
     for e in examples:
+        if e.db not in databases:
+            buckets.append("unknown")
+            continue
         if e.db not in schemas:
             schemas[e.db] = sqlite_schema(Path(databases[e.db]["path"]))
         try:

@@ -14,7 +14,8 @@ The expected rows are the gold CSVs (a case's targets, any-of); the verdict is t
 column-vector rule (``execution_match`` with ``rule: spider2_legacy``; ``condition_cols`` and
 ``ignore_order`` go to the case's ``metadata.spider2``). Predictions (``--predictions``): a
 folder of ``<instance_id>.sql`` files, as the official ``--mode sql`` reads them; a missing
-file is a missing prediction. Option: ``timeout_s`` (60).
+file is a missing prediction. Options: see `OPTIONS`. With ``--skip-missing`` the
+instances whose database is absent are left out (and reported).
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ from queryeval.importers._read import read_jsonl
 from queryeval.importers._suite import ImportedSuite, ImportRequest
 
 SUMMARY = "Spider 2.0-lite local cases: spider2-lite.jsonl, gold CSVs (_a/_b), local SQLite"
+OPTIONS = {"timeout_s": "time limit of each query, seconds (60)"}
+SCORERS = ("executes", "execution_match")
+SKIPS_MISSING = True
 
 
 def build(request: ImportRequest) -> ImportedSuite:
     """The suite of Spider 2.0-lite's local cases (see the module docstring)."""
-    request.expect_options("timeout_s")
+    request.expect_options(*OPTIONS)
     examples_path, eval_path, results_dir, db_dir = _find(request.sources)
     standards = {
         str(r.get("instance_id")): (n, r) for n, r in read_jsonl(eval_path) if isinstance(r, dict)
@@ -42,6 +46,7 @@ def build(request: ImportRequest) -> ImportedSuite:
     cases: list[dict[str, Any]] = []
     databases: dict[str, dict[str, Any]] = {}
     skipped = 0
+    absent: dict[str, list[str]] = {}
     for lineno, item in read_jsonl(examples_path):
         if not isinstance(item, dict):
             raise InputError("expected an object", path=examples_path, line=lineno)
@@ -64,8 +69,15 @@ def build(request: ImportRequest) -> ImportedSuite:
         std_line, standard = standards[iid]
         if db not in databases:
             path = db_dir / f"{db}.sqlite"
+            if not path.is_file() and request.skip_missing:
+                absent.setdefault(db, []).append(iid)
+                continue
             if not path.is_file():
-                raise InputError(f"database {db!r} not found: expected {path}", path=db_dir)
+                raise InputError(
+                    f"database {db!r} not found: expected {path} (--skip-missing leaves its "
+                    "instances out)",
+                    path=db_dir,
+                )
             databases[db] = {
                 "engine": "sqlite",
                 "path": str(path.resolve()),
@@ -76,6 +88,12 @@ def build(request: ImportRequest) -> ImportedSuite:
         raise InputError("no local* instances", path=examples_path)
     predictions = {name: _predictions(path, cases) for name, path in request.predictions}
     notes = [f"{skipped} non-local instance(s) skipped (BigQuery/Snowflake)"] if skipped else []
+    if absent:
+        listed = ", ".join(f"{db} ({len(ids)})" for db, ids in sorted(absent.items()))
+        notes.append(
+            f"{sum(map(len, absent.values()))} question(s) left out, their database absent "
+            f"(--skip-missing): {listed}"
+        )
     return ImportedSuite(
         name=request.name or "spider2-lite-local",
         cases=cases,

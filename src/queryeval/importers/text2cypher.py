@@ -83,6 +83,11 @@ SUMMARY = (
     "Neo4j Text2Cypher: neo4j/text2cypher-2024v1/-2025v1 rows (Parquet, JSONL, CSV) and "
     "neo4j-labs/text2cypher's CSVs"
 )
+OPTIONS = {
+    "neo4j_url": "a Neo4j server holding the databases: execution match (preset "
+    "text2cypher_execution) instead of the translation preset"
+}
+SCORERS = ("exact_match", "bleu", "execution_match", "executes")
 
 
 def build(request: ImportRequest) -> SuiteWithFiles:
@@ -90,7 +95,7 @@ def build(request: ImportRequest) -> SuiteWithFiles:
     NAME=FILE]`: the suite of `collect`. A predictions file holds records naming the case
     (`case_id`, `instance_id`, `id`), or rows asking a case's question on its database, and
     the Cypher (`prediction`, `predicted_cypher`, `cypher`, `query`)."""
-    request.expect_options("neo4j_url")
+    request.expect_options(*OPTIONS)
     built = collect(list(request.sources), neo4j_url=request.options.get("neo4j_url"))
     add_paired_predictions(built, request, _keyed(built.cases), PAIRING, "cypher")
     if request.predictions and GOLD_NOTE in built.notes:
