@@ -131,7 +131,15 @@ def make_run(
         {
             "suite": suite,
             "suite_file": str(cases_file.parent / "suite.yaml"),
-            "config": {"name": suite, "cases": cases_file.name},
+            "config": {
+                "name": suite,
+                "cases": cases_file.name,
+                # the case verdict is execution_match's; results_f1 informs (weight 0)
+                "scorers": [
+                    {"name": "execution_match", "weight": 1.0, "required": False},
+                    {"name": "results_f1", "weight": 0.0, "required": False},
+                ],
+            },
             "config_hash": f"{seed:064x}",
             "seed": 0,
             "status": "complete",

@@ -407,9 +407,8 @@ class _TokenGate:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and not self._allowed(scope):
-            from starlette.responses import PlainTextResponse
-
-            response = PlainTextResponse("forbidden: open the address with ?token=...", 403)
+            response = _json({"error": "forbidden: open the address printed at start "
+                              "(it holds ?token=...)"}, 403)  # fmt: skip
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

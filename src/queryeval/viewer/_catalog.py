@@ -82,8 +82,8 @@ class Run:
         stamp = info.get("finished_at") or info.get("started_at")
         if stamp:
             return str(stamp)
-        mtime = _mtime(self.path / RESULTS) or 0.0
-        return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds")
+        mtime = _mtime(self.path / RESULTS) or 0
+        return datetime.fromtimestamp(mtime / 1e9, UTC).isoformat(timespec="seconds")
 
     def index_problems(self) -> list[str]:
         """What the index could not read (after a refresh)."""

@@ -49,24 +49,14 @@ def _columns(index: RunIndex, review: Mapping[str, Any] | None, system: str) -> 
     rows = con.sql(
         "SELECT case_id, CASE WHEN verdict THEN 1.0::DOUBLE "
         f"WHEN NOT verdict THEN 0.0::DOUBLE END AS p"
-        f"{select} FROM {source} WHERE system = ? ORDER BY row",
+        f"{select} FROM {source} WHERE system = ? ORDER BY first_row",
         params=[*first, system],
     ).to_arrow_table()
     ids = rows.column("case_id").to_numpy(zero_copy_only=False)
     values = {PASS: rows.column("p").to_numpy(zero_copy_only=False).astype(float)}
     for c in wanted:
         values[_metric_name(c)] = rows.column(c).to_numpy(zero_copy_only=False).astype(float)
-    # an override replaces a scorer's whole score: its sub-metrics go with the machine's
-    changed: dict[str, set[str]] = {}
-    for e in (review or {}).get("records") or []:
-        if str(e.get("system")) == system:
-            for label in e.get("scores") or {}:
-                changed.setdefault(label, set()).add(str(e.get("case_id")))
-    for label, case_ids in changed.items():
-        mask = np.fromiter((c in case_ids for c in ids.tolist()), dtype=bool, count=len(ids))
-        for name in values:
-            if name.startswith(label + "."):
-                values[name] = np.where(mask, np.nan, values[name])
+    # an override keeps the score's details (sub-metrics included), as the runner's does
     return {"ids": ids, "values": values}
 
 
@@ -208,7 +198,8 @@ def side_by_side(
     rows = con.execute(
         f"SELECT coalesce(l.case_id, r.case_id), l.verdict, r.verdict, l.reason, r.reason, "
         f"l.prediction, r.prediction, l.error IS NOT NULL, r.error IS NOT NULL, {flip} {body} "
-        f"ORDER BY {flip} DESC, l.row NULLS LAST, r.row LIMIT {int(limit)} OFFSET {int(offset)}",
+        f"ORDER BY {flip} DESC, l.first_row NULLS LAST, r.first_row "
+        f"LIMIT {int(limit)} OFFSET {int(offset)}",
         params,
     ).fetchall()
 

@@ -465,6 +465,8 @@ class RunIndex:
         import duckdb
 
         if not self.parts:
+            self.refresh()  # a fresh object: read the index (built when missing)
+        if not self.parts:
             return None
         files = [str(p) for p in self.parts]
         found = (
@@ -492,7 +494,7 @@ class RunIndex:
             rec = orjson.loads(line)
         except orjson.JSONDecodeError:
             return None
-        if not isinstance(rec, dict) or rec.get("case_id") != case_id:
+        if not isinstance(rec, dict) or str(rec.get("case_id")) != case_id:
             return None
         return rec
 

@@ -81,9 +81,13 @@ def _source(
     files = _files(index)
     if not files:
         raise InputError("the run has no readable record yet", path=index.run_dir)
-    base = f"read_parquet({files!r}, union_by_name=true)"
-    if index.state.duplicates:
-        base = f"(SELECT * FROM {base} QUALIFY row = max(row) OVER (PARTITION BY system, case_id))"
+    base = f"(SELECT *, row AS first_row FROM read_parquet({files!r}, union_by_name=true))"
+    if index.state.duplicates:  # the last record counts, in the place of the first
+        base = (
+            f"(SELECT *, min(row) OVER (PARTITION BY system, case_id) AS first_row "
+            f"FROM read_parquet({files!r}, union_by_name=true) "
+            f"QUALIFY row = max(row) OVER (PARTITION BY system, case_id))"
+        )
     table, params, overridden = overrides_table(review)
     columns = set(index.state.columns)
     replace = [f"coalesce(rv.{_q(c)}, x.{_q(c)}) AS {_q(c)}" for c in overridden if c in columns]

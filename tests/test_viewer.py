@@ -1,0 +1,345 @@
+"""`queryeval view`: the index against the log's own reader and `stats.compare_records`, the
+cases filters against a plain filter of the records, bad runs (killed mid-write, an older
+version, a corrupt line) shown with what could not be read, reviews (stored in review.json
+as the runner writes it, safe beside a run appending), the token beyond loopback, and the
+history's trends per suite. Runs are written with the real log writer (bench/bench_viewer.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from queryeval.log import REVIEW, RUN, LogWriter, read_log
+from queryeval.stats import compare_records
+from queryeval.viewer import (
+    CaseFilter,
+    RunIndex,
+    Viewer,
+    cases_page,
+    compare_dirs,
+    compare_indexed,
+    run_id,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from bench_viewer import make_run, write_cases
+
+N = 300
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("viewer")
+    cases = write_cases(root / "cases.jsonl", N)
+    runs = root / "runs"
+    make_run(runs / "suite-a" / "r1", cases, N, systems=("base", "tuned"), seed=1,
+             accuracy=0.5, when="2026-11-01T00:00:00+00:00")  # fmt: skip
+    make_run(runs / "suite-a" / "r2", cases, N, systems=("base", "tuned"), seed=2,
+             accuracy=0.7, when="2026-11-02T00:00:00+00:00")  # fmt: skip
+    # another suite whose system has the same name: never one trend line with suite-a
+    make_run(runs / "other" / "r3", cases, 40, systems=("base",), suite="other", seed=3)
+    return root
+
+
+@pytest.fixture(scope="module")
+def index_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("index")
+
+
+def _records(run: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in (run / "results.jsonl").read_bytes().splitlines()]
+
+
+# --- the index against the log's reader ---------------------------------------------------
+
+
+def test_comparison_from_the_index_is_compare_records(folder: Path, index_root: Path) -> None:
+    a, b = folder / "runs/suite-a/r1", folder / "runs/suite-a/r2"
+    expected = compare_records(read_log(a).records, read_log(b).records, label_a="A", label_b="B")
+    ia, ib = RunIndex(a, index_root), RunIndex(b, index_root)
+    ia.refresh(), ib.refresh()
+    got = compare_indexed(ia, ib)
+    assert got.as_dict() == expected.as_dict()
+    assert {m.metric for m in got.systems[0].metrics} >= {"pass", "results_f1"}
+    assert got.systems[0].fixed and got.systems[0].broken  # both directions happen
+
+
+def test_comparison_with_a_review_missing_cases_and_a_resumed_duplicate(
+    tmp_path: Path, index_root: Path
+) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 60)
+    a = make_run(tmp_path / "a", cases, 60, systems=("s",), seed=5)
+    b = make_run(tmp_path / "b", cases, 50, systems=("s",), seed=6)  # 10 cases only in A
+    writer = LogWriter(b)  # a retried case: written again, the last record counts
+    writer.open_for_append()
+    again = dict(_records(b)[3], passed=not _records(b)[3]["passed"])
+    writer.append(again)
+    writer.close()
+    from queryeval.viewer import add_override
+
+    record = _records(b)[7]
+    add_override(b, record, scorer="execution_match", verdict=not record["passed"],
+                 note="judge was wrong", reviewer="ana")  # fmt: skip
+    expected = compare_records(read_log(a).records, read_log(b).records)
+    got = compare_dirs(a, b, root=index_root)
+    data, want = got.as_dict(), expected.as_dict()
+    data["run_a"], data["run_b"] = want["run_a"], want["run_b"]
+    assert data == want
+    assert len(got.systems[0].only_a) == 10
+
+
+def test_cases_filters_are_a_plain_filter_of_the_records(folder: Path, index_root: Path) -> None:
+    run = folder / "runs/suite-a/r1"
+    index = RunIndex(run, index_root)
+    index.refresh()
+    records = _records(run)
+    cases = {
+        c["id"]: c for c in map(orjson.loads, (folder / "cases.jsonl").read_bytes().splitlines())
+    }
+
+    def status(r: dict[str, Any]) -> str:
+        return "pass" if r["passed"] else "fail"
+
+    def f1(r: dict[str, Any]) -> float:
+        return r["scores"]["results_f1"]["value"]
+
+    want = [
+        r for r in records
+        if r["system"] == "tuned" and status(r) == "fail" and "hard" in cases[r["case_id"]]["tags"]
+        and 0.2 <= f1(r) <= 0.6 and "orders" in cases[r["case_id"]]["conversation"][0]["content"]
+    ]  # fmt: skip
+    page = cases_page(
+        index, None,
+        CaseFilter(system="tuned", status="fail", tag="hard", scorer="results_f1", min_score=0.2,
+                   max_score=0.6, text="ORDERS", sort="score", desc=True, limit=5),
+    )  # fmt: skip
+    assert page["total"] == len(want) > 5
+    assert [r["score"] for r in page["rows"]] == sorted((f1(r) for r in want), reverse=True)[:5]
+    # reasons: the records' failure reasons (words of the report); pages don't overlap
+    reason = cases_page(index, None, CaseFilter(reason="timeout", limit=500))
+    assert reason["total"] == sum(
+        1 for r in records
+        if (r["scores"]["execution_match"].get("details") or {}).get("failure") == "timeout"
+    )  # fmt: skip
+    first = cases_page(index, None, CaseFilter(limit=50))
+    second = cases_page(index, None, CaseFilter(limit=50, offset=50))
+    assert first["total"] == 2 * N
+    assert not {(r["system"], r["case_id"]) for r in first["rows"]} & {
+        (r["system"], r["case_id"]) for r in second["rows"]
+    }
+
+
+def test_the_index_follows_the_file(tmp_path: Path, index_root: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 20)
+    run = make_run(tmp_path / "run", cases, 10, seed=1)
+    index = RunIndex(run, index_root)
+    assert index.refresh().rows == 10
+    more = make_run(tmp_path / "more", cases, 20, seed=2)
+    writer = LogWriter(run)  # a resumed run appends: indexed from where the index stopped
+    writer.open_for_append()
+    writer.write_lines(
+        b"".join(line + b"\n" for line in (more / "results.jsonl").read_bytes().splitlines()[10:])
+    )
+    writer.close()
+    state = RunIndex(run, index_root).refresh()  # a new process reads the index's meta
+    assert (state.rows, len(state.parts)) == (20, 2)
+    LogWriter(run).rewrite(_records(run)[:5])  # `--retry-errors` replaces the file
+    assert RunIndex(run, index_root).refresh().rows == 5
+    assert RunIndex(run, index_root).record("baseline", "c000004")["case_id"] == "c000004"
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def viewer(folder: Path, index_root: Path) -> Iterator[Viewer]:
+    bad = folder / "runs" / "bad"
+    cases = folder / "cases.jsonl"
+    # killed mid-write: no summary, run.json says running, the last line torn
+    killed = make_run(bad / "killed", cases, 30, seed=7, summary=False)
+    info = json.loads((killed / RUN).read_text())
+    (killed / RUN).write_text(json.dumps({**info, "status": "running", "finished_at": None}))
+    with (killed / "results.jsonl").open("ab") as f:
+        f.write(b'{"system":"baseline","case_id":"c000030","out')
+    # a corrupt line in the middle
+    corrupt = make_run(bad / "corrupt", cases, 30, seed=8)
+    lines = (corrupt / "results.jsonl").read_bytes().splitlines(keepends=True)
+    lines[4] = b'{"system": "baseline", "case_id": oops}\n'
+    (corrupt / "results.jsonl").write_bytes(b"".join(lines))
+    # an older version's run: no run.json at all
+    old = make_run(bad / "old", cases, 30, seed=9)
+    (old / RUN).unlink()
+    v = Viewer([folder / "runs"], index_root=index_root, background_index=False).start()
+    yield v
+    v.stop()
+
+
+def _api(v: Viewer, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{v.port}{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        headers=headers,
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def test_runs_grouped_by_suite_with_trends_per_suite(viewer: Viewer, folder: Path) -> None:
+    status, data = _api(viewer, "/api/runs")
+    assert status == 200
+    names = {r["name"] for r in data["runs"]}
+    assert {"suite-a/r1", "suite-a/r2", "other/r3", "bad/killed", "bad/corrupt", "bad/old"} <= names
+    groups = {g["suite"]: g["runs"] for g in data["groups"]}
+    assert len(groups["bench"]) == 2 + 3  # r1, r2 and the bad runs (suite bench)
+    trend = {t["suite"]: t for t in data["trends"]}
+    assert [p["run"] for p in trend["other"]["series"]["base"]] == [
+        run_id(folder / "runs/other/r3")
+    ]
+    r1 = next(r for r in data["runs"] if r["name"] == "suite-a/r1")
+    stored = json.loads((folder / "runs/suite-a/r1/summary.json").read_text())
+    assert r1["systems"][0]["pass_rate"] == stored["systems"]["base"]["pass_rate"]
+    assert r1["systems"][0]["ci"] == stored["systems"]["base"]["pass_rate_ci95"]
+
+
+def test_bad_runs_show_what_can_be_read(viewer: Viewer, folder: Path) -> None:
+    _, data = _api(viewer, "/api/runs")
+    ids = {r["name"]: r["id"] for r in data["runs"]}
+    status, killed = _api(viewer, f"/api/runs/{ids['bad/killed']}")
+    assert status == 200
+    text = " ".join(killed["problems"])
+    assert "no summary.json" in text and "killed mid-write" in text
+    assert killed["counted"][0]["cases"] == 30  # figures counted from what was stored
+    status, corrupt = _api(viewer, f"/api/runs/{ids['bad/corrupt']}")
+    assert status == 200 and "1 line(s) of results.jsonl are not records" in " ".join(
+        corrupt["problems"]
+    ) and "first: 5" in " ".join(corrupt["problems"])  # fmt: skip
+    _, page = _api(viewer, f"/api/runs/{ids['bad/corrupt']}/cases?limit=100")
+    assert page["total"] == 29
+    status, old = _api(viewer, f"/api/runs/{ids['bad/old']}")
+    assert status == 200 and "no run.json" in " ".join(old["problems"])
+    assert "questions and golds are not shown" in " ".join(old["problems"])
+    # bad requests: a 400 naming what was wrong, never a stack trace
+    status, error = _api(viewer, f"/api/runs/{ids['bad/old']}/cases?sort=nonsense")
+    assert status == 400 and error["error"].startswith("sort: sort must be one of")
+    status, error = _api(viewer, "/api/runs/0123/case?system=x&case_id=y")
+    assert status == 400 and "no run with id" in error["error"]
+
+
+def test_case_page_and_side_by_side(viewer: Viewer, folder: Path) -> None:
+    rid = run_id(folder / "runs/suite-a/r1")
+    _, page = _api(viewer, f"/api/runs/{rid}/cases?status=fail&system=base&limit=1")
+    row = page["rows"][0]
+    _, case = _api(viewer, f"/api/runs/{rid}/case?system=base&case_id={row['case_id']}")
+    assert case["question"].startswith("How many") and case["gold"].startswith("SELECT count(*)")
+    assert ["-", str(int(case["gold"][-1]))] in case["diff"]  # the wrong status value
+    assert case["tokens"]["in"] > 0 and len(case["attempts"]) == 1
+    r2 = run_id(folder / "runs/suite-a/r2")
+    _, both = _api(viewer, f"/api/compare?a={rid}&b={r2}&system_a=tuned&system_b=tuned&limit=400")
+    expected = compare_records(
+        read_log(folder / "runs/suite-a/r1").records, read_log(folder / "runs/suite-a/r2").records,
+        systems=[("tuned", "tuned")],
+    ).as_dict()  # fmt: skip
+    pair = both["comparison"]["systems"][0]
+    assert pair["metrics"] == expected["systems"][0]["metrics"]
+    flips = len(expected["systems"][0]["fixed"]) + len(expected["systems"][0]["broken"])
+    rows = both["rows"]["rows"]
+    assert both["rows"]["flipped"] == flips
+    assert all(r["flipped"] for r in rows[:flips]) and not any(r["flipped"] for r in rows[flips:])
+
+
+def test_review_updates_figures_and_survives_a_resuming_run(viewer: Viewer, folder: Path) -> None:
+    run = folder / "runs/suite-a/r2"
+    rid = run_id(run)
+    _, before = _api(viewer, f"/api/runs/{rid}")
+    _, page = _api(viewer, f"/api/runs/{rid}/cases?status=fail&system=base&limit=20")
+    writer = LogWriter(run)  # a run resuming: appending records while reviews are written
+    writer.open_for_append()
+    extra = [dict(r, case_id=f"x{i}") for i, r in enumerate(_records(run)[:40])]
+
+    def append() -> None:
+        for record in extra:
+            writer.append(record)
+
+    appender = threading.Thread(target=append)
+    appender.start()
+    for row in page["rows"][:10]:
+        status, _ = _api(viewer, f"/api/runs/{rid}/review", {
+            "system": "base", "case_id": row["case_id"], "scorer": "execution_match",
+            "verdict": "pass", "note": "equivalent query", "reviewer": "ana"})  # fmt: skip
+        assert status == 200
+    appender.join()
+    writer.close()
+    status, _ = _api(viewer, f"/api/runs/{rid}/review", {"kind": "gold", "case_id": "c000001",
+                     "gold": "SELECT 1", "note": "typo", "reviewer": "bo"})  # fmt: skip
+    assert status == 200
+    status, error = _api(viewer, f"/api/runs/{rid}/review", {
+        "system": "base", "case_id": "c000001", "scorer": "execution_match", "verdict": "pass",
+        "note": "", "reviewer": "x"})  # fmt: skip
+    assert status == 400 and "reason is required" in error["error"]
+    # neither lost: every appended record and every override
+    assert len(_records(run)) == 2 * N + 40
+    review = json.loads((run / REVIEW).read_text())
+    assert len(review["records"]) == 10 and review["golds"][0]["reviewer"] == "bo"
+    assert all(r["scores"]["execution_match"]["details"]["review"]["at"] for r in review["records"])
+    # the log's reader puts them over the records (the runner's format)
+    log = read_log(run)
+    reviewed = {r["case_id"]: r for r in log.records if r["system"] == "base"}
+    assert all(reviewed[row["case_id"]]["passed"] for row in page["rows"][:10])
+    _, after = _api(viewer, f"/api/runs/{rid}")
+    base_before = next(s for s in (before["counted"] or before["systems"]) if s["name"] == "base")
+    base = next(s for s in after["counted"] if s["name"] == "base")
+    assert base["overrides"] == 10 and base["passed"] == base_before["passed"] + 10 + sum(
+        1 for r in extra if r["system"] == "base" and r["passed"]
+    )  # fmt: skip
+    _, reviewed_page = _api(viewer, f"/api/runs/{rid}/cases?reviewed=1&limit=50")
+    assert reviewed_page["total"] == 10 and all(
+        r["status"] == "pass" for r in reviewed_page["rows"]
+    )
+    _, file = _api(viewer, f"/api/runs/{rid}/review")
+    assert len(file["file"]["overrides"]) == 10 and file["file"]["golds"][0]["gold"] == "SELECT 1"
+
+
+def test_beyond_loopback_a_token_is_needed(folder: Path, index_root: Path) -> None:
+    v = Viewer([folder / "runs/other"], host="0.0.0.0", index_root=index_root,
+               background_index=False).start()  # fmt: skip
+    try:
+        assert v.token and v.url.endswith(f"?token={v.token}")
+        status, _ = _api(v, "/api/runs")
+        assert status == 403
+        status, data = _api(v, "/api/runs", token=v.token)
+        assert status == 200 and len(data["runs"]) == 1
+    finally:
+        v.stop()
+
+
+def test_history_trends_never_join_suites(folder: Path) -> None:
+    from queryeval.reports import history_context
+    from queryeval.viewer import index_diff
+
+    runs = [folder / "runs/suite-a/r1", folder / "runs/suite-a/r2", folder / "runs/other/r3"]
+    ctx = history_context(runs, diff=index_diff())
+    charts = {t["metric"]: t for t in ctx["trends"]}
+    assert "bench: pass_rate" in charts and "other: pass_rate" in charts
+    assert "r3" not in str(charts["bench: pass_rate"]["svg"])
+    assert "r1" not in str(charts["other: pass_rate"]["svg"])
+    order = [Path(r["path"]) for r in ctx["runs"]]
+    pair = (order.index(runs[0]), order.index(runs[1]))
+    same = next(d for d in ctx["diffs"] if (d["a"], d["b"]) == pair)
+    expected = compare_records(read_log(runs[0]).records, read_log(runs[1]).records).as_dict()
+    assert same["systems"][0]["metrics"] == expected["systems"][0]["metrics"]
