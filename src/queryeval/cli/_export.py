@@ -11,7 +11,9 @@ import typer
 from queryeval.errors import InputError
 
 export_app = typer.Typer(
-    help="Export a stored run to MLflow or OpenTelemetry.", no_args_is_help=True
+    help="Export a stored run to MLflow or OpenTelemetry.",
+    no_args_is_help=True,
+    rich_markup_mode=None,  # plain help, as the root command's (no rich import)
 )
 
 RunDir = Annotated[Path, typer.Argument(help="a run directory", show_default=False)]
