@@ -152,7 +152,7 @@ def test_python_test_functions(engine: Any) -> None:
     """A benchmark's test function: passing, failing (assertion, named), and the
     evaluator's own trouble (a loop, unbounded memory, a crash) unscored."""
     passing = (
-        "def test_case(pred_sqls, sol_sqls, db, conn, conditions):\n"
+        "def test_case(pred_sqls, sol_sqls, db, conn, conditions=None):\n"
         "    sql = ['SELECT count(*) FROM member']\n"
         "    rows, err, timeout = execute_queries(sql, db, conn)\n"
         "    assert not err and rows[0][0] == 5, rows\n"
@@ -169,7 +169,7 @@ def test_python_test_functions(engine: Any) -> None:
     if type(engine).__name__ != "SQLiteEngine":
         return  # the child's limits are the engine's none: checked once, on SQLite
     for what, body in bodies.items():
-        source = "def test_case(pred_sqls, sol_sqls, db, conn, conditions):\n" + body
+        source = "def test_case(pred_sqls, sol_sqls, db, conn, conditions=None):\n" + body
         broken = _case("py", {"tests": [{"python": source}]})
         score = _score(engine, broken, RIGHT["add-member"], python_timeout_s=1,
                        python_memory="512MiB")  # fmt: skip

@@ -13,6 +13,7 @@ from queryeval.engines._disposable import (
     Workspace,
     copy_support,
     disposable_copy,
+    split_statements,
     transaction_control,
 )
 from queryeval.engines._disposable_python import run_python_test
@@ -45,7 +46,6 @@ from queryeval.engines._results import (
     run_prediction,
 )
 from queryeval.engines._twin import empty_twin
-from queryeval.engines._variants_duckdb import DuckDBScratch, ScratchCatalog
 from queryeval.engines._validity import (
     ValidityChecker,
     ValidityVerdict,
@@ -53,13 +53,14 @@ from queryeval.engines._validity import (
     register_validity_checker,
     validity_checker,
 )
+from queryeval.engines._variants_duckdb import DuckDBScratch, ScratchCatalog
 from queryeval.metrics import ResultSet
 
 __all__ = [
     "ENGINES",
     "Blame",
-    "DuckDBScratch",
     "DatabaseOptions",
+    "DuckDBScratch",
     "Engine",
     "EngineKind",
     "EngineSpec",
@@ -104,6 +105,7 @@ __all__ = [
     "run_prediction",
     "run_python_test",
     "shared_validator",
+    "split_statements",
     "transaction_control",
     "validity_checker",
 ]

@@ -280,6 +280,30 @@ def transaction_control(text: str) -> str | None:
     return None
 
 
+def split_statements(text: str, dialect: str = "postgres") -> list[str]:
+    """The statements of `text`, split at the semicolons between them (not those inside
+    strings, comments or dollar-quoted bodies); the text whole when it cannot be read.
+
+    >>> split_statements("UPDATE t SET a = ';'; DO $$ BEGIN NULL; END $$;")
+    ["UPDATE t SET a = ';'", 'DO $$ BEGIN NULL; END $$']
+    """
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenize(text)
+    except SqlglotError:
+        return [text.strip()] if text.strip() else []
+    statements: list[str] = []
+    begin = 0
+    for token in tokens:
+        if token.token_type.name == "SEMICOLON":
+            statements.append(text[begin : token.start].strip())
+            begin = token.end + 1
+    statements.append(text[begin:].strip())
+    return [s for s in statements if s]
+
+
 class _PostgresCopy(Workspace):
     def __init__(self, engine: Any) -> None:
         super().__init__(engine)

@@ -32,24 +32,45 @@ from typing import Any
 _LIMIT_NOTE = "the test function ran past its limits"
 
 
-def run_python_test(source: str, access: dict[str, Any], *, pred_sqls: list[str],
-                    sol_sqls: list[str], timeout_s: float = 30.0, memory: int | str = 2**30,
-                    exceptions: str = "error", conditions: dict[str, Any] | None = None,
-                    ) -> tuple[str, str]:  # fmt: skip
+def run_python_test(
+    source: str,
+    access: dict[str, Any],
+    *,
+    pred_sqls: list[str],
+    sol_sqls: list[str],
+    timeout_s: float = 30.0,
+    memory: int | str = 2**30,
+    exceptions: str = "error",
+    conditions: dict[str, Any] | None = None,
+) -> tuple[str, str]:
     """("passed" | "failed" | "error", message) of a test function's source on a copy
-    (`access`: `Workspace.access()`; `memory`: bytes or a size such as 1GiB)."""
+    (`access`: `Workspace.access()`; `memory`: bytes or a size such as 1GiB). The
+    function is called with `conditions=` only when `conditions` is given (as the official
+    harnesses pass it: BIRD-CRITIC always, LiveSQLBench for its Query tasks)."""
     from queryeval.engines._base import parse_size
 
     memory = parse_size(memory)
-    job = {"source": source, "access": access, "pred_sqls": pred_sqls, "sol_sqls": sol_sqls,
-           "conditions": conditions or {}, "cpu_s": timeout_s, "memory": memory}  # fmt: skip
+    job = {
+        "source": source,
+        "access": access,
+        "pred_sqls": pred_sqls,
+        "sol_sqls": sol_sqls,
+        "kwargs": {} if conditions is None else {"conditions": conditions},
+        "cpu_s": timeout_s,
+        "memory": memory,
+    }
     with tempfile.TemporaryDirectory(prefix="queryeval-test-") as folder:
         try:
             done = subprocess.run(
                 [sys.executable, "-I", os.path.abspath(__file__)],  # stdlib imports only
-                input=json.dumps(job), capture_output=True, text=True, cwd=folder,
-                timeout=timeout_s * 2 + 5, check=False, env=_child_env(),
-            )  # fmt: skip
+                input=json.dumps(job),
+                capture_output=True,
+                text=True,
+                cwd=folder,
+                timeout=timeout_s * 2 + 5,
+                check=False,
+                env=_child_env(),
+            )
         except subprocess.TimeoutExpired:
             return "error", f"{_LIMIT_NOTE} (wall clock, {timeout_s * 2 + 5:g}s)"
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
@@ -117,13 +138,20 @@ def _helpers(kind: str, db: Any) -> dict[str, Any]:
         cursor = conn.execute(sql)
         return cursor.fetchall() if cursor.description is not None else None
 
-    def perform_query(query: str, db_path: Any = None, conn: Any = None,
-                      query_timeout: int = 30) -> tuple[Any, Any]:  # fmt: skip
+    def perform_query(
+        query: str, db_path: Any = None, conn: Any = None, query_timeout: int = 30
+    ) -> tuple[Any, Any]:
         conn = conn if conn is not None else db
         return run_one(query, conn), conn
 
-    def execute_queries(queries: Any, db_path: Any, conn: Any, logger: Any = None,
-                        section_title: str = "", return_error: bool = False) -> Any:  # fmt: skip
+    def execute_queries(
+        queries: Any,
+        db_path: Any,
+        conn: Any,
+        logger: Any = None,
+        section_title: str = "",
+        return_error: bool = False,
+    ) -> Any:
         if isinstance(queries, str):
             queries = [queries]
         result: Any = None
@@ -178,8 +206,9 @@ def _helpers(kind: str, db: Any) -> dict[str, Any]:
 
         return [tuple(norm(v) for v in row) for row in results or []]
 
-    def ex_base(pred_sqls: list[str], sol_sqls: list[str], db_path: Any, conn: Any,
-                conditions: Any = None) -> int:  # fmt: skip
+    def ex_base(
+        pred_sqls: list[str], sol_sqls: list[str], db_path: Any, conn: Any, conditions: Any = None
+    ) -> int:
         if not pred_sqls or not sol_sqls:
             return 0
         pred, pe, pt = execute_queries(pred_sqls, db_path, conn)
@@ -237,15 +266,21 @@ def _child() -> None:
     except Exception as exc:
         print(json.dumps({"status": "error", "message": f"cannot reach the copy: {exc}"}))
         return
-    scope: dict[str, Any] = {"__name__": "queryeval_test", **_helpers(job["access"]["kind"], conn)}
+    import datetime
+
+    scope: dict[str, Any] = {
+        "__name__": "queryeval_test",
+        "datetime": datetime,
+        "date": datetime.date,
+        **_helpers(job["access"]["kind"], conn),
+    }
     try:
         exec(compile(job["source"], "<test_case>", "exec"), scope)
         function = scope.get("test_case")
         if not callable(function):
             out = {"status": "error", "message": "the source defines no test_case function"}
         else:
-            function(job["pred_sqls"], job["sol_sqls"], db, conn,
-                     conditions=job["conditions"])  # fmt: skip
+            function(job["pred_sqls"], job["sol_sqls"], db, conn, **job["kwargs"])
             out = {"status": "passed", "message": ""}
     except AssertionError as exc:
         out = {"status": "failed", "message": f"assertion: {exc}"[:2000]}

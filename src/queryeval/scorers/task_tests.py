@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from queryeval.cases import Task, TaskTest
     from queryeval.engines import Workspace
 
+_ABSENT = object()  # a case without metadata.conditions: the function gets no such argument
 _REASONS = {"syntax", "schema", "runtime", "timeout", "resource_limit", "refused"}
 
 
@@ -48,12 +49,6 @@ class TaskTestsOptions(BaseModel):
         description="a test function raising anything but an assertion or a database error: "
         "the evaluator's error (unscored), or a failing test (the official harnesses' rule)",
     )
-
-
-def split_statements(text: str) -> list[str]:
-    """A system's output as the list of statements a Python test function receives
-    (`pred_sqls`): one item, the text as given (the engine splits it when it runs)."""
-    return [text] if text.strip() else []
 
 
 class TaskTestsScorer(Scorer):
@@ -108,9 +103,11 @@ class TaskTestsScorer(Scorer):
         if why is not None:
             return Score.unscored(why)
         with disposable_copy(engine) as copy:
-            return self._on_copy(copy, task, text, database)
+            conditions = case.metadata.get("conditions", _ABSENT)
+            return self._on_copy(copy, task, text, database, conditions)
 
-    def _on_copy(self, copy: Workspace, task: Task, text: str, database: str) -> Score:
+    def _on_copy(self, copy: Workspace, task: Task, text: str, database: str,
+                 case_conditions: Any = _ABSENT) -> Score:  # fmt: skip
         for i, statement in enumerate(task.setup):
             step = copy.run(statement)
             if not step.ok:
@@ -126,7 +123,7 @@ class TaskTestsScorer(Scorer):
         failed: list[dict[str, str]] = []
         for i, test in enumerate(task.tests):
             name = test.name or f"test_{i + 1}"
-            verdict, message = self._test(copy, test, text, task)
+            verdict, message = self._test(copy, test, text, task, case_conditions)
             if verdict == "error":
                 return Score.unscored(f"test {name!r} could not be run (the evaluator's): "
                                       f"{message}", evaluator_error=True)  # fmt: skip
@@ -146,13 +143,18 @@ class TaskTestsScorer(Scorer):
         return Score(value=1.0 if not failed else 0.0, passed=not failed,
                      explanation=explanation, details=details)  # fmt: skip
 
-    def _test(self, copy: Workspace, test: TaskTest, text: str, task: Task) -> tuple[str, str]:
-        """("passed" | "failed" | "error", message) of one test on the copy."""
+    def _test(self, copy: Workspace, test: TaskTest, text: str, task: Task,
+              conditions: Any = _ABSENT) -> tuple[str, str]:  # fmt: skip
+        """("passed" | "failed" | "error", message) of one test on the copy. A test
+        function receives the system's statements one by one (`pred_sqls`) and, when the
+        case has one, its `metadata.conditions`."""
         if test.python is not None:
-            from queryeval.engines import run_python_test
+            from queryeval.engines import run_python_test, split_statements
 
+            dialect = copy.engine.dialect
             return run_python_test(
-                test.python, copy.access(), pred_sqls=split_statements(text),
+                test.python, copy.access(), pred_sqls=split_statements(text, dialect),
+                conditions=None if conditions is _ABSENT else (conditions or {}),
                 sol_sqls=list(task.solution), timeout_s=self.options.python_timeout_s,
                 memory=self.options.python_memory,
                 exceptions=self.options.python_exceptions,

@@ -1,0 +1,210 @@
+"""`queryeval import bird-critic` / `livesqlbench` on files the tests write in the published
+formats (task JSONL with the ground-truth fields, SQLite files, PostgreSQL table dumps),
+then `queryeval run` end to end: the default soft-EX test, a Management task's own test
+functions, setup and cleanup, the official predictions' format."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from queryeval.cli import app
+from queryeval.runner import load_suite, run_suite
+from task_support import needs_postgres
+
+RAISE_TEST = (
+    "def test_case(pred_sqls, sol_sqls, db_path, conn, conditions):\n"
+    "    execute_queries(pred_sqls, db_path, conn)\n"  # the prediction ran once already
+    "    rows, _ = perform_query_on_sqlite_databases(\n"
+    "        \"SELECT score FROM member WHERE name = 'Bo'\", db_path, conn)\n"
+    "    assert rows[0][0] in (100, 110), rows\n"
+)
+INSTANCES = [
+    {
+        "instance_id": "SQLite_0",
+        "db_id": "club",
+        "query": "Names of Spanish members?",
+        "issue_sql": ["SELECT name FROM member WHERE country = 'spain'"],
+        "preprocess_sql": [],
+        "sol_sql": ["SELECT name FROM member WHERE country = 'Spain'"],
+        "clean_up_sql": [],
+        "test_cases": [],
+        "conditions": {"order": False},
+    },
+    {
+        "instance_id": "SQLite_1",
+        "db_id": "club",
+        "query": "Give Bo 10 more points.",
+        "issue_sql": ["UPDATE member SET score = score + '10' WHERE name = 'bo'"],
+        "preprocess_sql": ["CREATE TABLE audit (note TEXT)"],
+        "sol_sql": ["UPDATE member SET score = score + 10 WHERE name = 'Bo'"],
+        "clean_up_sql": ["DROP TABLE audit"],
+        "test_cases": [RAISE_TEST],
+    },
+    {
+        "instance_id": "SQLite_2",
+        "db_id": "club",
+        "query": "Faster?",
+        "issue_sql": [],
+        "preprocess_sql": [],
+        "sol_sql": ["SELECT 1"],
+        "clean_up_sql": [],
+        "test_cases": [],
+        "efficiency": True,
+    },
+]
+
+
+def _cli(*args: Any) -> Any:
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _scores(run_dir: Path, system: str = "model") -> dict[str, Any]:
+    out = {}
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if "case_id" in record and record.get("system", system) == system:
+            out[record["case_id"]] = record["scores"]["task_tests"]
+    return out
+
+
+def _club(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript(
+        "CREATE TABLE member (id INTEGER, name TEXT, country TEXT, score INT);"
+        "INSERT INTO member VALUES (1,'Ann','France',70),(2,'Bo','Spain',90),"
+        "(3,'Ed','Spain',55);"
+    )
+    con.commit()
+    con.close()
+
+
+def test_bird_critic_sqlite(tmp_path: Path) -> None:
+    _club(tmp_path / "sqlite_databases" / "club" / "club.sqlite")
+    before = (tmp_path / "sqlite_databases" / "club" / "club.sqlite").read_bytes()
+    data = tmp_path / "sqlite_500.jsonl"
+    data.write_text("\n".join(json.dumps(i) for i in INSTANCES))
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(
+        "\n".join(
+            json.dumps(p)
+            for p in [
+                {
+                    "instance_id": "SQLite_0",
+                    "pred_sqls": ["SELECT name FROM member WHERE country = 'Spain'"],
+                },
+                {
+                    "instance_id": "SQLite_1",
+                    "pred_sqls": ["UPDATE member SET score = 0 WHERE name = 'Bo'"],
+                },
+            ]
+        )
+    )
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        "\n".join(
+            json.dumps({"instance_id": i["instance_id"], "pred_sqls": i["sol_sql"]})
+            for i in INSTANCES
+        )
+    )
+    out = tmp_path / "suite"
+    result = _cli(
+        "import",
+        "bird-critic",
+        data,
+        tmp_path / "sqlite_databases",
+        "--out",
+        out,
+        "-p",
+        f"model={preds}",
+        "-p",
+        f"gold={gold}",
+    )
+    assert result.exit_code == 0, result.output
+    assert "efficiency" in result.output  # left out, and said
+    run_suite(load_suite(out / "suite.yaml"), tmp_path / "run", progress=False)
+    model = _scores(tmp_path / "run")
+    assert model["SQLite_0"]["value"] == 1.0
+    assert model["SQLite_1"]["value"] == 0.0
+    assert "assertion" in model["SQLite_1"]["details"]["failed"][0]["message"]
+    gold_scores = _scores(tmp_path / "run", "gold")
+    assert {k: v["value"] for k, v in gold_scores.items()} == {"SQLite_0": 1.0, "SQLite_1": 1.0}
+    assert (tmp_path / "sqlite_databases" / "club" / "club.sqlite").read_bytes() == before
+
+
+def _scores_of(suite: Any, run_dir: Path) -> dict[str, Any]:
+    run_suite(suite, run_dir, progress=False)
+    return _scores(run_dir)
+
+
+@needs_postgres
+def test_livesqlbench_postgres(tmp_path: Path) -> None:
+    dumps = tmp_path / "postgre_table_dumps" / "club_template"
+    dumps.mkdir(parents=True)
+    (dumps / "member.sql").write_text(
+        "CREATE TABLE member (id int, name text, score int);\n"
+        "INSERT INTO member VALUES (1, 'Ann', 70), (2, 'Bo', 90);\n"
+    )
+    manage_test = (
+        "def test_case(pred_sqls, sol_sqls, db_name, conn):\n"
+        "    rows, _ = perform_query_on_postgresql_databases(\n"
+        "        'SELECT sum(score) FROM member', db_name, conn=conn)\n"
+        "    assert rows[0][0] == 180, rows\n"
+    )
+    tasks = [
+        {
+            "instance_id": "club_1",
+            "selected_database": "club",
+            "category": "Query",
+            "query": "Best score?",
+            "sol_sql": ["SELECT max(score) FROM member"],
+            "preprocess_sql": [],
+            "clean_up_sql": [],
+            "test_cases": [],
+            "conditions": {"decimal": 2, "distinct": False, "order": False},
+        },
+        {
+            "instance_id": "club_M_1",
+            "selected_database": "club",
+            "category": "Management",
+            "query": "Add 10 to every score.",
+            "sol_sql": ["UPDATE member SET score = score + 10"],
+            "preprocess_sql": [],
+            "clean_up_sql": [],
+            "test_cases": [manage_test],
+        },
+    ]
+    data = tmp_path / "livesqlbench_data.jsonl"
+    data.write_text("\n".join(json.dumps(t) for t in tasks))
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(
+        "\n".join(
+            json.dumps(p)
+            for p in [
+                {
+                    "instance_id": "club_1",
+                    "pred_sqls": ["SELECT score FROM member ORDER BY 1 DESC LIMIT 1"],
+                },
+                {"instance_id": "club_M_1", "pred_sqls": ["UPDATE member SET score = score + 10;"]},
+            ]
+        )
+    )
+    out = tmp_path / "suite"
+    result = _cli(
+        "import",
+        "livesqlbench",
+        data,
+        tmp_path / "postgre_table_dumps",
+        "--out",
+        out,
+        "-p",
+        f"model={preds}",
+    )
+    assert result.exit_code == 0, result.output
+    scores = _scores_of(load_suite(out / "suite.yaml"), tmp_path / "run")
+    assert {k: v["value"] for k, v in scores.items()} == {"club_1": 1.0, "club_M_1": 1.0}
