@@ -328,12 +328,12 @@ def test_beyond_loopback_a_token_is_needed(folder: Path, index_root: Path) -> No
         v.stop()
 
 
-def test_history_trends_never_join_suites(folder: Path) -> None:
+def test_history_trends_never_join_suites(folder: Path, index_root: Path) -> None:
     from queryeval.reports import history_context
     from queryeval.viewer import index_diff
 
     runs = [folder / "runs/suite-a/r1", folder / "runs/suite-a/r2", folder / "runs/other/r3"]
-    ctx = history_context(runs, diff=index_diff())
+    ctx = history_context(runs, diff=index_diff(index_root))
     charts = {t["metric"]: t for t in ctx["trends"]}
     assert "bench: pass_rate" in charts and "other: pass_rate" in charts
     assert "r3" not in str(charts["bench: pass_rate"]["svg"])
