@@ -36,6 +36,7 @@ from queryeval.engines._kusto_language import (
     shared_validator,
 )
 from queryeval.engines._options import DatabaseOptions, database_problem
+from queryeval.engines._postgres_server import missing_reason as postgres_missing
 from queryeval.engines._registry import BUILTIN_ENGINES as ENGINES
 from queryeval.engines._registry import EngineKind, engine_kinds, register_engine
 from queryeval.engines._results import (
@@ -100,6 +101,7 @@ __all__ = [
     "kql_validator_from_context",
     "kql_validity_checker",
     "kql_validity_in_context",
+    "postgres_missing",
     "register_engine",
     "register_validity_checker",
     "run_prediction",
