@@ -58,7 +58,9 @@ class TaskTestsScorer(Scorer):
     options: TaskTestsOptions
     default_threshold = 1.0
     reads = "output"  # the statements may write: judged on the copy, not by the sandbox
-    needs_database = True
+    # the task names its database (checked by `check_inputs`), not the gold query or
+    # metadata the runner's check reads
+    needs_database = False
     blocking = True
 
     def sub_metrics(self) -> frozenset[str]:
