@@ -160,3 +160,20 @@ def test_mv_expand_of_a_column_path_is_named_col_member(kql: Engine) -> None:
                              "TargetResources.modifiedProperties | project v = "
                              "tostring(TargetResources_modifiedProperties.newValue)")  # fmt: skip
     assert columns == ["v"] and sorted(got) == [("a",), ("b",)]
+
+
+def test_parse_capture_name_with_spaces(kql: Engine) -> None:
+    # `parse x with * '.' ['Attribute Set Name'] '_' *` (Kusto.Language: a column named
+    # "Attribute Set Name"); DuckDB's RE2 refused the group name duckdb-kql gave it
+    columns, got = rows(kql, "print x = 'a.b c_7' | parse x with * '.' ['Attribute Set Name'] "
+                             "'_' n:long")  # fmt: skip
+    assert columns == ["x", "Attribute Set Name", "n"]
+    assert got == [("a.b c_7", "b c", 7)]
+
+
+def test_nul_in_a_literal_argument(kql: Engine) -> None:
+    # PowerShell's -EncodedCommand is UTF-16: base64_decode_tostring gives text with NULs, which
+    # the hunting queries strip with replace_string(s, '\u0000', '') (Kusto's "\u0000" escape)
+    decoded = 'base64_decode_tostring("YQBiAA==")'
+    _, got = rows(kql, f'print a = replace_string({decoded}, "\\u0000", ""), b = strlen({decoded})')
+    assert got == [("ab", 4)]

@@ -185,6 +185,9 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         scalar("new_guid", "template", "gen_random_uuid()", (0,), (), "queryeval"),
         scalar("ipv4_is_private", "template", _IPV4_PRIVATE, (1,), (), "queryeval"),
         scalar("set_union", "template", _set_union(), (2,), ("R9",), "queryeval"),
+        # the NUL character, which duckdb-kql's string literals cannot hold (the rewriter
+        # writes a literal argument holding one as strcat(..., queryeval_nul(), ...))
+        scalar("queryeval_nul", "template", "chr(0)", (0,), (), "queryeval"),
         # string_size: the string's size in bytes (UTF-8), DuckDB's strlen
         scalar("string_size", "template", "strlen(CAST({0} AS VARCHAR))", (1,), (), "queryeval"),
         # translate(searchList, replacementList, source): a shorter replacement list is

@@ -433,8 +433,19 @@ def _string_literals(q: _Query) -> list[Edit]:
             body = text[1:-1] if len(text) >= 2 and text[-1] == quote else text[1:]
             value = _decode(body)
             start, stop = _span(token)
+            if "\0" in value and _is_argument(node):  # `replace_string(s, '\u0000', '')`
+                parts = [_encode_for_duckdb_kql(p, quote) for p in value.split("\0")]
+                edits.append(Edit(start, stop, f"strcat({', queryeval_nul(), '.join(parts)})"))
+                continue
             edits.append(Edit(start, stop, _encode_for_duckdb_kql(value, quote)))
     return edits
+
+
+def _is_argument(literal: Any) -> bool:
+    """Whether a string literal is a whole argument of a function call (where any string
+    expression may stand)."""
+    argument = _parent(literal, "ArgumentExpression")
+    return argument is not None and _span(argument) == _span(literal)
 
 
 # -- rule: named arguments ---------------------------------------------------------------------

@@ -40,6 +40,7 @@ from queryeval.engines._kql_rewrite import (
     _is_token,
     _kind,
     _literal_value,
+    _name_of,
     _named_parts,
     _parent,
     _Query,
@@ -548,6 +549,35 @@ def _parse_leading_capture(q: _Query) -> list[Edit]:
     return edits
 
 
+def _parse_capture_names(q: _Query) -> list[Edit]:
+    """`parse x with ... ['Attribute Set Name'] ...`: duckdb-kql names its regex groups after
+    the columns, and DuckDB's RE2 rejects a group name that is not a word; such a capture is
+    made under a word name, then renamed in place (`project-rename`: the same column where
+    Kusto puts it)."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "ParseOperator":
+            continue
+        piped = _parent(node, "PipedOperator")
+        renames = []
+        for capture in _walk(node):
+            if _kind(capture) != "ParseOperatorNameAndOptionalType":
+                continue
+            reference = _rules(capture)[0]
+            name = _name_of(reference)
+            if name is None or re.fullmatch(r"\w+", name):
+                continue
+            if piped is None:
+                raise KqlRefused("parse with a capture name that is not a word, outside a pipe")
+            word = f"queryeval_capture_{len(renames) + 1}"
+            edits.append(Edit(*_span(reference), word))
+            renames.append(f"{quote_name(name)} = {word}")
+        if renames and piped is not None:
+            end = _span(piped)[1]
+            edits.append(Edit(end, end, f" | project-rename {', '.join(renames)}"))
+    return edits
+
+
 # -- as ----------------------------------------------------------------------------------------
 
 
@@ -684,6 +714,7 @@ KUSTO_RULES = (
     _in_dynamic_table,
     _regex_group_names,
     _parse_leading_capture,
+    _parse_capture_names,
     _as_operator,
     _star_predicates,
 )
