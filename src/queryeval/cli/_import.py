@@ -65,8 +65,8 @@ def import_command(
         list[str] | None,
         typer.Option(
             "--set",
-            help="a format option KEY=VALUE, or a scorer's option [SCORER.]OPTION=VALUE "
-            "(repeatable; `queryeval import FORMAT --help` lists them)",
+            help="a format option KEY=VALUE, or a scorer's option [SCORER.]OPTION=VALUE (bare: "
+            "every scorer that takes it; repeatable; `queryeval import FORMAT --help` lists them)",
         ),
     ] = None,
     skip_missing: Annotated[
@@ -219,24 +219,26 @@ def apply_scorer_options(
                     f"--set {target}.{option}: no scorer {target!r} in this suite; its scorers: "
                     f"{', '.join(_labels(scorers))}"
                 )
-        if len(hits) > 1:
-            names = ", ".join(f"{_label(scorers[i])}.{option}" for i in hits)
-            raise InputError(f"--set {option}: several scorers take it; name one: {names}")
-        entry = scorers[hits[0]]
-        if option not in fields[hits[0]]:
-            raise InputError(
-                f"--set {_label(entry)}.{option}: {entry['name']} has no option {option!r}; "
-                f"its options: {', '.join(fields[hits[0]])}"
-            )
-        value = yaml.safe_load(text) if text.strip() else text
-        merged = {**(entry.get("options") or {}), option: value}
-        try:
-            scorer_class(entry["name"]).Options.model_validate(merged)
-        except ValidationError as error:
-            problem = error.errors()[0]
-            raise InputError(f"--set {_label(entry)}.{option}={text}: {problem['msg']}") from None
-        entry["options"] = merged
-        applied.append(f"{_label(entry)}.{option} = {value!r}")
+        if target is not None and len(hits) > 1:
+            raise InputError(f"--set {target}.{option}: several scorers are named {target!r}")
+        for i in hits:  # a bare option: every scorer of the suite that takes it
+            entry = scorers[i]
+            if option not in fields[i]:
+                raise InputError(
+                    f"--set {_label(entry)}.{option}: {entry['name']} has no option "
+                    f"{option!r}; its options: {', '.join(fields[i])}"
+                )
+            value = yaml.safe_load(text) if text.strip() else text
+            merged = {**(entry.get("options") or {}), option: value}
+            try:
+                scorer_class(entry["name"]).Options.model_validate(merged)
+            except ValidationError as error:
+                problem = error.errors()[0]
+                raise InputError(
+                    f"--set {_label(entry)}.{option}={text}: {problem['msg']}"
+                ) from None
+            entry["options"] = merged
+            applied.append(f"{_label(entry)}.{option} = {value!r}")
     suite.suite["scorers"] = scorers
     return applied
 
@@ -266,8 +268,8 @@ def format_help(name: str, module: Any) -> str:
         lines += ["--skip-missing: leave out (and report) questions whose database is absent", ""]
     scorers = getattr(module, "SCORERS", ())
     if scorers:
-        lines.append("Scorer options (--set SCORER.OPTION=VALUE, or OPTION=VALUE when one "
-                     "scorer of the suite takes it):")  # fmt: skip
+        lines.append("Scorer options (--set SCORER.OPTION=VALUE; OPTION=VALUE sets it in every "
+                     "scorer of the suite that takes it):")  # fmt: skip
         for scorer in scorers:
             for field, info in scorer_class(scorer).Options.model_fields.items():
                 text = f": {info.description}" if info.description else ""
