@@ -24,13 +24,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Side, interleaved, machine, options, record, table  # noqa: E402
-from _sql_data import write_suite  # noqa: E402
-
-from queryeval.cases import Attempt, Case, Output  # noqa: E402
-from queryeval.config import ScorerConfig  # noqa: E402
-from queryeval.runner import load_suite  # noqa: E402
-from queryeval.scorers import ScoringContext, build_scorer, score_case  # noqa: E402
+from _harness import Side, interleaved, machine, options, record, table
+from _sql_data import write_suite
+from queryeval.cases import Attempt, Case, Output
+from queryeval.config import ScorerConfig
+from queryeval.runner import load_suite
+from queryeval.scorers import ScoringContext, build_scorer, score_case
 
 
 def _sqlite_copy(folder: Path) -> None:
@@ -104,8 +103,10 @@ def main() -> None:
     print(machine())
     for database in ("shop", "shop_sqlite"):
         cases = _cases(folder, database)
-        sides = [Side(f"execution_match ({database})", lambda c=cases: _side(suite, c, "execution_match"), 1),
-                 Side(f"verified_match ({database})", lambda c=cases: _side(suite, c, "verified_match"), 1)]  # fmt: skip
+        sides = [
+            Side(f"{name} ({database})", lambda c=cases, n=name: _side(suite, c, n), 1)
+            for name in ("execution_match", "verified_match")
+        ]
         timings = interleaved(sides, args.rounds)
         print(table(timings, reference=sides[0].label, per=(args.cases, "cases/CPU-s")))
         ex, verified = timings[sides[0].label], timings[sides[1].label]

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from verified_support import context, make_suite, score
 
 from queryeval.engines import Limits
 from queryeval.scorers import ScoringContext
 from queryeval.verify import replay
+from verified_support import context, make_suite, score
 
 DATABASES = ["shop_sqlite", "shop_duckdb"]
 
@@ -94,8 +94,10 @@ def test_observed_only_witnesses_assume_nothing(ctx: ScoringContext, database: s
 def test_ex_zero_ends_at_tier_ex_and_verified_never_exceeds_ex(
     ctx: ScoringContext, database: str
 ) -> None:
-    preds = ["SELECT name FROM emp", "SELECT 1", "SELEC nonsense", "SELECT name FROM nowhere",
-             "SELECT name FROM emp WHERE age >= 30", "SELECT name FROM emp WHERE age > 30"]  # fmt: skip
+    preds = [
+        "SELECT name FROM emp", "SELECT 1", "SELEC nonsense", "SELECT name FROM nowhere",
+        "SELECT name FROM emp WHERE age >= 30", "SELECT name FROM emp WHERE age > 30",
+    ]  # fmt: skip
     for pred in preds:
         s = score(ctx, database, "SELECT name FROM emp WHERE age >= 30", pred)
         metrics = s.details.get("metrics") or {"ex": 0.0, "verified": 0.0}

@@ -8,15 +8,15 @@ import json
 from pathlib import Path
 
 from typer.testing import CliRunner
-from verified_support import make_suite
 
 from queryeval.cli import app
 from queryeval.runner import load_suite, run_suite
+from verified_support import make_suite
 
 CASES = {  # id: (gold, prediction)
     "boundary": ("SELECT name FROM emp WHERE age >= 30", "SELECT name FROM emp WHERE age > 30"),
     "nulls": ("SELECT count(*) FROM emp", "SELECT count(salary) FROM emp"),
-    "right": ("SELECT name FROM emp WHERE dept_id = 1", "SELECT e.name FROM emp e WHERE e.dept_id = 1"),
+    "right": ("SELECT name FROM emp WHERE dept_id = 1", "SELECT name FROM emp WHERE 1 = dept_id"),
     "wrong": ("SELECT name FROM emp", "SELECT name FROM dept"),
     "garbage": ("SELECT name FROM emp", "SELEC name FRM emp"),
 }  # fmt: skip

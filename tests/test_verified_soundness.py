@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 import sqlglot
 from sqlglot.optimizer import optimize
-from verified_support import context, make_suite, score
 
 from queryeval.scorers import ScoringContext
+from verified_support import context, make_suite, score
 
 DATABASES = ["shop_sqlite", "shop_duckdb"]
 
@@ -31,7 +31,8 @@ EQUIVALENT = [
      "SELECT dept_id, sum(1) FROM emp GROUP BY dept_id"),
     ("SELECT DISTINCT dept_id FROM emp", "SELECT dept_id FROM emp GROUP BY dept_id"),
     ("SELECT name FROM emp WHERE age > 30 OR salary > 2000",
-     "SELECT name FROM emp WHERE NOT (age <= 30 AND salary <= 2000) AND (age > 30 OR salary > 2000)"),
+     "SELECT name FROM emp WHERE NOT (age <= 30 AND salary <= 2000) "
+     "AND (age > 30 OR salary > 2000)"),
     ("SELECT d.name FROM dept d WHERE NOT EXISTS (SELECT 1 FROM emp e WHERE e.dept_id = d.id)",
      "SELECT d.name FROM dept d LEFT JOIN emp e ON e.dept_id = d.id WHERE e.id IS NULL"),
     ("SELECT name FROM emp ORDER BY salary DESC, id LIMIT 2",

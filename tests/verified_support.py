@@ -57,8 +57,8 @@ def context(suite: Path, cache: Path) -> ScoringContext:
 
 def score(ctx: ScoringContext, database: str, gold: str, pred: str, **options: Any) -> Score:
     """verified_match's score of `pred` against `gold` on `database`."""
-    case = Case.model_validate({"id": "c", "conversation": [
-        {"content": "q", "target": [{"query": {"text": gold, "database": database}}]}]})  # fmt: skip
+    target = {"query": {"text": gold, "database": database}}
+    case = Case.model_validate({"id": "c", "conversation": [{"content": "q", "target": [target]}]})
     options = {"variants": 24, **options}  # the tests' budget; the default is 40
     scorer = build_scorer(ScorerConfig(name="verified_match", options=options))
     return scorer.finish(scorer.score(case, Output(attempts=[Attempt(query=pred)]), ctx))

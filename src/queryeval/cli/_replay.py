@@ -90,5 +90,7 @@ def _show(system: str, label: str, witness: dict[str, Any], script: Path | None)
         for row in record.get("rows") or ([[record["error"]]] if "error" in record else []):
             table.add_row(*("NULL" if v is None else str(v) for v in row))
         console.print(table)
-        console.print("  same as stored" if matches else "  [red]differs from the stored result[/red]")
+        console.print(
+            "  same as stored" if matches else "  [red]differs from the stored result[/red]"
+        )
     return same

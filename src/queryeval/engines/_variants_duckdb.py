@@ -68,7 +68,7 @@ class ScratchCatalog(DuckDBEngine):
         Engine.__init__(self, catalog, scratch.limits, f"scratch:{catalog}")
         self.scratch = scratch
         self.catalog = catalog
-        self.path = None
+        self.path = None  # type: ignore[assignment]  # no file: a catalog in memory
 
     def write(self, statement: str) -> None:
         """Run a statement that builds the catalog (DDL, INSERT); raises on failure."""
@@ -94,7 +94,7 @@ class ScratchCatalog(DuckDBEngine):
         cursor = self.scratch.cursor("memory")
         try:
             cursor.execute(f"DETACH {self.catalog}")
-        except Exception:  # noqa: S110 - the instance is closing or the catalog is gone
+        except Exception:
             pass
         finally:
             cursor.close()

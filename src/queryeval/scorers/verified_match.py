@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from queryeval.cases import Case, Score
 from queryeval.scorers._base import ScoringContext
@@ -35,10 +35,11 @@ NOT_PROOF = ("no counterexample found is not a proof of equivalence: the variant
 class VerifiedOptions(ExecutionOptions):
     """`execution_match`'s options, and the bounds of the search on variants."""
 
-    seed: int = Field(default=0, description="seed of the variants (same seed, same witnesses)")
+    seed: int = Field(default=0, description="the variants' seed (same seed, same witnesses)")
     variants: int = Field(default=40, ge=1, le=1000, description="variants tried a case")
-    rows_per_table: int = Field(default=200, ge=1, le=100_000,
-                                description="rows of each table the variants start from")  # fmt: skip
+    rows_per_table: int = Field(
+        default=200, ge=1, le=100_000, description="rows of each table the variants start from"
+    )
     shrink_steps: int = Field(default=200, ge=0, le=10_000,
                               description="databases tried while shrinking a witness")  # fmt: skip
     observed_only: bool = Field(
@@ -52,9 +53,9 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
     """EX, then variants: 1 only when the prediction matches the gold on the database and
     on every variant tried; a difference is shown as a minimal witness."""
 
-    Options: ClassVar[type[VerifiedOptions]] = VerifiedOptions  # type: ignore[assignment]
+    Options: ClassVar[type[BaseModel]] = VerifiedOptions
     options: VerifiedOptions
-    metric_names = ("ex", "verified")
+    metric_names = ("ex", "verified")  # type: ignore[assignment]
 
     def from_comparisons(
         self,
@@ -84,7 +85,9 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
                 matched.query, pred.query, self._differs(matched, policy, dialect, case, ctx)
             )
         except Exception as exc:  # the evaluator could not search: EX stands, said so
-            score.details["unverified"] = f"variants could not be built: {type(exc).__name__}: {exc}"
+            score.details["unverified"] = (
+                f"variants could not be built: {type(exc).__name__}: {exc}"
+            )
             return score
         score.details["tier"] = "variants"
         score.details["variants"] = {**outcome.details(), "seed": self.options.seed}
@@ -198,7 +201,8 @@ def witness_text(witness: dict[str, Any]) -> str:
 
     >>> print(witness_text({"variant": "boundary t.a > 30", "rows": 1, "minimal": True,
     ...     "tables": {"t": {"columns": ["a"], "rows": [[30]]}},
-    ...     "gold": {"columns": ["a"], "rows": [[30]]}, "prediction": {"columns": ["a"], "rows": []},
+    ...     "gold": {"columns": ["a"], "rows": [[30]]},
+    ...     "prediction": {"columns": ["a"], "rows": []},
     ...     "assumptions": []}))
     variant boundary t.a > 30: 1 row (minimal)
     t(a):
@@ -209,8 +213,10 @@ def witness_text(witness: dict[str, Any]) -> str:
       (no rows)
     """
     size = witness.get("rows", 0)
-    lines = [f"variant {witness.get('variant')}: {size} row{'s' if size != 1 else ''}"
-             + (" (minimal)" if witness.get("minimal") else " (shrinking stopped at its bound)")]
+    lines = [
+        f"variant {witness.get('variant')}: {size} row{'s' if size != 1 else ''}"
+        + (" (minimal)" if witness.get("minimal") else " (shrinking stopped at its bound)")
+    ]
     for table, content in (witness.get("tables") or {}).items():
         lines.append(f"{table}({', '.join(map(str, content.get('columns', [])))}):")
         lines += [f"  ({', '.join(_show(v) for v in row)})" for row in content.get("rows", [])]

@@ -57,7 +57,10 @@ class Outcome:
 
     def details(self) -> dict[str, Any]:
         """The record kept in a score's details."""
-        out: dict[str, Any] = {"checked": self.checked, "skipped": dict(sorted(self.skipped.items()))}
+        out: dict[str, Any] = {
+            "checked": self.checked,
+            "skipped": dict(sorted(self.skipped.items())),
+        }
         if self.note:
             out["note"] = self.note
         return out
@@ -304,7 +307,7 @@ class Verifier:
             if steps[0] <= 0:
                 minimal = False
                 break
-            chunks = [items[i * len(items) // n:(i + 1) * len(items) // n] for i in range(n)]
+            chunks = [items[i * len(items) // n : (i + 1) * len(items) // n] for i in range(n)]
             chunks = [c for c in chunks if c]
             reduced = False
             for chunk in chunks:
@@ -334,9 +337,14 @@ class Verifier:
             "script": text,
             "rows": sum(len(v) for v in data.values()),
             "minimal": minimal,
-            "tables": {t: {"columns": list(self.schema.tables[t].columns),
-                           "rows": [[_jsonable(v) for v in r] for r in data.get(t, [])]}
-                       for t in tables if data.get(t)},  # fmt: skip
+            "tables": {
+                t: {
+                    "columns": list(self.schema.tables[t].columns),
+                    "rows": [[_jsonable(v) for v in r] for r in data.get(t, [])],
+                }
+                for t in tables
+                if data.get(t)
+            },
             "queries": {"gold": gold, "prediction": pred},
             "gold": _result(runs["gold"]),
             "prediction": _result(runs["prediction"]),

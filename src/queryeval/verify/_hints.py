@@ -48,13 +48,13 @@ def analyse(query: str, dialect: str, schema: Schema) -> Hints:
     if tree is None:
         return hints
     aliases: dict[str, str] = {}
-    for node in tree.find_all(exp.Table):
-        table = schema.table(node.name)
+    for found in tree.find_all(exp.Table):
+        table = schema.table(found.name)
         if table is None:
             continue
         hints.tables.add(table.name)
-        aliases[(node.alias_or_name or node.name).lower()] = table.name
-        aliases[node.name.lower()] = table.name
+        aliases[(found.alias_or_name or found.name).lower()] = table.name
+        aliases[found.name.lower()] = table.name
 
     def resolve(column: exp.Column) -> list[tuple[str, str]]:
         qualifier = column.table.lower() if column.table else ""
@@ -70,12 +70,15 @@ def analyse(query: str, dialect: str, schema: Schema) -> Hints:
     for column in tree.find_all(exp.Column):
         hints.columns.update(resolve(column))
 
-    ops = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<",
-           exp.LTE: "<=", exp.Like: "like", exp.ILike: "ilike"}  # fmt: skip
+    ops: dict[type[exp.Expression], str] = {
+        exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<",
+        exp.LTE: "<=", exp.Like: "like", exp.ILike: "ilike",
+    }  # fmt: skip
+    node: Any
     for node in tree.walk():
         op = ops.get(type(node))
         if op is not None:
-            left, right = node.left, node.right
+            left, right = node.args.get("this"), node.args.get("expression")
             if isinstance(right, exp.Column):
                 left, right = right, left
             if isinstance(left, exp.Column):

@@ -135,14 +135,18 @@ def _sqlite_tables(engine: Engine) -> dict[str, Table]:
             "AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
         ):
             table = Table(name, ddl, {})
-            for _, column, kind, notnull, _default, pk in con.execute(
+            for _, column, kind, notnull, _default, _pk in con.execute(
                 "SELECT * FROM pragma_table_info(?)", (name,)
             ):
                 table.columns[column] = kind or ""
                 if notnull:
                     table.not_null.add(column)
-            pk_cols = [r[1] for r in con.execute(
-                "SELECT * FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", (name,))]  # fmt: skip
+            pk_cols = [
+                r[1]
+                for r in con.execute(
+                    "SELECT * FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", (name,)
+                )
+            ]
             if pk_cols:
                 table.keys.append(tuple(pk_cols))
             for _seq, index, unique, origin, _partial in con.execute(
@@ -158,8 +162,9 @@ def _sqlite_tables(engine: Engine) -> dict[str, Table]:
                 fks.setdefault(row[0], []).append((row[2], row[3], row[4]))
             for parts in fks.values():
                 parent = parts[0][0]
-                table.foreign_keys.append(ForeignKey(
-                    tuple(p[1] for p in parts), parent, tuple(p[2] or "" for p in parts)))  # fmt: skip
+                columns = tuple(p[1] for p in parts)
+                parent_columns = tuple(p[2] or "" for p in parts)
+                table.foreign_keys.append(ForeignKey(columns, parent, parent_columns))
             tables[name] = table
         for tbl, ddl in con.execute(
             "SELECT tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"

@@ -7,6 +7,7 @@ declared constraints are enforced when a variant is built (`_build`)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import random
@@ -124,14 +125,19 @@ def generate(schema: Schema, base: Data, hints: Hints, *, seed: int, count: int,
             break
         rng = rng_for(seed, salt, "mix", str(i))
         data = base
-        names = []
+        names: list[str] = []
         for _ in range(rng.randint(1, 3)):
-            op = rng.choice(ops)
-            data = op(rng, data)
-            names.append(op.__name__.removesuffix("_any"))
+            mix = rng.choice(ops)
+            data = mix(rng, data)
+            names.append(mix.__name__.removesuffix("_any"))
         _add(variants, seen, f"random {i} ({', '.join(names)})", data, schema, observed,
              observed_only)  # fmt: skip
     return variants
+
+
+def _observed_row(observed: Observed, schema: Schema, table: str, row: tuple[Any, ...]) -> bool:
+    columns = schema.tables[table].columns
+    return all(observed.holds(table, c, v) for c, v in zip(columns, row, strict=False))
 
 
 def _bind(fn: Callable[..., Data], *args: Any) -> Callable[[random.Random], Data]:
@@ -141,8 +147,7 @@ def _bind(fn: Callable[..., Data], *args: Any) -> Callable[[random.Random], Data
 def _add(variants: list[Variant], seen: set[str], name: str, data: Data, schema: Schema,
          observed: Observed, observed_only: bool) -> None:  # fmt: skip
     if observed_only:
-        data = {t: [r for r in rows if all(observed.holds(t, c, v)
-                                           for c, v in zip(schema.tables[t].columns, r))]
+        data = {t: [r for r in rows if _observed_row(observed, schema, t, r)]
                 for t, rows in data.items()}  # fmt: skip
     key = repr(sorted((t, rows) for t, rows in data.items()))
     if key in seen:
@@ -203,7 +208,7 @@ class _Maker:
         i = self._index(table, column)
         sample = next((r[i] for r in rows if r[i] is not None), None)
         values = _near(value, op, sample)
-        added = []
+        added: list[tuple[Any, ...]] = []
         for n, v in enumerate(values):
             template = rows[rng.randrange(len(rows))]
             copy = list(template)
@@ -229,7 +234,7 @@ class _Maker:
             low = min(present, key=lambda r: r[i])[i]
         except TypeError:
             return self.base
-        added = []
+        added: list[tuple[Any, ...]] = []
         for n, v in enumerate((top, low)):
             template = list(rows[rng.randrange(len(rows))])
             template[i] = v
@@ -286,10 +291,7 @@ class _Maker:
             pool = self.observed.values.get((t, c)) or []
             for j in self._pick(rng, rows, 0.3):
                 old = rows[j][i]
-                if pool and rng.random() < 0.7:
-                    new = rng.choice(pool)
-                else:
-                    new = _nudge(old, rng)
+                new = rng.choice(pool) if pool and rng.random() < 0.7 else _nudge(old, rng)
                 rows[j] = tuple(new if k == i else x for k, x in enumerate(rows[j]))
             out[t] = rows
         return out
@@ -336,10 +338,8 @@ def _new_value(value: Any, existing: list[Any], n: int) -> Any:
     """A value of `value`'s kind that `existing` does not hold (None if none is made)."""
     taken = set()
     for v in existing:
-        try:
+        with contextlib.suppress(TypeError):
             taken.add(v)
-        except TypeError:
-            pass
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -347,8 +347,8 @@ def _new_value(value: Any, existing: list[Any], n: int) -> Any:
                   default=value)  # fmt: skip
         return top + n
     if isinstance(value, float):
-        top = max((v for v in existing if isinstance(v, int | float)), default=value)
-        return float(top) + n
+        high = max((v for v in existing if isinstance(v, int | float)), default=value)
+        return float(high) + n
     if isinstance(value, str):
         for k in range(n, n + 1000):
             candidate = f"{value}~{k}"
