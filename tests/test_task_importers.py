@@ -127,7 +127,7 @@ def test_bird_critic_sqlite(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "efficiency" in result.output  # left out, and said
-    run_suite(load_suite(out / "suite.yaml"), tmp_path / "run", progress=False)
+    run_suite(load_suite(out / "suite.yaml"), tmp_path / "run", progress=False, write_reports=False)
     model = _scores(tmp_path / "run")
     assert model["SQLite_0"]["value"] == 1.0
     assert model["SQLite_1"]["value"] == 0.0
@@ -138,7 +138,7 @@ def test_bird_critic_sqlite(tmp_path: Path) -> None:
 
 
 def _scores_of(suite: Any, run_dir: Path) -> dict[str, Any]:
-    run_suite(suite, run_dir, progress=False)
+    run_suite(suite, run_dir, progress=False, write_reports=False)
     return _scores(run_dir)
 
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from queryeval.cases import OutcomeKind
 from queryeval.engines._base import Deadline, Engine, Limits, collect_rows, fetch_batches
+from queryeval.engines._cost import machine_loaded
 from queryeval.engines._memory import memory_guard
 
 GROWTH = 256 * 2**20  # how much a SQLite copy may grow (max_page_count)
@@ -90,22 +91,33 @@ class Workspace(ABC):
             refused = self.refusal(text)
             if refused is not None:
                 return Step("refused", f"refused on the disposable copy: {refused}")
+        step = self._attempt(text, system, quiet=False)
+        if step.kind == "timeout" and not self.engine.cpu_in_process and machine_loaded():
+            # a server's wall clock on a loaded machine: once more on a quiet slot (the
+            # timed-out statements were rolled back with their implicit transaction)
+            step = self._attempt(text, system, quiet=True)
+        return step
+
+    def _attempt(self, text: str, system: bool, *, quiet: bool) -> Step:
+        """One run under the engine's query clock: an embedded engine's deadline reads the
+        statements' own CPU time, so a loaded machine stops nothing that would finish."""
         start = time.perf_counter()
-        deadline = Deadline(self.limits.timeout_s, self._interrupt, self.limits.wall_cap_s)
         guard = memory_guard(2 * self.limits.memory_limit) if self.engine.in_process else None
-        try:
-            with deadline, guard or contextlib.nullcontext():
-                columns, rows = self._execute(text, system=system)
-        except MemoryError:
-            return Step("resource_limit", "the statements took more memory than their limit")
-        except Exception as exc:
-            elapsed = time.perf_counter() - start
-            if deadline.fired:
-                return Step("timeout", str(deadline.timeout()), elapsed_s=elapsed)
-            kind, message = self.engine.classify(exc)
-            if kind == "refused":
-                message = message.replace("read-only sandbox", "disposable copy's sandbox")
-            return Step(kind, message, elapsed_s=elapsed)
+        with self.engine._clock(quiet):
+            deadline = Deadline(self.limits.timeout_s, self._interrupt, self.limits.wall_cap_s)
+            try:
+                with deadline, guard or contextlib.nullcontext():
+                    columns, rows = self._execute(text, system=system)
+            except MemoryError:
+                return Step("resource_limit", "the statements took more memory than their limit")
+            except Exception as exc:
+                elapsed = time.perf_counter() - start
+                if deadline.fired:
+                    return Step("timeout", str(deadline.timeout()), elapsed_s=elapsed)
+                kind, message = self.engine.classify(exc)
+                if kind == "refused":
+                    message = message.replace("read-only sandbox", "disposable copy's sandbox")
+                return Step(kind, message, elapsed_s=elapsed)
         return Step("ok", "", columns, rows, time.perf_counter() - start)
 
     def close(self) -> None:  # noqa: B027 - a copy holding nothing to drop
