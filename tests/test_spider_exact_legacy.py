@@ -185,3 +185,35 @@ def test_tokens_as_word_tokenize_makes_them() -> None:
     assert toks[7:12] == ['"x"', "and", "c", "!=", "2"]
     # two quoted texts side by side stay one token of both placeholders, as officially
     assert toks[-1] == "__val_50_53____val_54_56__"
+
+
+def test_the_scorers_legacy_option(tmp_path: Path) -> None:
+    """`spider_exact_match` with `legacy: true` on a suite's database: the official 0 for
+    an alias without AS, named in the explanation; the default scores it 1."""
+    from benchmark_files import concert_context
+    from queryeval.cases import Attempt, Case, Output
+    from queryeval.config import ScorerConfig
+    from queryeval.scorers import build_scorer
+
+    ctx = concert_context(tmp_path)
+    case = Case.model_validate(
+        {
+            "id": "c",
+            "conversation": [
+                {"content": "q", "target": {"query": {"text": "SELECT name FROM singer"}}}
+            ],
+        }
+    )
+    pred = Output(attempts=[Attempt(query="SELECT s.name FROM singer s")])
+    try:
+        scores = {}
+        for legacy in (False, True):
+            config = ScorerConfig(
+                name="spider_exact_match", options={"database": "concert", "legacy": legacy}
+            )
+            scores[legacy] = build_scorer(config).score(case, pred, ctx)
+    finally:
+        ctx.close()
+    assert scores[False].value == 1.0
+    assert scores[True].value == 0.0 and scores[True].details["pred_parsed"] is False
+    assert "official reader" in scores[True].explanation
