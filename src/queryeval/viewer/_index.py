@@ -18,6 +18,7 @@ offsets and must go on past a corrupt one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -119,7 +120,8 @@ def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
             continue
         status = score.get("status", "ok")
         value = _number(score.get("value"))
-        details = score.get("details") if isinstance(score.get("details"), Mapping) else {}
+        found = score.get("details")
+        details: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         if status != "ok" or value is None:
             if reason is None:
                 first = str(score.get("explanation") or status).split("\n")[0]
@@ -203,7 +205,7 @@ class RunIndex:
     def refresh(self) -> IndexState:
         """Index what results.jsonl gained since the last call (or everything, when the file
         was replaced or cut, or the index is missing); returns the state."""
-        with self._lock:
+        with self._lock, self._folder_lock():
             results = self.run_dir / RESULTS
             try:
                 stat = results.stat()
@@ -223,9 +225,29 @@ class RunIndex:
             self._offsets = None
             return state
 
+    @contextlib.contextmanager
+    def _folder_lock(self) -> Iterator[None]:
+        """The index folder's lock: one process updates an index at a time (a viewer's
+        background indexing and a `queryeval compare` of the same run)."""
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
     def _load_state(self) -> IndexState | None:
         if self.state.parts or self.state.size:
-            return self.state
+            # another process may have extended the index since: its meta says how far
+            try:
+                size = orjson.loads((self.folder / _META).read_bytes()).get("size")
+            except (OSError, orjson.JSONDecodeError):
+                size = None
+            if size == self.state.size:
+                return self.state
         try:
             data = orjson.loads((self.folder / _META).read_bytes())
         except (OSError, orjson.JSONDecodeError):
@@ -409,40 +431,64 @@ class RunIndex:
         return self.folder.parent / f"{_CASES_PREFIX}{state.cases_sig[:24]}.parquet"
 
     def _write_cases(self, patterns: list[str], base: Path, state: IndexState) -> None:
+        """The cases' Parquet file, written in batches: a JSONL file is read line by line,
+        so 200,000 cases never stand in memory as models at once."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from queryeval.cases import load_cases
+        from queryeval._inputs import jsonl_lines
+        from queryeval.cases import case_files, load_cases_file, parse_case_line
         from queryeval.errors import InputError
 
+        schema = pa.schema(
+            [("case_id", pa.string()), ("question", pa.string()), ("gold", pa.string()),
+             ("tags", pa.list_(pa.string())), ("case", pa.string())]
+        )  # fmt: skip
+        path = self._cases_file(state)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        columns: list[list[Any]] = [[], [], [], [], []]
+        seen: set[str] = set()
+
+        def add(case: Any) -> None:
+            if case.id in seen:
+                raise InputError(f"duplicate case id {case.id!r}")
+            seen.add(case.id)
+            for column, value in zip(
+                columns,
+                (case.id, _cut(case.question), _cut(gold_text(case)), list(case.tags),
+                 case.model_dump_json(exclude_defaults=True)),
+                strict=True,
+            ):  # fmt: skip
+                column.append(value)
+
         try:
-            cases = load_cases(patterns, base)
+            with pq.ParquetWriter(temporary, schema, compression="zstd") as writer:
+
+                def flush() -> None:
+                    if columns[0]:
+                        writer.write_table(pa.table(dict(zip(schema.names, columns, strict=True)),
+                                                    schema=schema))  # fmt: skip
+                        for column in columns:
+                            column.clear()
+
+                for file in case_files(patterns, base):
+                    if file.suffix.lower() in (".jsonl", ".ndjson"):
+                        for lineno, raw in jsonl_lines(file):
+                            add(parse_case_line(raw, file, lineno))
+                            if len(columns[0]) >= PART_ROWS:
+                                flush()
+                    else:
+                        for case in load_cases_file(file):
+                            add(case)
+                    flush()
         except InputError as exc:
+            temporary.unlink(missing_ok=True)
             state.has_cases = False
             state.cases_problem = (
                 f"the case files cannot be read ({exc}): questions and golds are not shown"
             )
             return
-        ids, questions, golds, tags, full = [], [], [], [], []
-        for case in cases:
-            ids.append(case.id)
-            questions.append(_cut(case.question))
-            golds.append(_cut(gold_text(case)))
-            tags.append(list(case.tags))
-            full.append(case.model_dump_json(exclude_defaults=True))
-        table = pa.table(
-            {
-                "case_id": pa.array(ids, pa.string()),
-                "question": pa.array(questions, pa.string()),
-                "gold": pa.array(golds, pa.string()),
-                "tags": pa.array(tags, pa.list_(pa.string())),
-                "case": pa.array(full, pa.string()),
-            }
-        )
-        path = self._cases_file(state)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        pq.write_table(table, temporary, compression="zstd")
         os.replace(temporary, path)  # another process may be writing the same file
         state.has_cases = True
         state.cases_problem = None

@@ -151,7 +151,8 @@ def cases_page(index: RunIndex, review: Mapping[str, Any] | None, f: CaseFilter)
     cases = index.cases_path
     join = f"LEFT JOIN read_parquet('{cases}') c ON c.case_id = r.case_id" if cases else ""
     cols = "c.question, c.gold, c.tags" if cases else "NULL AS question, NULL AS gold, NULL AS tags"
-    where, params = [], []
+    where: list[str] = []
+    params: list[Any] = []
     if f.system:
         where.append("r.system = ?")
         params.append(f.system)
