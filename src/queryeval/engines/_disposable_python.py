@@ -42,11 +42,13 @@ def run_python_test(
     memory: int | str = 2**30,
     exceptions: str = "error",
     conditions: dict[str, Any] | None = None,
+    helpers: str = "livesqlbench",
 ) -> tuple[str, str]:
     """("passed" | "failed" | "error", message) of a test function's source on a copy
     (`access`: `Workspace.access()`; `memory`: bytes or a size such as 1GiB). The
     function is called with `conditions=` only when `conditions` is given (as the official
-    harnesses pass it: BIRD-CRITIC always, LiveSQLBench for its Query tasks)."""
+    harnesses pass it: BIRD-CRITIC always, LiveSQLBench for its Query tasks); `helpers`:
+    which harness's helpers it sees (`_helpers`)."""
     from queryeval.engines._base import parse_size
 
     memory = parse_size(memory)
@@ -57,6 +59,7 @@ def run_python_test(
         "sol_sqls": sol_sqls,
         "kwargs": {} if conditions is None else {"conditions": conditions},
         "cpu_s": timeout_s,
+        "helpers": helpers,
         "memory": memory,
     }
     with tempfile.TemporaryDirectory(prefix="queryeval-test-") as folder:
@@ -125,46 +128,45 @@ def _leave_network() -> str:
     return "guard"
 
 
-def _helpers(kind: str, db: Any) -> dict[str, Any]:
-    """The official harnesses' helpers, by their names (re-written, see the docstring)."""
+def _helpers(kind: str, db: Any, flavour: str = "livesqlbench") -> dict[str, Any]:
+    """The official harnesses' helpers, by their names and behaviour (re-written from
+    reading them, see the docstring). `flavour`: `livesqlbench` (LiveSQLBench's
+    `test_utils.py`, which BIRD-CRITIC-SQLite's `sqlite_test_utils.py` matches) or
+    `bird_critic_postgresql` (BIRD-CRITIC's `postgresql_test_utils.py`: DISTINCT removed as
+    a word, results compared as sets with dates normalised and nothing rounded)."""
+    import json
     import re
+    from datetime import date, datetime
+    from decimal import ROUND_HALF_UP, Decimal
 
     def run_one(sql: str, conn: Any) -> Any:
-        if kind == "postgres":
-            cursor = conn.cursor()
+        cursor = conn.cursor()
+        try:
             cursor.execute(sql)
-            rows = cursor.fetchall() if cursor.description is not None else None
-            return rows
-        cursor = conn.execute(sql)
-        return cursor.fetchall() if cursor.description is not None else None
+            return cursor.fetchall() if cursor.description is not None else None
+        finally:
+            cursor.close()
 
-    def perform_query(
-        query: str, db_path: Any = None, conn: Any = None, query_timeout: int = 30
-    ) -> tuple[Any, Any]:
+    def perform_query(query: str, db_path: Any = None, conn: Any = None,
+                      query_timeout: int = 30) -> tuple[Any, Any]:  # fmt: skip
         conn = conn if conn is not None else db
         return run_one(query, conn), conn
 
-    def execute_queries(
-        queries: Any,
-        db_path: Any,
-        conn: Any,
-        logger: Any = None,
-        section_title: str = "",
-        return_error: bool = False,
-    ) -> Any:
+    def execute_queries(queries: Any, db_path: Any, conn: Any, logger: Any = None,
+                        section_title: str = "", return_error: bool = False) -> Any:  # fmt: skip
         if isinstance(queries, str):
             queries = [queries]
         result: Any = None
         error = timeout = False
         message = ""
-        for sql in queries:
+        for i, sql in enumerate(queries):
             try:
                 result = run_one(sql, conn)
             except Exception as exc:
                 text = str(exc)
-                timeout = "timeout" in text.lower() or "cancel" in text.lower()
+                timeout = "timeout" in text.lower() or "canceling statement" in text.lower()
                 error = not timeout
-                message = text
+                message = f"error executing query {i + 1}: {text}"
                 if kind == "postgres":
                     conn.rollback()
                 break
@@ -173,48 +175,82 @@ def _helpers(kind: str, db: Any) -> dict[str, Any]:
         return result, error, timeout
 
     def remove_comments(sqls: list[str]) -> list[str]:
-        return [re.sub(r"--[^\n]*|/\*.*?\*/", " ", s, flags=re.S).strip() for s in sqls]
-
-    def remove_distinct(sqls: list[str]) -> list[str]:
-        return [re.sub(r"\bDISTINCT\b", "", s, flags=re.I) for s in sqls]
-
-    def remove_round(sqls: list[str]) -> list[str]:
         out = []
-        for s in sqls:
-            while (m := re.search(r"\bROUND\s*\(", s, flags=re.I)) is not None:
-                depth, i, comma = 1, m.end(), None
-                while i < len(s) and depth:
-                    depth += {"(": 1, ")": -1}.get(s[i], 0)
-                    if s[i] == "," and depth == 1 and comma is None:
-                        comma = i
-                    i += 1
-                inner = s[m.end() : (comma if comma is not None else i - 1)]
-                s = s[: m.start()] + inner + s[i:]
-            out.append(s)
+        for sql in sqls:
+            sql = re.sub(r"/\*.*?\*/", "", sql, flags=re.DOTALL)
+            sql = re.sub(r"--.*?(\r\n|\r|\n)", r"\1", sql)
+            out.append(re.sub(r"\n\s*\n+", "\n", sql).strip())
         return out
 
+    def remove_distinct(sqls: list[str]) -> list[str]:
+        if flavour == "bird_critic_postgresql":
+            return [re.sub(r"\bDISTINCT\b", "", s, flags=re.IGNORECASE) for s in sqls]
+        return [" ".join(t for t in s.split(" ") if t.lower() != "distinct") for s in sqls]
+
+    def _unround(sql: str) -> str:
+        """Every ROUND(x, ...) call replaced by its first argument, nested ones too."""
+        while (found := re.search(r"ROUND\s*\(", sql, flags=re.IGNORECASE)) is not None:
+            opening = found.end() - 1
+            depth, first_end, closing = 0, None, -1
+            for i in range(opening, len(sql)):
+                ch = sql[i]
+                if ch == "(":
+                    depth += 1
+                elif ch == ")":
+                    depth -= 1
+                    if depth == 0:
+                        closing = i
+                        break
+                if first_end is None and depth == 1 and (ch == "," or sql[i + 1 : i + 2] == ")"):
+                    first_end = i if ch == "," else i + 1
+            if closing == -1:
+                break
+            end = first_end if first_end is not None else closing
+            sql = sql[: found.start()] + sql[opening + 1 : end].strip() + sql[closing + 1 :]
+        return sql
+
+    def remove_round(sqls: list[str]) -> list[str]:
+        return [_unround(s) for s in sqls]
+
+    def _rounded(item: Any, places: int) -> Any:
+        if isinstance(item, Decimal):
+            return item.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+        if isinstance(item, float):
+            return round(item, places)
+        if isinstance(item, list | tuple):
+            return type(item)(_rounded(x, places) for x in item)
+        if isinstance(item, dict):
+            return {k: _rounded(v, places) for k, v in item.items()}
+        return item
+
     def preprocess_results(results: Any, decimal_places: int = 2) -> Any:
-        import datetime as dt
-        from decimal import Decimal
+        rows = []
+        for row in results:
+            cells = []
+            for item in row:
+                if isinstance(item, date | datetime):
+                    cells.append(item.strftime("%Y-%m-%d"))
+                elif flavour == "bird_critic_postgresql":
+                    cells.append(item)
+                else:
+                    value = _rounded(item, decimal_places)
+                    is_nested = isinstance(value, dict | list)
+                    cells.append(json.dumps(value, sort_keys=True) if is_nested else value)
+            rows.append(tuple(cells))
+        return rows
 
-        def norm(v: Any) -> Any:
-            if isinstance(v, dt.date | dt.datetime):
-                return v.strftime("%Y-%m-%d")
-            if isinstance(v, float | Decimal):
-                return round(float(v), decimal_places)
-            return v
-
-        return [tuple(norm(v) for v in row) for row in results or []]
-
-    def ex_base(
-        pred_sqls: list[str], sol_sqls: list[str], db_path: Any, conn: Any, conditions: Any = None
-    ) -> int:
+    def ex_base(pred_sqls: list[str], sol_sqls: list[str], db_path: Any, conn: Any,
+                conditions: Any = None) -> int:  # fmt: skip
         if not pred_sqls or not sol_sqls:
             return 0
         pred, pe, pt = execute_queries(pred_sqls, db_path, conn)
         gold, ge, gt = execute_queries(sol_sqls, db_path, conn)
         if pe or pt or ge or gt:
             return 0
+        if flavour == "bird_critic_postgresql":
+            if not pred or not gold:
+                return 0
+            return int(set(preprocess_results(pred)) == set(preprocess_results(gold)))
         pred, gold = preprocess_results(pred), preprocess_results(gold)
         if not pred or not gold:
             return 0
@@ -223,7 +259,9 @@ def _helpers(kind: str, db: Any) -> dict[str, Any]:
         return 1 if set(pred) == set(gold) else 0
 
     def check_sql_function_usage(sqls: list[str], required_keywords: list[str]) -> int:
-        combined = " ".join(sqls).lower()
+        if not sqls:
+            return 0
+        combined = " ".join(s.lower() for s in sqls)
         return int(all(k.lower() in combined for k in required_keywords))
 
     return {
@@ -272,7 +310,7 @@ def _child() -> None:
         "__name__": "queryeval_test",
         "datetime": datetime,
         "date": datetime.date,
-        **_helpers(job["access"]["kind"], conn),
+        **_helpers(job["access"]["kind"], conn, job["helpers"]),
     }
     try:
         exec(compile(job["source"], "<test_case>", "exec"), scope)

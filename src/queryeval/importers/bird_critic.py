@@ -16,7 +16,10 @@ setup, each test case a Python test (none: the official default, soft EX through
 `ex_base`), `clean_up_sql` its cleanup, `sol_sql` its solution; the question shows the
 user's issue and their SQL. The suite scores with `task_tests` as the official harness
 counts: an instance is solved when the prediction runs and every test passes, a test
-function raising anything counts as failed (`python_exceptions: fail`).
+function raising anything counts as failed (`python_exceptions: fail`). As the official
+harnesses call them, SQLite test functions get `conditions` and the helpers of
+`sqlite_test_utils.py`, PostgreSQL ones no `conditions` and those of
+`postgresql_test_utils.py` (`python_helpers: bird_critic_postgresql`).
 
 Predictions (`--predictions NAME=FILE`): the official `{instance_id, pred_sqls: [...]}`
 lines; the statements are joined with `;` into one prediction.
@@ -201,17 +204,11 @@ def databases_for(
     return found
 
 
-def suite_scorers() -> dict[str, Any]:
-    """The official verdict: solved when every test passes, any exception a failed test."""
-    return {
-        "scorers": [
-            {
-                "name": "task_tests",
-                "required": True,
-                "options": {"python_exceptions": "fail", "python_timeout_s": 60},
-            }
-        ]
-    }
+def suite_scorers(helpers: str = "livesqlbench") -> dict[str, Any]:
+    """The official verdict: solved when every test passes, any exception a failed test;
+    the test functions see `helpers` (the harness's own: see `task_tests`)."""
+    options = {"python_exceptions": "fail", "python_timeout_s": 60, "python_helpers": helpers}
+    return {"scorers": [{"name": "task_tests", "required": True, "options": options}]}
 
 
 def _dialect(request: ImportRequest, item: dict[str, Any]) -> str:
@@ -263,7 +260,13 @@ def build(request: ImportRequest) -> ImportedSuite:
                 question += f"\n\nThe SQL that has the issue:\n{issue}"
             cases.append(
                 task_case(
-                    item, path, line, database=database, question=question, default_test=False
+                    item,
+                    path,
+                    line,
+                    database=database,
+                    question=question,
+                    default_test=False,
+                    conditions=dialect == "sqlite",
                 )
             )
     if len(dialects) > 1:
@@ -289,6 +292,6 @@ def build(request: ImportRequest) -> ImportedSuite:
         cases=cases,
         databases=databases,
         predictions=predictions,
-        suite=suite_scorers(),
+        suite=suite_scorers("livesqlbench" if dialect == "sqlite" else "bird_critic_postgresql"),
         notes=notes,
     )

@@ -44,6 +44,11 @@ class TaskTestsOptions(BaseModel):
     attempt: Literal["final", "first"] = "final"
     python_timeout_s: float = Field(default=30.0, gt=0, description="a test function's time")
     python_memory: int | str = Field(default="1GiB", description="a test function's memory")
+    python_helpers: Literal["livesqlbench", "bird_critic_postgresql"] = Field(
+        default="livesqlbench",
+        description="the helpers a test function sees, as which official harness has them "
+        "(livesqlbench: also BIRD-CRITIC-SQLite's)",
+    )
     python_exceptions: Literal["error", "fail"] = Field(
         default="error",
         description="a test function raising anything but an assertion or a database error: "
@@ -157,6 +162,7 @@ class TaskTestsScorer(Scorer):
             return run_python_test(
                 test.python, copy.access(), pred_sqls=split_statements(text, dialect),
                 conditions=None if conditions is _ABSENT else (conditions or {}),
+                helpers=self.options.python_helpers,
                 sol_sqls=list(task.solution), timeout_s=self.options.python_timeout_s,
                 memory=self.options.python_memory,
                 exceptions=self.options.python_exceptions,
