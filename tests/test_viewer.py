@@ -263,6 +263,16 @@ def test_case_page_and_side_by_side(viewer: Viewer, folder: Path) -> None:
     assert all(r["flipped"] for r in rows[:flips]) and not any(r["flipped"] for r in rows[flips:])
 
 
+def test_two_systems_of_one_run(viewer: Viewer, folder: Path) -> None:
+    rid = run_id(folder / "runs/suite-a/r1")
+    _, both = _api(viewer, f"/api/compare?a={rid}&b={rid}")
+    pair = both["comparison"]["systems"]
+    assert [(p["system_a"], p["system_b"]) for p in pair] == [("base", "tuned")]
+    records = read_log(folder / "runs/suite-a/r1").records
+    expected = compare_records(records, records, systems=[("base", "tuned")]).as_dict()
+    assert pair[0]["metrics"] == expected["systems"][0]["metrics"]
+
+
 def test_review_updates_figures_and_survives_a_resuming_run(viewer: Viewer, folder: Path) -> None:
     run = folder / "runs/suite-a/r2"
     rid = run_id(run)

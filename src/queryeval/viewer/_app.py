@@ -316,6 +316,9 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
         b = catalog.get(q.get("b") or q.get("a", ""))
         sa, sb = q.get("system_a") or "", q.get("system_b") or ""
         pairs = [(sa, sb)] if sa and sb else None
+        systems_a, systems_b = a.index.state.systems, b.index.state.systems
+        if pairs is None and a.id == b.id and len(systems_a) >= 2:
+            pairs = [(systems_a[0], systems_a[1])]  # two systems of one run
         result = compare_indexed(
             a.index, b.index, review_a=a.review, review_b=b.review, systems=pairs,
             label_a=a.name, label_b=b.name,
@@ -331,7 +334,8 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
                 only_flipped=q.get("flipped") in ("1", "true"),
             )  # fmt: skip
         return _json({"a": a.id, "b": b.id, "comparison": data, "rows": rows,
-                      "suites": [a.suite, b.suite]})  # fmt: skip
+                      "suites": [a.suite, b.suite], "systems_a": systems_a,
+                      "systems_b": systems_b})  # fmt: skip
 
     async def api_review(request: Request) -> Response:
         run = catalog.get(request.path_params["rid"])

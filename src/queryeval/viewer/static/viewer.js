@@ -220,6 +220,10 @@ async function pageCompare(q) {
   const cmp = d.comparison;
   let html = `<h1>Side by side: ${esc(cmp.run_a)} (A) vs ${esc(cmp.run_b)} (B)</h1>`;
   if (d.suites[0] !== d.suites[1]) html += problems([`the runs are of different suites (${d.suites[0]}, ${d.suites[1]}): cases are paired by id only`]);
+  const first = cmp.systems[0] || {};
+  const pick = (name, list, cur) => `<select name="${name}">${list.map((x) => `<option ${x === cur ? "selected" : ""}>${esc(x)}</option>`).join("")}</select>`;
+  html += `<form class="filters" id="pair"><label>system of A${pick("system_a", d.systems_a, first.system_a)}</label>
+    <label>system of B${pick("system_b", d.systems_b, first.system_b)}</label><button type="submit">Compare</button></form>`;
   html += `<p>verdict: <strong id="cmp-verdict">${esc(cmp.verdict)}</strong> (level ${num(cmp.level, 2)})</p>`;
   for (const p of cmp.systems) {
     html += `<div class="card"><strong>${esc(p.system_a)} (A) vs ${esc(p.system_b)} (B)</strong>: ${p.n_paired} paired cases, <span class="pass">${p.n_fixed} fixed</span>, <span class="fail">${p.n_broken} broken</span>${p.mcnemar ? `, McNemar p = ${num(p.mcnemar.p_value)}` : ""}; only in A ${p.n_only_a}, only in B ${p.n_only_b}
@@ -228,13 +232,17 @@ async function pageCompare(q) {
   }
   const rows = d.rows;
   if (rows) {
-    html += `<h2>Per case (flipped first)</h2><div class="pager">${rows.total} cases, <span id="flipped">${rows.flipped}</span> flipped ·
+    html += `<h2>Per case: ${esc(first.system_a)} (A) vs ${esc(first.system_b)} (B), flipped first</h2><div class="pager">${rows.total} cases, <span id="flipped">${rows.flipped}</span> flipped ·
       ${offset > 0 ? `<a href="#/compare?${qs({ ...q, offset: Math.max(0, offset - limit) })}">‹ previous</a>` : ""}
       ${offset + limit < rows.total ? `<a href="#/compare?${qs({ ...q, offset: offset + limit })}">next ›</a>` : ""}</div>
       <table id="pairs"><tr><th>case</th><th>A</th><th>A prediction</th><th>B</th><th>B prediction</th></tr>
       ${rows.rows.map((r) => `<tr><td>${r.flipped ? '<span class="flag">flipped</span> ' : ""}${esc(r.case_id)}</td><td>${status(r.a.status)} ${esc(r.a.reason || "")}</td><td class="text"><code>${esc(r.a.prediction || "")}</code></td><td>${status(r.b.status)} ${esc(r.b.reason || "")}</td><td class="text"><code>${esc(r.b.prediction || "")}</code></td></tr>`).join("")}</table>`;
   }
   app.innerHTML = html;
+  document.getElementById("pair").onsubmit = (e) => {
+    e.preventDefault();
+    location.hash = `#/compare?${qs({ a: q.a, b: q.b, ...Object.fromEntries(new FormData(e.target)) })}`;
+  };
 }
 
 async function route() {
