@@ -105,14 +105,15 @@ def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 def test_tasks_right_and_wrong(engine: Any) -> None:
     before = checksum(engine)
+    wrongs = {}
     for name, task in TASKS.items():
         right = _score(engine, _case(name, task), RIGHT[name])
         assert (right.value, right.details["metrics"]) == (1.0, {"tests_passed": 1.0}), right
-        wrong = _score(engine, _case(name, task), WRONG[name])
+        wrong = wrongs[name] = _score(engine, _case(name, task), WRONG[name])
         assert wrong.value == 0.0 and wrong.status == "ok" and wrong.details["failed"], wrong
         assert 0.0 <= wrong.details["metrics"]["tests_passed"] < 1.0
         assert all(f["message"] for f in wrong.details["failed"])
-    named = _score(engine, _case("raise-spain", TASKS["raise-spain"]), WRONG["raise-spain"])
+    named = wrongs["raise-spain"]
     assert [f["name"] for f in named.details["failed"]] == ["others unchanged"]
     assert named.details["metrics"]["tests_passed"] == 0.5
     assert checksum(engine) == before
