@@ -220,14 +220,15 @@ def run_view(run: Run) -> dict[str, Any]:
     from queryeval.reports import summary_sections
 
     sections = summary_sections(run.summary, run.info) if run.summary else None
-    counted = verdicts(run.index, run.review) if run.index.parts else {}
     reviewed = bool((run.review or {}).get("records"))
+    wanted = run.index.parts and (reviewed or not run.summary)
+    counted = verdicts(run.index, run.review) if wanted else {}
     by_reason = facets(run.index, run.review)["reasons"] if run.index.parts else []
     return {
         **_run_entry(run),
         "problems": [*run.problems, *run.index_problems()],
         "sections": sections,
-        "counted": reviewed_headline(run, counted) if (reviewed or not run.summary) else None,
+        "counted": reviewed_headline(run, counted) if wanted else None,
         "reviewed": reviewed,
         "failures": by_reason,
         "golds": (run.review or {}).get("golds") or [],

@@ -251,13 +251,18 @@ def verdicts(
 
     con = connect()
     source, params = _source(index, con, review, "a")
-    rows = con.execute(
-        f"SELECT system, list(CASE WHEN verdict THEN 1 WHEN NOT verdict THEN 0 ELSE -1 END "
-        f"ORDER BY row), sum(reviewed::INT) FROM {source} GROUP BY system",
+    data = con.execute(
+        f"SELECT system, CASE WHEN verdict THEN 1 WHEN NOT verdict THEN 0 ELSE -1 END::TINYINT "
+        f"AS v, reviewed FROM {source} ORDER BY system, first_row",
         params,
-    ).fetchall()
+    ).fetchnumpy()
+    names = np.asarray(data["system"], dtype=object)
+    values = np.asarray(data["v"], dtype=np.int8)
+    reviewed = np.asarray(data["reviewed"], dtype=bool)
     out = {}
-    for system, values, reviewed in rows:
+    present = set(names.tolist())
+    for system in [s for s in index.state.systems if s in present]:  # the run's order
         if systems is None or system in systems:
-            out[system] = (np.asarray(values, dtype=np.int8), int(reviewed or 0))
+            mask = names == system
+            out[system] = (values[mask], int(np.count_nonzero(reviewed[mask])))
     return out
