@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from queryeval.cli._audit import audit_command
 from queryeval.cli._calibrate import calibrate_command
 from queryeval.cli._compare import compare_command  # light: heavy imports are inside
 from queryeval.cli._estimate import estimate_command
@@ -277,6 +278,7 @@ app.command("import", context_settings=IMPORT_CONTEXT)(import_command)
 app.command("history")(history_command)
 app.command("replay")(replay_command)
 app.command("view")(view_command)
+app.command("audit")(audit_command)
 app.add_typer(export_app, name="export")
 
 

@@ -1,0 +1,95 @@
+"""`queryeval audit SUITE --out DIR`: find broken golds (docs/audit.md).
+
+Exit codes: 0 done (findings or not), 1 a finding of a kind named in `--fail-on`, 2 bad
+input (the suite, a predictions file, an overlay to write) or nothing could be audited.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def audit_command(
+    suite: Annotated[Path, typer.Argument(help="the suite YAML file", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder for audit.json, audit.html")],
+    predictions: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="a finished run folder (its results.jsonl) or a predictions JSONL file "
+            "(case_id, query; the file's stem names the system); repeatable: for `disputed`"
+        ),
+    ] = None,
+    systems: Annotated[
+        str | None,
+        typer.Option(
+            help="comma-separated systems of the suite with saved predictions to read "
+            "for `disputed` (default with no --predictions: every such system)"
+        ),
+    ] = None,
+    agree: Annotated[
+        int, typer.Option(help="`disputed`: this many systems agreeing against the gold")
+    ] = 3,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(help="comma-separated kinds: exit 1 when a finding of one is made"),
+    ] = None,
+    write_overlay: Annotated[
+        Path | None,
+        typer.Option(help="draft an overlay (YAML) from the findings, entries `proposed`"),
+    ] = None,
+    cache_dir: Annotated[
+        Path, typer.Option(help="cache folder (gold results, fixture databases)")
+    ] = Path(".queryeval-cache"),
+) -> None:
+    """Audit a suite's golds: gold_fails, nondeterministic, non_discriminating,
+    unknown_literal, disputed, conflicting_golds; write DIR/audit.json and DIR/audit.html
+    and print the findings. Exit 0 with findings, 1 with a finding of a `--fail-on` kind,
+    2 bad input."""
+    from queryeval.cli._app import fail_input
+    from queryeval.errors import InputError
+
+    try:
+        code = _audit(suite, out, predictions or [], systems, agree, fail_on, write_overlay,
+                      cache_dir)  # fmt: skip
+    except InputError as exc:
+        raise fail_input(exc) from None
+    if code:
+        raise typer.Exit(code)
+
+
+def _audit(suite: Path, out: Path, predictions: list[Path], systems: str | None, agree: int,
+           fail_on: str | None, write_overlay: Path | None, cache_dir: Path) -> int:  # fmt: skip
+    from queryeval.audit import KINDS, audit_suite, console_lines, draft_overlay, write_report
+    from queryeval.cases import load_cases
+    from queryeval.errors import InputError
+    from queryeval.runner import load_suite
+    from queryeval.scorers import ScoringContext
+
+    kinds = [k.strip() for k in (fail_on or "").split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise InputError(f"unknown kind(s) {', '.join(unknown)}; expected some of "
+                         f"{', '.join(KINDS)}", where="--fail-on")  # fmt: skip
+    if agree < 2:
+        raise InputError("expected at least 2", where="--agree")
+    config = load_suite(suite)
+    cases = load_cases(config.cases, config.base_dir)
+    chosen = [s.strip() for s in systems.split(",") if s.strip()] if systems else None
+    ctx = ScoringContext(config, cache_dir=cache_dir)
+    try:
+        report = audit_suite(config, cases, ctx, predictions=predictions, systems=chosen,
+                             agree=agree)  # fmt: skip
+    finally:
+        ctx.close()
+    write_report(report, out)
+    for line in console_lines(report):
+        typer.echo(line)
+    if write_overlay is not None:
+        draft_overlay(report, write_overlay)
+        typer.echo(f"overlay draft: {write_overlay} ({len(report.findings)} finding(s))")
+    if kinds and any(f.kind in kinds for f in report.findings):
+        return 1
+    return 0
