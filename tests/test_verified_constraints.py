@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from verified_support import context, make_suite, score
 
 from queryeval.scorers import ScoringContext
+from verified_support import context, make_suite, score
 
 VIOLATIONS = [
     "SELECT count(*) FROM emp WHERE age < 0",
