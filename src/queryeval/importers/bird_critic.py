@@ -142,7 +142,8 @@ def postgres_seed(out: Path, dumps: Path, database: str) -> Path:
     """A .sql seed loading `<database>_template/*.sql` (or `<database>/*.sql`) with psql
     after the official template's extras, errors not stopping it (as the official image)."""
     folder = next(
-        (f for f in (dumps / f"{database}_template", dumps / database) if f.is_dir()), None
+        (f for f in (dumps / f"{database}_template", dumps / database) if any(f.glob("*.sql"))),
+        None,
     )
     if folder is None:
         raise InputError(
@@ -183,7 +184,8 @@ def databases_for(
                     (
                         d
                         for d in (source, source / "postgre_table_dumps")
-                        if (d / f"{name}_template").is_dir() or (d / name).is_dir()
+                        if any((d / f"{name}_template").glob("*.sql"))
+                        or any((d / name).glob("*.sql"))
                     ),
                     None,
                 )
