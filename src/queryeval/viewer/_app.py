@@ -21,6 +21,7 @@ import orjson
 from queryeval.errors import InputError
 from queryeval.viewer._catalog import Catalog, Run, headline, reviewed_headline, trends
 from queryeval.viewer._compare import compare_indexed, side_by_side
+from queryeval.viewer._index import gold_text
 from queryeval.viewer._query import CaseFilter, cases_page, facets, verdicts
 from queryeval.viewer._review import add_gold, add_override, review_file
 
@@ -160,14 +161,20 @@ def case_view(run: Run, system: str, case_id: str) -> dict[str, Any]:
         raise InputError(f"no record of system {system!r} for case {case_id!r}", where="case")
     rec = overlay_review([stored], run.review)[0] if run.review else stored  # type: ignore[list-item]
     case = run.index.case(case_id)
-    from queryeval.viewer._index import gold_text
-
     question = gold = ""
     expected: list[dict[str, Any]] = []
+    case_problem = run.index.state.cases_problem
     if case is not None:
+        from pydantic import ValidationError
+
         from queryeval.cases import Case
 
-        model = Case.model_validate(case)
+        try:
+            model = Case.model_validate(case)
+        except ValidationError as exc:
+            case_problem = f"the case cannot be read ({exc.error_count()} error(s))"
+            case = None
+    if case is not None:
         question, gold = model.question, gold_text(model)
         for i, target in enumerate(model.targets):
             if target.result is not None:
@@ -210,7 +217,7 @@ def case_view(run: Run, system: str, case_id: str) -> dict[str, Any]:
         "expected": expected,
         "tables": tables,
         "case": case,
-        "case_problem": run.index.state.cases_problem,
+        "case_problem": case_problem,
         "golds": [g for g in (run.review or {}).get("golds") or [] if g.get("case_id") == case_id],
     }
 
@@ -219,14 +226,19 @@ def run_view(run: Run) -> dict[str, Any]:
     """Everything the run page shows."""
     from queryeval.reports import summary_sections
 
-    sections = summary_sections(run.summary, run.info) if run.summary else None
+    problems = [*run.problems, *run.index_problems()]
+    try:
+        sections = summary_sections(run.summary, run.info) if run.summary else None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # an older summary
+        sections = None
+        problems.append(f"summary.json cannot be shown ({type(exc).__name__}: {exc})")
     reviewed = bool((run.review or {}).get("records"))
     wanted = run.index.parts and (reviewed or not run.summary)
     counted = verdicts(run.index, run.review) if wanted else {}
     by_reason = facets(run.index, run.review)["reasons"] if run.index.parts else []
     return {
         **_run_entry(run),
-        "problems": [*run.problems, *run.index_problems()],
+        "problems": problems,
         "sections": sections,
         "counted": reviewed_headline(run, counted) if wanted else None,
         "reviewed": reviewed,
