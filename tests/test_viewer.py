@@ -353,3 +353,12 @@ def test_history_trends_never_join_suites(folder: Path, index_root: Path) -> Non
     same = next(d for d in ctx["diffs"] if (d["a"], d["b"]) == pair)
     expected = compare_records(read_log(runs[0]).records, read_log(runs[1]).records).as_dict()
     assert same["systems"][0]["metrics"] == expected["systems"][0]["metrics"]
+
+
+def test_cli_refuses_what_is_not_a_folder(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from queryeval.cli._app import app
+
+    result = CliRunner().invoke(app, ["view", str(tmp_path / "missing")])
+    assert result.exit_code == 2 and "not a folder" in result.output
