@@ -59,7 +59,8 @@ def checksum(engine: Any) -> str:
         ).fetchall()
         digest.update(repr(objects).encode())
         roles = conn.execute(
-            "SELECT rolname, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles ORDER BY 1"
+            "SELECT rolname, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles "
+            "WHERE rolname NOT LIKE 'task\\_%' ORDER BY 1"
         ).fetchall()
         digest.update(repr(roles).encode())
         databases = conn.execute("SELECT datname FROM pg_database ORDER BY 1").fetchall()

@@ -63,7 +63,8 @@ HOSTILE = [
     ("duckdb postgres", "COPY member TO '{outside}'"),
     ("postgres", "COPY member TO PROGRAM 'touch {outside}'"),
     ("postgres", "CREATE EXTENSION dblink"),
-    ("postgres", "ALTER ROLE queryeval_task SUPERUSER"),
+    ("postgres", "ALTER ROLE CURRENT_USER SUPERUSER"),
+    ("postgres", "CREATE ROLE intruder SUPERUSER"),
     ("postgres", "SET ROLE queryeval_admin; DELETE FROM member"),
     ("postgres", "DROP DATABASE {database}"),
     ("sqlite", _ENDLESS),
@@ -147,6 +148,13 @@ def test_hostile_statements_fail_and_the_original_stays(engine: Any, tmp_path: P
         outside=tmp_path / "x", database=""))  # fmt: skip
     assert score.status == "ok" and score.value == 0.0 and score.failure_reason, score
     assert checksum(engine) == before
+    if getattr(engine, "server", None) is not None:  # each copy's database and role dropped
+        with engine.server.admin() as conn:
+            left = conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'task\\_%' UNION ALL "
+                "SELECT rolname FROM pg_roles WHERE rolname LIKE 'task\\_%'"
+            ).fetchall()
+        assert left == []
 
 
 def test_python_test_functions(engine: Any) -> None:

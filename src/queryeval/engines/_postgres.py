@@ -111,16 +111,22 @@ class PostgresEngine(Engine):
 
     def make_copy(self, name: str) -> str:
         """Create database `name` from this engine's database as its template (a server
-        queryeval started), the task role allowed to read and write it; its conninfo as the
-        task role. The engine's own session is closed first (a template must be idle)."""
+        queryeval started) and a login role of the same name, allowed to read and write it
+        and nothing else; its conninfo as that role. A role a copy: one task's statements
+        cannot cancel or signal another task's session. The engine's own session is closed
+        first (a template must be idle)."""
+        import secrets
         import time
 
         import psycopg
 
         from queryeval.engines._postgres_fixtures import grant_task
-        from queryeval.engines._postgres_server import TASK
 
         assert self.server is not None and self.database is not None
+        password = secrets.token_hex(16)
+        with self.server.admin() as conn:
+            conn.execute(f'CREATE ROLE "{name}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE '
+                         f"NOREPLICATION NOBYPASSRLS PASSWORD '{password}'")  # fmt: skip
         for attempt in range(50):
             with self._lock, self.server.lock:
                 self._drop()
@@ -130,16 +136,18 @@ class PostgresEngine(Engine):
                     break
                 except psycopg.errors.ObjectInUse:  # another engine's session on it
                     if attempt == 49:
+                        self.drop_copy(name)
                         raise
             time.sleep(0.02)
-        grant_task(self.server, name)
-        return self.server.conninfo(name, TASK)
+        grant_task(self.server, name, name)
+        return self.server.conninfo_for(name, name, password)
 
     def drop_copy(self, name: str) -> None:
-        """Drop a database `make_copy` made (its sessions ended)."""
+        """Drop a database `make_copy` made (its sessions ended) and its role."""
         assert self.server is not None
         with self.server.admin() as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'DROP ROLE IF EXISTS "{name}"')
 
     def _drop(self) -> None:
         con, self._con = self._con, None

@@ -3,8 +3,8 @@
 A fixture is a seed as for DuckDB (a folder of `<table>.csv` with an optional `schema.sql`;
 column types of a table without DDL as DuckDB's CSV reader sniffs them) or one `.sql` file
 (a plain `pg_dump` too, run by psql). It becomes a database of the shared server, named by
-the seed's digest, built once a server life. The reader role may read it; the task role may
-read and write it (on a disposable copy only: see `queryeval.engines._disposable`).
+the seed's digest, built once a server life. The reader role may read it; a disposable
+copy's own role may read and write the copy (see `queryeval.engines._disposable`).
 
     databases:
       club: {engine: postgres, fixture: fixtures/club}        # or fixture: club.sql
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from queryeval.engines._fixtures import seed_digest
-from queryeval.engines._postgres_server import READER, TASK, PostgresServer, shared_server
+from queryeval.engines._postgres_server import READER, PostgresServer, shared_server
 from queryeval.errors import InputError
 
 if TYPE_CHECKING:
@@ -100,17 +100,18 @@ def _grant(server: PostgresServer, database: str) -> None:
             conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {READER}")
 
 
-def grant_task(server: PostgresServer, database: str) -> None:
-    """On a disposable copy: the task role may connect, read and write every table and
-    sequence, run the functions and create objects in the schemas (not the database's:
-    no extension, no schema)."""
+def grant_task(server: PostgresServer, database: str, role: str) -> None:
+    """On a disposable copy: `role` may connect, read and write every table and sequence,
+    run the functions and create objects in the schemas (not the database's: no
+    extension, no schema)."""
+    who = _quote(role)
     with server.admin(database) as conn:
-        conn.execute(f"GRANT CONNECT ON DATABASE {_quote(database)} TO {TASK}")
+        conn.execute(f"GRANT CONNECT ON DATABASE {_quote(database)} TO {who}")
         for schema in _schemas(conn):
-            conn.execute(f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {TASK}")
-            conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA {schema} TO {TASK}")
-            conn.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA {schema} TO {TASK}")
-            conn.execute(f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {schema} TO {TASK}")
+            conn.execute(f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {who}")
+            conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA {schema} TO {who}")
+            conn.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA {schema} TO {who}")
+            conn.execute(f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {schema} TO {who}")
 
 
 def build_postgres_fixture(seed: Path, server: PostgresServer) -> str:

@@ -9,9 +9,9 @@ limit (`RLIMIT_AS`) set on the server process, so a query that allocates without
 in PostgreSQL's own "out of memory" error rather than the machine's OOM killer.
 
 Roles: `queryeval_admin` (superuser: builds fixtures, makes disposable copies),
-`queryeval_reader` (LOGIN, SELECT only: scoring queries) and `queryeval_task` (LOGIN,
-no superuser, no CREATEDB/CREATEROLE, no server file or program access: what a task's
-statements run as on a disposable copy). Passwords are random, SCRAM authentication.
+`queryeval_reader` (LOGIN, SELECT only: scoring queries) and `queryeval_task` (LOGIN, no
+privileges: kept for suites that name it); each disposable copy gets a role of its own (see
+`PostgresEngine.make_copy`). Passwords are random, SCRAM authentication.
 """
 
 from __future__ import annotations
@@ -222,6 +222,13 @@ class PostgresServer:
         account = self.roles[role]
         return make_conninfo(host=host, port=self.port, dbname=database, user=account.name,
                              password=account.password)  # fmt: skip
+
+    def conninfo_for(self, database: str, user: str, password: str) -> str:
+        """A libpq connection string (the Unix socket) to `database` as another role."""
+        from psycopg.conninfo import make_conninfo
+
+        return make_conninfo(host=str(self.folder), port=self.port, dbname=database, user=user,
+                             password=password)  # fmt: skip
 
     def admin(self, database: str = "postgres") -> Any:
         """An autocommit superuser connection (use as a context manager)."""
