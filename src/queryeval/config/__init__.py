@@ -11,6 +11,13 @@ from queryeval.config._model import (
     SuiteConfig,
     SystemConfig,
 )
+from queryeval.config._overlays import (
+    Overlay,
+    OverlayEntry,
+    OverlayGold,
+    load_overlay,
+    load_overlays,
+)
 from queryeval.config._presets import PRESETS
 from queryeval.config._systems import EndpointSpec, ExamplesSpec, ModelSpec, ReplySpec
 
@@ -22,6 +29,9 @@ __all__ = [
     "EndpointSpec",
     "ExamplesSpec",
     "ModelSpec",
+    "Overlay",
+    "OverlayEntry",
+    "OverlayGold",
     "Price",
     "RaySettings",
     "ReplySpec",
@@ -29,5 +39,7 @@ __all__ = [
     "ScorerConfig",
     "SuiteConfig",
     "SystemConfig",
+    "load_overlay",
+    "load_overlays",
     "load_suite",
 ]

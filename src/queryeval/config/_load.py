@@ -43,6 +43,10 @@ def load_suite(path: str | Path) -> SuiteConfig:
     suite._lines = doc.lines
     suite._doc = doc
     _import_plugins(suite, path, doc)
+    if suite.overlays:  # checked here: a bad overlay stops the run before anything runs
+        from queryeval.config._overlays import load_overlays
+
+        load_overlays(suite)
     return suite
 
 

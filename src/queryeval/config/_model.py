@@ -330,6 +330,9 @@ class SuiteConfig(_Model):
         default_factory=list, description="modules imported first (custom scorers register)"
     )
     settings: SettingsConfig = Field(default_factory=SettingsConfig)
+    overlays: list[str] = Field(
+        default_factory=list, description="correction overlay files (docs/audit.md)"
+    )
 
     # not from YAML: where the suite file lives, so relative paths resolve against it
     base_dir: Path = Field(default=Path("."), exclude=True)
