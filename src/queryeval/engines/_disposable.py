@@ -325,7 +325,11 @@ class _PostgresCopy(Workspace):
         if engine.server is not None:
             self.copy = f"task_{uuid.uuid4().hex[:20]}"
             self.conninfo = engine.make_copy(self.copy)
-            self.con = psycopg.connect(self.conninfo, autocommit=True)
+            try:
+                self.con = psycopg.connect(self.conninfo, autocommit=True)
+            except BaseException:
+                engine.drop_copy(self.copy)
+                raise
         else:  # a user's server: one transaction, rolled back
             self.conninfo = engine.conninfo
             self.con = psycopg.connect(self.conninfo, autocommit=True)

@@ -127,19 +127,22 @@ class PostgresEngine(Engine):
         with self.server.admin() as conn:
             conn.execute(f'CREATE ROLE "{name}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE '
                          f"NOREPLICATION NOBYPASSRLS PASSWORD '{password}'")  # fmt: skip
-        for attempt in range(50):
-            with self._lock, self.server.lock:
-                self._drop()
-                try:
-                    with self.server.admin() as conn:
-                        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.database}"')
-                    break
-                except psycopg.errors.ObjectInUse:  # another engine's session on it
-                    if attempt == 49:
-                        self.drop_copy(name)
-                        raise
-            time.sleep(0.02)
-        grant_task(self.server, name, name)
+        try:
+            for attempt in range(50):
+                with self._lock, self.server.lock:
+                    self._drop()
+                    try:
+                        with self.server.admin() as conn:
+                            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.database}"')
+                        break
+                    except psycopg.errors.ObjectInUse:  # another engine's session on it
+                        if attempt == 49:
+                            raise
+                time.sleep(0.02)
+            grant_task(self.server, name, name)
+        except BaseException:
+            self.drop_copy(name)  # neither the database nor the role is left behind
+            raise
         return self.server.conninfo_for(name, name, password)
 
     def drop_copy(self, name: str) -> None:
