@@ -39,6 +39,24 @@ _CASES_PREFIX = "cases-"
 _MAX_BAD = 50  # bad lines listed (all are counted)
 
 
+_DB: Any = None
+_DB_LOCK = threading.Lock()
+
+
+def connect() -> Any:
+    """A cursor on the process's one in-memory DuckDB database (bounded memory and threads:
+    the viewer's budget; Parquet metadata cached across requests); one per request."""
+    global _DB
+    with _DB_LOCK:
+        if _DB is None:
+            import duckdb
+
+            _DB = duckdb.connect(
+                config={"memory_limit": "512MB", "threads": 2, "enable_object_cache": True}
+            )
+        return _DB.cursor()
+
+
 def default_index_root() -> Path:
     """Where indexes live: `$QUERYEVAL_INDEX_DIR`, else `$XDG_CACHE_HOME/queryeval/index`
     (`~/.cache/queryeval/index`). Never inside a run directory.
@@ -508,15 +526,13 @@ class RunIndex:
 
     def place(self, system: str, case_id: str) -> tuple[int, int] | None:
         """(offset, length) of the last record of (system, case) in results.jsonl."""
-        import duckdb
-
         if not self.parts:
             self.refresh()  # a fresh object: read the index (built when missing)
         if not self.parts:
             return None
         files = [str(p) for p in self.parts]
         found = (
-            duckdb.connect()
+            connect()
             .execute(
                 'SELECT "offset", length FROM read_parquet(?, union_by_name=true) '
                 "WHERE system = ? AND case_id = ? ORDER BY row DESC LIMIT 1",
@@ -546,13 +562,11 @@ class RunIndex:
 
     def case(self, case_id: str) -> dict[str, Any] | None:
         """The case's JSON (from the index of the case files), or None."""
-        import duckdb
-
         path = self.cases_path
         if path is None:
             return None
         found = (
-            duckdb.connect()
+            connect()
             .execute(
                 'SELECT "case" FROM read_parquet(?) WHERE case_id = ? LIMIT 1', [str(path), case_id]
             )

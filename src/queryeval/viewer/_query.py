@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from queryeval.errors import InputError
-from queryeval.viewer._index import RunIndex
+from queryeval.viewer._index import RunIndex, connect
 
 SORTS = {
     "row": "r.row",
@@ -25,13 +25,6 @@ SORTS = {
 }
 STATUSES = ("pass", "fail", "error", "none")
 MAX_PAGE = 500
-
-
-def connect() -> Any:
-    """A DuckDB connection with bounded memory and threads (the viewer's budget)."""
-    import duckdb
-
-    return duckdb.connect(config={"memory_limit": "512MB", "threads": 2})
 
 
 def _files(index: RunIndex) -> list[str]:
@@ -149,8 +142,10 @@ def cases_page(index: RunIndex, review: Mapping[str, Any] | None, f: CaseFilter)
     scorer = f.scorer or (labels[0] if labels else None)
     score = f"r.{_q('v:' + scorer)}" if scorer else "NULL"
     cases = index.cases_path
-    join = f"LEFT JOIN read_parquet('{cases}') c ON c.case_id = r.case_id" if cases else ""
-    cols = "c.question, c.gold, c.tags" if cases else "NULL AS question, NULL AS gold, NULL AS tags"
+    # the cases (question, gold, tags) are joined only for a filter on them; the page's
+    # rows get theirs afterwards, 50 ids at a time
+    needs_cases = bool(cases and (f.tag or f.text))
+    join = f"LEFT JOIN read_parquet('{cases}') c ON c.case_id = r.case_id" if needs_cases else ""
     where: list[str] = []
     params: list[Any] = []
     if f.system:
@@ -162,7 +157,7 @@ def cases_page(index: RunIndex, review: Mapping[str, Any] | None, f: CaseFilter)
     if f.reason:
         where.append("r.reason = ?")
         params.append(f.reason)
-    if f.tag and cases:
+    if f.tag and needs_cases:
         where.append("list_contains(c.tags, ?)")
         params.append(f.tag)
     if f.min_score is not None:
@@ -174,7 +169,7 @@ def cases_page(index: RunIndex, review: Mapping[str, Any] | None, f: CaseFilter)
     if f.reviewed is not None:
         where.append("r.reviewed" if f.reviewed else "NOT r.reviewed")
     if f.text:
-        fields = ["r.case_id", "r.prediction", *(["c.question", "c.gold"] if cases else [])]
+        fields = ["r.case_id", "r.prediction", *(["c.question", "c.gold"] if needs_cases else [])]
         where.append("(" + " OR ".join(f"{x} ILIKE ?" for x in fields) + ")")
         params.extend([f"%{_like(f.text)}%"] * len(fields))
     clause = f"WHERE {' AND '.join(where)}" if where else ""
@@ -186,21 +181,27 @@ def cases_page(index: RunIndex, review: Mapping[str, Any] | None, f: CaseFilter)
     total = con.execute(f"SELECT count(*) {body}", params).fetchone()[0]
     rows = con.execute(
         f"SELECT r.row, r.system, r.case_id, {_STATUS} AS status, r.reason, r.latency, r.cost, "
-        f"r.tokens_in, r.tokens_out, r.attempts, r.prediction, r.reviewed, {score} AS score, "
-        f"{cols} {body} ORDER BY {order} {direction} NULLS LAST, r.row "
+        f"r.tokens_in, r.tokens_out, r.attempts, r.prediction, r.reviewed, {score} AS score "
+        f"{body} ORDER BY {order} {direction} NULLS LAST, r.row "
         f"LIMIT {int(f.limit)} OFFSET {int(f.offset)}",
         params,
     ).fetchall()
     names = ["row", "system", "case_id", "status", "reason", "latency", "cost", "tokens_in",
-             "tokens_out", "attempts", "prediction", "reviewed", "score", "question", "gold",
-             "tags"]  # fmt: skip
-    return {
-        "total": int(total),
-        "offset": f.offset,
-        "limit": f.limit,
-        "scorer": scorer,
-        "rows": [dict(zip(names, r, strict=True)) for r in rows],
-    }
+             "tokens_out", "attempts", "prediction", "reviewed", "score"]  # fmt: skip
+    out = [dict(zip(names, r, strict=True)) for r in rows]
+    about: dict[str, tuple[Any, Any, Any]] = {}
+    ids = list({r["case_id"] for r in out})
+    if cases and ids:
+        found = con.execute(
+            f"SELECT case_id, question, gold, tags FROM read_parquet('{cases}') "
+            "WHERE case_id IN (SELECT unnest(?::VARCHAR[]))",
+            [ids],
+        ).fetchall()
+        about = {cid: (q, g, t) for cid, q, g, t in found}
+    for r in out:
+        r["question"], r["gold"], r["tags"] = about.get(r["case_id"], (None, None, None))
+    return {"total": int(total), "offset": f.offset, "limit": f.limit, "scorer": scorer,
+            "rows": out}  # fmt: skip
 
 
 def _like(text: str) -> str:
