@@ -31,6 +31,22 @@ def _summary(run: Path) -> dict:
     return json.loads((run / "summary.json").read_text())
 
 
+def _otlp_spans(path: Path) -> list[dict]:
+    """The spans of an OTLP/JSON file, attributes as a plain mapping."""
+    (line,) = path.read_text().splitlines()
+    spans = [
+        s
+        for rs in json.loads(line)["resourceSpans"]
+        for sc in rs["scopeSpans"]
+        for s in sc["spans"]
+    ]
+    for s in spans:
+        s["attributes"] = {
+            a["key"]: next(iter(a["value"].values())) for a in s.get("attributes", [])
+        }
+    return spans
+
+
 def _records(run: Path) -> list[dict]:
     return [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
 
@@ -45,7 +61,7 @@ def test_mlflow_run_per_system_with_metrics_params_artifacts(
 
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     store = tmp_path / "mlruns"
-    runs = export_mlflow(run, tracking_uri=store, experiment="exp")
+    runs = export_mlflow(run, tracking_uri=store, experiment="exp", traces=False)
     summary = _summary(run)
     assert set(runs) == set(summary["systems"]) and len(set(runs.values())) == 4
     client = MlflowClient(tracking_uri=store.resolve().as_uri())
@@ -70,15 +86,12 @@ def test_mlflow_run_per_system_with_metrics_params_artifacts(
         )
         rows = [dict(zip(table["columns"], r, strict=True)) for r in table["data"]]
         mine = {r["case_id"]: r for r in _records(run) if r["system"] == system}
-        assert {r["case_id"] for r in rows} == set(mine)
+        assert {r["case"] for r in rows} == set(mine)
         for r in rows:
-            assert r["passed"] == mine[r["case_id"]]["passed"]
-            assert (
-                r["test_exec_match.value"]
-                == mine[r["case_id"]]["scores"]["test_exec_match"]["value"]
-            )
+            assert (r["status"] == "passed") == (mine[r["case"]]["passed"] is True)
+            assert r["test_exec_match"] == mine[r["case"]]["scores"]["test_exec_match"]["value"]
     # exporting again makes no new runs
-    assert export_mlflow(run, tracking_uri=store, experiment="exp") == runs
+    assert export_mlflow(run, tracking_uri=store, experiment="exp", traces=False) == runs
     experiment = client.get_experiment_by_name("exp")
     assert len(client.search_runs([experiment.experiment_id])) == 4
 
@@ -156,7 +169,7 @@ def test_cli_export(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     out = tmp_path / "spans.jsonl"
     result = runner.invoke(app, ["export", "otel", str(run), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    spans = [json.loads(x) for x in out.read_text().splitlines()]
+    spans = _otlp_spans(out)
     assert len(spans) == int(result.output.split()[0])
     assert sum(s["name"] == "queryeval.case" for s in spans) == len(_records(run))
     result = runner.invoke(app, ["export", "otel", str(run)])
@@ -175,7 +188,7 @@ def test_exports_show_a_reviews_overrides(
     from mlflow.tracking import MlflowClient
 
     from queryeval.cli._report import report_command
-    from queryeval.exporters import export_mlflow, write_spans_jsonl
+    from queryeval.exporters import export_mlflow, write_otlp_json
 
     reviewed = Path(shutil.copytree(run, tmp_path / "reviewed"))
     target = next(r for r in _records(reviewed) if r["scores"]["test_judge"].get("passed"))
@@ -185,17 +198,17 @@ def test_exports_show_a_reviews_overrides(
     )
     report_command(reviewed, tmp_path / "r.yaml")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    runs = export_mlflow(reviewed, tracking_uri=tmp_path / "ml", experiment="rev")
+    runs = export_mlflow(reviewed, tracking_uri=tmp_path / "ml", experiment="rev", traces=False)
     client = MlflowClient(tracking_uri=(tmp_path / "ml").resolve().as_uri())
     path = client.download_artifacts(runs[target["system"]], "results.json", str(tmp_path))
     table = json.loads(Path(path).read_text())
     rows = [dict(zip(table["columns"], r, strict=True)) for r in table["data"]]
-    flagged = [r["case_id"] for r in rows if r["test_judge.overridden"]]
+    flagged = [r["case"] for r in rows if r["test_judge.overridden"]]
     assert flagged == [target["case_id"]]
-    row = next(r for r in rows if r["case_id"] == target["case_id"])
-    assert row["test_judge.value"] == 0.0 and row["passed"] is False
-    write_spans_jsonl(reviewed, tmp_path / "s.jsonl")
-    spans = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    row = next(r for r in rows if r["case"] == target["case_id"])
+    assert row["test_judge"] == 0.0 and row["status"] == "failed"
+    write_otlp_json(reviewed, tmp_path / "s.json")
+    spans = _otlp_spans(tmp_path / "s.json")
     marked = [
         s["attributes"]["queryeval.case_id"]
         for s in spans

@@ -5,6 +5,19 @@ case). Each library is imported only inside its exporter, from the optional extr
 """
 
 from queryeval.exporters._mlflow import export_mlflow
-from queryeval.exporters._otel import export_otel, write_spans_jsonl
+from queryeval.exporters._otel import (
+    export_otel,
+    otlp_json,
+    tracer_provider,
+    write_otlp_json,
+    write_spans_jsonl,
+)
 
-__all__ = ["export_mlflow", "export_otel", "write_spans_jsonl"]
+__all__ = [
+    "export_mlflow",
+    "export_otel",
+    "otlp_json",
+    "tracer_provider",
+    "write_otlp_json",
+    "write_spans_jsonl",
+]

@@ -10,12 +10,16 @@ a reconstructed order. A system's failure sets the case span's status to ERROR.
 
 from __future__ import annotations
 
+import base64
+import json
+import os
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from queryeval.exporters._common import missing_extra, read_run
+from queryeval.stats import record_latency
 
 _NS = 1_000_000_000
 
@@ -55,10 +59,71 @@ def _execution(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _judged(scores: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(label, score) of each judged score: an LLM judge's (its record under
+    `details.judge`) or another scorer's that gave reasoning or a verdict."""
     for label, score in scores.items():
         details = (score or {}).get("details") or {}
-        if "reasoning" in details or "verdict" in details:
+        if (
+            "reasoning" in details
+            or "verdict" in details
+            or isinstance(details.get("judge"), Mapping)
+        ):
             yield label, score
+
+
+def _provider(model: Any, provider: Any = None) -> str:
+    """The GenAI system of a call: the provider recorded, else LiteLLM's `provider/model`
+    prefix, else openai (the OpenAI-compatible API)."""
+    if isinstance(provider, str) and provider:
+        return provider
+    if isinstance(model, str) and "/" in model:
+        return model.split("/", 1)[0]
+    return "openai"
+
+
+def _genai(model: Any, provider: Any, tokens_in: Any, tokens_out: Any, cost: Any) -> dict[str, Any]:
+    """OpenTelemetry's GenAI semantic-convention attributes of a model call (what Langfuse
+    and Phoenix read), the cost as `gen_ai.usage.cost` (Langfuse's name; the conventions
+    have none)."""
+    system = _provider(model, provider)
+    out: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.system": system,
+        "gen_ai.provider.name": system,
+    }
+    if isinstance(model, str) and model:
+        out["gen_ai.request.model"] = model
+    for key, value in (
+        ("gen_ai.usage.input_tokens", tokens_in),
+        ("gen_ai.usage.output_tokens", tokens_out),
+    ):
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = value
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        out["gen_ai.usage.cost"] = float(cost)
+    return out
+
+
+def _model_call(record: Mapping[str, Any]) -> dict[str, Any]:
+    """GenAI attributes of a model system's call (its attempts' tokens added up); {} for
+    a system that is no model (or did not say)."""
+    output = record.get("output")
+    if not isinstance(output, Mapping):
+        return {}
+    meta = output.get("metadata") or {}
+    attempts = [a for a in output.get("attempts") or [] if isinstance(a, Mapping)]
+    tokens = [a for a in attempts if a.get("tokens_in") is not None]
+    if meta.get("system") != "model" and not tokens:
+        return {}
+
+    def total(key: str) -> int | None:
+        values = [a[key] for a in attempts if isinstance(a.get(key), int)]
+        return sum(values) if values else None
+
+    return _genai(
+        meta.get("model"), meta.get("provider"), total("tokens_in"), total("tokens_out"),
+        record.get("cost"),
+    )  # fmt: skip
 
 
 def _case_attributes(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,8 +164,8 @@ class _Emitter:
         if record.get("error"):
             case.set_status(error_status(str(record["error"])[:500]))
         inner = self.trace.set_span_in_context(case)
-        call_ns = _ns(record.get("latency_s"))
-        call = {"queryeval.latency_s": call_ns / _NS}
+        call_ns = _ns(record_latency(record))
+        call = {"queryeval.latency_s": call_ns / _NS, **_model_call(record)}
         if record.get("cost") is not None:
             call["queryeval.cost"] = float(record["cost"])
         self.span("system_call", inner, start, start + call_ns, call)
@@ -121,6 +186,15 @@ class _Emitter:
             for key in ("verdict", "cached", "cost"):
                 if details.get(key) is not None:
                     attrs[f"queryeval.judge.{key}"] = _attr(details[key])
+            judge = details.get("judge")
+            if isinstance(judge, Mapping):
+                usage = judge.get("usage") or {}
+                attrs.update(
+                    _genai(judge.get("model"), judge.get("provider"), usage.get("prompt_tokens"),
+                           usage.get("completion_tokens"), judge.get("cost_usd"))
+                )  # fmt: skip
+                if judge.get("cached") is not None:
+                    attrs["queryeval.judge.cached"] = bool(judge["cached"])
             self.span("judge", inner, cursor, cursor, attrs)
         case.end(end_time=cursor)
         self.count += 1
@@ -157,25 +231,57 @@ def export_otel(run_dir: str | Path, *, tracer_provider: Any = None) -> int:
     return emitter.count + 1
 
 
-def write_spans_jsonl(run_dir: str | Path, path: str | Path) -> int:
-    """Export the run's spans to a JSON-lines file (one OpenTelemetry span as JSON a line),
-    with the SDK and no collector. Returns the number of spans."""
+def tracer_provider(service_name: str | None = None) -> Any:
+    """An SDK TracerProvider whose resource's `service.name` is `service_name`, else
+    OTEL_SERVICE_NAME, else `queryeval` (other OTEL_RESOURCE_ATTRIBUTES are kept)."""
     try:
+        from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
+    except ImportError:
+        raise missing_extra("opentelemetry-sdk", "otel") from None
+    name = service_name or os.environ.get("OTEL_SERVICE_NAME") or "queryeval"
+    return TracerProvider(resource=Resource.create({"service.name": name}))
+
+
+def otlp_json(run_dir: str | Path, *, service_name: str | None = None) -> tuple[str, int]:
+    """The run's spans as one OTLP/JSON ExportTraceServiceRequest (the OTLP exporter's own
+    encoder, then protobuf's JSON mapping with OTLP's two differences: trace and span ids
+    in hex, enums as integers), and the number of spans."""
+    try:
+        from google.protobuf import json_format
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
             InMemorySpanExporter,
         )
     except ImportError:
-        raise missing_extra("opentelemetry-sdk", "otel") from None
-    import orjson
-
+        raise missing_extra("opentelemetry-exporter-otlp-proto-common", "otel") from None
     memory = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = tracer_provider(service_name)
     provider.add_span_processor(SimpleSpanProcessor(memory))
     n = export_otel(run_dir, tracer_provider=provider)
     provider.shutdown()
-    lines = [orjson.dumps(orjson.loads(s.to_json())) for s in memory.get_finished_spans()]
+    request = encode_spans(memory.get_finished_spans())
+    data = json_format.MessageToDict(request, use_integers_for_enums=True)
+    for resource in data.get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:  # proto3 JSON gives bytes as base64; OTLP wants hex
+                        span[key] = base64.b64decode(span[key]).hex()
+    return json.dumps(data, separators=(",", ":")), n
+
+
+def write_otlp_json(
+    run_dir: str | Path, path: str | Path, *, service_name: str | None = None
+) -> int:
+    """Write the run's spans to `path` as OTLP/JSON: one ExportTraceServiceRequest on one
+    line (the OTLP file format: a collector's `otlpjsonfile` receiver reads it).
+    Returns the number of spans."""
+    text, n = otlp_json(run_dir, service_name=service_name)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_bytes(b"\n".join(lines) + b"\n")
+    Path(path).write_text(text + "\n")
     return n
+
+
+write_spans_jsonl = write_otlp_json  # the name before OTLP/JSON (one request a line)

@@ -3,7 +3,7 @@ grid search."""
 
 from queryeval.metrics.aggregate import mean_or_none
 from queryeval.stats._bootstrap import MAX_BOOTSTRAP_N, Interval, mean_ci
-from queryeval.stats._columns import RunColumns, SystemColumns
+from queryeval.stats._columns import RunColumns, SystemColumns, record_latency
 from queryeval.stats._compare import (
     BETTER,
     NO_DIFFERENCE,
@@ -65,6 +65,7 @@ __all__ = [
     "metric_value",
     "pair_systems",
     "parse_gate",
+    "record_latency",
     "scores_by_config",
     "summarize",
     "summarize_scorer",

@@ -28,6 +28,30 @@ T = TypeVar("T")
 _REASON_CHARS = 120
 
 
+def record_latency(record: Mapping[str, Any]) -> float | None:
+    """A record's latency: its `latency_s`, else the sum of its attempts' latencies (saved
+    predictions record them per attempt), else None. An output still held as serialised
+    JSON (a record of the run in progress) gives only its `latency_s`.
+
+    >>> record_latency({"latency_s": None, "output": {"attempts": [{"latency_s": 0.5},
+    ...     {"latency_s": 0.25}, {"query": "x"}]}})
+    0.75
+    """
+    latency = record.get("latency_s")
+    if isinstance(latency, int | float) and not isinstance(latency, bool):
+        return float(latency)
+    output = record.get("output")
+    attempts = output.get("attempts") if isinstance(output, Mapping) else None
+    times = [
+        a["latency_s"]
+        for a in attempts or ()
+        if isinstance(a, Mapping)
+        and isinstance(a.get("latency_s"), int | float)
+        and not isinstance(a.get("latency_s"), bool)
+    ]
+    return float(sum(times)) if times else None
+
+
 def _reason_key(status: str, explanation: str | None) -> str:
     """The line a not-scored reason is counted under: the first line, past 120 characters
     cut at a word boundary with an ellipsis (a report never shows half a word).
@@ -169,7 +193,7 @@ class SystemColumns:
         passed = record.get("passed")
         self.passed.append(-1 if passed is None else passed)
         self.error.append(1 if record.get("error") else 0)
-        latency, cost = record.get("latency_s"), record.get("cost")
+        latency, cost = record_latency(record), record.get("cost")
         self.latency.append(_NAN if latency is None else latency)
         self.cost.append(_NAN if cost is None else cost)
         scores = record["scores"] if scores is None else scores
