@@ -48,7 +48,7 @@ def export_mlflow_command(
 def export_otel_command(
     run_dir: RunDir,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="write the spans as JSON lines here")
+        Path | None, typer.Option("--out", "-o", help="write the spans here as OTLP/JSON")
     ] = None,
     endpoint: Annotated[
         str | None,
@@ -56,27 +56,32 @@ def export_otel_command(
             help="OTLP/HTTP traces endpoint (needs opentelemetry-exporter-otlp-proto-http)"
         ),
     ] = None,
+    service_name: Annotated[
+        str | None,
+        typer.Option(
+            help="the resource's service.name (default: OTEL_SERVICE_NAME, else queryeval)"
+        ),
+    ] = None,
 ) -> None:
     """Spans per case (system call, execution, judge) to a file or an OTLP endpoint."""
     from queryeval.cli._app import fail_input
-    from queryeval.exporters import export_otel, write_spans_jsonl
+    from queryeval.exporters import export_otel, tracer_provider, write_otlp_json
 
     if (out is None) == (endpoint is None):
         raise fail_input(InputError("give exactly one of --out and --endpoint", where="otel"))
     try:
         if out is not None:
-            n = write_spans_jsonl(run_dir, out)
+            n = write_otlp_json(run_dir, out, service_name=service_name)
             typer.echo(f"{n} spans written to {out}")
             return
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-            from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ImportError:
             raise InputError(
                 "--endpoint needs: pip install opentelemetry-exporter-otlp-proto-http"
             ) from None
-        provider = TracerProvider()
+        provider = tracer_provider(service_name)
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
         n = export_otel(run_dir, tracer_provider=provider)
         provider.shutdown()
