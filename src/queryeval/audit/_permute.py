@@ -1,0 +1,106 @@
+"""Copies of a DuckDB or SQLite database with every table's rows stored in another order
+(reversed; shuffled from a seed): a gold whose result changes on them depends on row order.
+
+The copy keeps the tables' declared DDL (SQLite: as written; DuckDB: `duckdb_tables().sql`)
+and views; only the order the rows were inserted in differs."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+ORDERS = ("reversed", "shuffled")
+
+
+def reorder(rows: list[Any], order: str, seed: int, table: str) -> list[Any]:
+    """`rows` in `order` (`reversed`, or `shuffled` by a generator seeded from `seed` and
+    the table's name).
+
+    >>> reorder([1, 2, 3], "reversed", 0, "t")
+    [3, 2, 1]
+    >>> sorted(reorder([1, 2, 3], "shuffled", 0, "t"))
+    [1, 2, 3]
+    """
+    if order == "reversed":
+        return list(reversed(rows))
+    out = list(rows)
+    random.Random(f"{seed}:{table}").shuffle(out)
+    return out
+
+
+def permuted_copy(dialect: str, source: Path, target: Path, order: str, seed: int = 0) -> Path:
+    """Write a copy of the database file `source` at `target` with rows in `order`."""
+    if dialect == "sqlite":
+        return _sqlite(source, target, order, seed)
+    if dialect == "duckdb":
+        return _duckdb(source, target, order, seed)
+    raise ValueError(f"row order is permuted for SQLite and DuckDB files, not {dialect}")
+
+
+def _sqlite(source: Path, target: Path, order: str, seed: int) -> Path:
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    try:
+        objects = src.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE "
+            "'sqlite_%' ORDER BY type = 'table' DESC, rowid").fetchall()  # fmt: skip
+        dst = sqlite3.connect(target)
+        try:
+            dst.execute("PRAGMA foreign_keys = OFF")
+            for kind, name, sql in objects:
+                if kind == "table":
+                    dst.execute(sql)
+                    rows = src.execute(f'SELECT * FROM "{name}"').fetchall()
+                    if rows:
+                        marks = ", ".join("?" * len(rows[0]))
+                        dst.executemany(f'INSERT INTO "{name}" VALUES ({marks})',
+                                        reorder(rows, order, seed, name))  # fmt: skip
+            for kind, _name, sql in objects:
+                if kind != "table":
+                    dst.execute(sql)
+            dst.commit()
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    return target
+
+
+def _duckdb(source: Path, target: Path, order: str, seed: int) -> Path:
+    import shutil
+
+    import duckdb
+
+    # a copy to read from: DuckDB refuses a second connection to a file this process
+    # already has open with another configuration (the engine's)
+    plain = target.with_name(target.stem + "-source.duckdb")
+    shutil.copyfile(source, plain)
+    src = duckdb.connect(str(plain), read_only=True, config={"threads": 1})
+    try:
+        tables = src.execute(
+            "SELECT schema_name, table_name, sql FROM duckdb_tables() WHERE NOT internal "
+            "AND database_name = current_database()").fetchall()  # fmt: skip
+        views = src.execute(
+            "SELECT sql FROM duckdb_views() WHERE NOT internal AND NOT temporary "
+            "AND database_name = current_database()").fetchall()  # fmt: skip
+        dst = duckdb.connect(str(target), config={"threads": 1})
+        try:
+            for schema, name, sql in tables:
+                if schema != "main":
+                    dst.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+                dst.execute(sql)
+                rows = src.execute(f'SELECT * FROM "{schema}"."{name}"').fetchall()
+                if rows:
+                    marks = ", ".join("?" * len(rows[0]))
+                    dst.executemany(f'INSERT INTO "{schema}"."{name}" VALUES ({marks})',
+                                    reorder(rows, order, seed, name))  # fmt: skip
+            for (sql,) in views:
+                dst.execute(sql)
+            dst.execute("CHECKPOINT")
+        finally:
+            dst.close()
+    finally:
+        src.close()
+        plain.unlink(missing_ok=True)
+    return target
