@@ -159,7 +159,8 @@ def test_hostile_statements_fail_and_the_original_stays(engine: Any, tmp_path: P
 
 def test_python_test_functions(engine: Any) -> None:
     """A benchmark's test function: passing, failing (assertion, named), and the
-    evaluator's own trouble (a loop, unbounded memory, a crash, the network) unscored."""
+    evaluator's own trouble (a loop, unbounded memory, the network) unscored; under the
+    official rule a function raising anything is a failing test."""
     passing = (
         "def test_case(pred_sqls, sol_sqls, db, conn, conditions=None):\n"
         "    sql = ['SELECT count(*) FROM member']\n"
@@ -169,7 +170,6 @@ def test_python_test_functions(engine: Any) -> None:
     bodies = {
         "loops": "    while True:\n        pass\n",
         "allocates": "    x = []\n    while True:\n        x.append(' ' * 2**20)\n",
-        "raises": "    return undefined_name\n",
         "connects": "    import socket\n    socket.create_connection(('93.184.215.14', 80), 3)\n",
     }
     case = _case("py", {"tests": [{"name": "five", "python": passing}]})
