@@ -1,8 +1,9 @@
 """Copies of a DuckDB or SQLite database with every table's rows stored in another order
 (reversed; shuffled from a seed): a gold whose result changes on them depends on row order.
 
-The copy keeps the tables' declared DDL (SQLite: as written; DuckDB: `duckdb_tables().sql`)
-and views; only the order the rows were inserted in differs."""
+The copy keeps the tables' columns and views (SQLite: the declared column types, without
+constraints or indexes, so the rows are scanned in the order they were inserted; DuckDB:
+`duckdb_tables().sql` as declared); the rows are the same, only their order differs."""
 
 from __future__ import annotations
 
@@ -50,14 +51,19 @@ def _sqlite(source: Path, target: Path, order: str, seed: int) -> Path:
             dst.execute("PRAGMA foreign_keys = OFF")
             for kind, name, sql in objects:
                 if kind == "table":
-                    dst.execute(sql)
+                    # the declared columns without constraints: a rowid table whose scan
+                    # order is the insertion order (an INTEGER PRIMARY KEY would keep the
+                    # rows in key order whatever the order they are inserted in)
+                    columns = src.execute(f'SELECT name, type FROM pragma_table_info("{name}")')
+                    dst.execute(f'CREATE TABLE "{name}" (' + ", ".join(
+                        f'"{c}" {t}'.rstrip() for c, t in columns.fetchall()) + ")")  # fmt: skip
                     rows = src.execute(f'SELECT * FROM "{name}"').fetchall()
                     if rows:
                         marks = ", ".join("?" * len(rows[0]))
                         dst.executemany(f'INSERT INTO "{name}" VALUES ({marks})',
                                         reorder(rows, order, seed, name))  # fmt: skip
             for kind, _name, sql in objects:
-                if kind != "table":
+                if kind == "view":  # indexes and triggers left out: only the order counts
                     dst.execute(sql)
             dst.commit()
         finally:
