@@ -11,12 +11,17 @@ limit per query: the figure is about what runs, not how fast, on a shared machin
 `--rows N` also on the same tables holding N synthetic rows each (strings such as "0", text,
 an IP address, JSON; numbers; recent datetimes), where queries that fail only on data show.
 Prints, per source, queries / syntax-valid / valid / runs (and the share of valid queries
-that run), then which construct stopped each valid query that did not run.
+that run), then which construct stopped each valid query that did not run. Two classes of
+valid queries are counted apart, as no offline evaluator can run them: `externaldata` (rows
+from a URL at query time) and let-only snippets (no tabular expression statement, which
+Kusto's docs require of a query); "runs / runnable" leaves them out of the denominator.
 
     python bench/bench_kql_coverage.py                     # every source (a few minutes)
     python bench/bench_kql_coverage.py nl2kql_sentinel m365d --json out.json
     python bench/bench_kql_coverage.py m365d --repo ~/src/Sentinel-Queries --rows 8
     python bench/bench_kql_coverage.py --from-json out.json   # the tables of a saved run
+    python bench/bench_kql_coverage.py --community /work/.mirror --rows 6 --only-valid \
+        --validity-from out.json                # _kql_repos.COMMUNITY, verdicts reused
 
 Skips (exit 0) when the corpus is not there, and under --quick (bench/run_all.py --quick:
 a coverage measurement of several minutes, not a hot-path timing).
@@ -147,7 +152,7 @@ def construct_of(kind: str, message: str) -> str:
 
 def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
             data_rows: int = 0, verdicts: dict[str, tuple[bool, bool]] | None = None,
-            ) -> list[dict[str, Any]]:  # fmt: skip
+            only_valid: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     schemas = json.loads((corpus / "table_schemas.json").read_text())
     rows: list[dict[str, Any]] = []
     for source in sources:
@@ -187,7 +192,8 @@ def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
             engine = KqlEngine("corpus", path, Limits(timeout_s=60), "corpus", _NOW)
             start = time.perf_counter()
             for row in rows:
-                if suffix and not row["valid"]:
+                if not row["valid"] and (suffix or only_valid):
+                    row["kind" + suffix] = row["message" + suffix] = ""
                     continue  # only valid queries are measured on rows
                 outcome = engine.execute(row["query"]).outcome
                 row["kind" + suffix], row["message" + suffix] = outcome.kind, outcome.message
@@ -299,6 +305,8 @@ def main() -> int:
     parser.add_argument("--validity-from", type=Path, help="a saved --json run whose "
                         "Kusto.Language verdicts are reused for the same query texts (the "
                         "same corpus schemas); other queries are validated")  # fmt: skip
+    parser.add_argument("--only-valid", action="store_true", help="run only the queries "
+                        "Kusto.Language finds valid (the figures are about those)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="skip (for run_all.py --quick)")
     args = parser.parse_args()
     if args.quick:
@@ -322,7 +330,7 @@ def main() -> int:
     if args.validity_from:
         saved = json.loads(args.validity_from.read_text())
         verdicts = {r["query"]: (r["syntax_ok"], r["valid"]) for r in saved if "valid" in r}
-    rows = measure(corpus, sources, args.repo, args.rows, verdicts)
+    rows = measure(corpus, sources, args.repo, args.rows, verdicts, args.only_valid)
     report(rows, args.top)
     record(rows)
     if args.json:
