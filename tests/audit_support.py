@@ -120,13 +120,17 @@ def _case(case_id: str, question: str, query: str, database: str, language: str 
         "query": {"text": query, "database": database, "language": language}}}]}  # fmt: skip
 
 
-def make_suite(folder: Path, *, kql: bool = True, extra: str = "") -> Path:
-    """The planted suite in `folder` (databases, cases, three systems' predictions)."""
+def make_suite(folder: Path, *, kql: bool = True, extra: str = "",
+               only: set[str] | None = None) -> Path:  # fmt: skip
+    """The planted suite in `folder` (databases, cases, three systems' predictions); `only`:
+    just these cases."""
     make_databases(folder)
     cases = [_case(i, q, s, "shop") for i, (q, s) in QUESTIONS.items()]
     cases += [_case(i, q, s, "duck") for i, (q, s) in DUCK.items()]
     if kql:
         cases += [_case(i, q, s, "logs", "kql") for i, (q, s) in KQL.items()]
+    if only is not None:
+        cases = [c for c in cases if c["id"] in only]
     (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     (folder / "preds").mkdir(exist_ok=True)
     for n, system in enumerate(["a", "b", "c"]):

@@ -24,6 +24,12 @@ from queryeval.engines import Engine, Execution
 from queryeval.scorers import ScoringContext
 
 MAX_ROWS_SHOWN = 20  # rows of a result kept as evidence
+_HOW = {
+    "reversed": "a copy of the database with every table's rows inserted in reverse order "
+    "(SQLite: the declared columns without constraints; queryeval.audit._permute)",
+    "shuffled": "a copy of the database with every table's rows inserted in the order "
+    "random.Random(f'{seed}:{table}').shuffle gives (queryeval.audit._permute)",
+}
 NEAR_MATCHES = 5
 
 
@@ -268,7 +274,7 @@ class Auditor:
                           f"{', '.join(patterns)}: the result changes when the tables' rows "
                           f"are stored in {order} order", patterns=patterns,
                           result=result_evidence(run),
-                          permuted={"order": order, "seed": self.seed,
+                          permuted={"order": order, "seed": self.seed, "how": _HOW[order],
                                     "result": result_evidence(other)})  # fmt: skip
                 return
 
