@@ -6,7 +6,7 @@ the 20 runs and `queryeval compare` of two 200k-case runs as commands. Wall and 
 (the server's own, read from /proc) and peak memory beside each, the load before and after.
 
     .venv/bin/python bench/bench_viewer.py           # full sizes (about 5 minutes)
-    .venv/bin/python bench/bench_viewer.py --quick   # 5,000-case runs instead
+    .venv/bin/python bench/bench_viewer.py --quick   # 2,000-case runs instead
 
 `make_run` is also what tests/test_viewer*.py build their runs with.
 """
@@ -226,9 +226,9 @@ def _get(url: str) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="5,000-case runs (run_all --quick)")
+    parser.add_argument("--quick", action="store_true", help="2,000-case runs (run_all --quick)")
     args = parser.parse_args()
-    big, small = (5_000, 200) if args.quick else (200_000, 1_000)
+    big, small = (2_000, 100) if args.quick else (200_000, 1_000)
     work = Path(tempfile.mkdtemp(prefix="bench-viewer-"))
     env = {**os.environ, "QUERYEVAL_INDEX_DIR": str(work / "index")}
     print(f"load {_load()}: writing 20 runs (4 x {big:,} cases) under {work}", flush=True)
