@@ -277,7 +277,7 @@ def main() -> int:
     case = _get(f"{base}/api/runs/{a}/cases?status=fail&limit=1")["rows"][0]["case_id"]
     checks = [
         ("runs page (/api/runs)", "/api/runs"),
-        ("run page, 200k run", f"/api/runs/{a}"),
+        ("run page, big run", f"/api/runs/{a}"),
         ("cases: status=fail, page 1", f"/api/runs/{a}/cases?status=fail&limit=50"),
         ("cases: reason+tag+score+text, sorted", f"/api/runs/{a}/cases?reason=timeout&tag=hard"
          "&min=0.1&max=0.7&scorer=results_f1&q=orders&sort=latency&desc=1&limit=50"),
