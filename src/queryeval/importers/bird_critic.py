@@ -45,6 +45,8 @@ OPTIONS = {
     "dialect": "sqlite or postgresql (default: from the instances' dialect / instance_id)",
     "timeout_s": "time limit of each statement, seconds (30, the official harness's)",
 }
+SCORERS = ("task_tests",)
+SKIPS_MISSING = True
 
 # The official default test (soft EX): comments, DISTINCT and ROUND removed from both sides,
 # the results compared as sets (as lists when conditions.order), rounded to 2 decimals.

@@ -29,6 +29,8 @@ from queryeval.importers.bird_critic import (
 
 SUMMARY = "LiveSQLBench (PostgreSQL): task JSONL with test cases, table dumps"
 OPTIONS = {"timeout_s": "time limit of each statement, seconds (30)"}
+SCORERS = ("task_tests",)
+SKIPS_MISSING = True
 
 
 def build(request: ImportRequest) -> ImportedSuite:
