@@ -136,6 +136,8 @@ def make_suite(folder: Path, *, kql: bool = True, extra: str = "",
     for n, system in enumerate(["a", "b", "c"]):
         lines = []
         for case_id, (_, gold) in QUESTIONS.items():
+            if only is not None and case_id not in only:
+                continue
             query = gold
             if case_id == "bad-disputed":
                 query = "SELECT count(*) FROM people WHERE age > 30"

@@ -1,0 +1,201 @@
+"""Correction overlays: the loader's errors (file:line, exit 2), and a finished run
+re-scored under an overlay: the original figures byte-identical, the changed cases listed,
+garbage never helping (a failed prediction stays failed whatever the overlay's gold)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from audit_support import make_suite
+from queryeval.cli._app import app
+from queryeval.config import load_overlay, load_suite
+from queryeval.errors import InputError
+
+OVERLAY = """\
+# corrections to the planted suite
+- case_id: bad-disputed
+  gold: "SELECT count(*) FROM people WHERE age > 30"
+  reason: the question says older than 30
+  source: tests
+- {case_id: bad-fails, drop: true, reason: no products table, source: tests}
+- case_id: d-missing
+  gold: "SELECT name FROM people ORDER BY name"
+  reason: hostile - any gold
+  source: tests
+- case_id: d-broken
+  gold: "SELEC broken FROM"
+  reason: hostile - the failing prediction's own text as the gold
+  source: tests
+- case_id: ok-count
+  gold: "SELECT count(*) FROM people WHERE age > 1000"
+  reason: a draft nobody accepted
+  source: tests
+  proposed: true
+"""
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("text", "line", "what"), [
+    ("- {case_id: a, drop: true, reason: r, source: s}\n- {case_id: b, reason: r, source: s}\n",
+     2, "exactly one of"),
+    ("- {case_id: a, drop: true, reason: r}\n", 1, "source"),
+    ("- {case_id: a, drop: true, reason: r, source: s}\n\n- {case_id: a, drop: true, "
+     "reason: r, source: s}\n", 3, "listed twice"),
+    ("- {case_id: a, gold: x, drop: true, reason: r, source: s}\n", 1, "exactly one of"),
+    ("- {case_id: a, gold: x, reason: r, source: s, colour: red}\n", 1, "colour"),
+    ("- just a string\n", 1, "expected an entry"),
+])  # fmt: skip
+def test_bad_overlay_names_file_and_line(tmp_path: Path, text: str, line: int, what: str) -> None:
+    path = _write(tmp_path, "o.yaml", text)
+    with pytest.raises(InputError) as err:
+        load_overlay(path)
+    assert err.value.line == line and err.value.path == str(path)
+    assert what in err.value.render()
+
+
+def test_jsonl_overlay_and_its_errors(tmp_path: Path) -> None:
+    good = _write(tmp_path, "fix.jsonl", '{"case_id": 7, "gold": "SELECT 1", "reason": "r", '
+                  '"source": "s"}\n\n{"case_id": "b", "drop": true, "reason": "r", "source": "s"}\n')  # fmt: skip
+    overlay = load_overlay(good)
+    assert [(e.case_id, e.action, e.line) for e in overlay.entries] == [
+        ("7", "correct", 1), ("b", "drop", 3)]  # fmt: skip
+    assert overlay.sha256 == hashlib.sha256(good.read_bytes()).hexdigest()
+    bad = _write(tmp_path, "bad.jsonl", '{"case_id": "a", "drop": true, "reason": "r", '
+                 '"source": "s"}\n{not json\n')  # fmt: skip
+    with pytest.raises(InputError) as err:
+        load_overlay(bad)
+    assert err.value.line == 2
+
+
+def test_suite_naming_a_missing_overlay_is_exit_2(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path, kql=False, only={"ok-count"}, extra="overlays: [nope.yaml]\n")
+    with pytest.raises(InputError) as err:
+        load_suite(suite)
+    assert err.value.line == suite.read_text().splitlines().index("overlays: [nope.yaml]") + 1
+    result = CliRunner().invoke(app, ["audit", str(suite), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "nope.yaml" in result.output
+
+
+CASES = {"ok-count", "ok-paris", "ok-top", "bad-disputed", "bad-fails", "bad-empty"}
+
+
+def _suite_with_failing_system(folder: Path, overlays: str) -> Path:
+    """Some planted cases plus two that system `a` fails: no prediction (d-missing), a
+    query that does not parse (d-broken); the other systems answer the gold."""
+    suite = make_suite(folder, kql=False, only=CASES | {"d-missing", "d-broken"}, extra=overlays)
+    cases = (folder / "cases.jsonl").read_text()
+    for case_id in ("d-missing", "d-broken"):
+        cases += json.dumps({"id": case_id, "conversation": [{"content": case_id, "target": {
+            "query": {"text": "SELECT name FROM people ORDER BY name", "database": "shop"}}}]})
+        cases += "\n"  # fmt: skip
+    (folder / "cases.jsonl").write_text(cases)
+    right = "SELECT name FROM people ORDER BY name"
+    for system in ("a", "b", "c"):
+        with (folder / "preds" / f"{system}.jsonl").open("a") as fh:
+            if system != "a":  # a: no prediction for d-missing
+                fh.write(json.dumps({"case_id": "d-missing", "query": right}) + "\n")
+            broken = "SELEC broken FROM" if system == "a" else right
+            fh.write(json.dumps({"case_id": "d-broken", "query": broken}) + "\n")
+    return suite
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for name, overlays in (("plain", ""), ("overlaid", "overlays: [fix.yaml]\n")):
+        folder = tmp_path_factory.mktemp(name)
+        suite = _suite_with_failing_system(folder, overlays)
+        _write(folder, "fix.yaml", OVERLAY)
+        result = CliRunner().invoke(app, ["run", str(suite), "--out", str(folder / "run"),
+                                          "--no-progress", "--no-cache"])  # fmt: skip
+        assert result.exit_code in (0, 1), result.output
+        out[name] = folder
+    return out
+
+
+def _apply(folder: Path) -> dict:
+    from queryeval.audit import apply_overlays
+    from queryeval.cases import load_cases
+    from queryeval.scorers import ScoringContext
+
+    suite = load_suite(folder / "suite.yaml")
+    cases = load_cases(suite.cases, suite.base_dir)
+    ctx = ScoringContext(suite, cache_dir=folder / "cache")
+    try:
+        (content,) = apply_overlays(folder / "run", suite, cases, ctx)
+    finally:
+        ctx.close()
+    return content
+
+
+def test_original_figures_byte_identical_with_and_without_overlay(runs) -> None:
+    plain, overlaid = runs["plain"] / "run", runs["overlaid"] / "run"
+    assert (plain / "summary.json").read_bytes() == (overlaid / "summary.json").read_bytes()
+    before = {n: (overlaid / n).read_bytes() for n in ("summary.json", "results.jsonl")}
+    content = _apply(runs["overlaid"])
+    assert {n: (overlaid / n).read_bytes() for n in before} == before  # nothing rewritten
+    written = json.loads((overlaid / "overlay-fix.json").read_text())
+    assert written == json.loads(json.dumps(content))
+    summary = json.loads(before["summary.json"])
+    for system, figs in content["systems"].items():
+        assert figs["original"]["pass_rate"] == summary["systems"][system]["pass_rate"]
+
+
+def test_overlay_figures_and_changed_cases(runs) -> None:
+    content = _apply(runs["overlaid"])
+    o = content["overlay"]
+    assert o["name"] == "fix" and o["applied"] == 4 and o["proposed"] == 1
+    assert o["sha256"] == hashlib.sha256((runs["overlaid"] / "fix.yaml").read_bytes()).hexdigest()
+    assert content["cases"] == {"original": 8, "overlay": 7, "dropped": 1, "corrected": 3}
+    changed = {c["case_id"]: c for c in content["changed"]}
+    assert set(changed) == {"bad-disputed", "bad-fails", "d-missing", "d-broken"}
+    # the three systems were right against a wrong gold: they pass under the correction
+    assert changed["bad-disputed"]["systems"] == {
+        s: {"original": False, "overlay": True} for s in ("a", "b", "c")}  # fmt: skip
+    assert changed["bad-fails"]["systems"]["a"]["overlay"] is None  # dropped
+    for figs in content["systems"].values():
+        assert figs["overlay"]["cases"] == 7
+    # the proposed entry is not applied: ok-count keeps its verdicts, unlisted
+    assert "ok-count" not in changed
+
+
+def test_a_failed_prediction_stays_failed_under_every_overlay(runs) -> None:
+    content = _apply(runs["overlaid"])
+    changed = {c["case_id"]: c for c in content["changed"]}
+    # system a gave no prediction for d-missing and an unparsable one for d-broken; the
+    # overlay's golds (one equal to the broken text itself) change nothing for it
+    assert changed["d-missing"]["systems"]["a"] == {"original": False, "overlay": False}
+    assert changed["d-broken"]["systems"]["a"] == {"original": False, "overlay": False}
+    # the others answered the original gold; under d-broken's failing gold they are not
+    # failed either way (the evaluator's fault: no verdict), never raised above the original
+    assert changed["d-broken"]["systems"]["b"]["original"] is True
+    assert changed["d-broken"]["systems"]["b"]["overlay"] in (None, False)
+
+
+def test_overlay_never_raises_a_figure_on_the_original_golds(runs) -> None:
+    """Whatever the overlay, the figures on the original golds are those of summary.json."""
+    content = _apply(runs["overlaid"])
+    summary = json.loads((runs["overlaid"] / "run" / "summary.json").read_text())
+    for system, figs in content["systems"].items():
+        s = summary["systems"][system]
+        assert figs["original"]["passed"] == s["passed"]
+        assert figs["original"]["means"] == {k: v["mean"] for k, v in s["scorers"].items()}
+
+
+def test_console_lines_show_both_figures(runs) -> None:
+    from queryeval.audit import overlay_lines
+
+    lines = overlay_lines(_apply(runs["overlaid"]))
+    assert lines[0].startswith("overlay fix (sha256 ")
+    assert any(line.startswith("  b: pass rate ") and "->" in line for line in lines)
+    assert any("bad-disputed: correct" in line for line in lines)
