@@ -362,3 +362,35 @@ def test_cli_refuses_what_is_not_a_folder(tmp_path: Path) -> None:
 
     result = CliRunner().invoke(app, ["view", str(tmp_path / "missing")])
     assert result.exit_code == 2 and "not a folder" in result.output
+
+
+def test_case_view_shows_rationale_counterexample_and_tables(tmp_path: Path) -> None:
+    from queryeval.viewer import Catalog, case_view
+
+    cases = write_cases(tmp_path / "cases.jsonl", 3)
+    run = make_run(tmp_path / "runs" / "r", cases, 2, seed=1)
+    writer = LogWriter(run)
+    writer.open_for_append()
+    writer.append({
+        "system": "baseline", "case_id": "c000002", "passed": False, "error": None,
+        "latency_s": 1.5, "cost": 0.002,
+        "output": {"attempts": [
+            {"query": "SELECT 1", "tokens_in": 10, "tokens_out": 2},
+            {"query": "SELECT count(*) FROM orders", "tokens_in": 20, "tokens_out": 3}]},
+        "scores": {
+            "judge": {"value": 0.0, "status": "ok", "passed": False,
+                      "details": {"reasoning": "counts the wrong table"}},
+            "verified": {"value": 0.0, "status": "ok", "passed": False, "details": {
+                "counterexample": {"database": "d1", "gold": [[3]], "predicted": [[4]]},
+                "result": {"columns": ["n"], "rows": [[4]]}}},
+        },
+    })  # fmt: skip
+    writer.close()
+    catalog = Catalog([tmp_path / "runs"], tmp_path / "index")
+    view = case_view(catalog.get(catalog.runs()[0].id), "baseline", "c000002")
+    assert view["rationale"] == {"judge": "counts the wrong table"}
+    assert view["counterexamples"][0]["value"]["predicted"] == [[4]]
+    assert view["tables"][0]["columns"] == ["n"] and view["tables"][0]["rows"] == [[4]]
+    assert view["tokens"] == {"in": 30, "out": 5} and len(view["attempts"]) == 2
+    assert view["prediction"] == "SELECT count(*) FROM orders"
+    assert view["question"].startswith("How many") and view["gold"].startswith("SELECT")
