@@ -11,28 +11,49 @@ from pathlib import Path
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 PEOPLE = [
-    (1, "Ada", "Paris", 30), (2, "Bob", "London", 25), (3, "Cy", "Paris", 25),
-    (4, "Dee", "Berlin", 41), (5, "Eve", "London", 35), (6, "Fay", "Berlin", 52),
-]  # fmt: skip
+    (1, "Ada", "Paris", 30),
+    (2, "Bob", "London", 25),
+    (3, "Cy", "Paris", 25),
+    (4, "Dee", "Berlin", 41),
+    (5, "Eve", "London", 35),
+    (6, "Fay", "Berlin", 52),
+]
 ORDERS = [(1, 1, 10.0), (2, 1, 5.5), (3, 2, 7.0), (4, 4, 12.0), (5, 6, 3.0)]
 
 QUESTIONS = {
     # clean golds: nothing to find
     "ok-count": ("How many people are there?", "SELECT count(*) FROM people"),
-    "ok-paris": ("Who lives in Paris?", "SELECT name FROM people WHERE city = 'Paris' ORDER BY name"),
+    "ok-paris": (
+        "Who lives in Paris?",
+        "SELECT name FROM people WHERE city = 'Paris' ORDER BY name",
+    ),
     "ok-group": ("Average age per city?", "SELECT city, avg(age) FROM people GROUP BY city"),
-    "ok-top": ("Who is the youngest (by name on ties)?",
-               "SELECT name FROM people ORDER BY age, name LIMIT 1"),
-    "ok-join": ("Total spent per person?", "SELECT p.name, sum(o.amount) FROM people p JOIN "
-                "orders o ON o.person_id = p.id GROUP BY p.name"),
-    "ok-in": ("How many live in London or Berlin?",
-              "SELECT count(*) FROM people WHERE city IN ('London', 'Berlin')"),
+    "ok-top": (
+        "Who is the youngest (by name on ties)?",
+        "SELECT name FROM people ORDER BY age, name LIMIT 1",
+    ),
+    "ok-join": (
+        "Total spent per person?",
+        "SELECT p.name, sum(o.amount) FROM people p JOIN "
+        "orders o ON o.person_id = p.id GROUP BY p.name",
+    ),
+    "ok-in": (
+        "How many live in London or Berlin?",
+        "SELECT count(*) FROM people WHERE city IN ('London', 'Berlin')",
+    ),
     "ok-max": ("Who is the oldest?", "SELECT name, max(age) FROM people"),
-    "ok-same-a": ("How many people live in London?",
-                  "SELECT count(*) FROM people WHERE city = 'London'"),
-    "ok-same-b": ("how many people live in london ?",
-                  "SELECT count(id) FROM people WHERE city = 'London'"),
-    "ok-older": ("How many people are older than 26?", "SELECT count(*) FROM people WHERE age > 26"),
+    "ok-same-a": (
+        "How many people live in London?",
+        "SELECT count(*) FROM people WHERE city = 'London'",
+    ),
+    "ok-same-b": (
+        "how many people live in london ?",
+        "SELECT count(id) FROM people WHERE city = 'London'",
+    ),
+    "ok-older": (
+        "How many people are older than 26?",
+        "SELECT count(*) FROM people WHERE age > 26",
+    ),
     # planted defects
     "bad-fails": ("How many products?", "SELECT count(*) FROM products"),
     "bad-limit": ("Name two people.", "SELECT name FROM people LIMIT 2"),
@@ -41,12 +62,22 @@ QUESTIONS = {
     "bad-empty": ("Who is over 100?", "SELECT name FROM people WHERE age > 100"),
     "bad-null": ("Oldest age over 100?", "SELECT max(age) FROM people WHERE age > 100"),
     "bad-ignores": ("How many people are there at least?", "SELECT count(*) >= 0 FROM people"),
-    "bad-case": ("How many live in Paris?", "SELECT name FROM people WHERE city = 'paris' OR age > 50"),
-    "bad-typo": ("How many live in London?", "SELECT name FROM people WHERE city IN ('Londn', 'Berlin')"),
-    "bad-disputed": ("How many people are older than 30?",
-                     "SELECT count(*) FROM people WHERE age > 40"),
-    "bad-conflict-a": ("How many people live in Berlin?",
-                       "SELECT count(*) FROM people WHERE city = 'Berlin'"),
+    "bad-case": (
+        "How many live in Paris?",
+        "SELECT name FROM people WHERE city = 'paris' OR age > 50",
+    ),
+    "bad-typo": (
+        "How many live in London?",
+        "SELECT name FROM people WHERE city IN ('Londn', 'Berlin')",
+    ),
+    "bad-disputed": (
+        "How many people are older than 30?",
+        "SELECT count(*) FROM people WHERE age > 40",
+    ),
+    "bad-conflict-a": (
+        "How many people live in Berlin?",
+        "SELECT count(*) FROM people WHERE city = 'Berlin'",
+    ),
     "bad-conflict-b": ("How many people live in Berlin?", "SELECT count(*) FROM people"),
 }
 
@@ -80,7 +111,10 @@ DUCK = {
     "duck-ok-literal": ("Berliners?", "SELECT name FROM people WHERE city = 'Berlin' ORDER BY 1"),
     "duck-fails": ("Broken?", "SELECT nope FROM people"),
     "duck-limit": ("Any three names?", "SELECT name FROM people LIMIT 3"),
-    "duck-typo": ("Berliners count?", "SELECT name FROM people WHERE city LIKE 'Berl_n%' OR city = 'Paaris' ORDER BY 1"),
+    "duck-typo": (
+        "Berliners count?",
+        "SELECT name FROM people WHERE city LIKE 'Berl_n%' OR city = 'Paaris' ORDER BY 1",
+    ),
     "duck-empty": ("Nobody?", "SELECT name FROM people WHERE age < 0"),
 }
 
@@ -98,8 +132,10 @@ def make_databases(folder: Path) -> None:
     import duckdb
 
     folder.mkdir(parents=True, exist_ok=True)
-    ddl = ["CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, city TEXT, age INTEGER)",
-           "CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER, amount DOUBLE)"]  # fmt: skip
+    ddl = [
+        "CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, city TEXT, age INTEGER)",
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER, amount DOUBLE)",
+    ]
     con = sqlite3.connect(folder / "shop.sqlite")
     for statement in ddl:
         con.execute(statement)
@@ -116,12 +152,20 @@ def make_databases(folder: Path) -> None:
 
 
 def _case(case_id: str, question: str, query: str, database: str, language: str = "sql") -> dict:
-    return {"id": case_id, "conversation": [{"content": question, "target": {
-        "query": {"text": query, "database": database, "language": language}}}]}  # fmt: skip
+    return {
+        "id": case_id,
+        "conversation": [
+            {
+                "content": question,
+                "target": {"query": {"text": query, "database": database, "language": language}},
+            }
+        ],
+    }
 
 
-def make_suite(folder: Path, *, kql: bool = True, extra: str = "",
-               only: set[str] | None = None) -> Path:  # fmt: skip
+def make_suite(
+    folder: Path, *, kql: bool = True, extra: str = "", only: set[str] | None = None
+) -> Path:
     """The planted suite in `folder` (databases, cases, three systems' predictions); `only`:
     just these cases."""
     make_databases(folder)
@@ -148,8 +192,10 @@ def make_suite(folder: Path, *, kql: bool = True, extra: str = "",
     logs = ""
     if kql:
         fixture = EXAMPLES / "kql" / "fixtures" / "logs"
-        logs = (f"  logs: {{engine: kql, fixture: '{fixture}', "
-                "options: {now: '2024-06-01T12:00:00Z', timeout_s: 5}}\n")  # fmt: skip
+        logs = (
+            f"  logs: {{engine: kql, fixture: '{fixture}', "
+            "options: {now: '2024-06-01T12:00:00Z', timeout_s: 5}}\n"
+        )
     suite = folder / "suite.yaml"
     suite.write_text(
         "name: planted\ncases: cases.jsonl\ndatabases:\n"

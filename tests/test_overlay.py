@@ -45,16 +45,27 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("text", "line", "what"), [
-    ("- {case_id: a, drop: true, reason: r, source: s}\n- {case_id: b, reason: r, source: s}\n",
-     2, "exactly one of"),
-    ("- {case_id: a, drop: true, reason: r}\n", 1, "source"),
-    ("- {case_id: a, drop: true, reason: r, source: s}\n\n- {case_id: a, drop: true, "
-     "reason: r, source: s}\n", 3, "listed twice"),
-    ("- {case_id: a, gold: x, drop: true, reason: r, source: s}\n", 1, "exactly one of"),
-    ("- {case_id: a, gold: x, reason: r, source: s, colour: red}\n", 1, "colour"),
-    ("- just a string\n", 1, "expected an entry"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "line", "what"),
+    [
+        (
+            "- {case_id: a, drop: true, reason: r, source: s}\n"
+            "- {case_id: b, reason: r, source: s}\n",
+            2,
+            "exactly one of",
+        ),
+        ("- {case_id: a, drop: true, reason: r}\n", 1, "source"),
+        (
+            "- {case_id: a, drop: true, reason: r, source: s}\n\n- {case_id: a, drop: true, "
+            "reason: r, source: s}\n",
+            3,
+            "listed twice",
+        ),
+        ("- {case_id: a, gold: x, drop: true, reason: r, source: s}\n", 1, "exactly one of"),
+        ("- {case_id: a, gold: x, reason: r, source: s, colour: red}\n", 1, "colour"),
+        ("- just a string\n", 1, "expected an entry"),
+    ],
+)
 def test_bad_overlay_names_file_and_line(tmp_path: Path, text: str, line: int, what: str) -> None:
     path = _write(tmp_path, "o.yaml", text)
     with pytest.raises(InputError) as err:
@@ -64,14 +75,23 @@ def test_bad_overlay_names_file_and_line(tmp_path: Path, text: str, line: int, w
 
 
 def test_jsonl_overlay_and_its_errors(tmp_path: Path) -> None:
-    good = _write(tmp_path, "fix.jsonl", '{"case_id": 7, "gold": "SELECT 1", "reason": "r", '
-                  '"source": "s"}\n\n{"case_id": "b", "drop": true, "reason": "r", "source": "s"}\n')  # fmt: skip
+    good = _write(
+        tmp_path,
+        "fix.jsonl",
+        '{"case_id": 7, "gold": "SELECT 1", "reason": "r", '
+        '"source": "s"}\n\n{"case_id": "b", "drop": true, "reason": "r", "source": "s"}\n',
+    )
     overlay = load_overlay(good)
     assert [(e.case_id, e.action, e.line) for e in overlay.entries] == [
-        ("7", "correct", 1), ("b", "drop", 3)]  # fmt: skip
+        ("7", "correct", 1),
+        ("b", "drop", 3),
+    ]
     assert overlay.sha256 == hashlib.sha256(good.read_bytes()).hexdigest()
-    bad = _write(tmp_path, "bad.jsonl", '{"case_id": "a", "drop": true, "reason": "r", '
-                 '"source": "s"}\n{not json\n')  # fmt: skip
+    bad = _write(
+        tmp_path,
+        "bad.jsonl",
+        '{"case_id": "a", "drop": true, "reason": "r", "source": "s"}\n{not json\n',
+    )
     with pytest.raises(InputError) as err:
         load_overlay(bad)
     assert err.value.line == 2
@@ -95,9 +115,23 @@ def _suite_with_failing_system(folder: Path, overlays: str) -> Path:
     suite = make_suite(folder, kql=False, only=CASES | {"d-missing", "d-broken"}, extra=overlays)
     cases = (folder / "cases.jsonl").read_text()
     for case_id in ("d-missing", "d-broken"):
-        cases += json.dumps({"id": case_id, "conversation": [{"content": case_id, "target": {
-            "query": {"text": "SELECT name FROM people ORDER BY name", "database": "shop"}}}]})
-        cases += "\n"  # fmt: skip
+        cases += json.dumps(
+            {
+                "id": case_id,
+                "conversation": [
+                    {
+                        "content": case_id,
+                        "target": {
+                            "query": {
+                                "text": "SELECT name FROM people ORDER BY name",
+                                "database": "shop",
+                            }
+                        },
+                    }
+                ],
+            }
+        )
+        cases += "\n"
     (folder / "cases.jsonl").write_text(cases)
     right = "SELECT name FROM people ORDER BY name"
     for system in ("a", "b", "c"):
@@ -116,8 +150,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         folder = tmp_path_factory.mktemp(name)
         suite = _suite_with_failing_system(folder, overlays)
         _write(folder, "fix.yaml", OVERLAY)
-        result = CliRunner().invoke(app, ["run", str(suite), "--out", str(folder / "run"),
-                                          "--no-progress", "--no-cache"])  # fmt: skip
+        result = CliRunner().invoke(
+            app, ["run", str(suite), "--out", str(folder / "run"), "--no-progress", "--no-cache"]
+        )
         assert result.exit_code in (0, 1), result.output
         out[name] = folder
     return out
@@ -161,7 +196,8 @@ def test_overlay_figures_and_changed_cases(runs) -> None:
     assert set(changed) == {"bad-disputed", "bad-fails", "d-missing", "d-broken"}
     # the three systems were right against a wrong gold: they pass under the correction
     assert changed["bad-disputed"]["systems"] == {
-        s: {"original": False, "overlay": True} for s in ("a", "b", "c")}  # fmt: skip
+        s: {"original": False, "overlay": True} for s in ("a", "b", "c")
+    }
     assert changed["bad-fails"]["systems"]["a"]["overlay"] is None  # dropped
     for figs in content["systems"].values():
         assert figs["overlay"]["cases"] == 7

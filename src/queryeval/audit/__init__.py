@@ -25,9 +25,17 @@ from queryeval.config import SuiteConfig
 from queryeval.scorers import ScoringContext
 
 
-def audit_suite(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext, *,
-                predictions: Sequence[Path] = (), systems: list[str] | None = None,
-                agree: int = 3, variants: int = 12, seed: int = 0) -> AuditReport:  # fmt: skip
+def audit_suite(
+    suite: SuiteConfig,
+    cases: Sequence[Case],
+    ctx: ScoringContext,
+    *,
+    predictions: Sequence[Path] = (),
+    systems: list[str] | None = None,
+    agree: int = 3,
+    variants: int = 12,
+    seed: int = 0,
+) -> AuditReport:
     """Audit every gold of `cases` (see docs/audit.md): the findings and what was covered.
     `predictions` (run folders or JSONL files) and `systems` (suite systems with saved
     predictions) feed `disputed`: `agree` systems agreeing against the gold."""

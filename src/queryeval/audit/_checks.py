@@ -82,8 +82,12 @@ def result_evidence(run: Execution | None) -> dict[str, Any]:
 def database_evidence(suite: SuiteConfig, name: str, engine: Engine) -> dict[str, Any]:
     """Where the database is: its name in the suite, engine, dialect, file and config."""
     config = suite.databases[name]
-    out: dict[str, Any] = {"name": name, "engine": config.engine, "dialect": engine.dialect,
-                           "language": engine.language}  # fmt: skip
+    out: dict[str, Any] = {
+        "name": name,
+        "engine": config.engine,
+        "dialect": engine.dialect,
+        "language": engine.language,
+    }
     for key in ("path", "fixture", "url"):
         value = getattr(config, key, None)
         if value:
@@ -111,8 +115,9 @@ def same_result(
 
     if a.result is None or b.result is None:
         return False
-    return bool(compare_results(a.result, b.result, **policy, gold_query=gold,
-                                language=dialect).exact)  # fmt: skip
+    return bool(
+        compare_results(a.result, b.result, **policy, gold_query=gold, language=dialect).exact
+    )
 
 
 def normalised_question(case: Case) -> str:
@@ -130,8 +135,15 @@ def normalised_question(case: Case) -> str:
 class Auditor:
     """The audit of one suite (see the module docstring): `run` returns the report."""
 
-    def __init__(self, suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext, *,
-                 variants: int = 12, seed: int = 0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        suite: SuiteConfig,
+        cases: Sequence[Case],
+        ctx: ScoringContext,
+        *,
+        variants: int = 12,
+        seed: int = 0,
+    ) -> None:
         self.suite = suite
         self.cases = cases
         self.ctx = ctx
@@ -146,8 +158,9 @@ class Auditor:
 
     # -- the whole audit ------------------------------------------------------------------
 
-    def run(self, predictions: dict[str, dict[str, str]] | None = None,
-            agree: int = 3) -> AuditReport:  # fmt: skip
+    def run(
+        self, predictions: dict[str, dict[str, str]] | None = None, agree: int = 3
+    ) -> AuditReport:
         """Check every gold, then the golds of one question, then the predictions."""
         golds, missing = golds_of(self.suite, self.cases, self.ctx)
         self.report.golds = len(golds)
@@ -161,7 +174,8 @@ class Auditor:
                 if len(predictions) < agree:
                     self.report.notes.append(
                         f"disputed: {len(predictions)} system(s) given, fewer than the "
-                        f"{agree} that must agree: not checked")  # fmt: skip
+                        f"{agree} that must agree: not checked"
+                    )
                 else:
                     for gold in golds:
                         if gold.index == 0:
@@ -189,8 +203,9 @@ class Auditor:
             "query": gold.text,
             "database": database_evidence(self.suite, gold.database, engine),
         }
-        self.report.findings.append(Finding(gold.case.id, kind, message, gold.index,
-                                            {**base, **evidence}))  # fmt: skip
+        self.report.findings.append(
+            Finding(gold.case.id, kind, message, gold.index, {**base, **evidence})
+        )
 
     # -- one gold -------------------------------------------------------------------------
 
@@ -200,12 +215,22 @@ class Auditor:
         gold.run = run
         if not run.ok or run.result is None:
             o = run.outcome
-            self._add(gold, "gold_fails", f"{o.kind}: {o.message}",
-                      outcome=o.kind, engine_message=o.message)  # fmt: skip
+            self._add(
+                gold,
+                "gold_fails",
+                f"{o.kind}: {o.message}",
+                outcome=o.kind,
+                engine_message=o.message,
+            )
             return
         if run.outcome.truncated:
-            self._add(gold, "gold_fails", "the gold's result exceeds the row or size limit",
-                      outcome="truncated", result=result_evidence(run))  # fmt: skip
+            self._add(
+                gold,
+                "gold_fails",
+                "the gold's result exceeds the row or size limit",
+                outcome="truncated",
+                result=result_evidence(run),
+            )
             return
         sql = engine.language == "sql" and engine.dialect in ("duckdb", "sqlite")
         if not self._non_discriminating(gold, engine, run) and sql:
@@ -218,25 +243,37 @@ class Auditor:
         assert result is not None
         rows = result.rows
         if not rows:
-            self._add(gold, "non_discriminating",
-                      "the gold returns no rows: any query returning nothing matches it",
-                      reason="empty", result=result_evidence(run))  # fmt: skip
+            self._add(
+                gold,
+                "non_discriminating",
+                "the gold returns no rows: any query returning nothing matches it",
+                reason="empty",
+                result=result_evidence(run),
+            )
             return True
         if all(v is None for row in rows for v in row):
-            self._add(gold, "non_discriminating",
-                      "the gold returns only NULL: any query returning NULL matches it",
-                      reason="null", result=result_evidence(run))  # fmt: skip
+            self._add(
+                gold,
+                "non_discriminating",
+                "the gold returns only NULL: any query returning NULL matches it",
+                reason="null",
+                result=result_evidence(run),
+            )
             return True
         policy = policy_of(self.suite, gold.case)
         twin = self._twin(gold.database, engine)
         if twin is not None:
             empty = twin.execute(gold.text)
             if empty.ok and same_result(empty, run, policy, gold.text, engine.dialect):
-                self._add(gold, "non_discriminating",
-                          "the gold gives the same result on empty tables of the same schema: "
-                          "a query that ignores the data matches it", reason="same_on_empty",
-                          result=result_evidence(run),
-                          check="run the query on an empty copy of the database's schema")  # fmt: skip
+                self._add(
+                    gold,
+                    "non_discriminating",
+                    "the gold gives the same result on empty tables of the same schema: "
+                    "a query that ignores the data matches it",
+                    reason="same_on_empty",
+                    result=result_evidence(run),
+                    check="run the query on an empty copy of the database's schema",
+                )
                 return True
         variants = self._variants(gold.database, engine)
         if variants is None:
@@ -245,12 +282,19 @@ class Auditor:
         from queryeval.audit._variants import same_everywhere
 
         if same_everywhere([run, *runs], policy, gold.text, engine.dialect):
-            self._add(gold, "non_discriminating",
-                      f"the gold gives the same result on all {len(runs)} database variants: "
-                      "whatever a prediction changes, it cannot be told apart",
-                      reason="same_on_variants", result=result_evidence(run),
-                      variants={"count": len(runs), "seed": self.seed,
-                                "builder": "queryeval.verify.Verifier"})  # fmt: skip
+            self._add(
+                gold,
+                "non_discriminating",
+                f"the gold gives the same result on all {len(runs)} database variants: "
+                "whatever a prediction changes, it cannot be told apart",
+                reason="same_on_variants",
+                result=result_evidence(run),
+                variants={
+                    "count": len(runs),
+                    "seed": self.seed,
+                    "builder": "queryeval.verify.Verifier",
+                },
+            )
             return True
         return False
 
@@ -270,12 +314,20 @@ class Auditor:
                 return
             other = copy.execute(gold.text)
             if other.ok and not same_result(other, run, policy, gold.text, engine.dialect):
-                self._add(gold, "nondeterministic",
-                          f"{', '.join(patterns)}: the result changes when the tables' rows "
-                          f"are stored in {order} order", patterns=patterns,
-                          result=result_evidence(run),
-                          permuted={"order": order, "seed": self.seed, "how": _HOW[order],
-                                    "result": result_evidence(other)})  # fmt: skip
+                self._add(
+                    gold,
+                    "nondeterministic",
+                    f"{', '.join(patterns)}: the result changes when the tables' rows "
+                    f"are stored in {order} order",
+                    patterns=patterns,
+                    result=result_evidence(run),
+                    permuted={
+                        "order": order,
+                        "seed": self.seed,
+                        "how": _HOW[order],
+                        "result": result_evidence(other),
+                    },
+                )
                 return
 
     def _unknown_literals(self, gold: Gold, engine: Engine) -> None:
@@ -291,12 +343,18 @@ class Auditor:
             near = self._near(engine, comp)
             what = {"eq": "=", "neq": "!=", "in": "IN", "like": "LIKE", "ilike": "ILIKE"}[comp.op]
             hint = f"; near: {', '.join(repr(v) for v, _ in near)}" if near else ""
-            self._add(gold, "unknown_literal",
-                      f"{comp.literal!r} never occurs in {comp.table}.{comp.column} "
-                      f"(compared with {what}){hint}", table=comp.table, column=comp.column,
-                      operator=comp.op, literal=comp.literal,
-                      check=_occurrence_query(engine.dialect, comp),
-                      near_matches=[{"value": v, "similarity": round(s, 1)} for v, s in near])  # fmt: skip
+            self._add(
+                gold,
+                "unknown_literal",
+                f"{comp.literal!r} never occurs in {comp.table}.{comp.column} "
+                f"(compared with {what}){hint}",
+                table=comp.table,
+                column=comp.column,
+                operator=comp.op,
+                literal=comp.literal,
+                check=_occurrence_query(engine.dialect, comp),
+                near_matches=[{"value": v, "similarity": round(s, 1)} for v, s in near],
+            )
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -313,16 +371,23 @@ class Auditor:
         if key not in self._values:
             q = _quote(engine.dialect, comp.table)
             c = _quote(engine.dialect, comp.column)
-            run = engine.execute(f"SELECT DISTINCT CAST({c} AS TEXT) FROM {q} WHERE {c} IS NOT NULL "
-                                 "LIMIT 5000")  # fmt: skip
+            run = engine.execute(
+                f"SELECT DISTINCT CAST({c} AS TEXT) FROM {q} WHERE {c} IS NOT NULL LIMIT 5000"
+            )
             rows = run.result.rows if run.ok and run.result is not None else []
             self._values[key] = [r[0] for r in rows if r[0] is not None]
         values = self._values[key]
         target = (
             comp.literal.replace("%", "").replace("_", " ") if "like" in comp.op else comp.literal
         )
-        found = process.extract(target, values, scorer=fuzz.WRatio, processor=utils.default_process,
-                                limit=NEAR_MATCHES, score_cutoff=70)  # fmt: skip
+        found = process.extract(
+            target,
+            values,
+            scorer=fuzz.WRatio,
+            processor=utils.default_process,
+            limit=NEAR_MATCHES,
+            score_cutoff=70,
+        )
         return [(value, float(score)) for value, score, _ in found]
 
     def _twin(self, database: str, engine: Engine) -> Engine | None:
@@ -363,8 +428,9 @@ class Auditor:
                     permuted_copy(engine.dialect, path, target, order, self.seed)
                     copy = open_engine(engine.dialect, target, engine.limits)
                 except Exception as exc:  # a database it cannot copy: noted, no check
-                    self.report.notes.append(f"nondeterministic: no {order} copy of "
-                                             f"{database!r}: {exc}")  # fmt: skip
+                    self.report.notes.append(
+                        f"nondeterministic: no {order} copy of {database!r}: {exc}"
+                    )
             self._permuted[key] = copy
         return self._permuted[key]
 
@@ -385,21 +451,26 @@ class Auditor:
             for g in members:
                 for cluster in clusters:
                     assert g.run is not None and cluster[0].run is not None
-                    if same_result(g.run, cluster[0].run, policy, cluster[0].text,
-                                   engine.dialect):  # fmt: skip
+                    if same_result(g.run, cluster[0].run, policy, cluster[0].text, engine.dialect):
                         cluster.append(g)
                         break
                 else:
                     clusters.append([g])
             if len(clusters) < 2:
                 continue
-            others = [{"case_id": g.case.id, "query": g.text, "result": result_evidence(g.run)}
-                      for g in members]  # fmt: skip
+            others = [
+                {"case_id": g.case.id, "query": g.text, "result": result_evidence(g.run)}
+                for g in members
+            ]
             for g in members:
-                self._add(g, "conflicting_golds",
-                          f"{len(members)} cases ask {question!r} on {g.database!r} with golds "
-                          f"giving {len(clusters)} different results",
-                          question=question, golds=others)  # fmt: skip
+                self._add(
+                    g,
+                    "conflicting_golds",
+                    f"{len(members)} cases ask {question!r} on {g.database!r} with golds "
+                    f"giving {len(clusters)} different results",
+                    question=question,
+                    golds=others,
+                )
 
     def _disputed(self, gold: Gold, predictions: dict[str, dict[str, str]], agree: int) -> None:
         run = gold.run
@@ -426,11 +497,15 @@ class Auditor:
         for result, members in clusters:
             if len(members) >= agree:
                 names = [s for s, _ in members]
-                self._add(gold, "disputed",
-                          f"{len(members)} systems ({', '.join(names)}) agree on one result "
-                          "that differs from the gold's", gold_result=result_evidence(run),
-                          majority_result=result_evidence(result),
-                          systems=[{"system": s, "query": q} for s, q in members])  # fmt: skip
+                self._add(
+                    gold,
+                    "disputed",
+                    f"{len(members)} systems ({', '.join(names)}) agree on one result "
+                    "that differs from the gold's",
+                    gold_result=result_evidence(run),
+                    majority_result=result_evidence(result),
+                    systems=[{"system": s, "query": q} for s, q in members],
+                )
 
 
 def _column_names(schema: dict[str, Any]) -> dict[str, list[str]]:
@@ -462,5 +537,7 @@ def _occurrence_query(dialect: str, comp: Any) -> str:
     'SELECT 1 FROM "t" WHERE "c" LIKE \\'a%\\' LIMIT 1'
     """
     op = {"like": "LIKE", "ilike": "ILIKE"}.get(comp.op, "=")
-    return (f"SELECT 1 FROM {_quote(dialect, comp.table)} WHERE {_quote(dialect, comp.column)} "
-            f"{op} {_literal(comp.literal)} LIMIT 1")  # fmt: skip
+    return (
+        f"SELECT 1 FROM {_quote(dialect, comp.table)} WHERE {_quote(dialect, comp.column)} "
+        f"{op} {_literal(comp.literal)} LIMIT 1"
+    )

@@ -33,8 +33,13 @@ class Finding:
         >>> Finding("c1", "gold_fails", "no such table").record()["kind"]
         'gold_fails'
         """
-        return {"case_id": self.case_id, "gold": self.gold, "kind": self.kind,
-                "message": self.message, "evidence": self.evidence}  # fmt: skip
+        return {
+            "case_id": self.case_id,
+            "gold": self.gold,
+            "kind": self.kind,
+            "message": self.message,
+            "evidence": self.evidence,
+        }
 
 
 @dataclass
@@ -63,6 +68,12 @@ class AuditReport:
 
     def summary(self) -> dict[str, Any]:
         """The audit's header in audit.json's companion file."""
-        return {"suite": self.suite, "cases": self.cases, "golds": self.golds,
-                "not_executable": self.not_executable, "systems": self.systems,
-                "counts": self.counts(), "notes": self.notes}  # fmt: skip
+        return {
+            "suite": self.suite,
+            "cases": self.cases,
+            "golds": self.golds,
+            "not_executable": self.not_executable,
+            "systems": self.systems,
+            "counts": self.counts(),
+            "notes": self.notes,
+        }

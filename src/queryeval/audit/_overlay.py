@@ -39,15 +39,20 @@ def corrected_case(case: Case, entry: OverlayEntry) -> Case:
 
     assert entry.gold is not None
     old = next((q for t in case.targets if (q := target_query(t)) is not None), None)
-    query = Query(text=entry.gold.text,
-                  database=entry.gold.database or (old.database if old else None),
-                  language=entry.gold.language or (old.language if old else "sql"))  # fmt: skip
+    query = Query(
+        text=entry.gold.text,
+        database=entry.gold.database or (old.database if old else None),
+        language=entry.gold.language or (old.language if old else "sql"),
+    )
     turns = [t.model_copy() for t in case.conversation]
     for i in range(len(turns) - 1, -1, -1):
         if turns[i].target is not None:
             base = turns[i].main_target
-            target = (base.model_copy(update={"query": query}) if base is not None
-                      else Target(query=query))  # fmt: skip
+            target = (
+                base.model_copy(update={"query": query})
+                if base is not None
+                else Target(query=query)
+            )
             turns[i] = turns[i].model_copy(update={"target": target, "alternatives": []})
             break
     return case.model_copy(update={"conversation": turns})
@@ -89,8 +94,9 @@ def passed(scores: Mapping[str, Score], scorers: Mapping[str, Scorer]) -> bool |
     return verdict
 
 
-def _rescored(record: dict[str, Any], case: Case, scorers: Mapping[str, Scorer],
-              ctx: ScoringContext) -> dict[str, Any]:  # fmt: skip
+def _rescored(
+    record: dict[str, Any], case: Case, scorers: Mapping[str, Scorer], ctx: ScoringContext
+) -> dict[str, Any]:
     from queryeval.scorers import score_case
 
     output = Output.model_validate(record.get("output") or {})
@@ -115,12 +121,17 @@ def _score_json(score: Score) -> dict[str, Any]:
 def _figures(summary: Mapping[str, Any], system: str) -> dict[str, Any]:
     s = (summary.get("systems") or {}).get(system) or {}
     means = {label: sc.get("mean") for label, sc in (s.get("scorers") or {}).items()}
-    return {"cases": s.get("cases"), "passed": s.get("passed"), "pass_rate": s.get("pass_rate"),
-            "means": means}  # fmt: skip
+    return {
+        "cases": s.get("cases"),
+        "passed": s.get("passed"),
+        "pass_rate": s.get("pass_rate"),
+        "means": means,
+    }
 
 
-def apply_overlay(run_dir: Path, suite: SuiteConfig, cases: Sequence[Case], overlay: Overlay,
-                  ctx: ScoringContext) -> dict[str, Any]:  # fmt: skip
+def apply_overlay(
+    run_dir: Path, suite: SuiteConfig, cases: Sequence[Case], overlay: Overlay, ctx: ScoringContext
+) -> dict[str, Any]:
     """Re-score the run in `run_dir` under `overlay` (see the module docstring); write and
     return `overlay-<name>.json`'s content."""
     from queryeval.scorers import build_scorers
@@ -131,8 +142,11 @@ def apply_overlay(run_dir: Path, suite: SuiteConfig, cases: Sequence[Case], over
     applied = overlay.applied
     by_id = {c.id: c for c in cases}
     unknown = sorted(set(applied) - set(by_id))
-    kept_cases = [corrected_case(c, applied[c.id]) if c.id in applied and applied[c.id].gold
-                  else c for c in cases if not (c.id in applied and applied[c.id].drop)]  # fmt: skip
+    kept_cases = [
+        corrected_case(c, applied[c.id]) if c.id in applied and applied[c.id].gold else c
+        for c in cases
+        if not (c.id in applied and applied[c.id].drop)
+    ]
     kept = {c.id: c for c in kept_cases}
     systems = list(dict.fromkeys(str(r.get("system")) for r in records))
     new_records: list[dict[str, Any]] = []
@@ -144,18 +158,26 @@ def apply_overlay(run_dir: Path, suite: SuiteConfig, cases: Sequence[Case], over
             if case_id in kept:
                 new_records.append(record)
             continue
-        info = changed.setdefault(case_id, {"case_id": case_id, "action": entry.action,
-                                            "reason": entry.reason, "source": entry.source,
-                                            "systems": {}})  # fmt: skip
+        info = changed.setdefault(
+            case_id,
+            {
+                "case_id": case_id,
+                "action": entry.action,
+                "reason": entry.reason,
+                "source": entry.source,
+                "systems": {},
+            },
+        )
         if entry.drop:
             info["systems"][record["system"]] = {"original": record.get("passed"), "overlay": None}
             continue
-        if system_failed(record):
-            new = record  # the system's failure: kept, whatever the gold
-        else:
-            new = _rescored(record, kept[case_id], scorers, ctx)
-        info["systems"][record["system"]] = {"original": record.get("passed"),
-                                             "overlay": new.get("passed")}  # fmt: skip
+        # the system's failure is kept as it is, whatever the gold
+        failed = system_failed(record)
+        new = record if failed else _rescored(record, kept[case_id], scorers, ctx)
+        info["systems"][record["system"]] = {
+            "original": record.get("passed"),
+            "overlay": new.get("passed"),
+        }
         new_records.append(new)
     original = json.loads((run_dir / "summary.json").read_text())
     corrected = summarize(suite.name, kept_cases, new_records, scorers, systems, suite.seed)
@@ -169,26 +191,28 @@ def apply_overlay(run_dir: Path, suite: SuiteConfig, cases: Sequence[Case], over
             "applied": len(applied),
             "proposed": len(overlay.entries) - len(applied),
             "unknown_cases": unknown,
-        },  # fmt: skip
+        },
         "cases": {
             "original": len(cases),
             "overlay": len(kept_cases),
             "dropped": sum(1 for e in applied.values() if e.drop and e.case_id in by_id),
             "corrected": sum(1 for e in applied.values() if e.gold and e.case_id in by_id),
-        },  # fmt: skip
+        },
         "systems": {
             s: {"original": _figures(original, s), "overlay": _figures(corrected, s)}
             for s in systems
-        },  # fmt: skip
+        },
         "changed": list(changed.values()),
     }
     (run_dir / f"overlay-{overlay.name}.json").write_text(
-        json.dumps(content, indent=1, ensure_ascii=False, default=str) + "\n")  # fmt: skip
+        json.dumps(content, indent=1, ensure_ascii=False, default=str) + "\n"
+    )
     return content
 
 
-def apply_overlays(run_dir: Path, suite: SuiteConfig, cases: Sequence[Case],
-                   ctx: ScoringContext) -> list[dict[str, Any]]:  # fmt: skip
+def apply_overlays(
+    run_dir: Path, suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext
+) -> list[dict[str, Any]]:
     """Every overlay the suite lists applied to the run in `run_dir` (the one call a run
     makes at its end; nothing when the suite lists none)."""
     from queryeval.config import load_overlays
@@ -205,9 +229,11 @@ def overlay_lines(content: Mapping[str, Any]) -> list[str]:
     and under the overlay, side by side, then the changed cases."""
     o = content["overlay"]
     c = content["cases"]
-    lines = [f"overlay {o['name']} (sha256 {o['sha256'][:12]}): {c['corrected']} corrected, "
-             f"{c['dropped']} dropped, {o['proposed']} proposed (not applied); "
-             f"{c['overlay']} of {c['original']} cases kept"]  # fmt: skip
+    lines = [
+        f"overlay {o['name']} (sha256 {o['sha256'][:12]}): {c['corrected']} corrected, "
+        f"{c['dropped']} dropped, {o['proposed']} proposed (not applied); "
+        f"{c['overlay']} of {c['original']} cases kept"
+    ]
     for system, figs in content["systems"].items():
         a, b = figs["original"], figs["overlay"]
         parts = [f"pass rate {_fmt(a['pass_rate'])} -> {_fmt(b['pass_rate'])}"]
@@ -215,7 +241,8 @@ def overlay_lines(content: Mapping[str, Any]) -> list[str]:
             parts.append(f"{label} {_fmt(mean)} -> {_fmt(b['means'].get(label))}")
         lines.append(f"  {system}: " + "; ".join(parts))
     for case in content["changed"][:20]:
-        verdicts = ", ".join(f"{s} {v['original']}->{v['overlay']}"
-                             for s, v in case["systems"].items())  # fmt: skip
+        verdicts = ", ".join(
+            f"{s} {v['original']}->{v['overlay']}" for s, v in case["systems"].items()
+        )
         lines.append(f"  {case['case_id']}: {case['action']} ({case['reason']}): {verdicts}")
     return lines

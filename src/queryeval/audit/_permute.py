@@ -45,23 +45,29 @@ def _sqlite(source: Path, target: Path, order: str, seed: int) -> Path:
     try:
         objects = src.execute(
             "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE "
-            "'sqlite_%' ORDER BY type = 'table' DESC, rowid").fetchall()  # fmt: skip
+            "'sqlite_%' ORDER BY type = 'table' DESC, rowid"
+        ).fetchall()
         dst = sqlite3.connect(target)
         try:
             dst.execute("PRAGMA foreign_keys = OFF")
-            for kind, name, sql in objects:
+            for kind, name, _sql in objects:
                 if kind == "table":
                     # the declared columns without constraints: a rowid table whose scan
                     # order is the insertion order (an INTEGER PRIMARY KEY would keep the
                     # rows in key order whatever the order they are inserted in)
                     columns = src.execute(f'SELECT name, type FROM pragma_table_info("{name}")')
-                    dst.execute(f'CREATE TABLE "{name}" (' + ", ".join(
-                        f'"{c}" {t}'.rstrip() for c, t in columns.fetchall()) + ")")  # fmt: skip
+                    dst.execute(
+                        f'CREATE TABLE "{name}" ('
+                        + ", ".join(f'"{c}" {t}'.rstrip() for c, t in columns.fetchall())
+                        + ")"
+                    )
                     rows = src.execute(f'SELECT * FROM "{name}"').fetchall()
                     if rows:
                         marks = ", ".join("?" * len(rows[0]))
-                        dst.executemany(f'INSERT INTO "{name}" VALUES ({marks})',
-                                        reorder(rows, order, seed, name))  # fmt: skip
+                        dst.executemany(
+                            f'INSERT INTO "{name}" VALUES ({marks})',
+                            reorder(rows, order, seed, name),
+                        )
             for kind, _name, sql in objects:
                 if kind == "view":  # indexes and triggers left out: only the order counts
                     dst.execute(sql)
@@ -86,10 +92,12 @@ def _duckdb(source: Path, target: Path, order: str, seed: int) -> Path:
     try:
         tables = src.execute(
             "SELECT schema_name, table_name, sql FROM duckdb_tables() WHERE NOT internal "
-            "AND database_name = current_database()").fetchall()  # fmt: skip
+            "AND database_name = current_database()"
+        ).fetchall()
         views = src.execute(
             "SELECT sql FROM duckdb_views() WHERE NOT internal AND NOT temporary "
-            "AND database_name = current_database()").fetchall()  # fmt: skip
+            "AND database_name = current_database()"
+        ).fetchall()
         dst = duckdb.connect(str(target), config={"threads": 1})
         try:
             for schema, name, sql in tables:
@@ -99,8 +107,10 @@ def _duckdb(source: Path, target: Path, order: str, seed: int) -> Path:
                 rows = src.execute(f'SELECT * FROM "{schema}"."{name}"').fetchall()
                 if rows:
                     marks = ", ".join("?" * len(rows[0]))
-                    dst.executemany(f'INSERT INTO "{schema}"."{name}" VALUES ({marks})',
-                                    reorder(rows, order, seed, name))  # fmt: skip
+                    dst.executemany(
+                        f'INSERT INTO "{schema}"."{name}" VALUES ({marks})',
+                        reorder(rows, order, seed, name),
+                    )
             for (sql,) in views:
                 dst.execute(sql)
             dst.execute("CHECKPOINT")

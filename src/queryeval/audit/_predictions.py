@@ -10,8 +10,9 @@ from queryeval.config import SuiteConfig
 from queryeval.errors import InputError
 
 
-def read_predictions(paths: list[Path], suite: SuiteConfig,
-                     systems: list[str] | None) -> dict[str, dict[str, str]]:  # fmt: skip
+def read_predictions(
+    paths: list[Path], suite: SuiteConfig, systems: list[str] | None
+) -> dict[str, dict[str, str]]:
     """{system: {case id: query}} from `paths` and the suite's `systems` (by name; with no
     paths and no names: every suite system with a predictions file)."""
     out: dict[str, dict[str, str]] = {}
@@ -29,8 +30,11 @@ def read_predictions(paths: list[Path], suite: SuiteConfig,
         system = known.get(name)
         file = getattr(system, "predictions", None) if system is not None else None
         if system is None or not file:
-            raise InputError(f"expected a system of the suite with saved predictions "
-                             f"({', '.join(sorted(known))}), not {name!r}", where="--systems")  # fmt: skip
+            raise InputError(
+                f"expected a system of the suite with saved predictions "
+                f"({', '.join(sorted(known))}), not {name!r}",
+                where="--systems",
+            )
         out.setdefault(name, {}).update(_from_jsonl(suite.base_dir / str(file), "query"))
     return out
 
@@ -40,8 +44,9 @@ def _from_run(folder: Path, out: dict[str, dict[str, str]]) -> None:
 
     results = folder / "results.jsonl"
     if not results.is_file():
-        raise InputError("expected a run folder with results.jsonl", path=folder,
-                         where="--predictions")  # fmt: skip
+        raise InputError(
+            "expected a run folder with results.jsonl", path=folder, where="--predictions"
+        )
     with results.open("rb") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():

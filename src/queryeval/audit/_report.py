@@ -29,11 +29,14 @@ def console_lines(report: AuditReport) -> list[str]:
     """The console section: counts by kind, then one line per finding (the first few)."""
     counts = report.counts()
     shown = ", ".join(f"{k} {n}" for k, n in counts.items() if n)
-    lines = [f"audit of {report.suite}: {report.golds} gold(s) of {report.cases} case(s) checked; "
-             f"{len(report.findings)} finding(s){': ' + shown if shown else ''}"]  # fmt: skip
+    lines = [
+        f"audit of {report.suite}: {report.golds} gold(s) of {report.cases} case(s) checked; "
+        f"{len(report.findings)} finding(s){': ' + shown if shown else ''}"
+    ]
     for finding in report.findings[:MAX_LINES]:
-        lines.append(f"  {finding.case_id} (gold {finding.gold}): {finding.kind}: "
-                     f"{_flat(finding.message)}")  # fmt: skip
+        lines.append(
+            f"  {finding.case_id} (gold {finding.gold}): {finding.kind}: {_flat(finding.message)}"
+        )
     if len(report.findings) > MAX_LINES:
         lines.append(f"  ... and {len(report.findings) - MAX_LINES} more (audit.json)")
     if report.not_executable:
@@ -61,19 +64,30 @@ def html_page(report: AuditReport) -> str:
     items = []
     for f in report.findings:
         evidence = e(json.dumps(f.evidence, indent=1, ensure_ascii=False, default=str))
-        items.append(f"<tr><td>{e(f.case_id)}</td><td>{f.gold}</td><td class=kind>{e(f.kind)}"
-                     f"</td><td>{e(f.message)}<details><summary>evidence</summary><pre>"
-                     f"{evidence}</pre></details></td></tr>")  # fmt: skip
+        items.append(
+            f"<tr><td>{e(f.case_id)}</td><td>{f.gold}</td><td class=kind>{e(f.kind)}"
+            f"</td><td>{e(f.message)}<details><summary>evidence</summary><pre>"
+            f"{evidence}</pre></details></td></tr>"
+        )
     notes = "".join(f"<li>{e(n)}</li>" for n in report.notes)
-    body = ("<table><tr><th>case</th><th>gold</th><th>kind</th><th>finding</th></tr>"
-            + "".join(items) + "</table>") if items else "<p>No finding.</p>"  # fmt: skip
-    return (f"<!doctype html><html><head><meta charset=utf-8><title>audit: {e(report.suite)}"
-            f"</title><style>{_STYLE}</style></head><body><h1>Gold audit: {e(report.suite)}</h1>"
-            f"<p>{report.golds} gold(s) of {report.cases} case(s) checked; "
-            f"{report.not_executable} without a database; systems compared: "
-            f"{e(', '.join(report.systems) or 'none')}.</p>"
-            f"<table><tr><th>kind</th><th>findings</th></tr>{rows}</table>"
-            f"{'<ul>' + notes + '</ul>' if notes else ''}<h2>Findings</h2>{body}</body></html>\n")  # fmt: skip
+    body = (
+        (
+            "<table><tr><th>case</th><th>gold</th><th>kind</th><th>finding</th></tr>"
+            + "".join(items)
+            + "</table>"
+        )
+        if items
+        else "<p>No finding.</p>"
+    )
+    return (
+        f"<!doctype html><html><head><meta charset=utf-8><title>audit: {e(report.suite)}"
+        f"</title><style>{_STYLE}</style></head><body><h1>Gold audit: {e(report.suite)}</h1>"
+        f"<p>{report.golds} gold(s) of {report.cases} case(s) checked; "
+        f"{report.not_executable} without a database; systems compared: "
+        f"{e(', '.join(report.systems) or 'none')}.</p>"
+        f"<table><tr><th>kind</th><th>findings</th></tr>{rows}</table>"
+        f"{'<ul>' + notes + '</ul>' if notes else ''}<h2>Findings</h2>{body}</body></html>\n"
+    )
 
 
 def proposed_entries(findings: list[Finding]) -> list[dict[str, Any]]:
@@ -120,8 +134,10 @@ def draft_overlay(report: AuditReport, path: Path) -> Path:
     import yaml
 
     entries = proposed_entries(report.findings)
-    header = ("# Drafted by `queryeval audit` from its findings: every entry is `proposed`.\n"
-              "# A person checks each one, then removes `proposed: true` to apply it.\n")  # fmt: skip
+    header = (
+        "# Drafted by `queryeval audit` from its findings: every entry is `proposed`.\n"
+        "# A person checks each one, then removes `proposed: true` to apply it.\n"
+    )
     text = yaml.safe_dump(entries, sort_keys=False, allow_unicode=True, width=100)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(header + (text if entries else "[]\n"))

@@ -68,8 +68,11 @@ def _bare(select: Any) -> bool:
         return False
     group = select.args.get("group")
     grouped = {g.sql().lower() for g in group.expressions} if group is not None else set()
-    grouped_names = {g.name.lower() for g in (group.expressions if group is not None else [])
-                     if isinstance(g, exp.Column)}  # fmt: skip
+    grouped_names = {
+        g.name.lower()
+        for g in (group.expressions if group is not None else [])
+        if isinstance(g, exp.Column)
+    }
     for item in items:
         inner = item.this if isinstance(item, exp.Alias) else item
         if _aggregated(inner) or isinstance(inner, exp.Star | exp.Literal):
@@ -107,8 +110,12 @@ def comparisons(query: str, dialect: str, schema: dict[str, list[str]]) -> list[
         return []
     lower = {t.lower(): (t, {c.lower(): c for c in cols}) for t, cols in schema.items()}
     out: list[Comparison] = []
-    ops: list[tuple[type, str]] = [(exp.EQ, "eq"), (exp.NEQ, "neq"), (exp.Like, "like"),
-                                   (exp.ILike, "ilike")]  # fmt: skip
+    ops: list[tuple[type, str]] = [
+        (exp.EQ, "eq"),
+        (exp.NEQ, "neq"),
+        (exp.Like, "like"),
+        (exp.ILike, "ilike"),
+    ]
     for kind, op in ops:
         for node in tree.find_all(kind):
             pair = _column_literal(node.this, node.expression)

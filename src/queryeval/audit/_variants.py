@@ -33,8 +33,7 @@ class GoldOnVariants:
         self.verifier.close()
 
 
-def same_everywhere(runs: list[Execution], policy: dict[str, Any], gold: str,
-                    dialect: str) -> bool:  # fmt: skip
+def same_everywhere(runs: list[Execution], policy: dict[str, Any], gold: str, dialect: str) -> bool:
     """Whether at least two variants ran the gold and every result equals the first."""
     from queryeval.metrics import compare_results
 
@@ -42,5 +41,7 @@ def same_everywhere(runs: list[Execution], policy: dict[str, Any], gold: str,
     if len(ok) < 2:
         return False
     first = ok[0].result
-    return all(compare_results(r.result, first, **policy, gold_query=gold,
-                               language=dialect).exact for r in ok[1:])  # fmt: skip
+    return all(
+        compare_results(r.result, first, **policy, gold_query=gold, language=dialect).exact
+        for r in ok[1:]
+    )

@@ -52,16 +52,25 @@ def audit_command(
     from queryeval.errors import InputError
 
     try:
-        code = _audit(suite, out, predictions or [], systems, agree, fail_on, write_overlay,
-                      cache_dir)  # fmt: skip
+        code = _audit(
+            suite, out, predictions or [], systems, agree, fail_on, write_overlay, cache_dir
+        )
     except InputError as exc:
         raise fail_input(exc) from None
     if code:
         raise typer.Exit(code)
 
 
-def _audit(suite: Path, out: Path, predictions: list[Path], systems: str | None, agree: int,
-           fail_on: str | None, write_overlay: Path | None, cache_dir: Path) -> int:  # fmt: skip
+def _audit(
+    suite: Path,
+    out: Path,
+    predictions: list[Path],
+    systems: str | None,
+    agree: int,
+    fail_on: str | None,
+    write_overlay: Path | None,
+    cache_dir: Path,
+) -> int:
     from queryeval.audit import KINDS, audit_suite, console_lines, draft_overlay, write_report
     from queryeval.cases import load_cases
     from queryeval.errors import InputError
@@ -71,8 +80,10 @@ def _audit(suite: Path, out: Path, predictions: list[Path], systems: str | None,
     kinds = [k.strip() for k in (fail_on or "").split(",") if k.strip()]
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
-        raise InputError(f"unknown kind(s) {', '.join(unknown)}; expected some of "
-                         f"{', '.join(KINDS)}", where="--fail-on")  # fmt: skip
+        raise InputError(
+            f"unknown kind(s) {', '.join(unknown)}; expected some of {', '.join(KINDS)}",
+            where="--fail-on",
+        )
     if agree < 2:
         raise InputError("expected at least 2", where="--agree")
     config = load_suite(suite)
@@ -80,8 +91,9 @@ def _audit(suite: Path, out: Path, predictions: list[Path], systems: str | None,
     chosen = [s.strip() for s in systems.split(",") if s.strip()] if systems else None
     ctx = ScoringContext(config, cache_dir=cache_dir)
     try:
-        report = audit_suite(config, cases, ctx, predictions=predictions, systems=chosen,
-                             agree=agree)  # fmt: skip
+        report = audit_suite(
+            config, cases, ctx, predictions=predictions, systems=chosen, agree=agree
+        )
     finally:
         ctx.close()
     write_report(report, out)

@@ -106,8 +106,9 @@ def load_overlay(path: str | Path, *, name: str | None = None) -> Overlay:
     seen: dict[str, int | None] = {}
     for data, line in items:
         if not isinstance(data, dict):
-            raise InputError("expected an entry: case_id, gold or drop, reason, source",
-                             path=path, line=line)  # fmt: skip
+            raise InputError(
+                "expected an entry: case_id, gold or drop, reason, source", path=path, line=line
+            )
         try:
             entry = OverlayEntry.model_validate({k: v for k, v in data.items() if k != "line"})
         except ValidationError as exc:
@@ -115,8 +116,11 @@ def load_overlay(path: str | Path, *, name: str | None = None) -> Overlay:
             where = ".".join(str(p) for p in first["loc"]) or None
             raise InputError(f"{first['msg']}", path=path, line=line, where=where) from None
         if entry.case_id in seen:
-            raise InputError(f"case {entry.case_id!r} is listed twice (first at line "
-                             f"{seen[entry.case_id]})", path=path, line=line)  # fmt: skip
+            raise InputError(
+                f"case {entry.case_id!r} is listed twice (first at line {seen[entry.case_id]})",
+                path=path,
+                line=line,
+            )
         seen[entry.case_id] = line
         entry.line = line
         entries.append(entry)
@@ -148,8 +152,11 @@ def _yaml(path: Path) -> list[tuple[Any, int]]:
     if data is None:
         return []
     if not isinstance(data, list):
-        raise InputError("expected a list of entries (case_id, gold or drop, reason, source)",
-                         path=path, line=doc.line_of(()))  # fmt: skip
+        raise InputError(
+            "expected a list of entries (case_id, gold or drop, reason, source)",
+            path=path,
+            line=doc.line_of(()),
+        )
     return [(item, doc.line_of((*base, i)) or 1) for i, item in enumerate(data)]
 
 
@@ -166,8 +173,9 @@ def load_overlays(suite: Any) -> list[Overlay]:
             raise suite.entry_error(("overlays", i), f"no such overlay file: {path}")
         overlay = load_overlay(path)
         if overlay.name in names:
-            raise suite.entry_error(("overlays", i), f"two overlays named {overlay.name!r} "
-                                    "(the file's stem names it)")  # fmt: skip
+            raise suite.entry_error(
+                ("overlays", i), f"two overlays named {overlay.name!r} (the file's stem names it)"
+            )
         names.add(overlay.name)
         out.append(overlay)
     return out
