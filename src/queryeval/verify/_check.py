@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.engines import Engine, Execution
-from queryeval.verify._build import Data, build, build_sqlite, needed_tables, script
+from queryeval.verify._build import (
+    Data,
+    Unrenderable,
+    build,
+    build_sqlite,
+    consistent,
+    needed_tables,
+    script,
+)
 from queryeval.verify._hints import Hints, analyse
 from queryeval.verify._schema import Schema, read_rows, read_schema
 from queryeval.verify._variants import Observed, generate
@@ -167,8 +175,7 @@ class Verifier:
             self._built.move_to_end(key)
             return found
         if self._scratch is not None:
-            catalog = self._scratch.create()
-            built = _Built(catalog, build(self.schema, tables, data, catalog.write))
+            built = self._build_duckdb(tables, data)
         else:
             self._count += 1
             path = self._folder / f"v{self._count}.sqlite"
@@ -181,6 +188,22 @@ class Verifier:
                 self._drop(old)
         return built
 
+    def _build_duckdb(self, tables: list[str], data: Data) -> _Built:
+        """A catalog built by one script (the usual case: the rows already keep their
+        foreign keys, and the engine refuses none), else statement by statement."""
+        catalog = self._scratch.create()
+        kept = consistent(self.schema, tables, data)
+        try:
+            catalog.write(script(self.schema, tables, kept))
+            return _Built(catalog, kept)
+        except Unrenderable:
+            catalog.close()
+            raise
+        except Exception:  # a row the engine refuses: find it, one statement at a time
+            catalog.close()
+        catalog = self._scratch.create()
+        return _Built(catalog, build(self.schema, tables, data, catalog.write))
+
     def _drop(self, built: _Built) -> None:
         path = getattr(built.engine, "path", None)
         built.engine.close()
@@ -191,11 +214,12 @@ class Verifier:
     def close(self) -> None:
         """Close every variant's engine and remove the scratch folder."""
         with self._lock:
-            for built in self._built.values():
-                self._drop(built)
-            self._built.clear()
             if self._scratch is not None:
-                self._scratch.close()
+                self._scratch.close()  # every catalog with it
+            else:
+                for built in self._built.values():
+                    self._drop(built)
+            self._built.clear()
             shutil.rmtree(self._folder, ignore_errors=True)
 
     # -- checking -------------------------------------------------------------------------
