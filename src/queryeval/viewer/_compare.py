@@ -235,7 +235,14 @@ def indexed(run_dir: str | Path, root: Path | None = None) -> RunIndex:
     if not (path / RESULTS).is_file():
         raise InputError("not a run directory (no results.jsonl)", path=path)
     index = RunIndex(path, root)
-    state = index.refresh()
+    try:
+        state = index.refresh()
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the run's index ({exc.strerror}); set QUERYEVAL_INDEX_DIR to a "
+            "writable folder",
+            path=index.folder,
+        ) from None
     if state.bad:
         first = state.bad[0]
         raise InputError(
