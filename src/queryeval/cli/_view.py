@@ -42,6 +42,16 @@ def view_command(
         raise fail_input(
             InputError(f"the viewer needs the view extra (pip install 'queryeval[view]'): {exc}")
         ) from None
+    from queryeval.viewer import default_index_root
+
+    where = index_dir or default_index_root()
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise fail_input(
+            InputError(f"cannot write the runs' indexes here ({exc.strerror})", path=where,
+                       where="--index-dir")
+        ) from None  # fmt: skip
     try:
         viewer = serve(roots, host=host, port=port, index_root=index_dir)
     except OSError as exc:
