@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from queryeval.cli._audit import audit_command
+from queryeval.cli._audit import audit_command, overlay_command
 from queryeval.cli._calibrate import calibrate_command
 from queryeval.cli._compare import compare_command  # light: heavy imports are inside
 from queryeval.cli._estimate import estimate_command
@@ -279,6 +279,7 @@ app.command("history")(history_command)
 app.command("replay")(replay_command)
 app.command("view")(view_command)
 app.command("audit")(audit_command)
+app.command("overlay")(overlay_command)
 app.add_typer(export_app, name="export")
 
 

@@ -105,3 +105,55 @@ def _audit(
     if kinds and any(f.kind in kinds for f in report.findings):
         return 1
     return 0
+
+
+def overlay_command(
+    suite: Annotated[Path, typer.Argument(help="the suite YAML file", show_default=False)],
+    run_dir: Annotated[
+        Path, typer.Argument(help="a finished run of the suite", show_default=False)
+    ],
+    overlay: Annotated[
+        list[Path] | None,
+        typer.Option(help="an overlay file (repeatable; default: the suite's `overlays:`)"),
+    ] = None,
+    cache_dir: Annotated[
+        Path, typer.Option(help="cache folder (gold results, fixture databases)")
+    ] = Path(".queryeval-cache"),
+) -> None:
+    """Re-score a finished run under correction overlays (from its stored outputs: no
+    system is called): write RUN_DIR/overlay-<name>.json and print both figures side by
+    side. The run's own files are not touched. Exit 0 done, 2 bad input."""
+    from queryeval.cli._app import fail_input
+    from queryeval.errors import InputError
+
+    try:
+        _overlay(suite, run_dir, overlay or [], cache_dir)
+    except InputError as exc:
+        raise fail_input(exc) from None
+
+
+def _overlay(suite: Path, run_dir: Path, files: list[Path], cache_dir: Path) -> None:
+    from queryeval.audit import apply_overlay, overlay_lines
+    from queryeval.cases import load_cases
+    from queryeval.config import load_overlay, load_overlays
+    from queryeval.errors import InputError
+    from queryeval.runner import load_suite
+    from queryeval.scorers import ScoringContext
+
+    for name in ("results.jsonl", "summary.json"):
+        if not (run_dir / name).is_file():
+            raise InputError(f"expected a finished run ({name} missing)", path=run_dir)
+    config = load_suite(suite)
+    overlays = [load_overlay(f) for f in files] if files else load_overlays(config)
+    if not overlays:
+        raise InputError(
+            "no overlay: the suite lists none (overlays:) and no --overlay given", path=suite
+        )
+    cases = load_cases(config.cases, config.base_dir)
+    ctx = ScoringContext(config, cache_dir=cache_dir)
+    try:
+        for item in overlays:
+            for line in overlay_lines(apply_overlay(run_dir, config, cases, item, ctx)):
+                typer.echo(line)
+    finally:
+        ctx.close()
