@@ -228,10 +228,22 @@ def test_overlay_never_raises_a_figure_on_the_original_golds(runs) -> None:
         assert figs["original"]["means"] == {k: v["mean"] for k, v in s["scorers"].items()}
 
 
-def test_console_lines_show_both_figures(runs) -> None:
-    from queryeval.audit import overlay_lines
-
-    lines = overlay_lines(_apply(runs["overlaid"]))
+def test_overlay_command_prints_both_figures(runs) -> None:
+    folder = runs["overlaid"]
+    result = CliRunner().invoke(
+        app,
+        [
+            "overlay",
+            str(folder / "suite.yaml"),
+            str(folder / "run"),
+            "--cache-dir",
+            str(folder / "cache"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
     assert lines[0].startswith("overlay fix (sha256 ")
     assert any(line.startswith("  b: pass rate ") and "->" in line for line in lines)
     assert any("bad-disputed: correct" in line for line in lines)
+    missing = CliRunner().invoke(app, ["overlay", str(folder / "suite.yaml"), str(folder)])
+    assert missing.exit_code == 2 and "finished run" in missing.output
