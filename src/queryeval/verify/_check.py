@@ -132,7 +132,7 @@ def replay(text: str, dialect: str, queries: dict[str, str], limits: Any) -> dic
 class Verifier:
     """The variants of one database, shared by every case on it (a run's resource)."""
 
-    def __init__(self, engine: Engine, settings: Settings, capacity: int = 256) -> None:
+    def __init__(self, engine: Engine, settings: Settings, capacity: int = 64) -> None:
         self.engine = engine
         self.settings = settings
         self.dialect = engine.dialect
