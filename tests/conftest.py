@@ -38,8 +38,10 @@ def ray_env(ray_home: Path) -> Iterator[Path]:
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run each test in its own working folder, so caches and runs/ never leak between tests."""
+    """Run each test in its own working folder, so caches and runs/ never leak between tests;
+    the viewer's run indexes (kept outside run folders) go there too, never to ~/.cache."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("QUERYEVAL_INDEX_DIR", str(tmp_path / ".index"))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
