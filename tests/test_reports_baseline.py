@@ -4,24 +4,34 @@ re-run), relative gates, `queryeval compare` and the comparison in the reports."
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from queryeval.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "regression"
 BASELINE = EXAMPLE / "baseline-run"
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run(
-        [sys.executable, "-m", "queryeval", *args], capture_output=True, text=True, env=env
-    )
+@dataclass(frozen=True)
+class _Exit:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _cli(*args: str) -> _Exit:
+    """`queryeval ARGS` in this process (the same typer app `python -m queryeval` runs; a
+    child interpreter per call cost seconds of start-up and tested nothing more)."""
+    result = CliRunner().invoke(app, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return _Exit(result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture(scope="module")
