@@ -245,5 +245,8 @@ def test_overlay_command_prints_both_figures(runs) -> None:
     assert lines[0].startswith("overlay fix (sha256 ")
     assert any(line.startswith("  b: pass rate ") and "->" in line for line in lines)
     assert any("bad-disputed: correct" in line for line in lines)
+    page = (folder / "run" / "overlay-fix.html").read_text()
+    assert "<th>pass rate (original)</th><th>pass rate (overlay)</th>" in page
+    assert "<td>bad-disputed</td><td>correct</td>" in page and "<script" not in page
     missing = CliRunner().invoke(app, ["overlay", str(folder / "suite.yaml"), str(folder)])
     assert missing.exit_code == 2 and "finished run" in missing.output

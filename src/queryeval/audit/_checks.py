@@ -293,6 +293,8 @@ class Auditor:
                     "count": len(runs),
                     "seed": self.seed,
                     "builder": "queryeval.verify.Verifier",
+                    "settings": variants.settings(),
+                    "results": [result_evidence(r) for r in runs[:5]],
                 },
             )
             return True

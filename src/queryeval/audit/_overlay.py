@@ -2,7 +2,8 @@
 outputs re-scored against the corrected golds for the cases the overlay corrects, its
 dropped cases left out, every other case's stored scores kept as they are; the figures on
 the original golds and on the overlay's, per system, side by side in
-`overlay-<name>.json` (with the overlay's name, file and sha256, and the changed cases).
+`overlay-<name>.json` (with the overlay's name, file and sha256, and the changed cases) and
+`overlay-<name>.html` (the same, one self-contained page).
 
 Nothing the run wrote is touched (results.jsonl, summary.json stay byte-identical), so an
 overlay cannot change a figure on the original golds; and a stored score that is the
@@ -207,6 +208,9 @@ def apply_overlay(
     (run_dir / f"overlay-{overlay.name}.json").write_text(
         json.dumps(content, indent=1, ensure_ascii=False, default=str) + "\n"
     )
+    from queryeval.audit._report import overlay_html
+
+    (run_dir / f"overlay-{overlay.name}.html").write_text(overlay_html(content))
     return content
 
 

@@ -142,3 +142,43 @@ def draft_overlay(report: AuditReport, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(header + (text if entries else "[]\n"))
     return path
+
+
+def overlay_html(content: dict[str, Any]) -> str:
+    """An overlay's figures as one self-contained HTML page: per system the original and
+    the overlay's figures side by side, then the changed cases."""
+    e = html.escape
+    o, c = content["overlay"], content["cases"]
+
+    def fmt(v: Any) -> str:
+        return "n/a" if v is None else f"{v:.3f}" if isinstance(v, float) else e(str(v))
+
+    labels = sorted({k for f in content["systems"].values() for k in f["original"]["means"]})
+    head = "".join(
+        f"<th>{e(x)} (original)</th><th>{e(x)} (overlay)</th>" for x in ["pass rate", *labels]
+    )
+    rows = []
+    for system, figs in content["systems"].items():
+        a, b = figs["original"], figs["overlay"]
+        cells = [fmt(a["pass_rate"]), fmt(b["pass_rate"])]
+        for label in labels:
+            cells += [fmt(a["means"].get(label)), fmt(b["means"].get(label))]
+        rows.append(f"<tr><td>{e(system)}</td>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    changed = "".join(
+        f"<tr><td>{e(ch['case_id'])}</td><td>{e(ch['action'])}</td><td>{e(ch['reason'])}</td>"
+        f"<td>{e(ch['source'])}</td><td>"
+        + ", ".join(
+            f"{e(s)}: {v['original']} &rarr; {v['overlay']}" for s, v in ch["systems"].items()
+        )
+        + "</td></tr>"
+        for ch in content["changed"]
+    )
+    return (
+        f"<!doctype html><html><head><meta charset=utf-8><title>overlay {e(o['name'])}</title>"
+        f"<style>{_STYLE}</style></head><body><h1>Overlay {e(o['name'])}</h1>"
+        f"<p>{e(o['file'])}, sha256 {e(o['sha256'])}: {c['corrected']} corrected, "
+        f"{c['dropped']} dropped, {o['proposed']} proposed (not applied); {c['overlay']} of "
+        f"{c['original']} cases kept.</p><table><tr><th>system</th>{head}</tr>{''.join(rows)}"
+        "</table><h2>Changed cases</h2><table><tr><th>case</th><th>action</th><th>reason</th>"
+        f"<th>source</th><th>verdicts</th></tr>{changed}</table></body></html>\n"
+    )

@@ -17,6 +17,12 @@ class GoldOnVariants:
 
         self.verifier = Verifier(engine, Settings(seed=seed, variants=variants))
 
+    def settings(self) -> dict[str, Any]:
+        """The builder's settings: with the database, they rebuild the same variants."""
+        from dataclasses import asdict
+
+        return asdict(self.verifier.settings)
+
     def results(self, gold: str) -> list[Execution]:
         """The gold's executions on the variants that ran it (the sample first)."""
         seen: list[Execution] = []
