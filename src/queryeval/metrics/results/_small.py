@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
@@ -56,7 +57,6 @@ _NUMBERS = frozenset({int, float, decimal.Decimal, _NONE})
 _EXACT_FLOAT_INT = 2**53  # integers of smaller magnitude are exact as floats
 _INF = float("inf")
 _SCALAR_NEIGHBOURS = 40  # sorted values past this many are checked with NumPy
-_PAIRS_DIRECTLY = 16  # up to this many (gold value, predicted value) pairs: each checked
 _NOT_FINITE = frozenset({None, NAN, _INF, -_INF})
 
 
@@ -144,9 +144,12 @@ def _equal_outright(
             pred = [(row[picks[0]],) for row in pred_rows]
         else:
             pred = list(map(itemgetter(*picks), pred_rows))
-    if row_policy == "ordered":
-        return (alignment, RowOutcome(n, n, n, True), ()) if pred == list(gold) else None
-    return (alignment, RowOutcome(n, n, n, None), ()) if Counter(pred) == Counter(gold) else None
+    if row_policy == "ordered" or n == 1:
+        same = pred == list(gold)
+    else:
+        same = Counter(pred) == Counter(gold)
+    order_ok = True if row_policy == "ordered" else None
+    return (alignment, RowOutcome(n, n, n, order_ok), ()) if same else None
 
 
 def _canonical_pair(
@@ -200,37 +203,44 @@ def _plain_columns(rows: Rows, k: int, options: Options) -> _Columns:
     their midnights are the same instant). Columns of other types are left as they are
     (the caller reads such rows by `canonical`)."""
     columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * k
-    kinds = ["null"] * k
+    kinds = []
     changed = False
     types: set[type] = set()
     for i, column in enumerate(columns):
-        held = set(map(type, column))
+        held = frozenset(map(type, column))
         types |= held
-        held.discard(_NONE)
-        if not held:
-            continue
-        if not held <= _PLAIN_TYPES:
-            kinds[i] = "other"
-            continue
-        if held <= _NUMBERS:
-            kinds[i] = "float" if float in held or decimal.Decimal in held else "int"
-        else:
-            kinds[i] = "other"
-        if decimal.Decimal in held:
-            column = columns[i] = _decimals(column, held, options)
+        kind, decimals, floats = _column_kind(held)
+        kinds.append(kind)
+        if decimals:
+            column = columns[i] = _decimals(column, len(held - {_NONE}) == 1, options)
             changed = True
-        if float in held and _has_nan(column):
+        if floats and _has_nan(column):
             columns[i] = [NAN if v != v else v for v in column]
             changed = True
     return _Columns(columns, kinds, changed, types)
 
 
-def _decimals(column: Sequence[Any], held: set[type], options: Options) -> list[Any]:
+@functools.lru_cache(maxsize=256)
+def _column_kind(held: frozenset[type]) -> tuple[str, bool, bool]:
+    """(kind as `numeric_kind` gives it, holds decimals to convert, holds floats to check
+    for NaN) of a column of plain types `held` (kind "other" and nothing to do otherwise)."""
+    held = held - {_NONE}
+    if not held:
+        return "null", False, False
+    if not held <= _PLAIN_TYPES:
+        return "other", False, False
+    kind = "other"
+    if held <= _NUMBERS:
+        kind = "float" if float in held or decimal.Decimal in held else "int"
+    return kind, decimal.Decimal in held, float in held
+
+
+def _decimals(column: Sequence[Any], only: bool, options: Options) -> list[Any]:
     """A column holding decimals, each by its float where that float is exactly its
     canonical form: an integral decimal of magnitude below 2**53 is its own float, a
     fractional one becomes its float anyway; NaN, infinities and larger integers by
     `canonical` (also for the whole column when the quick conversion cannot tell)."""
-    if len(held) == 1:  # decimals and NULLs only: one conversion a value
+    if only:  # decimals and NULLs only: one conversion a value
         try:
             floats = [v if v is None else float(v) for v in column]
         except ValueError:  # a signalling NaN
@@ -284,9 +294,8 @@ def _tolerance_idle(pred: _Columns, gold: _Columns, abs_tol: float, rel_tol: flo
     gold value x and predicted value y != x are close, some two neighbours between them,
     one from each side, are closer still (``math.isclose`` holds on every sub-interval of
     a close pair), so it is enough to see that no such neighbours lie within twice the
-    bound (the margin covers the rounding of both); a few values are checked pair by pair.
-    Integers of 2**53 or more, which floats would round, and values so small that the bound
-    may underflow, decline."""
+    bound (the margin covers the rounding of both). Integers of 2**53 or more, which floats
+    would round, and values so small that the bound may underflow, decline."""
     pred_float = "float" in pred.kinds
     gold_float = "float" in gold.kinds
     if not (pred_float or gold_float):
@@ -301,10 +310,6 @@ def _tolerance_idle(pred: _Columns, gold: _Columns, abs_tol: float, rel_tol: flo
     gold_values, pred_values = sides
     if not gold_values or not pred_values:
         return True
-    if len(gold_values) * len(pred_values) <= _PAIRS_DIRECTLY:  # every pair, no neighbours
-        return not any(
-            x != y and _near(x, y, abs_tol, rel_tol) for x in gold_values for y in pred_values
-        )
     joint = sorted(gold_values | pred_values)
     if (joint[0] <= -_EXACT_FLOAT_INT or joint[-1] >= _EXACT_FLOAT_INT) and any(
         type(v) is int and abs(v) >= _EXACT_FLOAT_INT for v in joint
@@ -313,20 +318,6 @@ def _tolerance_idle(pred: _Columns, gold: _Columns, abs_tol: float, rel_tol: flo
     return not any(
         (a in gold_values and b in pred_values) or (a in pred_values and b in gold_values)
         for a, b in _near_neighbours(joint, abs_tol, rel_tol)
-    )
-
-
-def _near(x: Any, y: Any, abs_tol: float, rel_tol: float) -> bool:
-    """Whether two finite numbers lie within twice ``math.isclose``'s bound (see
-    `_near_neighbours`), or either is too small to bound."""
-    if type(x) is int and abs(x) >= _EXACT_FLOAT_INT:
-        return True  # floats would round it
-    if type(y) is int and abs(y) >= _EXACT_FLOAT_INT:
-        return True
-    size_x, size_y = abs(x), abs(y)
-    tiny = 1e-300 / rel_tol if rel_tol else 0.0
-    return abs(x - y) <= 2.0 * (rel_tol * (size_x + size_y) + abs_tol) or (
-        0 < size_x < tiny or 0 < size_y < tiny
     )
 
 
