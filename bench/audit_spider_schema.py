@@ -30,8 +30,9 @@ TYPES = {"number": "NUMERIC", "text": "TEXT", "time": "TEXT", "boolean": "NUMERI
 
 
 def _show(git_dir: str, path: str) -> object:
-    text = subprocess.run(["git", "--git-dir", git_dir, "show", f"HEAD:{path}"],
-                          check=True, capture_output=True).stdout  # fmt: skip
+    text = subprocess.run(
+        ["git", "--git-dir", git_dir, "show", f"HEAD:{path}"], check=True, capture_output=True
+    ).stdout
     return json.loads(text)
 
 
@@ -40,7 +41,11 @@ def build_schema_db(schema: dict, path: Path) -> None:
     tables = schema["table_names_original"]
     columns = schema["column_names_original"]
     types = schema["column_types"]
-    pks = set(schema["primary_keys"]) if all(isinstance(k, int) for k in schema["primary_keys"]) else set()
+    pks = (
+        set(schema["primary_keys"])
+        if all(isinstance(k, int) for k in schema["primary_keys"])
+        else set()
+    )
     fks: dict[int, list[tuple[int, int]]] = {}
     for a, b in schema["foreign_keys"]:
         fks.setdefault(columns[a][0], []).append((a, b))
@@ -54,8 +59,10 @@ def build_schema_db(schema: dict, path: Path) -> None:
         if keys:
             parts.append(f"PRIMARY KEY ({', '.join(keys)})")
         for a, b in fks.get(t, []):
-            parts.append(f'FOREIGN KEY ("{columns[a][1]}") REFERENCES '
-                         f'"{tables[columns[b][0]]}" ("{columns[b][1]}")')  # fmt: skip
+            parts.append(
+                f'FOREIGN KEY ("{columns[a][1]}") REFERENCES '
+                f'"{tables[columns[b][0]]}" ("{columns[b][1]}")'
+            )
         con.execute(f'CREATE TABLE "{name}" ({", ".join(parts)})')
     con.commit()
     con.close()
@@ -77,19 +84,42 @@ def main(git_dir: str, out: Path) -> None:
         build_schema_db(tables[db], path)
     with (out / "cases.jsonl").open("w") as fh:
         for n, q in enumerate(dev):
-            case = {"id": f"dev-{n:04d}", "tags": [f"db:{q['db_id']}"], "conversation": [
-                {"content": q["question"], "target": {"query": {"text": q["query"],
-                                                                "database": q["db_id"]}}}]}  # fmt: skip
+            case = {
+                "id": f"dev-{n:04d}",
+                "tags": [f"db:{q['db_id']}"],
+                "conversation": [
+                    {
+                        "content": q["question"],
+                        "target": {"query": {"text": q["query"], "database": q["db_id"]}},
+                    }
+                ],
+            }
             fh.write(json.dumps(case) + "\n")
-    databases = "".join(f"  {db}: {{engine: sqlite, path: db/{db}.sqlite, "
-                        "options: {timeout_s: 10}}\n" for db in dbs)  # fmt: skip
+    databases = "".join(
+        f"  {db}: {{engine: sqlite, path: db/{db}.sqlite, options: {{timeout_s: 10}}}}\n"
+        for db in dbs
+    )
     (out / "suite.yaml").write_text(
-        "name: spider-dev-schema\ncases: cases.jsonl\ndatabases:\n" + databases
-        + "systems:\n  - {name: none, predictions: none.jsonl}\nscorers: [execution_match]\n")
+        "name: spider-dev-schema\ncases: cases.jsonl\ndatabases:\n"
+        + databases
+        + "systems:\n  - {name: none, predictions: none.jsonl}\nscorers: [execution_match]\n"
+    )
     (out / "none.jsonl").write_text("")
-    subprocess.run([sys.executable, "-m", "queryeval", "audit", str(out / "suite.yaml"),
-                    "--out", str(out / "audit"), "--cache-dir", str(out / "cache")],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "queryeval",
+            "audit",
+            str(out / "suite.yaml"),
+            "--out",
+            str(out / "audit"),
+            "--cache-dir",
+            str(out / "cache"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     findings = json.loads((out / "audit" / "audit.json").read_text())
     fails = [f for f in findings if f["kind"] == "gold_fails"]
     patterns: Counter[str] = Counter()
@@ -102,19 +132,23 @@ def main(git_dir: str, out: Path) -> None:
     for n, q in enumerate(dev):
         case = Case(id=str(n), conversation=[{"content": q["question"]}])
         groups.setdefault((normalised_question(case), q["db_id"]), []).append((n, q["query"]))
-    conflicts = [g for g in groups.values()
-                 if len({" ".join(s.lower().split()) for _, s in g}) > 1]  # fmt: skip
+    conflicts = [g for g in groups.values() if len({" ".join(s.lower().split()) for _, s in g}) > 1]
     report = {
-        "golds": len(dev), "databases": len(dbs),
+        "golds": len(dev),
+        "databases": len(dbs),
         "gold_fails": len(fails),
-        "gold_fails_examples": [f"{f['case_id']}: {f['evidence']['query']} -> {f['message']}"
-                                for f in fails[:5]],  # fmt: skip
-        "nondeterministic_patterns": dict(patterns), "pattern_examples": examples,
+        "gold_fails_examples": [
+            f"{f['case_id']}: {f['evidence']['query']} -> {f['message']}" for f in fails[:5]
+        ],
+        "nondeterministic_patterns": dict(patterns),
+        "pattern_examples": examples,
         "same_question_groups": sum(1 for g in groups.values() if len(g) > 1),
         "conflicting_gold_text_groups": len(conflicts),
         "conflict_examples": [[f"dev-{n:04d}: {s}" for n, s in g] for g in conflicts[:3]],
-        "other_kinds_on_empty_databases": {k: sum(1 for f in findings if f["kind"] == k)
-                                           for k in ("non_discriminating", "unknown_literal")},  # fmt: skip
+        "other_kinds_on_empty_databases": {
+            k: sum(1 for f in findings if f["kind"] == k)
+            for k in ("non_discriminating", "unknown_literal")
+        },
     }
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))

@@ -218,3 +218,17 @@ def test_gold_on_variants_adapter(tmp_path: Path) -> None:
     finally:
         variants.close()
         engine.close()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["queryeval.audit", "queryeval.audit._model", "queryeval.audit._static",
+     "queryeval.audit._permute", "queryeval.audit._checks", "queryeval.audit._overlay",
+     "queryeval.config._overlays"],
+)  # fmt: skip
+def test_docstring_examples_run(name: str) -> None:
+    import doctest
+    import importlib
+
+    failed, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert failed == 0 and tried > 0
