@@ -139,6 +139,8 @@ def apply_overlay(
     from queryeval.stats import summarize
 
     records = read_records(run_dir)
+    present = {str(r.get("case_id")) for r in records}
+    cases = [c for c in cases if c.id in present]  # a --filter/--limit run: its cases only
     scorers = build_scorers(suite)
     applied = overlay.applied
     by_id = {c.id: c for c in cases}
