@@ -1,6 +1,6 @@
 """Suite configuration: the model and its YAML loader."""
 
-from queryeval.config._llm import ChatEndpoint, Price
+from queryeval.config._llm import ChatEndpoint, Price, import_litellm
 from queryeval.config._load import load_suite
 from queryeval.config._model import (
     BaselineConfig,
@@ -39,6 +39,7 @@ __all__ = [
     "ScorerConfig",
     "SuiteConfig",
     "SystemConfig",
+    "import_litellm",
     "load_overlay",
     "load_overlays",
     "load_suite",
