@@ -1,6 +1,7 @@
-"""Chat completions against one OpenAI-compatible endpoint: one `openai.AsyncOpenAI` client
-per event loop, the shared retry loop (`with_retries`), the adaptive concurrency limit, and
-the memory of endpoints that reject `response_format`."""
+"""Chat completions against one endpoint, OpenAI-compatible (one `openai.AsyncOpenAI`
+client per event loop) or a provider through LiteLLM (`provider:`): the shared retry loop
+(`with_retries`), the adaptive concurrency limit, and the memory of endpoints that reject
+`response_format`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import random
 import time
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -118,6 +120,30 @@ async def _close_when_the_loop_ends(client: AsyncOpenAI) -> None:
         await client.close()
 
 
+def _litellm_create(config: ChatEndpoint) -> Callable[..., Awaitable[Any]]:
+    """`chat.completions.create` through LiteLLM for a provider it speaks natively
+    (Anthropic's Messages API, Gemini, Bedrock, Azure ...): the same arguments and an
+    OpenAI-shaped reply; LiteLLM's errors are the openai SDK's classes, so the retry
+    handling is shared. LiteLLM does not retry (we do); parameters a provider lacks
+    (seed ...) are dropped by LiteLLM."""
+    from queryeval.config import import_litellm
+
+    litellm = import_litellm()
+    env = config.api_key_env
+    key = os.environ.get(env) if env else None
+
+    async def create(**args: Any) -> Any:
+        extra: dict[str, Any] = {"num_retries": 0, "drop_params": True}
+        if key:
+            extra["api_key"] = key
+        if config.base_url:
+            extra["api_base"] = config.base_url
+        args = {**args, "model": config.litellm_model}
+        return await litellm.acompletion(**args, timeout=config.timeout_s, **extra)
+
+    return create
+
+
 class ChatClient:
     """Chat completions against one endpoint, shared by every request of a run (of one user:
     the judge and each model system have their own, so their accounting stays apart)."""
@@ -214,16 +240,16 @@ class ChatClient:
         why = missing_key(self.config, self.section)
         if why is not None:
             raise CallError(why, attempts=0)
-        client = self._client()
+        create = _litellm_create(self.config) if self.config.provider else None
+        if create is None:
+            create = self._client().chat.completions.create
         state = {"structured": response_format is not None and self._structured(), "dropped": 0}
         c = self.config
 
         async def send() -> Any:
             fmt = response_format if state["structured"] else None
             try:
-                return await client.chat.completions.create(
-                    **self.request_args(messages, response_format=fmt, **call)
-                )
+                return await create(**self.request_args(messages, response_format=fmt, **call))
             except openai.RateLimitError as exc:
                 if exc.code == "insufficient_quota":
                     raise Fatal(f"HTTP 429 insufficient_quota: {exc.message}", 429) from None
