@@ -265,7 +265,7 @@ def same_or_nan(a: Any, b: Any) -> bool:
     return bool(left == right)
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(typed_pair(), typed_policies)
 def test_the_fast_path_equals_the_general_path_on_typed_columns(
     both: Any, options: dict[str, Any]
