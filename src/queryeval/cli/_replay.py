@@ -20,7 +20,8 @@ def replay_command(
     ] = None,
 ) -> None:
     """Rebuild the witness database of a case's counterexample (its CREATE and INSERT
-    script, in a scratch SQLite file or in-memory DuckDB: your database is not touched),
+    script, in a scratch SQLite file or in-memory DuckDB; a DuckDB file queried by the embedded
+    KQL engine for KQL: your database is not touched),
     run the gold and the prediction on it read-only, and print the rows, the results and
     whether they are the ones stored. Exit codes: 0 replayed as stored, 1 a result differs
     from the stored one, 2 bad input (no run, no such case, no counterexample)."""
@@ -73,7 +74,8 @@ def _show(system: str, label: str, witness: dict[str, Any], script: Path | None)
     for a in witness.get("assumptions") or []:
         console.print(f"assumes: {a.get('text')}", markup=False)
     queries = witness.get("queries") or {}
-    runs = replay(witness["script"], str(witness["dialect"]), queries, Limits())
+    runs = replay(witness["script"], str(witness["dialect"]), queries, Limits(),
+                  witness.get("now"))  # fmt: skip
     same = True
     for name in ("gold", "prediction"):
         if name not in runs:

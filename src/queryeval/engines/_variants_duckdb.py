@@ -27,7 +27,7 @@ from queryeval.metrics.results import FAST_MAX_ROWS
 class DuckDBScratch:
     """One in-memory DuckDB instance holding scratch catalogs (`create`)."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, *, lock: bool = True) -> None:
         import duckdb
 
         config = duckdb_config(lock=False, limits=limits)
@@ -35,7 +35,10 @@ class DuckDBScratch:
         config["threads"] = 1
         self.limits = limits
         self._con = duckdb.connect(":memory:", config=config)
-        self._con.execute("SET lock_configuration = true")
+        if lock:
+            self._con.execute("SET lock_configuration = true")
+        else:  # KQL: its translator sets TimeZone = 'UTC' on every query, as its engine does
+            self._con.execute("SET TimeZone = 'UTC'")
         self._lock = threading.Lock()
         self._names = itertools.count(1)
 
@@ -48,6 +51,10 @@ class DuckDBScratch:
             cursor.execute(f"ATTACH ':memory:' AS {name}")
         finally:
             cursor.close()
+        return self.catalog(name)
+
+    def catalog(self, name: str) -> ScratchCatalog:
+        """The engine on the attached catalog `name` (a subclass queries it otherwise)."""
         return ScratchCatalog(self, name)
 
     def cursor(self, catalog: str) -> Any:

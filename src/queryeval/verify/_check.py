@@ -29,7 +29,7 @@ from queryeval.verify._build import (
     needed_tables,
     script,
 )
-from queryeval.verify._hints import Hints, analyse
+from queryeval.verify._hints import Hints, analyse, analyse_kql
 from queryeval.verify._schema import Schema, read_rows, read_schema
 from queryeval.verify._variants import Observed, generate
 
@@ -97,14 +97,18 @@ def open_engine(dialect: str, path: Path, limits: Any) -> Engine:
     return build_engine(f"variant:{path.stem}", config, path.parent, path.parent)
 
 
-def replay(text: str, dialect: str, queries: dict[str, str], limits: Any) -> dict[str, Execution]:
+def replay(text: str, dialect: str, queries: dict[str, str], limits: Any,
+           now: str | None = None) -> dict[str, Execution]:  # fmt: skip
     """Build the database of a witness `text` (its CREATE and INSERT statements) in a
     scratch database (a SQLite file in a temporary folder; a catalog of an in-memory
-    DuckDB) and run each query on it read-only: {name: execution}."""
+    DuckDB; for KQL a DuckDB file opened by the embedded KQL engine with its clock at
+    `now`) and run each query on it read-only: {name: execution}."""
     import sqlite3
 
     from queryeval.engines import DuckDBScratch
 
+    if dialect == "kql":
+        return _replay_kql(text, queries, limits, now)
     if dialect == "duckdb":
         scratch = DuckDBScratch(limits)
         try:
@@ -129,6 +133,37 @@ def replay(text: str, dialect: str, queries: dict[str, str], limits: Any) -> dic
         shutil.rmtree(where, ignore_errors=True)
 
 
+def _replay_kql(text: str, queries: dict[str, str], limits: Any,
+                now: str | None) -> dict[str, Execution]:  # fmt: skip
+    """A KQL witness: its script into a DuckDB file, queried by the embedded KQL engine
+    (the same engine as a run's, not the variants' scratch path)."""
+    import duckdb
+
+    from queryeval.config import DatabaseConfig
+    from queryeval.engines import build_engine
+
+    where = Path(tempfile.mkdtemp(prefix="queryeval-replay-"))
+    try:
+        path = where / "witness.duckdb"
+        con = duckdb.connect(str(path))
+        try:
+            con.execute(text)
+        finally:
+            con.close()
+        options: dict[str, Any] = {"timeout_s": limits.timeout_s, "max_rows": limits.max_rows,
+                                   "threads": 1}  # fmt: skip
+        if now is not None:
+            options["now"] = now
+        config = DatabaseConfig(engine="kql", path=str(path), options=options)
+        engine = build_engine("variant:witness", config, where, where)
+        try:
+            return {name: engine.execute(query) for name, query in queries.items()}
+        finally:
+            engine.close()
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
 class Verifier:
     """The variants of one database, shared by every case on it (a run's resource)."""
 
@@ -144,7 +179,13 @@ class Verifier:
         self._capacity = capacity
         self._folder = Path(tempfile.mkdtemp(prefix="queryeval-variants-"))
         self._scratch: Any = None
-        if self.dialect == "duckdb":
+        self.now: str | None = None
+        if self.dialect == "kql":  # the KQL engine's DuckDB tables, queried in KQL
+            from queryeval.engines._variants_kql import KqlScratch
+
+            self._scratch = KqlScratch(engine, self.limits)
+            self.now = engine.now.isoformat()  # type: ignore[attr-defined]
+        elif self.dialect == "duckdb":
             from queryeval.engines import DuckDBScratch
 
             self._scratch = DuckDBScratch(self.limits)
@@ -156,7 +197,11 @@ class Verifier:
     def hints(self, query: str) -> Hints:
         """The query's hints (parsed once)."""
         if query not in self._hints:
-            self._hints[query] = analyse(query, self.dialect, self.schema)
+            if self.dialect == "kql":
+                translate = getattr(self.engine, "translate", None)
+                self._hints[query] = analyse_kql(query, self.schema, translate)
+            else:
+                self._hints[query] = analyse(query, self.dialect, self.schema)
         return self._hints[query]
 
     def base(self, tables: list[str]) -> Data:
@@ -353,11 +398,13 @@ class Verifier:
                 break
         data = _grouped(tables, items)
         text = script(self.schema, tables, data)
-        runs = replay(text, self.dialect, {"gold": gold, "prediction": pred}, self.limits)
+        runs = replay(text, self.dialect, {"gold": gold, "prediction": pred}, self.limits,
+                      self.now)  # fmt: skip
         why = differs(runs["prediction"], runs["gold"])
         return {
             "variant": variant,
             "dialect": self.dialect,
+            **({"now": self.now} if self.now is not None else {}),
             "script": text,
             "rows": sum(len(v) for v in data.values()),
             "minimal": minimal,

@@ -4,6 +4,7 @@ the columns they order by under a LIMIT, the columns they count."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,12 +121,78 @@ def analyse(query: str, dialect: str, schema: Schema) -> Hints:
 
 _NONE = object()
 
+# KQL: `col op literal` (op: comparisons, string operators), `col in (literals)`, and the
+# operators whose result depends on row order (`take`, `limit`, `top`, `sample`)
+_KQL_OPS = {"==": "=", "!=": "<>", ">": ">", ">=": ">=", "<": "<", "<=": "<=", "=~": "=",
+            "has": "=", "has_cs": "=", "contains": "like", "contains_cs": "like",
+            "startswith": "like", "endswith": "like"}  # fmt: skip
+_KQL_VALUE = r"""(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')"""
+_KQL_COMPARE = re.compile(
+    r"(?<![\w.])([A-Za-z_]\w*|\['[^']+'\])\s*(==|!=|>=|<=|=~|>|<|\bhas_cs\b|\bhas\b|"
+    r"\bcontains_cs\b|\bcontains\b|\bstartswith\b|\bendswith\b)\s*" + _KQL_VALUE
+)
+_KQL_IN = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s+in\s*\(([^()]*)\)")
+_KQL_ORDERED = re.compile(r"\b(?:take|limit|top|sample|top-nested)\b")
+_KQL_TOP_BY = re.compile(r"\btop\s+\d+\s+by\s+([A-Za-z_]\w*)")
+
+
+def analyse_kql(query: str, schema: Schema, translate: Any = None) -> Hints:
+    """The hints of a KQL query: those of its translation to DuckDB SQL (`translate`, the
+    engine's own), merged with a light reading of the KQL text (`col op literal`, `in`,
+    `top N by col`, `take`), which sees what a translation hides (`has "x"` as a regex).
+
+    >>> from queryeval.verify._schema import Schema, Table
+    >>> s = Schema("duckdb", {"T": Table("T", "", {"a": "INT", "b": "VARCHAR"})})
+    >>> h = analyse_kql('T | where a > 30 and b has "x" | top 1 by a', s)
+    >>> sorted(h.literals), sorted(h.ordered), h.limited
+    ([('T', 'a', '>', 30), ('T', 'b', '=', 'x')], [('T', 'a')], True)
+    """
+    hints = Hints()
+    if translate is not None:
+        try:
+            hints = analyse(str(translate(query)), "duckdb", schema)
+        except Exception:  # a query the engine cannot translate: the light reading only
+            hints = Hints()
+    light = Hints()
+    words = set(re.findall(r"\w+", query))
+    for name, table in schema.tables.items():
+        if name in words:
+            light.tables.add(name)
+    tables = sorted(light.tables | hints.tables)
+
+    def columns(word: str) -> list[tuple[str, str]]:
+        word = word[2:-2] if word.startswith("['") else word
+        return [(t, c) for t in tables for c in schema.tables[t].columns if c == word]
+
+    for match in _KQL_COMPARE.finditer(query):
+        value = _kql_value(match.group(3))
+        for t, c in columns(match.group(1)):
+            light.literals.append((t, c, _KQL_OPS[match.group(2)], value))
+    for match in _KQL_IN.finditer(query):
+        for item in re.finditer(_KQL_VALUE, match.group(2)):
+            for t, c in columns(match.group(1)):
+                light.literals.append((t, c, "=", _kql_value(item.group(1))))
+    for match in _KQL_TOP_BY.finditer(query):
+        light.ordered.update(columns(match.group(1)))
+    light.limited = bool(_KQL_ORDERED.search(query))
+    for word in words:
+        light.columns.update(columns(word))
+    return hints.merge(light)
+
+
+def _kql_value(text: str) -> Any:
+    if text[0] in "\"'":
+        return text[1:-1].encode().decode("unicode_escape")
+    return float(text) if "." in text else int(text)
+
 
 def _literal(node: Any) -> Any:
     """The Python value of a literal (a string, an int, a float), else `_NONE`."""
     from sqlglot import exp
 
     negative = False
+    while isinstance(node, exp.Cast | exp.Paren):  # CAST(30 AS BIGINT), as KQL translates
+        node = node.this
     if isinstance(node, exp.Neg):
         negative, node = True, node.this
     if isinstance(node, exp.Paren):

@@ -63,23 +63,37 @@ def quote(name: str) -> str:
 
 
 def supported(engine: Engine) -> str | None:
-    """Why variants cannot be built for `engine` (None: a DuckDB or SQLite file)."""
+    """Why variants cannot be built for `engine` (None: a DuckDB or SQLite file, or the
+    embedded KQL engine's DuckDB file)."""
+    from queryeval.engines._kql import KqlEngine
+
+    if isinstance(engine, KqlEngine):
+        return None if engine.path is not None else "the engine has no database file to read"
     if engine.language != "sql" or engine.dialect not in ("duckdb", "sqlite"):
-        return f"variants are built for SQL on DuckDB and SQLite, not {engine.dialect}"
+        return (f"variants are built for SQL on DuckDB and SQLite and KQL on the embedded "
+                f"engine, not {engine.dialect}")  # fmt: skip
     if getattr(engine, "path", None) is None:
         return "the engine has no database file to read"
     return None
 
 
 def read_schema(engine: Engine) -> Schema:
-    """The declared schema of a DuckDB or SQLite engine's database."""
+    """The declared schema of a DuckDB or SQLite engine's database; for the embedded KQL
+    engine, its DuckDB tables (`_kql_tables`)."""
+    if engine.language == "kql":
+        return Schema("duckdb", _kql_tables(engine))
     tables = _sqlite_tables(engine) if engine.dialect == "sqlite" else _duckdb_tables(engine)
     return Schema(engine.dialect, _ordered(tables))
 
 
 def read_rows(engine: Engine, table: str, limit: int) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """At most `limit` rows of `table` in storage order, read through the engine's sandbox."""
-    execution = engine.execute(f"SELECT * FROM {quote(table)} LIMIT {int(limit)}")
+    """At most `limit` rows of `table` in storage order, read through the engine's sandbox
+    (in KQL on a KQL engine: `['table'] | take limit`)."""
+    if engine.language == "kql":
+        name = "['" + table.replace("\\", "\\\\").replace("'", "\\'") + "']"
+        execution = engine.execute(f"{name} | take {int(limit)}")
+    else:
+        execution = engine.execute(f"SELECT * FROM {quote(table)} LIMIT {int(limit)}")
     if not execution.ok or execution.result is None:
         raise RuntimeError(f"cannot read {table}: {execution.outcome.message}")
     return list(execution.result.columns), [tuple(r) for r in execution.result.rows]
@@ -120,6 +134,17 @@ def _duckdb_tables(engine: Engine) -> dict[str, Table]:
             tables[name].keys.append(tuple(cols))
         elif kind == "FOREIGN KEY" and parent:
             tables[name].foreign_keys.append(ForeignKey(tuple(cols), parent, tuple(parent_cols)))
+    return tables
+
+
+def _kql_tables(engine: Engine) -> dict[str, Table]:
+    """The KQL engine's tables as DuckDB declares their columns (its public `schema()`):
+    a CREATE TABLE of the columns and their types. Kusto tables declare no keys or
+    constraints, so none are kept; nested (dynamic) values make a table unrenderable."""
+    tables: dict[str, Table] = {}
+    for name, columns in sorted((engine.schema().get("tables") or {}).items()):
+        body = ", ".join(f"{quote(c)} {kind}" for c, kind in columns.items())
+        tables[name] = Table(name, f"CREATE TABLE {quote(name)} ({body});", dict(columns))
     return tables
 
 
