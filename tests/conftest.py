@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,23 @@ def ray_env(ray_home: Path) -> Iterator[Path]:
 
     with ray_environment(ray_home) as folder:
         yield folder
+
+
+@pytest.fixture(scope="session")
+def built_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache's `fixtures/` folder for the whole session: a database built from a seed (an
+    ArcadeDB graph: a JVM) is built once; see tests/graph_support.py."""
+    return tmp_path_factory.mktemp("built-fixtures")
+
+
+@pytest.fixture(scope="session")
+def movies_engine(tmp_path_factory: pytest.TempPathFactory, built_fixtures: Path) -> Iterator[Any]:
+    """The example movie graph's ArcadeDB (examples/cypher), one server for the session."""
+    from graph_support import session_engine, with_built_fixtures
+
+    cache = with_built_fixtures(tmp_path_factory.mktemp("movies") / "cache", built_fixtures)
+    with session_engine("movies", cache) as engine:
+        yield engine
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from graph_support import share_engine
 from queryeval.cases import Attempt, Case, Finding, Output, Score, load_cases
+from queryeval.engines import Engine
 from queryeval.kg import KGValidationError, validate_in_context
 from queryeval.languages.cypher import referenced_names
 from queryeval.runner import load_suite
@@ -24,8 +26,11 @@ TRACES = ROOT / "examples" / "cypher" / "predictions" / "agentic.jsonl"
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
+def ctx(
+    tmp_path_factory: pytest.TempPathFactory, movies_engine: Engine
+) -> Iterator[ScoringContext]:
     context = ScoringContext(load_suite(SUITE), cache_dir=tmp_path_factory.mktemp("cache"))
+    share_engine(context, "movies", movies_engine)  # the session's server (tests/conftest.py)
     yield context
     context.close()
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from graph_support import share_engine, with_built_fixtures
 from queryeval.cases import Attempt, Case, Output, load_cases
 from queryeval.engines import Engine, engine_from_context
 from queryeval.engines._cypher import unknown_names
@@ -134,8 +135,11 @@ def test_the_lexer_tells_labels_types_and_keys_apart() -> None:
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
+def ctx(
+    tmp_path_factory: pytest.TempPathFactory, movies_engine: Engine
+) -> Iterator[ScoringContext]:
     context = ScoringContext(load_suite(AGENTIC), cache_dir=tmp_path_factory.mktemp("cache"))
+    share_engine(context, "movies", movies_engine)  # the session's server (tests/conftest.py)
     yield context
     context.close()
 
@@ -234,11 +238,13 @@ def test_a_gold_naming_what_the_graph_lacks_is_the_evaluators(ctx: ScoringContex
     assert "gold failed: schema" in (score.explanation or ""), score
 
 
-def test_garbage_in_every_prediction_fails_the_example_suite_gate(tmp_path: Path) -> None:
+def test_garbage_in_every_prediction_fails_the_example_suite_gate(
+    tmp_path: Path, built_fixtures: Path
+) -> None:
     """The issue's run: every prediction replaced by `MATCH (n:NoSuchLabel) RETURN n`:
     `executes` is 0 (it was 1.000) and the `executes >= 0.7` gate fails."""
     suite = load_suite(SUITE)
-    suite.settings.cache_dir = str(tmp_path / "cache")
+    suite.settings.cache_dir = str(with_built_fixtures(tmp_path / "cache", built_fixtures))
     preds = tmp_path / "garbage.jsonl"
     ids = [c.id for c in load_cases(suite.cases, suite.base_dir)]
     preds.write_text("".join(json.dumps({"case_id": i, "query": GARBAGE}) + "\n" for i in ids))

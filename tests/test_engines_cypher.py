@@ -1,6 +1,6 @@
 """Cypher on a real embedded ArcadeDB (bundled JRE, Bolt plugin on 127.0.0.1) through the
-official neo4j driver. One server serves the whole module (it takes seconds to start); the
-example suite's selftest and predictions run on it too."""
+official neo4j driver. One server serves the whole session (it takes seconds to start; see
+tests/graph_support.py); the example suite's selftest and predictions run on it too."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from graph_support import share_engine, with_built_fixtures
 from queryeval.cases import Attempt, Output, load_cases
 from queryeval.engines import Engine, engine_from_context
 from queryeval.runner import load_suite, selftest
@@ -23,9 +24,12 @@ LIMIT_S = 2.0  # the suite's options.timeout_s
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
+def ctx(
+    tmp_path_factory: pytest.TempPathFactory, movies_engine: Engine
+) -> Iterator[ScoringContext]:
     suite = load_suite(SUITE)
     context = ScoringContext(suite, cache_dir=tmp_path_factory.mktemp("cache"))
+    share_engine(context, "movies", movies_engine)  # the session's server (tests/conftest.py)
     yield context
     context.close()
 
@@ -220,7 +224,7 @@ def test_example_predictions_score_as_designed(ctx: ScoringContext, graph: Engin
 
 
 def test_the_query_heap_budget_ends_a_query_as_a_resource_limit(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, built_fixtures: Path
 ) -> None:
     """A live ArcadeDB with a small `memory_limit` (its queries' heap budget) and a long
     time limit: a sort of 5 million rows runs out of budget, not time, and is the query's
@@ -228,7 +232,8 @@ def test_the_query_heap_budget_ends_a_query_as_a_resource_limit(
     suite = load_suite(SUITE)
     movies = suite.databases["movies"]
     movies.options = {**movies.options, "timeout_s": 60.0, "memory_limit": "8MiB"}
-    context = ScoringContext(suite, cache_dir=tmp_path_factory.mktemp("budget"))
+    cache = with_built_fixtures(tmp_path_factory.mktemp("budget") / "cache", built_fixtures)
+    context = ScoringContext(suite, cache_dir=cache)  # its own server, the session's graph
     try:
         engine = engine_from_context(context, "movies")
         run = engine.execute("UNWIND range(1, 5000000) AS x WITH x ORDER BY x DESC RETURN x")
