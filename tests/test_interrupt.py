@@ -13,6 +13,7 @@ from pathlib import Path
 from test_runner import make_answer_suite
 
 SLOW = "  - {name: test_slow_echo, options: {sleep_s: 0.002}}\n"
+CASES = 1000
 HUNG = "  - {name: hung, callable: 'runner_plugin:hanging_system', timeout_s: 120}\n"
 
 
@@ -42,7 +43,8 @@ def _wait_for_records(results: Path, at_least: int) -> None:
 
 
 def test_ctrl_c_stops_the_run_and_resume_finishes_it(tmp_path: Path) -> None:
-    suite = make_answer_suite(tmp_path / "s", 2000, scorers=SLOW)
+    # interrupted after 200 records, the run has at least 800 x 2 ms of sleep still to do
+    suite = make_answer_suite(tmp_path / "s", CASES, scorers=SLOW)
     ref = _start(suite, tmp_path / "ref")
     assert ref.wait(120) == 0
     proc = _start(suite, tmp_path / "run")
@@ -50,11 +52,11 @@ def test_ctrl_c_stops_the_run_and_resume_finishes_it(tmp_path: Path) -> None:
     assert _interrupt(proc) < 2.0
     assert proc.returncode != 0
     kept = (tmp_path / "run" / "results.jsonl").read_bytes().count(b"\n")
-    assert kept < 2000
+    assert kept < CASES
     again = _start(suite, tmp_path / "run", "--resume")
     assert again.wait(120) == 0
     ids = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").open()]
-    assert len(ids) == len(set(ids)) == 2000
+    assert len(ids) == len(set(ids)) == CASES
     summary = (tmp_path / "run" / "summary.json").read_bytes()
     assert summary == (tmp_path / "ref" / "summary.json").read_bytes()
 
