@@ -232,3 +232,29 @@ def test_docstring_examples_run(name: str) -> None:
 
     failed, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert failed == 0 and tried > 0
+
+
+def test_a_database_that_cannot_be_used_is_exit_2_not_a_finding(tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "x",
+                "conversation": [
+                    {"content": "q", "target": {"query": {"text": "SELECT 1", "database": "gone"}}}
+                ],
+            }
+        )
+        + "\n"
+    )
+    (tmp_path / "p.jsonl").write_text("")
+    (tmp_path / "suite.yaml").write_text(
+        "name: u\ncases: cases.jsonl\ndatabases:\n  gone: {engine: sqlite, path: nothere.sqlite}\n"
+        "systems:\n  - {name: s, predictions: p.jsonl}\nscorers: [execution_match]\n"
+    )
+    result = CliRunner().invoke(app, ["audit", str(tmp_path / "suite.yaml"), "--out",
+                                      str(tmp_path / "o")])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert json.loads((tmp_path / "o" / "audit.json").read_text()) == []
+    summary = json.loads((tmp_path / "o" / "audit-summary.json").read_text())
+    assert summary["unusable_databases"] == ["gone"] and summary["golds"] == 0
+    assert "database 'gone' cannot be used" in result.output

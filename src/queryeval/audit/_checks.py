@@ -154,6 +154,7 @@ class Auditor:
         self._twins: dict[str, Engine | None] = {}
         self._onvariants: dict[str, Any] = {}
         self._values: dict[tuple[str, str, str], list[Any]] = {}
+        self._trouble: dict[str, str | None] = {}
         self.report = AuditReport(suite.name, cases=len(cases))
 
     # -- the whole audit ------------------------------------------------------------------
@@ -166,8 +167,21 @@ class Auditor:
         self.report.golds = len(golds)
         self.report.not_executable = missing
         try:
+            unusable: dict[str, list[Gold]] = {}
             for gold in golds:
+                why = self._unusable(gold.database)
+                if why is not None:
+                    unusable.setdefault(gold.database, []).append(gold)
+                    continue
                 self._gold(gold)
+            for name, left in unusable.items():  # the evaluator's trouble, not the golds'
+                self.report.notes.append(
+                    f"database {name!r} cannot be used "
+                    f"({self._trouble[name]}): {len(left)} gold(s) not checked"
+                )
+            golds = [g for g in golds if g.database not in unusable]
+            self.report.golds = len(golds)
+            self.report.unusable = sorted(unusable)
             self._conflicts(golds)
             if predictions:
                 self.report.systems = sorted(predictions)
@@ -196,6 +210,16 @@ class Auditor:
         self._twins.clear()
         self._onvariants.clear()
         self._scratch.cleanup()
+
+    def _unusable(self, database: str) -> str | None:
+        """Why the evaluator cannot use `database` (None: it can), asked once."""
+        if database not in self._trouble:
+            try:
+                self.ctx.engine(database)
+                self._trouble[database] = None
+            except Exception as exc:  # a server not reachable, a file it cannot open
+                self._trouble[database] = " ".join(str(exc).split())[:300] or type(exc).__name__
+        return self._trouble[database]
 
     def _add(self, gold: Gold, kind: str, message: str, **evidence: Any) -> None:
         engine = self.ctx.engine(gold.database)

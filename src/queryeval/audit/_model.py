@@ -54,6 +54,7 @@ class AuditReport:
     not_executable: int = 0
     systems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unusable: list[str] = field(default_factory=list)  # databases the evaluator cannot use
 
     def counts(self) -> dict[str, int]:
         """Findings by kind (every kind, 0 included).
@@ -73,6 +74,7 @@ class AuditReport:
             "cases": self.cases,
             "golds": self.golds,
             "not_executable": self.not_executable,
+            "unusable_databases": self.unusable,
             "systems": self.systems,
             "counts": self.counts(),
             "notes": self.notes,

@@ -1,7 +1,8 @@
 """`queryeval audit SUITE --out DIR`: find broken golds (docs/audit.md).
 
 Exit codes: 0 done (findings or not), 1 a finding of a kind named in `--fail-on`, 2 bad
-input (the suite, a predictions file, an overlay to write) or nothing could be audited.
+input (the suite, a predictions file, an unknown kind) or a database of the suite that cannot
+be used (its golds are not checked; the report is written all the same).
 """
 
 from __future__ import annotations
@@ -102,6 +103,9 @@ def _audit(
     if write_overlay is not None:
         draft_overlay(report, write_overlay)
         typer.echo(f"overlay draft: {write_overlay} ({len(report.findings)} finding(s))")
+    if report.unusable:  # the evaluator's trouble: the audit is incomplete
+        typer.echo(f"error: database(s) {', '.join(report.unusable)} cannot be used", err=True)
+        return 2
     if kinds and any(f.kind in kinds for f in report.findings):
         return 1
     return 0
