@@ -81,7 +81,7 @@ def test_the_gold_and_equivalent_kql_rewrites_get_no_counterexample(
 ) -> None:
     s = score(ctx, gold, pred)
     assert s.details["tier"] == "variants", s.details.get("unverified")
-    assert s.details["metrics"] == {"ex": 1.0, "verified": 1.0}
+    assert s.details["metrics"] == {"ex": 1.0, "verified": 1.0, "with_judge": 1.0}
     assert "counterexample" not in s.details
     assert s.details["variants"]["checked"] >= 8  # the variants ran, not skipped
 
@@ -91,7 +91,7 @@ def test_wrong_kql_that_ex_accepts_gets_a_witness_the_kql_engine_replays(
     ctx: ScoringContext, gold: str, pred: str, lacks: str
 ) -> None:
     s = score(ctx, gold, pred)
-    assert s.details["metrics"] == {"ex": 1.0, "verified": 0.0}, lacks
+    assert s.details["metrics"] == {"ex": 1.0, "verified": 0.0, "with_judge": 0.0}, lacks
     witness = s.details["counterexample"]
     assert witness["dialect"] == "kql" and witness["minimal"] and witness["replayed"]
     assert 1 <= witness["rows"] <= 3

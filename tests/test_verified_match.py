@@ -45,7 +45,7 @@ def test_ex_accepts_and_variants_catch_with_a_replayable_minimal_witness(
     ctx: ScoringContext, database: str, gold: str, pred: str, lacks: str
 ) -> None:
     s = score(ctx, database, gold, pred)
-    assert s.details["metrics"] == {"ex": 1.0, "verified": 0.0}, lacks
+    assert s.details["metrics"] == {"ex": 1.0, "verified": 0.0, "with_judge": 0.0}, lacks
     assert s.value == 0.0 and s.passed is False
     assert s.details["tier"] == "variants"
     witness = s.details["counterexample"]

@@ -72,7 +72,7 @@ def test_the_gold_never_gets_a_counterexample_against_itself(
 ) -> None:
     for gold in GOLDS:
         s = score(ctx, database, gold, gold)
-        assert s.details["metrics"] == {"ex": 1.0, "verified": 1.0}, gold
+        assert s.details["metrics"] == {"ex": 1.0, "verified": 1.0, "with_judge": 1.0}, gold
         assert s.details["tier"] == "variants" and s.details["variants"]["checked"] > 0
 
 

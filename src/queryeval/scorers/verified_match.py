@@ -47,6 +47,16 @@ class VerifiedOptions(ExecutionOptions):
         description="variants hold only values the database holds (no NULL where it has "
         "none, no value it never shows): witnesses then assume nothing",
     )
+    judge: bool = Field(
+        default=False,
+        description="the optional judge tier: EX = 0 cases whose results differ only by "
+        "extra columns, row order or rounding go to the suite's judge, which may restore "
+        "them in the separate `with_judge` figure (never the headline)",
+    )
+    judge_rubric: str = Field(default="verified_equivalence",
+                              description="the judge tier's rubric")  # fmt: skip
+    judge_threshold: float = Field(default=0.5, ge=0, le=1,
+                                   description="a judge score >= this restores the case")  # fmt: skip
 
 
 class VerifiedMatchScorer(ExecutionMatchScorer):
@@ -55,7 +65,7 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
 
     Options: ClassVar[type[BaseModel]] = VerifiedOptions
     options: VerifiedOptions
-    metric_names = ("ex", "verified")  # type: ignore[assignment]
+    metric_names = ("ex", "verified", "with_judge")  # type: ignore[assignment]
 
     def from_comparisons(
         self,
@@ -69,8 +79,10 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
     ) -> Score:
         score = super().from_comparisons(pred, golds, policy, dialect, details, case, ctx)
         ex = 1.0 if score.value == 1.0 else 0.0
-        score.details["metrics"] = {"ex": ex, "verified": ex}
+        score.details["metrics"] = {"ex": ex, "verified": ex, "with_judge": ex}
         score.details["tier"] = "ex"
+        if ex == 0.0 and ctx is not None and self.options.judge:
+            self._judge_tier(score, pred, golds, policy, dialect, case, ctx)
         if ex == 0.0 or ctx is None:
             return score
         matched = next(g for g in golds if g.index == score.details.get("matched_gold"))
@@ -96,13 +108,56 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
             return score
         witness = outcome.counterexample
         score.details["counterexample"] = witness
-        score.details["metrics"] = {"ex": 1.0, "verified": 0.0}
+        score.details["metrics"] = {"ex": 1.0, "verified": 0.0, "with_judge": 0.0}
         score.value = 0.0
         score.passed = None
         score.explanation = (f"differs from the gold on a database variant "
                              f"({witness['variant']}, {witness['rows']} row(s)): "
                              f"{witness.get('reason') or 'results differ'}")  # fmt: skip
         return score
+
+    def _judge_tier(self, score: Score, pred: Prediction, golds: list[Gold],
+                    policy: dict[str, Any], dialect: str, case: Case | None,
+                    ctx: ScoringContext) -> None:  # fmt: skip
+        """EX = 0: when the results differ only in ways a question may not care about
+        (`forgivable`), the judge sees the evidence and may restore the case in
+        `with_judge` (tier `judge`). The headline (`value`, `verified`) never changes; a
+        judge that is missing, down or unreadable leaves the tier unscored."""
+        from queryeval.judges import HOW_TO_CONFIGURE
+
+        run = pred.execution
+        if case is None or run is None or not run.ok or run.result is None:
+            return
+        found = next(((g, d) for g in golds if g.result is not None
+                      for d in [forgivable(run.result, g, policy, dialect)] if d), None)  # fmt: skip
+        if found is None:
+            return
+        gold, differences = found
+        record: dict[str, Any] = {"differences": differences, "status": "unscored"}
+        score.details["judge_tier"] = record
+        judge = ctx.judge()
+        if judge is None:
+            record["reason"] = HOW_TO_CONFIGURE
+            return
+        inputs = {
+            "question": case.question,
+            "schema": _schema_text(ctx, pred.database),
+            "gold_query": gold.query or "(expected rows, no query)",
+            "generated_query": pred.query,
+            "gold_result": _result_text(gold.result),
+            "generated_result": _result_text(run.result),
+            "differences": "; ".join(differences),
+        }
+        verdict = _await(judge.judge(self.options.judge_rubric, inputs))
+        record["judge"] = verdict.details()
+        if verdict.status != "ok" or verdict.score is None:
+            record["reason"] = verdict.reasoning or "the judge gave no verdict"
+            return
+        record["status"] = "ok"
+        record["score"] = verdict.score
+        if verdict.score >= self.options.judge_threshold:
+            score.details["tier"] = "judge"
+            score.details["metrics"]["with_judge"] = 1.0
 
     def _unverifiable(self, pred: Prediction, gold: Gold, ctx: ScoringContext) -> str | None:
         from queryeval.verify import supported
@@ -149,11 +204,22 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
         assumed = Counter(a["kind"] for w in witnesses for a in w.get("assumptions", []))
         unverified = Counter(str(s.details["unverified"]).split(":")[0]
                              for s in scored if "unverified" in s.details)  # fmt: skip
+        judged = [s.details["judge_tier"] for s in scored if "judge_tier" in s.details]
+        with_judge = sum(1 for s in scored if s.details["metrics"].get("with_judge") == 1.0)
         out["verified"] = {
             "cases": len(scored),
             "ex": ex,
             "verified": verified,
             "difference": ex - verified,
+            "with_judge": with_judge,
+            "judge_tier": {
+                "sent": sum(1 for j in judged if "judge" in j),
+                "restored": with_judge - verified,
+                "kept": sum(1 for j in judged if j["status"] == "ok") - (with_judge - verified),
+                "unscored": sum(1 for j in judged if j["status"] != "ok"),
+                "note": "with_judge is verified plus the EX = 0 cases the judge restored; "
+                "it is never the headline",
+            },
             "tiers": dict(sorted(tiers.items())),
             "counterexamples": len(witnesses),
             "counterexample_kinds": dict(sorted(kinds.items())),
@@ -188,6 +254,11 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
         rows: list[list[Any]] = [["figure", "cases"], ["EX = 1", v["ex"]],
                                  ["verified = 1", v["verified"]],
                                  ["difference (counterexamples)", v["difference"]]]  # fmt: skip
+        judged = v.get("judge_tier") or {}
+        if judged.get("sent") or judged.get("unscored"):
+            rows += [["with_judge = 1 (not the headline)", v["with_judge"]],
+                     ["judge tier: restored", judged["restored"]],
+                     ["judge tier: unscored", judged["unscored"]]]  # fmt: skip
         rows += [[f"tier {t}", n] for t, n in v["tiers"].items()]
         rows += [[f"counterexample: {k}", n] for k, n in v["counterexample_kinds"].items()]
         rows += [[f"assumes: {k}", n] for k, n in v["assumptions"].items()]
@@ -234,6 +305,84 @@ def witness_text(witness: dict[str, Any]) -> str:
             lines.append("  (no rows)")
     lines += [f"assumes: {a.get('text')}" for a in witness.get("assumptions") or []]
     return "\n".join(lines)
+
+
+def forgivable(result: Any, gold: Gold, policy: dict[str, Any], dialect: str) -> list[str]:
+    """How a prediction's `result` differs from the gold's, when it differs only in ways a
+    question may not care about: extra columns, row order, rounding (each tried alone,
+    then all together); [] when it differs otherwise (or not at all).
+
+    >>> g = Gold(0, "query", (["a"], [(1.0,), (2.0,)]), "SELECT a FROM t ORDER BY a")
+    >>> forgivable((["a", "b"], [(2.0, 0), (1.0, 0)]), g, {}, "sqlite")
+    ['extra columns', 'row order']
+    >>> forgivable((["a"], [(1.004,), (2.0,)]), g, {}, "sqlite")
+    ['rounding']
+    >>> forgivable((["a"], [(3.0,), (2.0,)]), g, {}, "sqlite")
+    []
+    """
+    from queryeval.metrics import compare_results
+
+    base = {k: v for k, v in policy.items()
+            if k in ("null_equals_null", "naive_timezone", "date_equals_midnight")}  # fmt: skip
+    base.update(gold_query=gold.query, language=_language(dialect))
+    relax = {"extra columns": {"columns": "gold_subset"}, "row order": {"rows": "multiset"},
+             "rounding": {"abs_tol": 0.005, "rel_tol": 0.005}}  # fmt: skip
+
+    def same(**extra: Any) -> bool:
+        try:
+            return bool(compare_results(result, gold.result, **{**base, **extra}).exact)
+        except Exception:  # a comparison that cannot be made forgives nothing
+            return False
+
+    if same():
+        return []
+    alone = [name for name, extra in relax.items() if same(**extra)]
+    if alone:
+        return alone
+    together: dict[str, Any] = {k: v for extra in relax.values() for k, v in extra.items()}
+    if not same(**together):
+        return []
+    return [name for name, extra in relax.items()
+            if not same(**{k: v for k, v in together.items() if k not in extra})]  # fmt: skip
+
+
+def _language(dialect: str) -> str:
+    return dialect if dialect in ("kql", "cypher") else "sql"
+
+
+def _result_text(result: Any, rows: int = 20) -> str:
+    """A result as the judge reads it: columns, then the first rows."""
+    from queryeval.metrics import ResultSet
+
+    try:
+        if not isinstance(result, ResultSet):
+            result = ResultSet(*result) if isinstance(result, tuple) else result
+        lines = [" | ".join(map(str, result.columns))]
+        lines += [" | ".join(_show(v) for v in row) for row in list(result.rows)[:rows]]
+        if result.num_rows > rows:
+            lines.append(f"... {result.num_rows - rows} more rows")
+        return "\n".join(lines)
+    except Exception:
+        return str(result)[:2000]
+
+
+def _schema_text(ctx: ScoringContext, database: str) -> str:
+    """The database's schema for the judge ('(no schema given)' when none can be read)."""
+    try:
+        return str(ctx.resource(f"judge-schema:{database}",
+                                lambda: ctx.engine(database).schema()))  # fmt: skip
+    except Exception:
+        return "(no schema given)"
+
+
+def _await(coroutine: Any) -> Any:
+    """Run a judge's coroutine from this synchronous scorer: on its own event loop in a
+    worker thread (the scorer may be called on the runner's running loop)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _show(value: Any) -> str:
