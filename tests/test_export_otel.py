@@ -135,3 +135,19 @@ def test_genai_attributes_on_model_and_judge_calls(run: Path, tmp_path: Path) ->
         assert attrs["gen_ai.usage.input_tokens"] == 50
         assert attrs["gen_ai.usage.output_tokens"] == 5
         assert attrs["gen_ai.usage.cost"] == pytest.approx(0.002)
+
+
+def test_saved_latencies_in_a_rewritten_summary(run: Path, tmp_path: Path) -> None:
+    """Saved predictions record latency per attempt: `queryeval report` (the summary from
+    the stored records) gives their percentiles, as the HTML report shows them. (A fresh
+    run's summary needs the runner to carry them into the record: see issue 35's report.)"""
+    import shutil
+    import statistics
+
+    from queryeval.cli._report import report_command
+
+    copy = Path(shutil.copytree(run, tmp_path / "run"))
+    report_command(copy, None)
+    latency = json.loads((copy / "summary.json").read_text())["systems"]["saved"]["latency_s"]
+    assert latency["p50"] == pytest.approx(statistics.median(SAVED_LATENCY.values()))
+    assert latency["max"] == pytest.approx(max(SAVED_LATENCY.values()))
