@@ -11,6 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from queryeval.audit._from_review import (
+    file_provenance,
+    merge_entries,
+    review_entries,
+    write_overlay_file,
+)
 from queryeval.audit._model import KINDS, AuditReport, Finding
 from queryeval.audit._overlay import apply_overlay, apply_overlays, overlay_lines
 from queryeval.audit._report import (
@@ -55,8 +61,12 @@ __all__ = [
     "audit_suite",
     "console_lines",
     "draft_overlay",
+    "file_provenance",
     "html_page",
+    "merge_entries",
     "overlay_lines",
     "proposed_entries",
+    "review_entries",
+    "write_overlay_file",
     "write_report",
 ]

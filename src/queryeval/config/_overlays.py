@@ -6,8 +6,10 @@ An overlay is a YAML list (or a mapping with `entries:`) or a JSONL file, one en
 case: `case_id`, then either `gold` (the corrected query: its text, or a mapping with
 `text`, `database`, `language`) or `drop: true`, and `reason` and `source` (who says so).
 An entry with `proposed: true` is a draft (`queryeval audit --write-overlay`): loaded and
-shown, but applied only once a person removes the mark. Every problem is an InputError
-naming the file and the line.
+shown, but applied only once a person removes the mark. `reviewer` and `at` (an ISO time)
+say who made a correction and when (`queryeval overlay --from-review` fills them in); a
+mapping file may carry `provenance:` (where an imported set of corrections comes from:
+repository, file, its sha256). Every problem is an InputError naming the file and the line.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class OverlayEntry(BaseModel):
     source: str
     proposed: bool = False
     kind: str | None = None  # the audit finding it came from (a draft's)
+    reviewer: str | None = None  # who made the correction
+    at: str | None = None  # when (ISO 8601)
     line: int | None = None  # where it is written (not from the file)
 
     @model_validator(mode="before")
@@ -55,6 +59,8 @@ class OverlayEntry(BaseModel):
                 data = {**data, "gold": {"text": gold}}
             if isinstance(data.get("case_id"), int):
                 data = {**data, "case_id": str(data["case_id"])}
+            if hasattr(data.get("at"), "isoformat"):  # YAML reads an unquoted time as one
+                data = {**data, "at": data["at"].isoformat()}
         return data
 
     @model_validator(mode="after")
@@ -80,6 +86,7 @@ class Overlay:
     path: Path
     sha256: str
     entries: list[OverlayEntry] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def applied(self) -> dict[str, OverlayEntry]:
@@ -101,7 +108,11 @@ def load_overlay(path: str | Path, *, name: str | None = None) -> Overlay:
     if not path.is_file():
         raise InputError("no such overlay file", path=path)
     raw = path.read_bytes()
-    items = _jsonl(path, raw) if path.suffix.lower() == ".jsonl" else _yaml(path)
+    provenance: dict[str, Any] = {}
+    if path.suffix.lower() == ".jsonl":
+        items = _jsonl(path, raw)
+    else:
+        items, provenance = _yaml(path)
     entries: list[OverlayEntry] = []
     seen: dict[str, int | None] = {}
     for data, line in items:
@@ -124,7 +135,8 @@ def load_overlay(path: str | Path, *, name: str | None = None) -> Overlay:
         seen[entry.case_id] = line
         entry.line = line
         entries.append(entry)
-    return Overlay(name or path.stem, path, hashlib.sha256(raw).hexdigest(), entries)
+    digest = hashlib.sha256(raw).hexdigest()
+    return Overlay(name or path.stem, path, digest, entries, provenance)
 
 
 def _jsonl(path: Path, raw: bytes) -> list[tuple[Any, int]]:
@@ -141,23 +153,32 @@ def _jsonl(path: Path, raw: bytes) -> list[tuple[Any, int]]:
     return out
 
 
-def _yaml(path: Path) -> list[tuple[Any, int]]:
+def _yaml(path: Path) -> tuple[list[tuple[Any, int]], dict[str, Any]]:
     from queryeval._yaml import load_yaml
 
     doc = load_yaml(path)
     data = doc.data
     base: tuple[Any, ...] = ()
-    if isinstance(data, dict) and set(data) <= {"entries", "name", "description"}:
+    provenance: dict[str, Any] = {}
+    if isinstance(data, dict) and set(data) <= {"entries", "name", "description", "provenance"}:
+        provenance = data.get("provenance") or {}
+        if not isinstance(provenance, dict):
+            raise InputError(
+                "expected a mapping (repository, file, sha256, ...)",
+                path=path,
+                line=doc.line_of(("provenance",)),
+                where="provenance",
+            )
         data, base = data.get("entries"), ("entries",)
     if data is None:
-        return []
+        return [], provenance
     if not isinstance(data, list):
         raise InputError(
             "expected a list of entries (case_id, gold or drop, reason, source)",
             path=path,
             line=doc.line_of(()),
         )
-    return [(item, doc.line_of((*base, i)) or 1) for i, item in enumerate(data)]
+    return [(item, doc.line_of((*base, i)) or 1) for i, item in enumerate(data)], provenance
 
 
 def load_overlays(suite: Any) -> list[Overlay]:
