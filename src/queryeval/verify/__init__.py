@@ -3,7 +3,8 @@ execution match on one database may be fooled (issue 29; docs/verified.md).
 
 `Verifier` builds the variants of one DuckDB or SQLite database (deterministic from a seed,
 cached per run), runs a gold and a prediction on them inside the engines' sandbox and
-shrinks the first difference to a minimal, replayable witness; `replay` rebuilds a witness.
+shrinks the first difference to a minimal, replayable witness; `replay` rebuilds a witness;
+`gold_order_problems` finds golds whose result depends on row order or ties (`selftest`).
 """
 
 from queryeval.verify._check import (
@@ -15,7 +16,8 @@ from queryeval.verify._check import (
     replay,
     result_record,
 )
-from queryeval.verify._hints import Hints, analyse
+from queryeval.verify._hints import Hints, analyse, analyse_kql
+from queryeval.verify._order import gold_order_problems
 from queryeval.verify._schema import read_schema, supported
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "Settings",
     "Verifier",
     "analyse",
+    "analyse_kql",
+    "gold_order_problems",
     "open_engine",
     "read_schema",
     "replay",

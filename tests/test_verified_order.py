@@ -1,0 +1,55 @@
+"""`gold_order_problems` (what `selftest` reports): a gold whose result depends on ties
+under ORDER BY ... LIMIT or on the order rows are stored in is found with a small witness
+that replays; a gold that fixes its order, or has none to fix, is not."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from queryeval.engines import Limits
+from queryeval.scorers import ScoringContext
+from queryeval.verify import Settings, Verifier, gold_order_problems, replay
+from verified_support import context, make_suite
+
+SETTINGS = Settings(variants=12)
+
+# gold: the problem's kind, or None
+GOLDS = [
+    ("SELECT name FROM emp ORDER BY age DESC LIMIT 1", "ties"),
+    ("SELECT name FROM emp LIMIT 2", "row order"),
+    ("SELECT name FROM emp ORDER BY age DESC, id LIMIT 1", None),  # id is a key: no tie
+    ("SELECT d.name, count(*) FROM dept d JOIN emp e ON e.dept_id = d.id GROUP BY d.name", None),
+    ("SELECT name FROM emp WHERE age > 30", None),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
+    folder = tmp_path_factory.mktemp("verified_order")
+    context_ = context(make_suite(folder), folder / "cache")
+    yield context_
+    context_.close()
+
+
+def test_golds_that_depend_on_ties_or_row_order_are_found(ctx: ScoringContext) -> None:
+    """DuckDB stores rows in insertion order, so the reversed build reverses them (SQLite
+    stores a rowid table in key order: see docs/verified.md for that limit)."""
+    engine = ctx.engine("shop_duckdb")
+    verifier = Verifier(engine, SETTINGS)  # shared by the golds of one database
+    try:
+        for gold, kind in GOLDS:
+            problems = gold_order_problems(engine, gold, verifier=verifier)
+            assert [p["kind"] for p in problems] == ([kind] if kind else []), gold
+            for p in problems:
+                assert p["forward"]["rows"] != p["reversed"]["rows"] or kind == "row order"
+                # ties: two tied employees and their departments; row order: three employees
+                assert 1 <= p["rows"] <= 5, p["script"]
+                # the witness replays: the gold gives the stored forward result on it
+                run = replay(p["script"], engine.dialect, {"g": gold}, Limits())["g"]
+                assert run.result is not None
+                assert [list(r) for r in run.result.rows] == p["forward"]["rows"]
+    finally:
+        verifier.close()
+
