@@ -1,15 +1,18 @@
-"""EX vs verified for published systems' Spider dev predictions, on Spider's own schemas
-(tables.json: tables, column types, primary and foreign keys) with **synthetic rows** (30 a
-table, seeded; text values from the dev golds' literals): the dev databases themselves are
-not available offline. EX here is EX on these synthetic databases, not Spider's EX; what
-carries over is which accepted predictions get a counterexample, and of which kind.
+"""EX vs verified for published systems' Spider dev predictions, on Spider's real dev
+databases (`--databases DIR`: a folder of `DB_ID.sqlite` files or Spider's
+`database/DB_ID/DB_ID.sqlite` layout, matched case-insensitively), or, without it, on
+Spider's own schemas (tables.json: tables, column types, primary and foreign keys) with
+**synthetic rows** (30 a table, seeded; text values from the dev golds' literals).
 
 Inputs (public repositories, brought with the search tool's `fetch`):
 - tables.json, dev.json: samlhuillier/text-sql-with-execution-evaluation, spider/;
+- the dev databases: a repository that commits Spider's `database/` folder (e.g.
+  LeLuven/MachineSpider, `git show` each `.sqlite` into a scratch folder; never committed);
 - predictions with golds: the DIN-SQL repository's GPT4_results/*.csv (NLQ, PREDICTED SQL,
   GOLD SQL, DATABASE), e.g. SZU-AdvTech-2024/124-DIN-SQL-...
 
     .venv/bin/python bench/verified_spider.py TABLES_JSON DEV_JSON CSV... [--cases 300]
+        [--databases DIR]
 """
 
 from __future__ import annotations
@@ -47,6 +50,23 @@ def build_databases(tables_json: Path, dev_json: Path, folder: Path) -> Path:
         _one_database(tables[db], sorted(literals.get(db, set())), folder / f"{db}.sqlite")
     lines = ["name: spider-synthetic", "cases: cases.jsonl", "databases:"]
     lines += [f"  {db}: {{engine: sqlite, path: {db}.sqlite}}" for db in dbs]
+    lines += ["systems:", "  - {name: s, predictions: p.jsonl}", "scorers: [verified_match]"]
+    (folder / "cases.jsonl").write_text("")
+    (folder / "p.jsonl").write_text("")
+    (folder / "suite.yaml").write_text("\n".join(lines) + "\n")
+    return folder / "suite.yaml"
+
+
+def real_databases(dev_json: Path, databases: Path, folder: Path) -> Path:
+    """A suite naming Spider's real dev databases found under `databases` (read-only)."""
+    dev = json.loads(dev_json.read_text())
+    dbs = sorted({x["db_id"] for x in dev})
+    found = {p.stem.lower(): p.resolve() for p in databases.rglob("*.sqlite")}
+    missing = [db for db in dbs if db.lower() not in found]
+    if missing:
+        raise SystemExit(f"{databases}: no .sqlite file for {', '.join(missing)}")
+    lines = ["name: spider-dev", "cases: cases.jsonl", "databases:"]
+    lines += [f"  {db}: {{engine: sqlite, path: '{found[db.lower()]}'}}" for db in dbs]
     lines += ["systems:", "  - {name: s, predictions: p.jsonl}", "scorers: [verified_match]"]
     (folder / "cases.jsonl").write_text("")
     (folder / "p.jsonl").write_text("")
@@ -124,7 +144,12 @@ def score_system(suite: Path, predictions: Path, cases: int) -> dict[str, Any]:
             examples.setdefault(kind, {"case": i, "database": db, "gold": gold, "prediction": pred,
                                        "variant": witness["variant"], "rows": witness["rows"],
                                        "gold_result": witness["gold"], "assumptions": assumed,
-                                       "prediction_result": witness["prediction"]})  # fmt: skip
+                                       "prediction_result": witness["prediction"],
+                                       "script": witness["script"]})  # fmt: skip
+            out.setdefault("witnesses", []).append(
+                {"case": i, "database": db, "variant": witness["variant"],
+                 "rows": witness["rows"], "gold": gold, "prediction": pred,
+                 "assumptions": [a["kind"] for a in witness["assumptions"]]})  # fmt: skip
     out["cpu_s_per_case"] = round((time.process_time() - start) / max(1, out["cases"]), 3)
     out["kinds"] = dict(kinds)
     out["examples"] = examples
@@ -138,9 +163,14 @@ def main() -> None:
     parser.add_argument("dev", type=Path)
     parser.add_argument("predictions", type=Path, nargs="+")
     parser.add_argument("--cases", type=int, default=300)
+    parser.add_argument("--databases", type=Path, default=None,
+                        help="Spider's dev databases (else synthetic rows)")  # fmt: skip
     args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="spider-synthetic-"))
-    suite = build_databases(args.tables, args.dev, folder)
+    folder = Path(tempfile.mkdtemp(prefix="spider-"))
+    if args.databases is not None:
+        suite = real_databases(args.dev, args.databases, folder)
+    else:
+        suite = build_databases(args.tables, args.dev, folder)
     for predictions in args.predictions:
         result = score_system(suite, predictions, args.cases)
         json.dump(result, sys.stdout, indent=1, default=str)
