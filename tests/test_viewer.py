@@ -131,6 +131,8 @@ def test_cases_filters_are_a_plain_filter_of_the_records(folder: Path, index_roo
         1 for r in records
         if (r["scores"]["execution_match"].get("details") or {}).get("failure") == "timeout"
     )  # fmt: skip
+    past = cases_page(index, None, CaseFilter(reason="timeout", offset=10 * N))
+    assert past["rows"] == [] and past["total"] == reason["total"]
     first = cases_page(index, None, CaseFilter(limit=50))
     second = cases_page(index, None, CaseFilter(limit=50, offset=50))
     assert first["total"] == 2 * N
@@ -261,6 +263,40 @@ def test_case_page_and_side_by_side(viewer: Viewer, folder: Path) -> None:
     rows = both["rows"]["rows"]
     assert both["rows"]["flipped"] == flips
     assert all(r["flipped"] for r in rows[:flips]) and not any(r["flipped"] for r in rows[flips:])
+
+
+def test_a_slow_request_does_not_hold_up_the_others(
+    viewer: Viewer, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comparison held inside its (blocking) work while the runs page and a filtered
+    cases page are asked for: both are answered before the comparison is let go."""
+    from queryeval.viewer import _app
+
+    real = _app.compare_indexed
+    entered, release = threading.Event(), threading.Event()
+    released: list[bool] = []
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        released.append(release.wait(timeout=10))  # False: nothing else was answered
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_app, "compare_indexed", held)
+    r1, r2 = run_id(folder / "runs/suite-a/r1"), run_id(folder / "runs/suite-a/r2")
+    slow: list[tuple[int, Any]] = []
+    thread = threading.Thread(
+        target=lambda: slow.append(_api(viewer, f"/api/compare?a={r1}&b={r2}"))
+    )
+    thread.start()
+    assert entered.wait(timeout=10)
+    runs = _api(viewer, "/api/runs")
+    cases = _api(viewer, f"/api/runs/{r1}/cases?status=fail&limit=5")
+    release.set()
+    thread.join(timeout=30)
+    assert runs[0] == 200 and len(runs[1]["runs"]) >= 3
+    assert cases[0] == 200 and cases[1]["total"] > 0
+    assert released == [True]  # the comparison was still held when both were answered
+    assert slow[0][0] == 200 and slow[0][1]["comparison"]["systems"]
 
 
 def test_two_systems_of_one_run(viewer: Viewer, folder: Path) -> None:

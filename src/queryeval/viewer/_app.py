@@ -11,7 +11,7 @@ import difflib
 import re
 import secrets
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from importlib.resources import files
 from typing import Any
@@ -262,6 +262,7 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
     """The Starlette app over a catalog of runs; `token`: required by every request (as
     `?token=` once, then a cookie) when the server listens beyond loopback."""
     from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
@@ -275,7 +276,8 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
             response.set_cookie("qe_token", token, httponly=True, samesite="strict")
         return response
 
-    async def api_runs(request: Request) -> Response:
+    @_off_loop
+    def api_runs(request: Request) -> Response:
         runs = catalog.runs()
         groups: dict[str, list[str]] = {}
         for run in runs:
@@ -288,14 +290,17 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
             }
         )
 
-    async def api_run(request: Request) -> Response:
+    @_off_loop
+    def api_run(request: Request) -> Response:
         return _json(run_view(catalog.get(request.path_params["rid"])))
 
-    async def api_facets(request: Request) -> Response:
+    @_off_loop
+    def api_facets(request: Request) -> Response:
         run = catalog.get(request.path_params["rid"])
         return _json(facets(run.index, run.review) if run.index.parts else {})
 
-    async def api_cases(request: Request) -> Response:
+    @_off_loop
+    def api_cases(request: Request) -> Response:
         run = catalog.get(request.path_params["rid"])
         q = params(request)
         reviewed = q.get("reviewed")
@@ -318,12 +323,14 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
             return _json({"total": 0, "offset": 0, "limit": f.limit, "rows": []})
         return _json(cases_page(run.index, run.review, f))
 
-    async def api_case(request: Request) -> Response:
+    @_off_loop
+    def api_case(request: Request) -> Response:
         run = catalog.get(request.path_params["rid"])
         q = params(request)
         return _json(case_view(run, q.get("system", ""), q.get("case_id", "")))
 
-    async def api_compare(request: Request) -> Response:
+    @_off_loop
+    def api_compare(request: Request) -> Response:
         q = params(request)
         a = catalog.get(q.get("a", ""))
         b = catalog.get(q.get("b") or q.get("a", ""))
@@ -351,10 +358,13 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
                       "systems_b": systems_b})  # fmt: skip
 
     async def api_review(request: Request) -> Response:
-        run = catalog.get(request.path_params["rid"])
+        run = await run_in_threadpool(catalog.get, request.path_params["rid"])
         if request.method == "GET":
             return _json({"review": run.review, "file": review_file(run.review)})
         body = await _body(request)
+        return await run_in_threadpool(write_review, run, body)
+
+    def write_review(run: Run, body: dict[str, Any]) -> Response:
         kind = body.get("kind", "override")
         if kind == "gold":
             entry = add_gold(
@@ -402,6 +412,20 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
     if token:
         return _TokenGate(app, token)
     return app
+
+
+def _off_loop(work: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
+    """An endpoint that runs `work` (DuckDB queries, an index refresh, file reads: all
+    blocking) in Starlette's thread pool, so a long request never holds up the others.
+    Each query takes its own DuckDB cursor (`_index.connect()`), as threads must."""
+
+    async def endpoint(request: Any) -> Any:
+        from starlette.concurrency import run_in_threadpool
+
+        return await run_in_threadpool(work, request)
+
+    endpoint.__name__ = getattr(work, "__name__", "endpoint")
+    return endpoint
 
 
 async def _body(request: Any) -> dict[str, Any]:

@@ -36,9 +36,15 @@ class Run:
     review: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
     _stamp: tuple[Any, ...] = ()
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def load(self) -> None:
-        """Read run.json, summary.json and review.json again when one of them changed."""
+        """Read run.json, summary.json and review.json again when one of them changed (one
+        thread at a time: the server's requests run in a thread pool)."""
+        with self._lock:
+            self._load()
+
+    def _load(self) -> None:
         stamp = tuple(_mtime(self.path / n) for n in (RUN, SUMMARY, REVIEW, RESULTS))
         if stamp == self._stamp:
             return
