@@ -430,3 +430,19 @@ def test_case_view_shows_rationale_counterexample_and_tables(tmp_path: Path) -> 
     assert view["tokens"] == {"in": 30, "out": 5} and len(view["attempts"]) == 2
     assert view["prediction"] == "SELECT count(*) FROM orders"
     assert view["question"].startswith("How many") and view["gold"].startswith("SELECT")
+
+
+def test_report_says_when_the_viewers_overrides_are_not_applied(tmp_path: Path) -> None:
+    from queryeval.cli._report import _viewer_overrides_note
+    from queryeval.viewer._review import add_override
+
+    run = make_run(tmp_path / "run", write_cases(tmp_path / "cases.jsonl", 5), 5)
+    assert _viewer_overrides_note(run, None) is None  # no review.json
+    record = _records(run)[0]
+    add_override(run, record, scorer="execution_match", verdict=not record["passed"],
+                 note="gold is wrong", reviewer="ann")  # fmt: skip
+    note = _viewer_overrides_note(run, None)
+    assert note is not None and "1 verdict override(s)" in note and "leave them out" in note
+    assert f"queryeval report {run} --review FILE" in note
+    replaced = _viewer_overrides_note(run, tmp_path / "review.yaml")
+    assert replaced is not None and "REPLACING" in replaced

@@ -55,6 +55,8 @@ def report_command(run_dir: Path, review: Path | None = None, partial: bool = Fa
     recorded = info.get("review") or {}
     path = review or (Path(recorded["file"]) if recorded.get("file") else None)
     rev = load_review(path) if path is not None else None
+    if review is None and (note := _viewer_overrides_note(run_dir, path)):
+        typer.echo(f"note: {note}", err=True)
     if rev is not None and rev.golds:
         if rev.describe()["sha256"] != recorded.get("sha256"):
             raise InputError(
@@ -92,6 +94,36 @@ def report_command(run_dir: Path, review: Path | None = None, partial: bool = Fa
         writer.write_json(COMPARISON, log.comparison)
     for kind, written in write_reports(suite, log, plan.cases, plan.scorers).items():
         typer.echo(f"{kind}: {written}")
+
+
+def _viewer_overrides_note(run_dir: Path, recorded: Path | None) -> str | None:
+    """What a report without --review does to the overrides `queryeval view` wrote into the
+    run's review.json (it never applies them), or None when there are none."""
+    from queryeval.log import REVIEW, read_json
+
+    try:
+        entries = (read_json(run_dir, REVIEW) or {}).get("records") or []
+    except InputError:
+        return None
+    n = sum(
+        1
+        for e in entries
+        for s in (e.get("scores") or {}).values()
+        if (((s.get("details") or {}).get("review") or {}).get("source") == "queryeval view")
+    )
+    if not n:
+        return None
+    done = (
+        f"this report re-applies the run's review file {recorded} and writes review.json "
+        "again from it, REPLACING them"
+        if recorded is not None
+        else "this report's figures leave them out (the stored scores)"
+    )
+    return (
+        f"{run_dir / REVIEW} holds {n} verdict override(s) made in `queryeval view`; {done}. "
+        "To apply them, save the viewer's review as a file (GET /api/runs/ID/review: its "
+        f"`file`) and run `queryeval report {run_dir} --review FILE`"
+    )
 
 
 def _partial_note(holder: str | None, info: Mapping[str, Any], log: RunLog, plan: RunPlan) -> str:
