@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
+from graph_support import with_built_fixtures
 from queryeval.engines import describe_schema, engine_from_context
 from queryeval.runner import load_suite, run_suite
 from queryeval.scorers import ScoringContext
@@ -25,8 +26,9 @@ YEAR_BAD = "MATCH (m:Movie {title: 'Inception'}) RETURN m.year AS released"
 
 
 @pytest.fixture(scope="module")
-def suite_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def suite_path(tmp_path_factory: pytest.TempPathFactory, built_fixtures: Path) -> Path:
     folder = tmp_path_factory.mktemp("cypher")
+    with_built_fixtures(folder / "cache", built_fixtures)  # the graph built once a session
     cases = [
         {"id": "keanu", "conversation": [{"content": KEANU, "target": {"query": GOLD}}]},
         {"id": "year", "conversation": [{"content": YEAR, "target": {"query": YEAR_GOLD}}]},
@@ -55,8 +57,11 @@ def suite_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_the_graph_schema_comes_from_the_server(suite_path: Path, tmp_path: Path) -> None:
-    ctx = ScoringContext(load_suite(suite_path), cache_dir=tmp_path / "cache")
+def test_the_graph_schema_comes_from_the_server(
+    suite_path: Path, tmp_path: Path, built_fixtures: Path
+) -> None:
+    cache = with_built_fixtures(tmp_path / "cache", built_fixtures)
+    ctx = ScoringContext(load_suite(suite_path), cache_dir=cache)
     try:
         text = describe_schema(engine_from_context(ctx, "movies"))
     finally:
