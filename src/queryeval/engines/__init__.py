@@ -55,6 +55,7 @@ from queryeval.engines._validity import (
     validity_checker,
 )
 from queryeval.engines._variants_duckdb import DuckDBScratch, ScratchCatalog
+from queryeval.engines._variants_kql import KqlScratch
 from queryeval.metrics import ResultSet
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "GoldStore",
     "KqlDiagnostic",
     "KqlSchema",
+    "KqlScratch",
     "KqlValidator",
     "KqlValidatorError",
     "KqlValidatorTimeout",
