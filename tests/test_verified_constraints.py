@@ -34,7 +34,9 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
 def test_no_variant_breaks_a_declared_constraint(ctx: ScoringContext, database: str) -> None:
     for query in VIOLATIONS:
         s = score(ctx, database, query, "SELECT 0")
-        assert s.details["metrics"] == {"ex": 1.0, "verified": 1.0, "with_judge": 1.0}, s.details.get("counterexample")
+        assert s.details["metrics"] == {"ex": 1.0, "verified": 1.0, "with_judge": 1.0}, (
+            s.details.get("counterexample")
+        )
         assert s.details["variants"]["checked"] >= 15
     # the check can fail: a prediction that is 0 only on the database is caught
     caught = score(ctx, database, "SELECT count(*) FROM emp WHERE age < 30", "SELECT 2")

@@ -53,8 +53,7 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoringContext]:
     con.execute(ROWS)
     con.close()
     (folder / "cases.yaml").write_text(
-        "- id: c1\n  conversation: [{content: q, target: [{query: {text: Emp, "
-        "database: emp}}]}]\n"
+        "- id: c1\n  conversation: [{content: q, target: [{query: {text: Emp, database: emp}}]}]\n"
     )
     (folder / "p.jsonl").write_text('{"id": "c1", "query": "Emp"}\n')
     (folder / "suite.yaml").write_text(

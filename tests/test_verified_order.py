@@ -52,4 +52,3 @@ def test_golds_that_depend_on_ties_or_row_order_are_found(ctx: ScoringContext) -
                 assert [list(r) for r in run.result.rows] == p["forward"]["rows"]
     finally:
         verifier.close()
-

@@ -55,8 +55,9 @@ class VerifiedOptions(ExecutionOptions):
     )
     judge_rubric: str = Field(default="verified_equivalence",
                               description="the judge tier's rubric")  # fmt: skip
-    judge_threshold: float = Field(default=0.5, ge=0, le=1,
-                                   description="a judge score >= this restores the case")  # fmt: skip
+    judge_threshold: float = Field(
+        default=0.5, ge=0, le=1, description="a judge score >= this restores the case"
+    )
 
 
 class VerifiedMatchScorer(ExecutionMatchScorer):
@@ -128,11 +129,12 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
         run = pred.execution
         if case is None or run is None or not run.ok or run.result is None:
             return
-        found = next(((g, d) for g in golds if g.result is not None
-                      for d in [forgivable(run.result, g, policy, dialect)] if d), None)  # fmt: skip
-        if found is None:
+        found = [(g, forgivable(run.result, g, policy, dialect))
+                 for g in golds if g.result is not None]  # fmt: skip
+        found = [(g, d) for g, d in found if d]
+        if not found:
             return
-        gold, differences = found
+        gold, differences = found[0]
         record: dict[str, Any] = {"differences": differences, "status": "unscored"}
         score.details["judge_tier"] = record
         judge = ctx.judge()
@@ -322,11 +324,14 @@ def forgivable(result: Any, gold: Gold, policy: dict[str, Any], dialect: str) ->
     """
     from queryeval.metrics import compare_results
 
-    base = {k: v for k, v in policy.items()
+    base: dict[str, Any] = {k: v for k, v in policy.items()
             if k in ("null_equals_null", "naive_timezone", "date_equals_midnight")}  # fmt: skip
     base.update(gold_query=gold.query, language=_language(dialect))
-    relax = {"extra columns": {"columns": "gold_subset"}, "row order": {"rows": "multiset"},
-             "rounding": {"abs_tol": 0.005, "rel_tol": 0.005}}  # fmt: skip
+    relax: dict[str, dict[str, Any]] = {
+        "extra columns": {"columns": "gold_subset"},
+        "row order": {"rows": "multiset"},
+        "rounding": {"abs_tol": 0.005, "rel_tol": 0.005},
+    }
 
     def same(**extra: Any) -> bool:
         try:

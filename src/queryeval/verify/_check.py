@@ -181,7 +181,7 @@ class Verifier:
         self._scratch: Any = None
         self.now: str | None = None
         if self.dialect == "kql":  # the KQL engine's DuckDB tables, queried in KQL
-            from queryeval.engines._variants_kql import KqlScratch
+            from queryeval.engines import KqlScratch
 
             self._scratch = KqlScratch(engine, self.limits)
             self.now = engine.now.isoformat()  # type: ignore[attr-defined]

@@ -155,7 +155,7 @@ def analyse_kql(query: str, schema: Schema, translate: Any = None) -> Hints:
             hints = Hints()
     light = Hints()
     words = set(re.findall(r"\w+", query))
-    for name, table in schema.tables.items():
+    for name in schema.tables:
         if name in words:
             light.tables.add(name)
     tables = sorted(light.tables | hints.tables)

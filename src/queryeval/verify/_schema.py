@@ -65,10 +65,12 @@ def quote(name: str) -> str:
 def supported(engine: Engine) -> str | None:
     """Why variants cannot be built for `engine` (None: a DuckDB or SQLite file, or the
     embedded KQL engine's DuckDB file)."""
-    from queryeval.engines._kql import KqlEngine
-
-    if isinstance(engine, KqlEngine):
-        return None if engine.path is not None else "the engine has no database file to read"
+    if engine.language == "kql":  # the embedded engine: a DuckDB file, its own preparation
+        if not all(hasattr(engine, a) for a in ("prepare", "now", "translate")):
+            return "variants are built for KQL on the embedded engine (duckdb-kql) only"
+        if getattr(engine, "path", None) is None:
+            return "the engine has no database file to read"
+        return None
     if engine.language != "sql" or engine.dialect not in ("duckdb", "sqlite"):
         return (f"variants are built for SQL on DuckDB and SQLite and KQL on the embedded "
                 f"engine, not {engine.dialect}")  # fmt: skip
