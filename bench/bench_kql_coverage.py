@@ -152,7 +152,8 @@ def construct_of(kind: str, message: str) -> str:
 
 def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
             data_rows: int = 0, verdicts: dict[str, tuple[bool, bool]] | None = None,
-            only_valid: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+            only_valid: bool = False, rows_only: bool = False,
+            ) -> list[dict[str, Any]]:  # fmt: skip
     schemas = json.loads((corpus / "table_schemas.json").read_text())
     rows: list[dict[str, Any]] = []
     for source in sources:
@@ -185,7 +186,10 @@ def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
                 row["validity_error"] = str(exc)
     validate_s = time.perf_counter() - start
     execute_s = 0.0
-    for suffix, count in (("", 0), ("_rows", data_rows)) if data_rows else (("", 0),):
+    passes = (("", 0), ("_rows", data_rows)) if data_rows else (("", 0),)
+    if rows_only:  # one pass, on tables holding data_rows rows: its outcomes are the figures
+        passes = (("", data_rows),)
+    for suffix, count in passes:
         with tempfile.TemporaryDirectory(prefix="qe-kql-coverage-") as tmp:
             path = Path(tmp) / "fixture.duckdb"
             build_fixture(schemas, path, count)
@@ -307,6 +311,8 @@ def main() -> int:
                         "same corpus schemas); other queries are validated")  # fmt: skip
     parser.add_argument("--only-valid", action="store_true", help="run only the queries "
                         "Kusto.Language finds valid (the figures are about those)")  # fmt: skip
+    parser.add_argument("--rows-only", action="store_true", help="with --rows: only the pass "
+                        "on tables with rows (its outcomes are the table's runs)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="skip (for run_all.py --quick)")
     args = parser.parse_args()
     if args.quick:
@@ -330,7 +336,8 @@ def main() -> int:
     if args.validity_from:
         saved = json.loads(args.validity_from.read_text())
         verdicts = {r["query"]: (r["syntax_ok"], r["valid"]) for r in saved if "valid" in r}
-    rows = measure(corpus, sources, args.repo, args.rows, verdicts, args.only_valid)
+    rows = measure(corpus, sources, args.repo, args.rows, verdicts, args.only_valid,
+                   args.rows_only)  # fmt: skip
     report(rows, args.top)
     record(rows)
     if args.json:
