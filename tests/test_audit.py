@@ -224,7 +224,7 @@ def test_gold_on_variants_adapter(tmp_path: Path) -> None:
     "name",
     ["queryeval.audit", "queryeval.audit._model", "queryeval.audit._static",
      "queryeval.audit._permute", "queryeval.audit._checks", "queryeval.audit._overlay",
-     "queryeval.config._overlays"],
+     "queryeval.config._overlays", "queryeval.audit._from_review"],
 )  # fmt: skip
 def test_docstring_examples_run(name: str) -> None:
     import doctest

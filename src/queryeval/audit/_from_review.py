@@ -82,7 +82,14 @@ def merge_entries(
 ) -> list[dict[str, Any]]:
     """One entry per case: a proposal the review also applied (same case, same gold) is the
     applied one; a proposal that differs from what was applied stays a separate draft only
-    when its case was not applied (an overlay lists a case once)."""
+    when its case was not applied (an overlay lists a case once).
+
+    >>> a = [{"case_id": "q1", "gold": "SELECT 1"}]
+    >>> p = [{"case_id": "q1", "gold": "SELECT 9", "proposed": True},
+    ...      {"case_id": "q2", "gold": "SELECT 2", "proposed": True}]
+    >>> [(e["case_id"], e["gold"]) for e in merge_entries(a, p)]
+    [('q1', 'SELECT 1'), ('q2', 'SELECT 2')]
+    """
     by_case = {e["case_id"]: e for e in applied}
     out = list(applied)
     for entry in proposals:
@@ -95,7 +102,16 @@ def merge_entries(
 def write_overlay_file(
     entries: list[dict[str, Any]], path: Path, *, provenance: Mapping[str, Any]
 ) -> Path:
-    """Write an overlay (YAML mapping: `provenance`, `entries`) to `path`."""
+    """Write an overlay (YAML mapping: `provenance`, `entries`) to `path`.
+
+    >>> import tempfile, pathlib
+    >>> from queryeval.config import load_overlay
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "o.yaml"
+    >>> _ = write_overlay_file([{"case_id": "q1", "drop": True, "reason": "r", "source": "s"}],
+    ...                        p, provenance={"file": "review.json"})
+    >>> o = load_overlay(p); o.provenance, o.entries[0].action
+    ({'file': 'review.json'}, 'drop')
+    """
     import yaml
 
     data = {"provenance": dict(provenance), "entries": entries}
@@ -108,7 +124,14 @@ def write_overlay_file(
 
 
 def file_provenance(path: Path, **more: Any) -> dict[str, Any]:
-    """Where an overlay's entries come from: the file, its sha256, when it was read."""
+    """Where an overlay's entries come from: the file, its sha256, when it was read.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "review.json"
+    >>> _ = p.write_text("{}")
+    >>> file_provenance(p, made_by="me")["sha256"][:12], file_provenance(p)["file"] == str(p)
+    ('44136fa355b3', True)
+    """
     return {
         "file": str(path),
         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),

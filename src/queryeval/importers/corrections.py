@@ -152,7 +152,8 @@ def _bird_json(
             if _same(text, sql):
                 unchanged += 1
                 continue
-            question = next(iter(case.get("conversation") or []), {}).get("content")
+            turns: list[dict[str, Any]] = case.get("conversation") or [{}]
+            question = turns[0].get("content")
             asked = item.get("question")
             if (
                 isinstance(asked, str)
