@@ -92,6 +92,7 @@ def test_bird_corrected_subset_becomes_the_suites_overlay(tmp_path: Path) -> Non
     result = cli("overlay", tmp_path / "s2" / "suite.yaml", run, "--cache-dir", tmp_path / "c")
     assert result.exit_code == 0, result.output
     content = json.loads((run / "overlay-corrections.json").read_text())
+    assert content["overlay"]["provenance"]["sha256"] == overlay.provenance["sha256"]
     figures = content["systems"]["m"]
     assert (figures["original"]["pass_rate"], figures["overlay"]["pass_rate"]) == (0.5, 1.0)
 

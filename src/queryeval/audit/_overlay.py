@@ -168,6 +168,8 @@ def apply_overlay(
                 "action": entry.action,
                 "reason": entry.reason,
                 "source": entry.source,
+                **({"reviewer": entry.reviewer} if entry.reviewer else {}),
+                **({"at": entry.at} if entry.at else {}),
                 "systems": {},
             },
         )
@@ -194,6 +196,7 @@ def apply_overlay(
             "applied": len(applied),
             "proposed": len(overlay.entries) - len(applied),
             "unknown_cases": unknown,
+            **({"provenance": overlay.provenance} if overlay.provenance else {}),
         },
         "cases": {
             "original": len(cases),
