@@ -6,7 +6,8 @@ the 20 runs and `queryeval compare` of two 200k-case runs as commands. Wall and 
 (the server's own, read from /proc) and peak memory beside each, the load before and after.
 
     .venv/bin/python bench/bench_viewer.py           # full sizes (about 5 minutes)
-    .venv/bin/python bench/bench_viewer.py --quick   # 2,000-case runs instead
+    .venv/bin/python bench/bench_viewer.py --quick   # 8 small runs, one try (seconds)
+    .venv/bin/python bench/bench_viewer.py --pages-only  # the server's pages, not the commands
 
 `make_run` is also what tests/test_viewer*.py build their runs with.
 """
@@ -181,8 +182,9 @@ def make_run(
     return run_dir
 
 
-def build(root: Path, big: int, small: int) -> list[Path]:
-    """The 20 runs: four of `big` cases (suite big), sixteen of `small` (four suites)."""
+def build(root: Path, big: int, small: int, suites: int = 4) -> list[Path]:
+    """The runs: four of `big` cases (suite big), four of `small` in each of `suites`
+    suites (20 runs with the default four)."""
     runs = []
     cases_dir = root.parent / "cases"
     cases_dir.mkdir(parents=True, exist_ok=True)
@@ -192,7 +194,7 @@ def build(root: Path, big: int, small: int) -> list[Path]:
             make_run(root / f"big-{k}", big_cases, big, suite="big", seed=k,
                      accuracy=0.6 + 0.02 * k, when=f"2026-11-0{k + 1}T00:00:00+00:00")
         )  # fmt: skip
-    for s in range(4):
+    for s in range(suites):
         cases = write_cases(cases_dir / f"small-{s}-cases.jsonl", small, seed=s)
         for k in range(4):
             runs.append(
@@ -226,24 +228,35 @@ def _get(url: str) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2,000-case runs (run_all --quick)")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="8 runs (4 of 400 cases), one try each (run_all --quick: a few seconds of CPU)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pages-only", action="store_true", help="the server's pages only (not the commands)"
+    )
     args = parser.parse_args()
-    big, small = (2_000, 100) if args.quick else (200_000, 1_000)
+    big, small = (400, 20) if args.quick else (200_000, 1_000)
+    tries = 1 if args.quick else 3
     work = Path(tempfile.mkdtemp(prefix="bench-viewer-"))
     env = {**os.environ, "QUERYEVAL_INDEX_DIR": str(work / "index")}
-    print(f"load {_load()}: writing 20 runs (4 x {big:,} cases) under {work}", flush=True)
+    print(f"load {_load()}: writing {8 if args.quick else 20} runs (4 x {big:,} cases) under "
+          f"{work}", flush=True)  # fmt: skip
     start = time.perf_counter()
-    runs = build(work / "runs", big, small)
+    runs = build(work / "runs", big, small, suites=1 if args.quick else 4)
     print(f"  written in {time.perf_counter() - start:.1f} s", flush=True)
     rows: list[tuple[str, float, float, str, str]] = []
 
     # the commands first, on cold indexes: they build them
     exe = [sys.executable, "-m", "queryeval"]
-    for name, cmd in (
+    commands = [
         ("compare 2 big runs (cold: indexes built)", [*exe, "compare", str(runs[0]), str(runs[1])]),
         ("compare 2 big runs (indexes built)", [*exe, "compare", str(runs[0]), str(runs[1])]),
-        ("history of 20 runs", [*exe, "history", str(work / "runs"), "-o", str(work / "h.html")]),
-    ):
+        ("history of all runs", [*exe, "history", str(work / "runs"), "-o", str(work / "h.html")]),
+    ]
+    if args.quick:  # one command, building two indexes (history: 4 s CPU more)
+        commands = commands[1:2]
+    for name, cmd in [] if args.pages_only else commands:
         load = _load()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
@@ -263,7 +276,6 @@ def main() -> int:
     assert server.stdout is not None
     url = server.stdout.readline().split()[2]
     base = url.rstrip("/")
-    time.sleep(1)
     runs_page = _get(f"{base}/api/runs")
     ids = {r["name"]: r["id"] for r in runs_page["runs"]}
     a, b = ids["big-0"], ids["big-1"]
@@ -271,8 +283,8 @@ def main() -> int:
     _get(f"{base}/api/runs/{b}")
     while True:  # wait for the background indexing of the other runs to end
         c0 = _cpu(server.pid)
-        time.sleep(1.0)
-        if _cpu(server.pid) - c0 < 0.05:
+        time.sleep(0.3 if args.quick else 1.0)
+        if _cpu(server.pid) - c0 < 0.02:
             break
     case = _get(f"{base}/api/runs/{a}/cases?status=fail&limit=1")["rows"][0]["case_id"]
     checks = [
@@ -288,15 +300,17 @@ def main() -> int:
     for name, path in checks:
         times, cpus = [], []
         load = _load()
-        for _ in range(3):
+        for _ in range(tries):
             c0, t = _cpu(server.pid), time.perf_counter()
             _get(base + path)
             times.append(time.perf_counter() - t)
             cpus.append(_cpu(server.pid) - c0)
         times.sort()
         cpus.sort()
-        rows.append((name, times[1], cpus[1], "", f"{load}-{_load()}"))
-        print(f"  {name}: {times[1]:.3f} s wall (median of 3), {cpus[1]:.2f} s CPU", flush=True)
+        mid = len(times) // 2
+        rows.append((name, times[mid], cpus[mid], "", f"{load}-{_load()}"))
+        print(f"  {name}: {times[mid]:.3f} s wall (median of {tries}), {cpus[mid]:.2f} s CPU",
+              flush=True)  # fmt: skip
     peak = _rss_peak(server.pid)
     server.terminate()
     server.wait()
