@@ -26,6 +26,9 @@ class KqlScratch(DuckDBScratch):
     def __init__(self, origin: Engine, limits: Limits | None = None) -> None:
         super().__init__(limits or origin.limits, lock=False)
         self.origin = origin
+        # a translation depends on the query and the catalog's tables and columns only
+        # (the clock is the origin's, pinned): made once for every variant alike
+        self.translations: dict[tuple[str, str], tuple[str, Any]] = {}
 
     def catalog(self, name: str) -> ScratchCatalog:
         return KqlScratchCatalog(self, name)
@@ -37,26 +40,48 @@ class KqlScratchCatalog(ScratchCatalog):
 
     language = "kql"
     scratch: KqlScratch
+    _catalog_schema: Any = None  # the catalog's tables and columns, read once it is built
 
     def refusal(self, query: str) -> str | None:
         return self.scratch.origin.refusal(query)
 
     def _run(self, query: str) -> RawResult:
-        import duckdb_kql
-
-        origin: Any = self.scratch.origin
-        prepared = origin.prepare(query)
-        functions = list(prepared.functions)
         with self._own_lock:
             cursor = self._own
+            sql, parameters = self._translate(query, cursor)
 
             def start() -> object:
-                return duckdb_kql.execute(cursor, prepared.text, allow_write=False,
-                                          query_now=origin.now, functions=functions)  # fmt: skip
+                cursor.execute("SET TimeZone = 'UTC'")  # as duckdb-kql's execute does
+                return cursor.execute(sql, parameters) if parameters else cursor.execute(sql)
 
             raw = run_on_cursor(cursor, start, self.limits)
             types = [str(d[1]) for d in cursor.description or []]
         return decode_dynamic(raw, types)
+
+    def _translate(self, query: str, cursor: Any) -> tuple[str, Any]:
+        """duckdb-kql's SQL for `query` as the origin prepares it, on this catalog's tables
+        (what `duckdb_kql.execute` does before it runs the SQL), cached per scratch."""
+        import duckdb_kql
+        from duckdb_kql.engine import schema
+        from duckdb_kql.errors import KqlSchemaError
+
+        origin: Any = self.scratch.origin
+        prepared = origin.prepare(query)
+        if self._catalog_schema is None:
+            self._catalog_schema = schema(cursor)
+        key = (prepared.text + "\0" + "\0".join(prepared.functions),
+               repr(sorted(self._catalog_schema.items())))  # fmt: skip
+        found = self.scratch.translations.get(key)
+        if found is None:
+            translated = duckdb_kql.to_sql(prepared.text, schema=self._catalog_schema,
+                                           allow_write=False, query_now=origin.now,
+                                           functions=list(prepared.functions))  # fmt: skip
+            if translated.unbound:
+                hint = "declared query parameter with no value and no default"
+                raise KqlSchemaError(", ".join(translated.unbound), hint=hint)
+            found = (str(translated), translated.parameters)
+            self.scratch.translations[key] = found
+        return found
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
         return self.scratch.origin.classify(exc)
