@@ -27,8 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
+from graph_support import share_engine
 from queryeval.cases import Attempt, Case, Output, Score
 from queryeval.config import ScorerConfig, SuiteConfig
+from queryeval.engines import Engine
 from queryeval.runner import case_passed, load_suite, plan_run
 from queryeval.scorers import Scorer, ScoringContext, ascore_case
 from queryeval.stats import RunColumns, check_gates, metric_flagged, parse_gate, summarize
@@ -138,22 +140,42 @@ class Family:
 
 
 def score_family(
-    suite: SuiteConfig, outputs: Mapping[str, Output], language: str, cache: Path
+    suite: SuiteConfig,
+    outputs: Mapping[str, Output],
+    language: str,
+    cache: Path,
+    engines: Mapping[str, Engine] | None = None,
 ) -> Family:
+    """Score every case's output and each kind of garbage in its place (`engines`: the
+    session's, shared by name, see tests/graph_support.py)."""
     plan = plan_run(suite)
     cases, scorers = plan.cases, plan.scorers
     ctx = ScoringContext(suite, cache_dir=cache)
+    for name, engine in (engines or {}).items():
+        share_engine(ctx, name, engine)
 
     async def score(case: Case, output: Output) -> dict[str, Score]:
         results = [await ascore_case(s, case, output, ctx) for s in scorers.values()]
         return dict(zip(scorers, results, strict=True))
+
+    # Kinds a family has no text of its own for are the same output (the made-up function
+    # in place of an unknown table, say): each distinct output is scored once per case.
+    once: dict[tuple[str, str], dict[str, Score]] = {}
+
+    async def score_garbage(case: Case, output: Output) -> dict[str, Score]:
+        key = (case.id, repr(output.model_dump()))
+        if key not in once:
+            once[key] = await score(case, output)
+        return once[key]
 
     async def everything() -> tuple[dict[str, Any], dict[str, Any]]:
         for scorer in scorers.values():
             scorer.prepare(cases, ctx)
         original = {c.id: await score(c, outputs[c.id]) for c in cases}
         replaced = {
-            kind: {c.id: await score(c, garbage(kind, outputs[c.id], language)) for c in cases}
+            kind: {
+                c.id: await score_garbage(c, garbage(kind, outputs[c.id], language)) for c in cases
+            }
             for kind in KINDS
         }
         await ctx.aclose()
@@ -186,9 +208,11 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-def _query_family(path: Path, language: str, cache: Path) -> Family:
+def _query_family(
+    path: Path, language: str, cache: Path, engines: Mapping[str, Engine] | None = None
+) -> Family:
     suite = with_cache(load_suite(path), cache)
-    return score_family(suite, saved_outputs(suite), language, cache)
+    return score_family(suite, saved_outputs(suite), language, cache, engines)
 
 
 def _fake_judge(req: ChatRequest) -> Reply:
@@ -222,11 +246,13 @@ def family(request: pytest.FixtureRequest, cache: Path) -> Iterator[Family]:
     elif name == "kql":
         yield _query_family(EXAMPLES / "kql" / "suite.yaml", "kql", cache)
     elif name == "cypher":
-        yield _query_family(EXAMPLES / "cypher" / "suite.yaml", "cypher", cache)
+        movies = {"movies": request.getfixturevalue("movies_engine")}  # the session's server
+        yield _query_family(EXAMPLES / "cypher" / "suite.yaml", "cypher", cache, movies)
     elif name == "cypher_agentic":
+        movies = {"movies": request.getfixturevalue("movies_engine")}
         suite = with_cache(load_suite(EXAMPLES / "cypher" / "suite_agentic.yaml"), cache)
         suite.scorers.append(ScorerConfig(name="exact_match", weight=0))  # every text metric
-        yield score_family(suite, saved_outputs(suite), "cypher", cache)
+        yield score_family(suite, saved_outputs(suite), "cypher", cache, movies)
     elif name == "weaviate":
         yield _query_family(EXAMPLES / "weaviate" / "suite.yaml", "weaviate", cache)
     elif name == "sdmx":
