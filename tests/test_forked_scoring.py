@@ -1,5 +1,5 @@
 """Saved predictions scored by running them on local database files go to forked workers
-(a forked `LocalExecutor`, decided by `runner._units.fork_workers`): the same records, in the same
+(`ForkExecutor`, decided by `runner._forked.fork_workers`): the same records, in the same
 order, and the same summary as the inline loop; the gold cache written by every worker."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from queryeval.runner import _executors as executors
 from queryeval.runner import load_suite, run_suite
-from queryeval.runner._units import FORK_MIN_ITEMS, fork_workers
+from queryeval.runner._forked import FORK_MIN_ITEMS, fork_workers
 from queryeval.scorers import build_scorers
 
 N_CASES = FORK_MIN_ITEMS + 100
@@ -112,16 +112,15 @@ def _records(run: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def forks_seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of workers of every forked LocalExecutor run of the test."""
+    """The number of workers of every ForkExecutor run of the test."""
     seen: list[int] = []
-    run = executors.LocalExecutor.run
+    run = executors.ForkExecutor.run
 
-    def spy(self: executors.LocalExecutor, *args: Any) -> None:
-        if self.workers > 1:
-            seen.append(self.workers)
+    def spy(self: executors.ForkExecutor, *args: Any) -> None:
+        seen.append(self.workers)
         run(self, *args)
 
-    monkeypatch.setattr(executors.LocalExecutor, "run", spy)
+    monkeypatch.setattr(executors.ForkExecutor, "run", spy)
     return seen
 
 

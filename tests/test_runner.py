@@ -315,7 +315,7 @@ def _sdmx_bench_suite(folder: Path, n: int, workers: int) -> Path:
 
 
 def test_sharded_run_equals_serial_run(tmp_path: Path) -> None:
-    from queryeval.runner._units import can_shard
+    from queryeval.runner._sharded import can_shard
 
     serial = load_suite(_sdmx_bench_suite(tmp_path / "a", 400, workers=1))
     sharded = load_suite(_sdmx_bench_suite(tmp_path / "b", 400, workers=2))
