@@ -107,6 +107,10 @@ def make_record(
     if cost is None:
         costs = [a.cost for a in output.attempts if a.cost is not None]
         cost = sum(costs) if costs else None
+    latency = output.latency_s
+    if latency is None:  # saved predictions record their latencies per attempt
+        times = [a.latency_s for a in output.attempts if a.latency_s is not None]
+        latency = sum(times) if times else None
     return {
         "system": system,
         "case_id": case.id,
@@ -114,7 +118,7 @@ def make_record(
         "scores": {k: _score_json(s) for k, s in scores.items()},
         "passed": case_passed(scores, scorers),
         "error": output.error,
-        "latency_s": output.latency_s,
+        "latency_s": latency,
         "cost": cost,
     }
 
