@@ -250,3 +250,17 @@ def test_overlay_command_prints_both_figures(runs) -> None:
     assert "<td>bad-disputed</td><td>correct</td>" in page and "<script" not in page
     missing = CliRunner().invoke(app, ["overlay", str(folder / "suite.yaml"), str(folder)])
     assert missing.exit_code == 2 and "finished run" in missing.output
+
+
+def test_run_applies_the_suites_overlays_and_records_them(runs) -> None:
+    """`queryeval run` applies the suite's overlays at its end: overlay-<name>.json beside
+    the run's own files, its name and hash in run.json; a suite without overlays gets none."""
+    overlaid, plain = runs["overlaid"] / "run", runs["plain"] / "run"
+    written = json.loads((overlaid / "overlay-fix.json").read_text())
+    info = json.loads((overlaid / "run.json").read_text())
+    sha = hashlib.sha256((runs["overlaid"] / "fix.yaml").read_bytes()).hexdigest()
+    assert [(o["name"], o["sha256"]) for o in info["overlays"]] == [("fix", sha)]
+    assert written["overlay"]["sha256"] == sha
+    assert not list(plain.glob("overlay-*")) and "overlays" not in json.loads(
+        (plain / "run.json").read_text()
+    )

@@ -148,6 +148,12 @@ def run(
     typer.echo(f"  results.jsonl: {result.new_records} new record(s), {result.skipped} resumed")
     for kind, path in result.reports.items():
         typer.echo(f"  {kind}: {path}")
+    if result.overlays:
+        from queryeval.audit import overlay_lines
+
+        for content in result.overlays:
+            for line in overlay_lines(content):
+                typer.echo(line)
     failed = [g for g in result.gates if not g["passed"]]
     for g in failed:
         bound = f", bound {g['bound']}" if "bound" in g else ""

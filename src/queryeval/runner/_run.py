@@ -109,6 +109,7 @@ class RunResult:
     reports: dict[str, Path]
     new_records: int
     skipped: int
+    overlays: list[dict[str, Any]] = field(default_factory=list)  # overlay-<name>.json each
 
     @property
     def gates_passed(self) -> bool:
@@ -710,7 +711,33 @@ def _run_suite(
             from queryeval.reports import write_reports as _write
 
             reports = _write(suite, log, plan.cases, plan.scorers, extra=extra_reports)
-        return RunResult(out, summary, gates, reports, new, skipped)
+        overlays = _apply_overlays(suite, plan, runner.store, out)
+        return RunResult(out, summary, gates, reports, new, skipped, overlays)
+
+
+def _apply_overlays(
+    suite: SuiteConfig, plan: RunPlan, store: LogWriter, out: Path
+) -> list[dict[str, Any]]:
+    """The suite's correction overlays applied to the finished run (docs/audit.md): each
+    corrected case scored again from its stored output into overlay-<name>.json beside the
+    run's own files, which stay as they are; run.json records each overlay's name and hash."""
+    if not suite.overlays:
+        return []
+    from queryeval.audit import apply_overlays
+    from queryeval.scorers import ScoringContext
+
+    cases = load_cases(suite.cases, suite.base_dir) if plan.lazy else plan.cases
+    ctx = ScoringContext(suite, cache_dir=cache_dir(suite))
+    try:
+        done = apply_overlays(out, suite, cases, ctx)
+    finally:
+        ctx.close()
+    info = cast(dict[str, Any], read_json(out, RUN))
+    info["overlays"] = [
+        {k: c["overlay"][k] for k in ("name", "sha256", "file") if k in c["overlay"]} for c in done
+    ]
+    store.write_json(RUN, info)
+    return done
 
 
 def reviewed_summary(
