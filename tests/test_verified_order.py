@@ -52,3 +52,26 @@ def test_golds_that_depend_on_ties_or_row_order_are_found(ctx: ScoringContext) -
                 assert [list(r) for r in run.result.rows] == p["forward"]["rows"]
     finally:
         verifier.close()
+
+
+def test_selftest_reports_an_order_dependent_gold(tmp_path) -> None:
+    """`queryeval selftest` runs each gold with a LIMIT, top or grouping on its own variants:
+    the gold tied under ORDER BY ... LIMIT is reported `order_dependent`, the gold that
+    breaks the tie by a key is not."""
+    from typer.testing import CliRunner
+
+    from queryeval.cli import app
+
+    suite = make_suite(tmp_path)
+    (tmp_path / "cases.yaml").write_text(
+        "- id: tied\n  conversation: [{content: q, target: [{query: {text: "
+        "'SELECT name FROM emp ORDER BY age DESC LIMIT 1', database: shop_duckdb}}]}]\n"
+        "- id: keyed\n  conversation: [{content: q, target: [{query: {text: "
+        "'SELECT name FROM emp ORDER BY age DESC, id LIMIT 1', database: shop_duckdb}}]}]\n"
+    )
+    (tmp_path / "p.jsonl").write_text("")
+    result = CliRunner().invoke(app, ["selftest", str(suite), "--cache-dir", str(tmp_path / "c")])
+    out = result.output
+    assert "1 order-dependent" in out, out
+    flagged = [line for line in out.splitlines() if "order dependent" in line]
+    assert flagged and "tied (gold 0)" in flagged[0] and "keyed" not in " ".join(flagged), out

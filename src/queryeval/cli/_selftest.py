@@ -46,7 +46,9 @@ def selftest_command(
     ceiling = report.ceiling
     typer.echo(
         f"{config.name}: {report.checked} gold(s) checked, {_below(report)} below full marks, "
-        f"{len(report.findings)} non-discriminating, {len(report.skipped)} case(s) without a "
+        f"{sum(f.kind != 'order_dependent' for f in report.findings)} non-discriminating, "
+        f"{sum(f.kind == 'order_dependent' for f in report.findings)} order-dependent, "
+        f"{len(report.skipped)} case(s) without a "
         f"gold the scorers read; ceiling {shown(ceiling)}"
     )
     if report.trouble or ceiling is None:

@@ -24,6 +24,7 @@ schema (`invalid`: KQL by Kusto.Language), even when the engine runs them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,11 +57,12 @@ class SelftestItem:
 
 @dataclass(frozen=True)
 class GoldFinding:
-    """A problem with one gold: `failed` (it does not run) or `non_discriminating`."""
+    """A problem with one gold: `failed` (it does not run), `non_discriminating`, or
+    `order_dependent` (its result depends on row order or ties: verify.gold_order_problems)."""
 
     case_id: str
     gold: int
-    kind: str  # failed | invalid | no_rows | same_on_empty
+    kind: str  # failed | invalid | no_rows | same_on_empty | order_dependent
     message: str
 
     def line(self) -> str:
@@ -392,6 +394,7 @@ def gold_findings(
 
     found: list[GoldFinding] = []
     twins: dict[str, Engine | None] = {}
+    verifiers: dict[int, Any] = {}  # engine id -> its Verifier (variants shared by its golds)
     scratch = tempfile.TemporaryDirectory(prefix="queryeval-empty-")
     try:
         for case in cases:
@@ -435,12 +438,57 @@ def gold_findings(
                     why = ("the gold gives the same result on empty tables: a query that "
                            "ignores the data matches it")  # fmt: skip
                     found.append(GoldFinding(case.id, index, "same_on_empty", why))
+                    continue
+                if suite.databases[name].engine in _VARIANT_ENGINES and _ORDER_SENSITIVE.search(
+                    query.text
+                ):
+                    found += _order_findings(
+                        case.id, index, ctx.engine(name), query.text, verifiers
+                    )
     finally:
+        for verifier in verifiers.values():
+            verifier.close()
         for twin in twins.values():
             if twin is not None:
                 twin.close()
         scratch.cleanup()
     return found
+
+
+# Engines whose databases the verified-verdicts variants can copy (docs/verified.md), and the
+# constructs under which a result can depend on row order or ties (a LIMIT, top or take; a
+# column SQLite picks from a group; arg_max and any in KQL); other golds are not searched.
+_VARIANT_ENGINES = frozenset({"duckdb", "sqlite", "kql", "duckdb-kql"})
+_ORDER_SENSITIVE = re.compile(
+    r"\b(limit|top|take|fetch|group\s+by|summarize|arg_max|arg_min|any)\b", re.IGNORECASE
+)
+
+
+def _order_findings(
+    case_id: str, index: int, engine: Engine, gold: str, verifiers: dict[int, Any]
+) -> list[GoldFinding]:
+    """`order_dependent` when the gold's result changes with the order its rows are stored
+    in (ties under ORDER BY ... LIMIT, a LIMIT without ORDER BY): the gold on its own
+    database variants, stored forward and reversed (queryeval.verify.gold_order_problems)."""
+    from queryeval.verify import Settings, Verifier, gold_order_problems
+
+    key = id(engine)
+    if key not in verifiers:
+        verifiers[key] = Verifier(engine, Settings())
+    try:
+        problems = gold_order_problems(engine, gold, verifier=verifiers[key])
+    except Exception:  # a search the variants cannot make finds nothing
+        return []
+    return [
+        GoldFinding(
+            case_id,
+            index,
+            "order_dependent",
+            f"the gold's result depends on {p['kind']}: {p['reason']} (witness: "
+            f"{p.get('rows')} row(s); a right prediction can fail on it)",
+        )
+        for p in problems[:1]
+    ]
 
 
 def _invalid(engine: Engine, query: str) -> str | None:
