@@ -559,7 +559,7 @@ def _parse_capture_names(q: _Query) -> list[Edit]:
         if _kind(node) != "ParseOperator":
             continue
         piped = _parent(node, "PipedOperator")
-        renames = []
+        renames: list[str] = []
         for capture in _walk(node):
             if _kind(capture) != "ParseOperatorNameAndOptionalType":
                 continue
