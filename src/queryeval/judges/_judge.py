@@ -135,6 +135,8 @@ class Judge:
         """Judge `inputs` with `rubric`. Never raises for the endpoint's failures."""
         self.stats.judgments += 1
         base: dict[str, Any] = {"model": self.config.model, "rubric": rubric}
+        if self.config.provider:
+            base["provider"] = self.config.provider
         try:
             req = self.request(rubric, inputs)
         except KeyError:

@@ -23,6 +23,7 @@ class Verdict:
     usage: dict[str, int] = field(default_factory=dict)
     cost: float | None = None
     model: str = ""
+    provider: str = ""  # LiteLLM's provider (`provider:`); "" for the OpenAI-compatible API
     rubric: str = ""
     rubric_hash: str = ""
     attempts: int = 0
@@ -55,6 +56,8 @@ class Verdict:
             "cost_usd": self.cost,
             "attempts": self.attempts,
         }
+        if self.provider:
+            out["provider"] = self.provider
         if self.status != "ok" and self.raw is not None:
             out["raw"] = self.raw
         return out

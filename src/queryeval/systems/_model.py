@@ -276,6 +276,8 @@ class ModelSystem:
     def _output(self, attempts: list[Attempt], task: CaseTask, error: str | None = None) -> Output:
         costs = [a.cost for a in attempts if a.cost is not None]
         meta: dict[str, Any] = {"system": "model", "model": self.spec.model, "task": task.task}
+        if self.spec.provider:  # LiteLLM's provider, for the GenAI spans (gen_ai.system)
+            meta["provider"] = self.spec.provider
         cached = [bool(a.model_extra and a.model_extra.get("cached")) for a in attempts]
         if any(cached):
             meta["cached"] = sum(cached)
