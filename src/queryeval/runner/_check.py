@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 Loc = tuple[str | int, ...]
 Places = Mapping[str, tuple[Path, int | None]]
 _COUNTS = {"system_errors", "cases"}  # gate metrics that are counts, not shares
-GOLD_PRECHECK = 5  # golds per local database run before a run: all failing stops it
+GOLD_PRECHECK = 5  # golds per database run before a run: all failing stops it
 
 
 def suite_error(suite: SuiteConfig, loc: Loc, message: str) -> InputError:
@@ -134,6 +134,11 @@ def _readable(suite: SuiteConfig) -> None:
         ctx.close()
 
 
+# gold failures that say the database or its engine is unusable (a gold is taken as right:
+# one whose tables are all missing reads another database), as the message words them
+_UNUSABLE = {"engine_error": "an engine error", "schema": "a schema error"}
+
+
 def gold_problem(
     suite: SuiteConfig,
     cases: Sequence[Case],
@@ -142,12 +147,13 @@ def gold_problem(
     only: Collection[str] | None = None,
 ) -> None:
     """InputError when every gold query of a database (the first `limit` of them; None:
-    all) fails with an engine error: the evaluator cannot score a single case there, a
-    configuration that cannot be honoured (at the database's entry of the suite). `only`:
-    the databases to try (None: every one)."""
+    all) fails with an engine or a schema error (a table it reads missing): the evaluator
+    cannot score a single case there, a configuration that cannot be honoured (at the
+    database's entry of the suite). `only`: the databases to try (None: every one)."""
     from queryeval.scorers.execution import case_database, target_query
 
     tried: dict[str, list[str]] = {}  # database -> the failures of its golds so far
+    kinds: dict[str, set[str]] = {}  # database -> the kinds of those failures
     done: set[str] = set()  # databases with a gold that ran, or `limit` golds tried
     for case in cases:
         fallback = case_database(case, None, ctx)
@@ -160,21 +166,50 @@ def gold_problem(
                 continue
             run = ctx.gold_execution(name, query.text)
             failures = tried.setdefault(name, [])
-            if run.ok or run.outcome.kind != "engine_error":
+            if run.ok or run.outcome.kind not in _UNUSABLE:
                 done.add(name)
                 continue
+            kinds.setdefault(name, set()).add(run.outcome.kind)
             failures.append(f"case {case.id}: {run.outcome.message.splitlines()[0][:200]}")
             if limit is not None and len(failures) >= limit:
                 done.add(name)
     for name, failures in tried.items():
         if failures and (name not in done or len(failures) == limit):
+            found = kinds[name]
+            what = _UNUSABLE[min(found)] if len(found) == 1 else "an engine or schema error"
             raise suite_error(
                 suite,
                 ("databases", name),
-                f"every gold query tried on database {name!r} fails with an engine error "
+                f"every gold query tried on database {name!r} fails with {what} "
                 f"({len(failures)} tried; first: {failures[0]}): the engine or "
                 "the database cannot be used, so no case could be scored",
             )
+
+
+def _local(suite: SuiteConfig) -> list[str]:
+    """The databases opened by the engine itself (a file, a fixture): checked while
+    planning; the others (servers) by `server_gold_problem` on the run's own engines."""
+    return [n for n, c in suite.databases.items() if c.engine in _FILE_ENGINES]
+
+
+def server_gold_problem(
+    suite: SuiteConfig, scorers: Iterable[Scorer], cases: Sequence[Case], ctx: Any
+) -> None:
+    """`gold_problem` for the databases served by a server (started by the run, or reached
+    by URL: ArcadeDB, Neo4j, PostgreSQL, SQLAlchemy, Kusto), on the first `GOLD_PRECHECK`
+    golds of `cases`, run with the run's own context `ctx` (the servers it starts and the
+    gold results it keeps are the run's: nothing is started twice). When it raises, `ctx`
+    is closed (the run stops there)."""
+    if not _needing_database(scorers):
+        return
+    servers = [n for n in suite.databases if n not in _local(suite)]
+    if not servers:
+        return
+    try:
+        gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=servers)
+    except BaseException:
+        ctx.close()
+        raise
 
 
 def _sections(suite: SuiteConfig) -> None:
@@ -333,8 +368,7 @@ def _cases(
                 )  # fmt: skip
     try:
         if needing:  # the first golds of each local database: all failing stops the run
-            local = [n for n, c in databases.items() if c.engine in _FILE_ENGINES]
-            gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=local)
+            gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=_local(suite))
         for scorer in scorers.values():
             for case in cases:
                 try:

@@ -387,6 +387,9 @@ class Runner:
                 kept.append(record)
                 self.columns.add(record)
                 done.add((record["system"], record["case_id"]))
+        if not self.plan.lazy and self.plan.suite.settings.executor != "ray":
+            self._check_servers()  # before a record is rewritten or run.json written
+        if resume:
             if self.retry:  # the retried records leave the file; their new ones are appended
                 store.rewrite(kept)
             del kept
@@ -422,6 +425,16 @@ class Runner:
             store.close()
             self.ctx.close()
         return len(todo), len(done)
+
+    def _check_servers(self) -> None:
+        """The first golds of each server database still to score, on the run's engines:
+        all failing with an engine or schema error stops the run (exit 2), the stored
+        records kept."""
+        from queryeval.runner._check import server_gold_problem
+
+        names = {s.name for s in self.plan.systems}
+        cases = [c for c in self.plan.cases if any((n, c.id) not in self.done for n in names)]
+        server_gold_problem(self.plan.suite, self.plan.scorers.values(), cases, self.ctx)
 
     def _ray_executor(self, stack: contextlib.ExitStack) -> Executor:
         """The Ray executor of `settings.executor: ray` (joined or started; left by
