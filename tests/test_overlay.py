@@ -146,7 +146,8 @@ def _suite_with_failing_system(folder: Path, overlays: str) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out: dict[str, Path] = {}
-    for name, overlays in (("plain", ""), ("overlaid", "overlays: [fix.yaml]\n")):
+    reports = "reports: [console, json, html]\n"
+    for name, overlays in (("plain", reports), ("overlaid", reports + "overlays: [fix.yaml]\n")):
         folder = tmp_path_factory.mktemp(name)
         suite = _suite_with_failing_system(folder, overlays)
         _write(folder, "fix.yaml", OVERLAY)
@@ -154,6 +155,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             app, ["run", str(suite), "--out", str(folder / "run"), "--no-progress", "--no-cache"]
         )
         assert result.exit_code in (0, 1), result.output
+        (folder / "run-console.txt").write_text(result.output)
         out[name] = folder
     return out
 
@@ -264,3 +266,61 @@ def test_run_applies_the_suites_overlays_and_records_them(runs) -> None:
     assert not list(plain.glob("overlay-*")) and "overlays" not in json.loads(
         (plain / "run.json").read_text()
     )
+
+
+CHANGED = ("bad-disputed", "bad-fails", "d-missing", "d-broken")
+
+
+def _f(value: float | None, none: str) -> str:
+    return none if value is None else f"{value:.3f}"
+
+
+def _figure_lines(output: str, content: dict) -> None:
+    """The console's overlay lines: per system both pass rates, then the changed cases."""
+    assert "overlay fix (sha256 " in output
+    for system, figs in content["systems"].items():
+        a, b = figs["original"]["pass_rate"], figs["overlay"]["pass_rate"]
+        assert f"  {system}: pass rate {_f(a, 'n/a')} -> {_f(b, 'n/a')}" in output
+    for case_id in CHANGED:
+        assert f"  {case_id}: " in output
+
+
+def test_the_runs_own_reports_show_the_overlay(runs) -> None:
+    """The run's console and HTML report show each system's original and overlay figures
+    side by side and the changed cases; a run without overlays shows no such section."""
+    content = json.loads((runs["overlaid"] / "run" / "overlay-fix.json").read_text())
+    # the overlay changes the figures here: side by side means two different numbers
+    assert any(
+        f["original"]["pass_rate"] != f["overlay"]["pass_rate"] for f in content["systems"].values()
+    )
+    _figure_lines((runs["overlaid"] / "run-console.txt").read_text(), content)
+    page = (runs["overlaid"] / "run" / "report.html").read_text()
+    assert '<section id="overlays">' in page and 'href="#overlays"' in page
+    head = "<th>pass rate (original)</th><th>pass rate (overlay)</th>"
+    assert head in page
+    for system, figs in content["systems"].items():
+        a, b = figs["original"]["pass_rate"], figs["overlay"]["pass_rate"]
+        cells = f'<td class="n">{_f(a, "—")}</td><td class="n">{_f(b, "—")}</td>'
+        assert f"<tr><td>{system}</td>{cells}" in page
+    for case_id in CHANGED:
+        assert f">{case_id}</a></td><td>" in page
+    plain = runs["plain"] / "run"
+    assert "overlay " not in (runs["plain"] / "run-console.txt").read_text()
+    assert 'id="overlays"' not in (plain / "report.html").read_text()
+
+
+def test_report_command_shows_the_runs_overlays(runs, tmp_path: Path) -> None:
+    """`queryeval report RUN` reads overlay-*.json from the run folder and shows them;
+    summary.json stays byte-identical to the run without overlays."""
+    from queryeval.log import read_log
+
+    run = runs["overlaid"] / "run"
+    content = json.loads((run / "overlay-fix.json").read_text())
+    assert read_log(run).overlays == [content]
+    assert read_log(runs["plain"] / "run").overlays == []
+    result = CliRunner().invoke(app, ["report", str(run)])
+    assert result.exit_code in (0, 1), result.output
+    _figure_lines(result.output, content)
+    assert 'id="overlays"' in (run / "report.html").read_text()
+    plain = runs["plain"] / "run" / "summary.json"
+    assert (run / "summary.json").read_bytes() == plain.read_bytes()

@@ -8,6 +8,7 @@ run.json         RunInfo: what ran, with which inputs and versions, how far it g
 summary.json     Summary: every system's figures, with the GateResults
 comparison.json  the comparison with a baseline run, when there is one
 review.json      a human review's overridden scores, put over the records when read
+overlay-<name>.json  a correction overlay's figures beside the original ones (queryeval.audit)
 .lock            held while a run writes here (one run per directory; `run_lock`)
 ```
 """
@@ -20,9 +21,11 @@ from queryeval.log._read import (
     overlay_review,
     read_json,
     read_log,
+    read_overlays,
 )
 from queryeval.log._schema import (
     COMPARISON,
+    OVERLAYS,
     RESULTS,
     REVIEW,
     RUN,
@@ -38,6 +41,7 @@ from queryeval.log._write import LogWriter, encode_record, json_default, without
 __all__ = [
     "COMPARISON",
     "LOCK",
+    "OVERLAYS",
     "RESULTS",
     "REVIEW",
     "RUN",
@@ -57,6 +61,7 @@ __all__ = [
     "overlay_review",
     "read_json",
     "read_log",
+    "read_overlays",
     "run_lock",
     "without_surrogates",
 ]

@@ -14,6 +14,7 @@ import orjson
 from queryeval.errors import InputError
 from queryeval.log._schema import (
     COMPARISON,
+    OVERLAYS,
     RESULTS,
     REVIEW,
     RUN,
@@ -71,6 +72,17 @@ def read_json(run_dir: Path, name: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def read_overlays(run_dir: Path) -> list[dict[str, Any]]:
+    """The correction overlays' figures of a run directory (overlay-<name>.json, by name);
+    none when it has none; InputError when one is not JSON.
+
+    >>> read_overlays(Path("/nonexistent"))
+    []
+    """
+    found = sorted(Path(run_dir).glob(OVERLAYS)) if Path(run_dir).is_dir() else []
+    return [o for p in found if (o := read_json(p.parent, p.name)) is not None]
+
+
 def overlay_review(records: Sequence[Record], reviewed: Mapping[str, Any] | None) -> list[Record]:
     """The records with a human review's overridden scores and case verdicts (review.json,
     written by the runner when it applies a review file) in place of the stored ones.
@@ -108,7 +120,8 @@ def overlay_review(records: Sequence[Record], reviewed: Mapping[str, Any] | None
 
 @dataclass
 class RunLog:
-    """A run as read: its records, summary, run info and comparison (when present).
+    """A run as read: its records, summary, run info, comparison and correction overlays'
+    figures (when present).
 
     Built by `read_log` from a directory (the records are read once, on first use, with a
     human review's overrides from review.json put over them) or from records in memory
@@ -125,6 +138,7 @@ class RunLog:
     info: RunInfo | None = None
     comparison: dict[str, Any] | None = None
     review: dict[str, Any] | None = None  # review.json: the overridden scores
+    overlays: list[dict[str, Any]] = field(default_factory=list)  # overlay-<name>.json
     _records: list[Record] | None = field(default=None, repr=False)
 
     @classmethod
@@ -161,6 +175,7 @@ def read_log(path: str | Path, *, reviewed: bool = True) -> RunLog:
         info=cast(RunInfo | None, read_json(run_dir, RUN)),
         comparison=read_json(run_dir, COMPARISON),
         review=read_json(run_dir, REVIEW) if reviewed else None,
+        overlays=read_overlays(run_dir),
     )
 
 

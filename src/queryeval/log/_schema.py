@@ -11,6 +11,7 @@ from typing import Any, Literal, TypedDict
 RESULTS = "results.jsonl"  # one Record per line, appended as each (system, case) finishes
 RUN = "run.json"  # RunInfo
 SUMMARY = "summary.json"  # Summary, with its GateResults under "gates"
+OVERLAYS = "overlay-*.json"  # a correction overlay's figures, one file per overlay
 COMPARISON = "comparison.json"  # the comparison with a baseline run (stats.RunComparison)
 REVIEW = "review.json"  # a human review's overridden scores (read_log puts them over RESULTS)
 

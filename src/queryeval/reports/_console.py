@@ -195,10 +195,13 @@ def print_summary(
     summary: Mapping[str, Any],
     console: Console | None = None,
     error_cases: Mapping[str, Sequence[str]] | None = None,
+    overlays: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """Print one table per system (above four systems: one row per system, the breakdowns
-    with systems as rows), then the gates. `error_cases`: system -> the ids of the cases
-    where it failed (`system_error_cases`), named after the count."""
+    with systems as rows), then each correction overlay's figures beside the original ones
+    with the cases it changes (`overlays`: overlay-<name>.json's contents), then the gates.
+    `error_cases`: system -> the ids of the cases where it failed (`system_error_cases`),
+    named after the count."""
     if console is None:
         import sys
 
@@ -259,6 +262,12 @@ def print_summary(
             f"override(s), {review.get('gold_corrections', 0)} gold correction(s)"
             + (f"; {kappas}" if kappas else "")
         )
+    if overlays:
+        from queryeval.audit import overlay_lines
+
+        for content in overlays:
+            for line in overlay_lines(content):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
     for gate in summary.get("gates", []):
         mark = "[green]PASS[/green]" if gate["passed"] else "[red]FAIL[/red]"
         note = f"; {escape(gate['note'])}" if gate.get("note") else ""

@@ -653,6 +653,36 @@ def _review(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) ->
             "gold_corrections": section.get("gold_corrections", 0)}  # fmt: skip
 
 
+def _overlays(overlays: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The correction overlays section (overlay-<name>.json's contents): per overlay, per
+    system, the pass rate and each scorer's mean on the original golds and the overlay's,
+    side by side, then the cases it changes with each system's verdict before and after."""
+    out = []
+    for content in overlays:
+        systems = content.get("systems") or {}
+        labels = sorted({k for f in systems.values() for k in f["original"].get("means") or {}})
+        rows = []
+        for system, figs in systems.items():
+            a, b = figs["original"], figs["overlay"]
+            pairs = [(a.get("pass_rate"), b.get("pass_rate"))]
+            pairs += [
+                ((a.get("means") or {}).get(k), (b.get("means") or {}).get(k)) for k in labels
+            ]
+            rows.append({"system": system, "pairs": pairs})
+        changed = [
+            {
+                **ch,
+                "verdicts": ", ".join(
+                    f"{s}: {_cell(v.get('original'))} → {_cell(v.get('overlay'))}"
+                    for s, v in (ch.get("systems") or {}).items()
+                ),
+            }
+            for ch in content.get("changed") or []
+        ]
+        out.append({**content, "labels": labels, "rows": rows, "changed": changed})
+    return out
+
+
 # --- entry point --------------------------------------------------------------------------------
 
 
@@ -666,8 +696,10 @@ def write_html(
     options: Mapping[str, Any] | None = None,
     run_info: Mapping[str, Any] | None = None,
     comparison: Mapping[str, Any] | None = None,
+    overlays: Sequence[Mapping[str, Any]] = (),
 ) -> Path:
-    """Write the self-contained HTML report of one run; returns its path."""
+    """Write the self-contained HTML report of one run (with a section per correction
+    overlay, `overlays`: overlay-<name>.json's contents); returns its path."""
     try:
         opts = HtmlOptions.model_validate(dict(options or {}))
     except ValidationError as exc:
@@ -701,6 +733,7 @@ def write_html(
         "gates": summary.get("gates") or [],
         "comparison": _comparison(comparison),
         "review": _review(summary, records),
+        "overlays": _overlays(overlays),
         "flip_limit": opts.flip_limit,
         "scorer_sections": _scorer_sections(full_summary, data, systems, labels),
         "breakdowns": benchmark_breakdowns(full_summary, systems, labels, _MAX_SERIES),

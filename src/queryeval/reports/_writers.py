@@ -11,13 +11,14 @@ from queryeval.reports._input import ReportInput
 
 def console(report: ReportInput, path: Path | None) -> Path | None:
     """The summary printed (no file); the cases where a system failed named (the records
-    are read only when there are some)."""
+    are read only when there are some); each correction overlay's figures beside the
+    original ones, with the cases it changes."""
     from queryeval.reports._console import print_summary, system_error_cases
 
     summary: dict[str, Any] = dict(report.summary)
     failed = any(e.get("system_errors") for e in summary.get("systems", {}).values())
     errors = system_error_cases(report.records, report.cases) if failed else None
-    print_summary(summary, error_cases=errors)
+    print_summary(summary, error_cases=errors, overlays=report.log.overlays)
     return None
 
 
@@ -52,6 +53,7 @@ def html(report: ReportInput, path: Path | None) -> Path | None:
         options=report.options,
         run_info=report.log.info,
         comparison=report.log.comparison,
+        overlays=report.log.overlays,
     )
 
 

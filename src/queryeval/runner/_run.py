@@ -711,9 +711,11 @@ def _run_suite(
                 plan.lazy = False
             summary, _ = reviewed_summary(plan, runner.store, rev, base)
             gates = summary["gates"]
+        # before the reports, which show their figures beside the original ones
+        overlays = _apply_overlays(suite, plan, runner.store, out)
         # the records as read_log gives them: review.json's overrides over the stored ones
         info = cast(RunInfo, read_json(out, RUN))
-        log = RunLog(str(out), out, summary, info, review=read_json(out, REVIEW))
+        log = RunLog(str(out), out, summary, info, review=read_json(out, REVIEW), overlays=overlays)
         if base is not None:
             log.comparison = compare_with_baseline(suite, base, log.records, out)
             runner.store.write_json(COMPARISON, log.comparison)
@@ -724,16 +726,16 @@ def _run_suite(
             from queryeval.reports import write_reports as _write
 
             reports = _write(suite, log, plan.cases, plan.scorers, extra=extra_reports)
-        overlays = _apply_overlays(suite, plan, runner.store, out)
         return RunResult(out, summary, gates, reports, new, skipped, overlays)
 
 
 def _apply_overlays(
     suite: SuiteConfig, plan: RunPlan, store: LogWriter, out: Path
 ) -> list[dict[str, Any]]:
-    """The suite's correction overlays applied to the finished run (docs/audit.md): each
-    corrected case scored again from its stored output into overlay-<name>.json beside the
-    run's own files, which stay as they are; run.json records each overlay's name and hash."""
+    """The suite's correction overlays applied to the scored run (docs/audit.md), before its
+    reports are written (they show the overlays' figures): each corrected case scored again
+    from its stored output into overlay-<name>.json beside the run's own files, which stay
+    as they are; run.json records each overlay's name and hash."""
     if not suite.overlays:
         return []
     from queryeval.audit import apply_overlays
