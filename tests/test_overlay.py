@@ -146,7 +146,7 @@ def _suite_with_failing_system(folder: Path, overlays: str) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out: dict[str, Path] = {}
-    reports = "reports: [console, json, html]\n"
+    reports = "reports: [console, json, html, excel]\n"
     for name, overlays in (("plain", reports), ("overlaid", reports + "overlays: [fix.yaml]\n")):
         folder = tmp_path_factory.mktemp(name)
         suite = _suite_with_failing_system(folder, overlays)
@@ -304,9 +304,18 @@ def test_the_runs_own_reports_show_the_overlay(runs) -> None:
         assert f"<tr><td>{system}</td>{cells}" in page
     for case_id in CHANGED:
         assert f">{case_id}</a></td><td>" in page
+    from openpyxl import load_workbook
+
+    book = load_workbook(runs["overlaid"] / "run" / "report.xlsx", read_only=True)
+    rows = [list(r) for r in book["Overlays"].iter_rows(values_only=True)]
+    for system, figs in content["systems"].items():
+        a, b = figs["original"]["pass_rate"], figs["overlay"]["pass_rate"]
+        assert [system, a, b] == rows[[r[0] for r in rows].index(system)][:3]
+    assert {r[0] for r in rows} >= set(CHANGED)
     plain = runs["plain"] / "run"
     assert "overlay " not in (runs["plain"] / "run-console.txt").read_text()
     assert 'id="overlays"' not in (plain / "report.html").read_text()
+    assert "Overlays" not in load_workbook(plain / "report.xlsx", read_only=True).sheetnames
 
 
 def test_report_command_shows_the_runs_overlays(runs, tmp_path: Path) -> None:

@@ -204,15 +204,54 @@ def _breakdown_rows(entry: Mapping[str, Any]) -> list[tuple[list[Any], str]]:
     return rows
 
 
+def _overlay_rows(overlays: Sequence[Mapping[str, Any]]) -> list[tuple[list[Any], str]]:
+    """Per correction overlay (overlay-<name>.json's content): each system's pass rate and
+    scorer means on the original golds and the overlay's side by side, then the changed
+    cases with each system's verdict before and after."""
+    rows: list[tuple[list[Any], str]] = []
+    for content in overlays:
+        o, systems = content["overlay"], content.get("systems") or {}
+        labels = sorted({k for f in systems.values() for k in f["original"].get("means") or {}})
+        rows.append(([f"overlay {o['name']}", o.get("file"), o.get("sha256")], "first-bold"))
+        head = ["system"]
+        for x in ["pass rate", *labels]:
+            head += [f"{x} (original)", f"{x} (overlay)"]
+        rows.append((head, "bold"))
+        for system, figs in systems.items():
+            a, b = figs["original"], figs["overlay"]
+            row: list[Any] = [system, a.get("pass_rate"), b.get("pass_rate")]
+            for k in labels:
+                row += [(a.get("means") or {}).get(k), (b.get("means") or {}).get(k)]
+            rows.append((row, ""))
+        rows.append(
+            (["case", "change", "reason", "source", "verdicts (original -> overlay)"], "bold")
+        )
+        for ch in content.get("changed") or []:
+            verdicts = ", ".join(
+                f"{s}: {v.get('original')} -> {v.get('overlay')}"
+                for s, v in (ch.get("systems") or {}).items()
+            )
+            rows.append(
+                (
+                    [ch["case_id"], ch.get("action"), ch.get("reason"), ch.get("source"), verdicts],
+                    "",
+                )
+            )
+        rows.append(([], ""))
+    return rows
+
+
 def workbook_sheets(
     summary: Mapping[str, Any],
     cases: Sequence[Case],
     records: Sequence[Mapping[str, Any]],
     scorers: Mapping[str, Scorer],
+    overlays: Sequence[Mapping[str, Any]] = (),
 ) -> Iterator[tuple[str, Sheet]]:
     """The workbook's sheets in order, each built when the writer asks for it: `Overview`,
     `Statistics`, a sheet per scorer, then `Review` (a human review's overrides), `Judge`,
-    `Components`, `Gates` and `Configurations` when they apply."""
+    `Components`, `Gates` and `Configurations` when they apply, and `Overlays` (each
+    correction overlay's figures beside the original ones) when there are overlays."""
     by_id = {c.id: c for c in cases}
     order = {c.id: i for i, c in enumerate(cases)}
     systems = list(summary.get("systems", {}))
@@ -225,6 +264,7 @@ def workbook_sheets(
     yield "Overview", _overview(by_id, ordered, scorers, len(systems) > 1, columns_of)
     yield "Statistics", StyledRows(_statistics_rows(summary))
     taken = ["Overview", "Statistics", "Review", "Judge", "Components", "Gates", "Configurations"]
+    taken += ["Overlays"] if overlays else []
     for label, scorer in scorers.items():
         title = sheet_title(label, taken)
         taken.append(title)
@@ -240,6 +280,8 @@ def workbook_sheets(
         table = build()
         if table is not None:
             yield title, table
+    if overlays:
+        yield "Overlays", StyledRows(_overlay_rows(overlays))
 
 
 def write_excel(
@@ -248,6 +290,7 @@ def write_excel(
     cases: Sequence[Case],
     records: Sequence[Mapping[str, Any]],
     scorers: Mapping[str, Scorer],
+    overlays: Sequence[Mapping[str, Any]] = (),
 ) -> Path:
     """Write report.xlsx with the sheets of `workbook_sheets`."""
-    return write_workbook(path, workbook_sheets(summary, cases, records, scorers))
+    return write_workbook(path, workbook_sheets(summary, cases, records, scorers, overlays))

@@ -37,6 +37,7 @@ def excel(report: ReportInput, path: Path | None) -> Path | None:
         report.cases,
         report.records,
         report.scorers,
+        overlays=report.log.overlays,
     )
 
 
