@@ -333,3 +333,17 @@ def test_report_command_shows_the_runs_overlays(runs, tmp_path: Path) -> None:
     assert 'id="overlays"' in (run / "report.html").read_text()
     plain = runs["plain"] / "run" / "summary.json"
     assert (run / "summary.json").read_bytes() == plain.read_bytes()
+
+
+def test_a_rerun_without_overlays_removes_the_earlier_overlay_files(tmp_path: Path) -> None:
+    """A directory run again by a suite that lists no overlay keeps no overlay-*.json of the
+    earlier run, which `queryeval report` would otherwise show."""
+    suite = _suite_with_failing_system(tmp_path, "")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "overlay-old.json").write_text("{}")
+    result = CliRunner().invoke(
+        app, ["run", str(suite), "--out", str(out), "--no-progress", "--no-cache", "--overwrite"]
+    )
+    assert result.exit_code in (0, 1), result.output
+    assert not list(out.glob("overlay-*"))

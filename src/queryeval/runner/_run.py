@@ -735,7 +735,10 @@ def _apply_overlays(
     """The suite's correction overlays applied to the scored run (docs/audit.md), before its
     reports are written (they show the overlays' figures): each corrected case scored again
     from its stored output into overlay-<name>.json beside the run's own files, which stay
-    as they are; run.json records each overlay's name and hash."""
+    as they are; run.json records each overlay's name and hash. Overlay files of an earlier
+    run in this directory go first: `queryeval report` shows every one it finds."""
+    for stale in [*out.glob("overlay-*.json"), *out.glob("overlay-*.html")]:
+        stale.unlink(missing_ok=True)
     if not suite.overlays:
         return []
     from queryeval.audit import apply_overlays
