@@ -64,7 +64,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_run(tmp_path_factory.mktemp("export-mlflow"), n=4)
+    """A small run whose records name a model system's provider and an LLM judge's call
+    (as those store them: a plain model name, the provider beside it)."""
+    folder = small_run(tmp_path_factory.mktemp("export-mlflow"), n=4)
+    rows = records(folder)
+    for r in rows:
+        r["output"]["metadata"] = {"system": "model", "model": "claude-x", "provider": "anthropic"}
+        r["output"]["attempts"] = [{**a, "tokens_in": 100, "tokens_out": 7}
+                                   for a in r["output"].get("attempts") or []]  # fmt: skip
+        details = r["scores"]["test_judge"].get("details") or {}
+        if "reasoning" in details:
+            details["judge"] = {"model": "gemini-x", "provider": "gemini", "cost_usd": 0.002,
+                                "usage": {"prompt_tokens": 50, "completion_tokens": 5}}  # fmt: skip
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
 
 
 def test_mlflow_server_table_dataset_traces_times(server: str, run: Path) -> None:
@@ -83,7 +96,7 @@ def test_mlflow_server_table_dataset_traces_times(server: str, run: Path) -> Non
     mlflow.set_tracking_uri(server)
     mlflow.set_experiment("queryeval-test")
     mine = records(run)
-    failed_rows = 0
+    failed_rows = judge_spans = 0
     for system, run_id in runs.items():
         table = mlflow.load_table("results.json", run_ids=[run_id])
         theirs = {r["case_id"]: r for r in mine if r["system"] == system}
@@ -126,6 +139,17 @@ def test_mlflow_server_table_dataset_traces_times(server: str, run: Path) -> Non
             assert names == sorted(["queryeval.case", "system_call"]
                                    + (["judge test_judge"] if judged else []))  # fmt: skip
             call = next(s for s in trace.data.spans if s.name == "system_call")
+            # GenAI attributes: the provider recorded (a plain model name), not openai
+            assert call.attributes["gen_ai.system"] == "anthropic"
+            assert call.attributes["gen_ai.provider.name"] == "anthropic"
+            assert call.attributes["gen_ai.request.model"] == "claude-x"
+            if record["output"]["attempts"]:
+                assert call.attributes["gen_ai.usage.output_tokens"] % 7 == 0
+            for judge in (s for s in trace.data.spans if s.name == "judge test_judge"):
+                judge_spans += 1
+                assert judge.attributes["gen_ai.system"] == "gemini"
+                assert judge.attributes["gen_ai.usage.input_tokens"] == 50
+                assert judge.attributes["gen_ai.usage.cost"] == pytest.approx(0.002)
             if system == "saved":
                 seconds = (call.end_time_ns - call.start_time_ns) / 1e9
                 assert seconds == pytest.approx(SAVED_LATENCY[case_id], abs=1e-6)
@@ -133,7 +157,7 @@ def test_mlflow_server_table_dataset_traces_times(server: str, run: Path) -> Non
         if system == "saved":
             median = statistics.median(SAVED_LATENCY[c] for c in theirs)
             assert metrics["latency_p50_s"] == pytest.approx(median)
-    assert failed_rows > 0
+    assert failed_rows > 0 and judge_spans > 0
     # exporting again makes no new runs (nor traces)
     assert export_mlflow(run, tracking_uri=server, experiment="queryeval-test") == runs
     experiment = client.get_experiment_by_name("queryeval-test")

@@ -1,6 +1,6 @@
 """What every exporter reads of a run directory (records, summary, run.json, the suite's
-cases), the texts of a case (question, gold, prediction, reason), and the missing-extra
-message."""
+cases), the texts of a case (question, gold, prediction, reason), the GenAI attributes of
+model and judge calls (both exporters' spans), and the missing-extra message."""
 
 from __future__ import annotations
 
@@ -163,3 +163,60 @@ def score_value(score: Mapping[str, Any] | None) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def genai_provider(model: Any, provider: Any = None) -> str:
+    """The GenAI system of a call: the provider recorded, else LiteLLM's `provider/model`
+    prefix, else openai (the OpenAI-compatible API)."""
+    if isinstance(provider, str) and provider:
+        return provider
+    if isinstance(model, str) and "/" in model:
+        return model.split("/", 1)[0]
+    return "openai"
+
+
+def genai_attributes(
+    model: Any, provider: Any, tokens_in: Any, tokens_out: Any, cost: Any
+) -> dict[str, Any]:
+    """OpenTelemetry's GenAI semantic-convention attributes of a model call (what Langfuse
+    and Phoenix read), the cost as `gen_ai.usage.cost` (Langfuse's name; the conventions
+    have none)."""
+    system = genai_provider(model, provider)
+    out: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.system": system,
+        "gen_ai.provider.name": system,
+    }
+    if isinstance(model, str) and model:
+        out["gen_ai.request.model"] = model
+    for key, value in (
+        ("gen_ai.usage.input_tokens", tokens_in),
+        ("gen_ai.usage.output_tokens", tokens_out),
+    ):
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = value
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        out["gen_ai.usage.cost"] = float(cost)
+    return out
+
+
+def model_call_attributes(record: Mapping[str, Any]) -> dict[str, Any]:
+    """GenAI attributes of a model system's call (its attempts' tokens added up); {} for
+    a system that is no model (or did not say)."""
+    output = record.get("output")
+    if not isinstance(output, Mapping):
+        return {}
+    meta = output.get("metadata") or {}
+    attempts = [a for a in output.get("attempts") or [] if isinstance(a, Mapping)]
+    tokens = [a for a in attempts if a.get("tokens_in") is not None]
+    if meta.get("system") != "model" and not tokens:
+        return {}
+
+    def total(key: str) -> int | None:
+        values = [a[key] for a in attempts if isinstance(a.get(key), int)]
+        return sum(values) if values else None
+
+    return genai_attributes(
+        meta.get("model"), meta.get("provider"), total("tokens_in"), total("tokens_out"),
+        record.get("cost"),
+    )  # fmt: skip

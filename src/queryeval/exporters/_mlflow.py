@@ -18,8 +18,10 @@ import orjson
 from queryeval.exporters._common import (
     REPORT_FILES,
     SuiteCases,
+    genai_attributes,
     gold_text,
     missing_extra,
+    model_call_attributes,
     prediction_text,
     read_run,
     reason_text,
@@ -337,7 +339,11 @@ class _Exporter:
             span_type="LLM",
             inputs={"question": _question(case)},
             attributes=_drop_none(
-                {"queryeval.latency_s": call_ns / 1e9, "queryeval.cost": record.get("cost")}
+                {
+                    "queryeval.latency_s": call_ns / 1e9,
+                    "queryeval.cost": record.get("cost"),
+                    **model_call_attributes(record),
+                }
             ),
             start_time_ns=clock,
         )
@@ -348,9 +354,17 @@ class _Exporter:
         end = clock + call_ns
         for label, score in (record.get("scores") or {}).items():
             details = (score or {}).get("details") or {}
-            if "reasoning" not in details and "verdict" not in details:
+            judged = details.get("judge")
+            if "reasoning" not in details and "verdict" not in details and not judged:
                 continue
             attributes = {"queryeval.scorer": label, "queryeval.judge.cost": details.get("cost")}
+            if isinstance(judged, Mapping):  # an LLM judge's call: GenAI attributes
+                usage = judged.get("usage") or {}
+                attributes.update(
+                    genai_attributes(judged.get("model"), judged.get("provider"),
+                                     usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                                     judged.get("cost_usd"))
+                )  # fmt: skip
             judge = client.start_span(
                 f"judge {label}", trace_id=trace_id, parent_id=root.span_id, span_type="LLM",
                 attributes=_drop_none(attributes), start_time_ns=end,

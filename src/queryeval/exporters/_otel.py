@@ -18,7 +18,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from queryeval.exporters._common import missing_extra, read_run
+from queryeval.exporters._common import (
+    genai_attributes,
+    missing_extra,
+    model_call_attributes,
+    read_run,
+)
 from queryeval.stats import record_latency
 
 _NS = 1_000_000_000
@@ -71,61 +76,6 @@ def _judged(scores: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]
             yield label, score
 
 
-def _provider(model: Any, provider: Any = None) -> str:
-    """The GenAI system of a call: the provider recorded, else LiteLLM's `provider/model`
-    prefix, else openai (the OpenAI-compatible API)."""
-    if isinstance(provider, str) and provider:
-        return provider
-    if isinstance(model, str) and "/" in model:
-        return model.split("/", 1)[0]
-    return "openai"
-
-
-def _genai(model: Any, provider: Any, tokens_in: Any, tokens_out: Any, cost: Any) -> dict[str, Any]:
-    """OpenTelemetry's GenAI semantic-convention attributes of a model call (what Langfuse
-    and Phoenix read), the cost as `gen_ai.usage.cost` (Langfuse's name; the conventions
-    have none)."""
-    system = _provider(model, provider)
-    out: dict[str, Any] = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.system": system,
-        "gen_ai.provider.name": system,
-    }
-    if isinstance(model, str) and model:
-        out["gen_ai.request.model"] = model
-    for key, value in (
-        ("gen_ai.usage.input_tokens", tokens_in),
-        ("gen_ai.usage.output_tokens", tokens_out),
-    ):
-        if isinstance(value, int) and not isinstance(value, bool):
-            out[key] = value
-    if isinstance(cost, int | float) and not isinstance(cost, bool):
-        out["gen_ai.usage.cost"] = float(cost)
-    return out
-
-
-def _model_call(record: Mapping[str, Any]) -> dict[str, Any]:
-    """GenAI attributes of a model system's call (its attempts' tokens added up); {} for
-    a system that is no model (or did not say)."""
-    output = record.get("output")
-    if not isinstance(output, Mapping):
-        return {}
-    meta = output.get("metadata") or {}
-    attempts = [a for a in output.get("attempts") or [] if isinstance(a, Mapping)]
-    tokens = [a for a in attempts if a.get("tokens_in") is not None]
-    if meta.get("system") != "model" and not tokens:
-        return {}
-
-    def total(key: str) -> int | None:
-        values = [a[key] for a in attempts if isinstance(a.get(key), int)]
-        return sum(values) if values else None
-
-    return _genai(
-        meta.get("model"), meta.get("provider"), total("tokens_in"), total("tokens_out"),
-        record.get("cost"),
-    )  # fmt: skip
-
-
 def _case_attributes(record: Mapping[str, Any]) -> dict[str, Any]:
     """System, case, verdict and every score's status, value and override flag."""
     out: dict[str, Any] = {
@@ -165,7 +115,7 @@ class _Emitter:
             case.set_status(error_status(str(record["error"])[:500]))
         inner = self.trace.set_span_in_context(case)
         call_ns = _ns(record_latency(record))
-        call = {"queryeval.latency_s": call_ns / _NS, **_model_call(record)}
+        call = {"queryeval.latency_s": call_ns / _NS, **model_call_attributes(record)}
         if record.get("cost") is not None:
             call["queryeval.cost"] = float(record["cost"])
         self.span("system_call", inner, start, start + call_ns, call)
@@ -190,8 +140,9 @@ class _Emitter:
             if isinstance(judge, Mapping):
                 usage = judge.get("usage") or {}
                 attrs.update(
-                    _genai(judge.get("model"), judge.get("provider"), usage.get("prompt_tokens"),
-                           usage.get("completion_tokens"), judge.get("cost_usd"))
+                    genai_attributes(judge.get("model"), judge.get("provider"),
+                                     usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                                     judge.get("cost_usd"))
                 )  # fmt: skip
                 if judge.get("cached") is not None:
                     attrs["queryeval.judge.cached"] = bool(judge["cached"])
