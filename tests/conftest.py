@@ -7,8 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Property tests check answers, not speed: no per-example deadline, which a loaded machine
+# (a shared CI runner) can miss whatever the code does.
+settings.register_profile("queryeval", deadline=None)
+settings.load_profile("queryeval")
 
 
 @pytest.fixture(scope="session")
