@@ -146,3 +146,22 @@ def test_a_model_system_through_each_wire_format(
         assert attempt["tokens_in"] == 200 and attempt["tokens_out"] == 10
         assert r["cost"] == pytest.approx(price)
         assert r["output"]["metadata"]["provider"] == provider
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_a_server_error_then_a_reply_is_retried(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider's HTTP 500 is transient: retried by queryeval's loop whatever exception
+    class LiteLLM maps it to (through Azure, `litellm.APIError`, not an APIStatusError)."""
+    _, key_env, model = PROVIDERS[provider]
+    monkeypatch.setenv(key_env, "key-test")
+    with _fake(provider, usage=(120, 30)) as server:
+        server.script(500)
+        config = ChatEndpoint.model_validate(
+            {"model": model, "provider": provider, "base_url": server.base_url,
+             "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+        )  # fmt: skip
+        answer = asyncio.run(ChatService(config).ask("k", [{"role": "user", "content": "hi"}]))
+    assert answer.reply.text == "score: 0.8"
+    assert len(server.requests) == 2 and answer.attempts == 2

@@ -279,6 +279,11 @@ class ChatClient:
                 raise Retryable(
                     f"connection error: {exc.__cause__ or exc}", connection=refused
                 ) from None
+            except openai.APIError as exc:  # LiteLLM's APIError: a status, no APIStatusError
+                code = getattr(exc, "status_code", None)
+                if isinstance(code, int) and (code >= 500 or code in _RETRYABLE_STATUS):
+                    raise Retryable(f"HTTP {code}: {exc.message}", status=code) from None
+                raise
 
         start = time.perf_counter()
         response, calls = await with_retries(
