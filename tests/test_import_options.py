@@ -45,6 +45,11 @@ def test_the_import_names_the_preset_and_the_leaderboards(tmp_path: Path) -> Non
 
 
 def test_every_scorer_option_is_settable_at_import(tmp_path: Path) -> None:
+    import copy
+
+    from queryeval.config import PRESETS
+
+    before = copy.deepcopy(PRESETS["spider_legacy"])
     folder = spider_folder(tmp_path, variant=False)
     out = tmp_path / "suite"
     result = cli(
@@ -58,6 +63,7 @@ def test_every_scorer_option_is_settable_at_import(tmp_path: Path) -> None:
     assert options["executes"]["keep_distinct"] is options["results_f1"]["keep_distinct"] is True
     assert options["spider_exact_match"]["legacy"] is False
     assert "scorer option: execution_match.keep_distinct = True" in result.output
+    assert PRESETS["spider_legacy"] == before  # the preset itself is left as it was
 
     bad = [
         (("--set", "keep_distinct=maybe"), ".keep_distinct=maybe: Input should be a valid boolean"),

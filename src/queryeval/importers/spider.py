@@ -136,9 +136,12 @@ def build(request: ImportRequest, benchmark: str = "spider") -> ImportedSuite:
 
 
 def _preset_scorers(preset: str) -> list[dict[str, Any]]:
+    """A copy of the preset's scorers (options set at import must not change the preset)."""
+    import copy
+
     from queryeval.config import PRESETS as ALL_PRESETS
 
-    return list(ALL_PRESETS[preset]["scorers"])
+    return copy.deepcopy(list(ALL_PRESETS[preset]["scorers"]))
 
 
 def _flag(value: str | None, key: str) -> bool:
