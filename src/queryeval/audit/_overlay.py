@@ -20,7 +20,7 @@ from typing import Any
 
 from queryeval.cases import Case, Output, Score, Target
 from queryeval.config import Overlay, OverlayEntry, SuiteConfig
-from queryeval.scorers import Scorer, ScoringContext
+from queryeval.scorers import Scorer, ScoringContext, case_passed
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -77,24 +77,6 @@ def system_failed(record: Mapping[str, Any]) -> bool:
     return False
 
 
-def passed(scores: Mapping[str, Score], scorers: Mapping[str, Scorer]) -> bool | None:
-    """A case's verdict from its scores, by the run's rule (`runner`'s `case_passed`, which
-    this layer cannot import; tests check they agree): a required scorer not passing fails
-    it, any verdict of a deciding scorer a fail fails it, one pass passes it."""
-    verdict: bool | None = None
-    for label, scorer in scorers.items():
-        s = scores.get(label)
-        p = None if s is None else s.passed
-        if scorer.required and p is not True:
-            return False
-        if p is not None and not scorer.informational:
-            if not p:
-                verdict = False
-            elif verdict is None:
-                verdict = True
-    return verdict
-
-
 def _rescored(
     record: dict[str, Any], case: Case, scorers: Mapping[str, Scorer], ctx: ScoringContext
 ) -> dict[str, Any]:
@@ -104,7 +86,7 @@ def _rescored(
     scores = {label: score_case(s, case, output, ctx) for label, s in scorers.items()}
     out = dict(record)
     out["scores"] = {k: _score_json(s) for k, s in scores.items()}
-    out["passed"] = passed(scores, scorers)
+    out["passed"] = case_passed(scores, scorers)
     return out
 
 

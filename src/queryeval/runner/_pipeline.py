@@ -13,7 +13,7 @@ import orjson
 
 from queryeval.cases import Attempt, Case, Output, Score
 from queryeval.log import Record, ScoreRecord, json_default, without_surrogates
-from queryeval.scorers import Scorer, ScoringContext, ascore_case, score_case
+from queryeval.scorers import Scorer, ScoringContext, ascore_case, case_passed, score_case
 
 
 class Scored(NamedTuple):
@@ -25,24 +25,6 @@ class Scored(NamedTuple):
     # the record already encoded as its results.jsonl line (by a forked worker, whose
     # record then goes without its output): written as it is
     line: bytes | None = None
-
-
-def case_passed(scores: Mapping[str, Score], scorers: Mapping[str, Scorer]) -> bool | None:
-    """A case fails if a required scorer did not pass or any verdict is a fail; passes if at
-    least one verdict is a pass; else has no verdict (all unscored). Scorers with weight 0
-    are informational: reported, but they do not decide the case (unless required)."""
-    verdict: bool | None = None
-    for label, scorer in scorers.items():
-        s = scores.get(label)
-        passed = None if s is None else s.passed
-        if scorer.required and passed is not True:
-            return False
-        if passed is not None and not scorer.informational:
-            if not passed:
-                verdict = False
-            elif verdict is None:
-                verdict = True
-    return verdict
 
 
 def _score_json(score: Score) -> ScoreRecord:

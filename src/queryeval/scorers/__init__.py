@@ -7,6 +7,7 @@ from queryeval.scorers._base import (
     ShardableScorer,
     apply_rule,
     ascore_case,
+    case_passed,
     score_case,
 )
 from queryeval.scorers._codelists import load_codelists
@@ -31,6 +32,7 @@ __all__ = [
     "ascore_case",
     "build_scorer",
     "build_scorers",
+    "case_passed",
     "comparison_keys",
     "comparison_policy",
     "estimate",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -279,6 +279,24 @@ async def ascore_case(scorer: Scorer, case: Case, output: Output, ctx: ScoringCo
     except Exception as exc:
         score = _raised(exc)
     return apply_rule(scorer, score)
+
+
+def case_passed(scores: Mapping[str, Score], scorers: Mapping[str, Scorer]) -> bool | None:
+    """A case fails if a required scorer did not pass or any verdict is a fail; passes if at
+    least one verdict is a pass; else has no verdict (all unscored). Scorers with weight 0
+    are informational: reported, but they do not decide the case (unless required)."""
+    verdict: bool | None = None
+    for label, scorer in scorers.items():
+        s = scores.get(label)
+        passed = None if s is None else s.passed
+        if scorer.required and passed is not True:
+            return False
+        if passed is not None and not scorer.informational:
+            if not passed:
+                verdict = False
+            elif verdict is None:
+                verdict = True
+    return verdict
 
 
 from queryeval.scorers._produced import check_output  # noqa: E402  (it imports Scorer's types only)
