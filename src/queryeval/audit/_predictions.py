@@ -40,25 +40,18 @@ def read_predictions(
 
 
 def _from_run(folder: Path, out: dict[str, dict[str, str]]) -> None:
-    import orjson
+    """Every system's final query of a finished run, read by the run log's reader."""
+    from queryeval.log import RESULTS, iter_records
 
-    results = folder / "results.jsonl"
-    if not results.is_file():
+    if not (folder / RESULTS).is_file():
         raise InputError(
-            "expected a run folder with results.jsonl", path=folder, where="--predictions"
+            f"expected a run folder with {RESULTS}", path=folder, where="--predictions"
         )
-    with results.open("rb") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise InputError(f"not JSON: {exc}", path=results, line=n) from None
-            attempts = ((record.get("output") or {}).get("attempts")) or []
-            query = attempts[-1].get("query") if attempts else None
-            if isinstance(query, str) and query.strip():
-                out.setdefault(str(record.get("system")), {})[str(record.get("case_id"))] = query
+    for record in iter_records(folder):
+        attempts = ((record.get("output") or {}).get("attempts")) or []
+        query = attempts[-1].get("query") if attempts else None
+        if isinstance(query, str) and query.strip():
+            out.setdefault(str(record["system"]), {})[str(record["case_id"])] = query
 
 
 def _from_jsonl(path: Path, key: str) -> dict[str, str]:
