@@ -16,7 +16,13 @@ from queryeval.viewer._compare import (
     indexed,
     side_by_side,
 )
-from queryeval.viewer._index import RunIndex, default_index_root, iter_run_dirs, record_row
+from queryeval.viewer._index import (
+    RunIndex,
+    default_index_root,
+    index_run,
+    iter_run_dirs,
+    record_row,
+)
 from queryeval.viewer._query import CaseFilter, cases_page, facets
 from queryeval.viewer._review import add_gold, add_override, review_file
 from queryeval.viewer._serve import Viewer, serve
@@ -37,6 +43,7 @@ __all__ = [
     "default_index_root",
     "facets",
     "index_diff",
+    "index_run",
     "indexed",
     "iter_run_dirs",
     "record_row",

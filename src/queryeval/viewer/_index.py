@@ -575,6 +575,34 @@ class RunIndex:
         return orjson.loads(found[0]) if found else None
 
 
+def index_run(run_dir: Path, root: Path | None = None) -> str | None:
+    """Build or bring up to date the index of a run that just finished (what `queryeval run`
+    does at its end, so that the viewer, `compare` and `history` find it ready). Never
+    raises: the index is a cache beside the run, so a failure to write it is returned as
+    one line (None when done), and whoever reads the run builds it then.
+
+    >>> import tempfile
+    >>> from queryeval.log import LogWriter
+    >>> run, root = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
+    >>> w = LogWriter(run); w.open_for_append()
+    >>> w.append({"system": "s", "case_id": "c1", "output": {}, "scores": {}, "passed": True,
+    ...           "error": None}); w.close()
+    >>> index_run(run, root) is None, RunIndex(run, root).refresh().rows
+    (True, 1)
+    >>> index_run(run, Path("/dev/null/index")).startswith("cannot write /dev/null/index/")
+    True
+    """
+    try:
+        RunIndex(run_dir, root).refresh()
+    except OSError as exc:
+        where = exc.filename if exc.filename is not None else root or "the index folder"
+        return f"cannot write {where}: {exc.strerror or exc}"
+    except Exception as exc:  # a cache: whatever went wrong, the run stands as written
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return f"{type(exc).__name__}: {first}"
+    return None
+
+
 def gold_text(case: Any) -> str:
     """Every accepted gold of a case as text (query, answer, call or rows), the main first."""
     lines = []
