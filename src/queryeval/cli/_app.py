@@ -144,6 +144,12 @@ def run(
         )
     except InputError as exc:
         raise fail_input(exc) from None
+    from queryeval.viewer import index_run
+
+    # the index that `view`, `compare` and `history` read, ready when the run ends (a cache:
+    # a failure to write it is a warning, and they build it when they first read the run)
+    if (problem := index_run(result.out_dir)) is not None:
+        typer.echo(f"warning: the run's index (for view, compare, history): {problem}", err=True)
     typer.echo(f"run directory: {result.out_dir}")
     typer.echo(f"  results.jsonl: {result.new_records} new record(s), {result.skipped} resumed")
     for kind, path in result.reports.items():
