@@ -446,3 +446,41 @@ def test_report_says_when_the_viewers_overrides_are_not_applied(tmp_path: Path) 
     assert f"queryeval report {run} --review FILE" in note
     replaced = _viewer_overrides_note(run, tmp_path / "review.yaml")
     assert replaced is not None and "REPLACING" in replaced
+
+
+def test_run_writes_the_index_at_its_end_and_a_failure_to_only_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`queryeval run` leaves the run's index ready (view, compare and history read it
+    without building it); an index folder that cannot be written changes nothing of the
+    run but a warning."""
+    from typer.testing import CliRunner
+
+    from queryeval.cli import app
+    from test_runner import make_answer_suite
+
+    suite = make_answer_suite(tmp_path / "s", 8)
+    root = tmp_path / "index"
+    monkeypatch.setenv("QUERYEVAL_INDEX_DIR", str(root))
+    done = CliRunner().invoke(app, ["run", str(suite), "--out", str(tmp_path / "r")])
+    assert done.exit_code == 0, done.stderr
+    assert "warning" not in done.stderr
+    index = RunIndex(tmp_path / "r", root)
+    meta = orjson.loads((index.folder / "meta.json").read_bytes())  # written by the run
+    assert meta["rows"] == 8 and meta["systems"] == ["saved"] and meta["has_cases"]
+    index.state = index._load_state()  # read as it is, not built again
+    page = cases_page(index, None, CaseFilter(status="fail"))
+    assert sorted(r["case_id"] for r in page["rows"]) == ["c-0", "c-4"]
+    # an index folder that is a file: the run is the same, with a warning
+    (tmp_path / "blocked").write_text("not a folder")
+    monkeypatch.setenv("QUERYEVAL_INDEX_DIR", str(tmp_path / "blocked"))
+    warned = CliRunner().invoke(app, ["run", str(suite), "--out", str(tmp_path / "w")])
+    assert warned.exit_code == 0, warned.stderr
+    assert "warning: the run's index (for view, compare, history): cannot write" in warned.stderr
+    assert "run directory:" in warned.stdout
+
+    def verdicts(run: Path) -> list[tuple[str, bool]]:
+        return [(r["case_id"], r["passed"]) for r in _records(run)]
+
+    assert verdicts(tmp_path / "w") == verdicts(tmp_path / "r")
+    assert (tmp_path / "w" / "summary.json").exists()
