@@ -177,3 +177,22 @@ def test_nul_in_a_literal_argument(kql: Engine) -> None:
     decoded = 'base64_decode_tostring("YQBiAA==")'
     _, got = rows(kql, f'print a = replace_string({decoded}, "\\u0000", ""), b = strlen({decoded})')
     assert got == [("ab", 4)]
+
+
+# -- a plugin whose output columns come from the data --------------------------------------------
+# Kusto's docs (bag_unpack plugin): "The plugin's output schema depends on the data values,
+# making it as 'unpredictable' as the data itself"; Kusto.Language accepts any column name
+# after it. Where this data gives no such key, the evaluator cannot judge the name: unsupported
+# (unscored), never the query's `schema` error (Bert-JanP's PublicFacingDeviceScanned.md).
+
+
+def test_bag_unpack_column_absent_from_this_data_is_unsupported(kql: Engine) -> None:
+    unpack = "Names | where n {} | extend b = bag_pack('k', x) | evaluate bag_unpack(b) "
+    _, got = rows(kql, unpack.format("== 1") + "| project k")
+    assert got == [("a",)]
+    run = kql.execute(unpack.format("> 100") + "| project k")
+    assert run.outcome.kind == "unsupported"
+    assert "depends on the data" in run.outcome.message
+    # an unknown table stays the query's schema error
+    run = kql.execute("NoSuchTable | evaluate bag_unpack(b) | project k")
+    assert run.outcome.kind == "schema"

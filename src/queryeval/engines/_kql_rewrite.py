@@ -275,6 +275,8 @@ class _Query:
         except KqlRefused:
             raise
         except Exception as exc:
+            if _names_a_missing_table(exc):
+                raise  # the query's own error (its input names no table), not a refusal
             raise KqlRefused(f"{what}: the input columns are unknown ({exc})") from None
 
     def slots_before(self, operator: Any, column: str, what: str) -> list[tuple[str, list[str]]]:
@@ -285,6 +287,8 @@ class _Query:
         except KqlRefused:
             raise
         except Exception as exc:
+            if _names_a_missing_table(exc):
+                raise  # the query's own error (its input names no table), not a refusal
             raise KqlRefused(f"{what}: the input's keys are unknown ({exc})") from None
 
     def _before(self, operator: Any, what: str) -> tuple[Inspector, str]:
@@ -307,6 +311,12 @@ class _Query:
             raise KqlRefused(f"{what} inside a function body")
         head = self.text[: _span(top)[0]] if top is not None else ""
         return self.inspector, head + self.text[start:bar]
+
+
+def _names_a_missing_table(exc: BaseException) -> bool:
+    """Whether inspecting a query's input failed as the input names a table the database
+    lacks (DuckDB's catalog error, duckdb-kql's unknown table)."""
+    return "Table with name" in str(exc) or "unknown table" in str(getattr(exc, "hint", ""))
 
 
 def rewrite_kql(query: str, inspector: Inspector | None = None,
@@ -351,6 +361,8 @@ def _edits(q: _Query, rules: tuple[Callable[[_Query], list[Edit]], ...]) -> list
         except KqlRefused:
             raise
         except Exception as exc:  # a query shape the rule does not know: not run
+            if _names_a_missing_table(exc):
+                raise
             raise KqlRefused(
                 f"queryeval's {rule.__name__.strip('_')} rewrite failed: "
                 f"{type(exc).__name__}: {exc}"
