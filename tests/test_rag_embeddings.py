@@ -33,6 +33,8 @@ from queryeval.errors import InputError
 from queryeval.scorers import ScoringContext
 
 ROOT = Path(__file__).resolve().parent.parent
+HF_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+HF_ENV_BEFORE = {k: os.environ.get(k) for k in HF_ENV}
 
 
 @pytest.fixture(scope="session")
@@ -81,7 +83,28 @@ def test_vectors_are_unit_length_and_model_is_offline(local_backend: LocalBacken
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors[:2], axis=1), 1.0, atol=1e-5)
     assert local_backend.model_id == BUNDLED_MODEL_ID
-    assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRANSFORMERS_OFFLINE"] == "1"
+    # offline by the loader's setting, not by the process's environment (left as it was)
+    assert {k: os.environ.get(k) for k in HF_ENV} == HF_ENV_BEFORE
+
+
+def test_a_model_not_on_disk_is_unavailable_without_reaching_a_hub(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    from queryeval.embeddings._backends import load_sentence_transformer
+
+    reached: list[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        reached.append(args)
+        raise OSError("network refused by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    with pytest.raises(EmbeddingsUnavailable, match="offline"):
+        load_sentence_transformer("queryeval-tests/no-such-model-here", "cpu")
+    assert reached == []
 
 
 def test_persistent_cache_hit_makes_no_model_call(

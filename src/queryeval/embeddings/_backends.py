@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -73,31 +75,51 @@ def local_model_source(model: str) -> tuple[str, str]:
     return model, model
 
 
+@contextmanager
+def _hub_offline() -> Iterator[None]:
+    """huggingface_hub offline for the block, then as it was. The library reads HF_HUB_OFFLINE
+    once, at its import, into `constants.HF_HUB_OFFLINE`, and consults that (not
+    `local_files_only`) before some requests of its own (its user agent's harness registry);
+    the constant is set for the load and put back, so neither the environment nor the
+    library's state outlives it."""
+    from huggingface_hub import constants
+
+    before = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = before
+
+
 @functools.cache
 def load_sentence_transformer(source: str, device: str, half: bool = False) -> Any:
     """The model, loaded once per process (tests and runs share it), strictly offline; in
-    float16 where `half` (a separate copy: fp32 users of the same model are unaffected)."""
-    # Never reach a hub: the model must be on disk. Set before transformers is imported.
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    float16 where `half` (a separate copy: fp32 users of the same model are unaffected).
+
+    Offline by the loader's own setting (`local_files_only=True`, which sentence-transformers
+    passes to every Hugging Face lookup) and, while it loads, huggingface_hub's offline switch
+    (`_hub_offline`); the process's environment is never changed."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise EmbeddingsUnavailable(
             "local embeddings need sentence-transformers (pip install 'queryeval[embeddings]')"
         ) from exc
-    try:
-        from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
-    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
-        pass
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no loading bars in a run's output, put back after
     try:
-        model = SentenceTransformer(source, device=device, local_files_only=True)
+        with _hub_offline():
+            model = SentenceTransformer(source, device=device, local_files_only=True)
     except Exception as exc:
         raise EmbeddingsUnavailable(
             f"cannot load embedding model {source!r} offline: {exc}"
         ) from exc
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     return model.half() if half else model
 
 
