@@ -4,10 +4,18 @@ imports only: it starts in ~0.1 s) reads the job as JSON on stdin and writes its
 as JSON on stdout.
 
 The child is bounded: CPU seconds and address space (`resource.setrlimit`), file sizes,
-a wall-clock limit kept by the parent (which kills it), a temporary working folder. It opens
-its connection to the copy first, then leaves the network: a new network namespace where
-the kernel allows one (`unshare(CLONE_NEWNET)`: no interface but a loopback that is down),
-else Python's sockets refuse Internet addresses (a guard, not a wall: `details` says which).
+a wall-clock limit kept by the parent (which kills its process group), a temporary working
+folder. It opens its connection to the copy first, then leaves the network: a new network
+namespace where the kernel allows one (`unshare(CLONE_NEWNET)`: no interface but a loopback
+that is down), else Python's sockets refuse Internet addresses (a guard, not a wall).
+
+Then it walls off the file system with Landlock (Linux 5.13 or later, no privilege needed,
+`_wall`): it may read the interpreter's folders and the system's libraries, read and write
+only its working folder and the copy's, execute nothing (no shell, no program), connect
+to no TCP port (Landlock ABI 4), signal no process outside its own (ABI 6); a root child
+also drops every capability. Where the kernel has no Landlock the function is not run
+(`filesystem="walled"`, the default: the evaluator's `unsupported`, counted apart) or runs
+unwalled when the caller chose `filesystem="open"`; the verdict records which.
 
 The function is called as the official harnesses call it, `test_case(pred_sqls, sol_sqls,
 db, conn, **kwargs)` with `conditions` in kwargs, beside helpers of the same names and
@@ -22,6 +30,7 @@ the official harnesses count it); a function past its limits is the evaluator's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -43,12 +52,14 @@ def run_python_test(
     exceptions: str = "error",
     conditions: dict[str, Any] | None = None,
     helpers: str = "livesqlbench",
+    filesystem: str = "walled",
 ) -> tuple[str, str]:
-    """("passed" | "failed" | "error", message) of a test function's source on a copy
-    (`access`: `Workspace.access()`; `memory`: bytes or a size such as 1GiB). The
-    function is called with `conditions=` only when `conditions` is given (as the official
-    harnesses pass it: BIRD-CRITIC always, LiveSQLBench for its Query tasks); `helpers`:
-    which harness's helpers it sees (`_helpers`)."""
+    """("passed" | "failed" | "error" | "unsupported", message) of a test function's
+    source on a copy (`access`: `Workspace.access()`; `memory`: bytes or a size such as
+    1GiB). The function is called with `conditions=` only when `conditions` is given (as
+    the official harnesses pass it: BIRD-CRITIC always, LiveSQLBench for its Query tasks);
+    `helpers`: which harness's helpers it sees (`_helpers`); `filesystem`: `walled` (not
+    run, "unsupported", where the kernel cannot wall it off) or `open` (run anyway)."""
     from queryeval.engines._base import parse_size
 
     memory = parse_size(memory)
@@ -61,24 +72,31 @@ def run_python_test(
         "cpu_s": timeout_s,
         "helpers": helpers,
         "memory": memory,
+        "filesystem": filesystem,
     }
+    wall = timeout_s * 2 + 5
     with tempfile.TemporaryDirectory(prefix="queryeval-test-") as folder:
+        job["folder"] = folder
+        child = subprocess.Popen(
+            [sys.executable, "-I", os.path.abspath(__file__)],  # stdlib imports only
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=folder,
+            env={**_child_env(), "TMPDIR": folder},
+            start_new_session=True,  # its own process group: what it forks dies with it
+        )
         try:
-            done = subprocess.run(
-                [sys.executable, "-I", os.path.abspath(__file__)],  # stdlib imports only
-                input=json.dumps(job),
-                capture_output=True,
-                text=True,
-                cwd=folder,
-                timeout=timeout_s * 2 + 5,
-                check=False,
-                env=_child_env(),
-            )
+            stdout, stderr = child.communicate(json.dumps(job), timeout=wall)
         except subprocess.TimeoutExpired:
-            return "error", f"{_LIMIT_NOTE} (wall clock, {timeout_s * 2 + 5:g}s)"
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+            _kill_group(child)
+            return "error", f"{_LIMIT_NOTE} (wall clock, {wall:g}s)"
+        finally:
+            _kill_group(child)
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
     if not lines:
-        tail = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        tail = (stderr.strip().splitlines() or [f"exit code {child.returncode}"])[-1]
         return "error", f"{_LIMIT_NOTE} or broke its process: {tail[:300]}"
     verdict = json.loads(lines[-1])
     status, message, raised = verdict["status"], verdict["message"], verdict.get("raised")
@@ -90,6 +108,17 @@ def run_python_test(
 
 def _child_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")}
+
+
+def _kill_group(child: subprocess.Popen[str]) -> None:
+    """The child and whatever it forked (its own process group), killed and reaped."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+    if child.poll() is None:
+        child.kill()
+    child.wait()
 
 
 # -- the child -----------------------------------------------------------------------------
@@ -126,6 +155,78 @@ def _leave_network() -> str:
 
     socket.socket = _Guarded  # type: ignore[misc]
     return "guard"
+
+
+# Landlock (linux/landlock.h): the system calls (the same number on every architecture),
+# the file-system rights of each ABI version, its network rights (ABI 4) and scopes (ABI 6)
+_LANDLOCK_CREATE, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT = 444, 445, 446
+_FS_RIGHTS = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1, 2, 4, 8
+_FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | (1 << 14) | (1 << 15)  # + truncate, ioctl
+_SYSTEM_READ = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo")
+_SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/dev/null", "/dev/urandom")
+
+
+def _wall(writable: list[str]) -> str:
+    """Wall the process off with Landlock; "" when it holds, else why it cannot be built.
+    Readable: the interpreter's folders (`sys.prefix`, `sys.path`) and the system's
+    libraries; readable and writable: `writable`; executable: nothing; TCP: nothing."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(_LANDLOCK_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return f"the kernel has no Landlock ({os.strerror(ctypes.get_errno())})"
+    fs = _FS_RIGHTS[max(v for v in _FS_RIGHTS if v <= abi)]
+    fields = [fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0]  # TCP bind+connect; scopes
+    size = 8 * (1 if abi < 4 else 2 if abi < 6 else 3)
+    attr = (ctypes.c_uint64 * 3)(*fields)
+    ruleset = libc.syscall(_LANDLOCK_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), 0)
+    if ruleset < 0:
+        return f"Landlock refused a ruleset ({os.strerror(ctypes.get_errno())})"
+
+    class _Beneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = (("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32))
+
+    def allow(path: str, rights: int) -> None:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return  # absent here: nothing to allow
+        try:
+            if not os.path.isdir(path):
+                rights &= _FILE_RIGHTS
+            rule = _Beneath(rights & fs, fd)
+            if libc.syscall(_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0) != 0:
+                raise OSError(ctypes.get_errno(), f"Landlock refused a rule for {path}")
+        finally:
+            os.close(fd)
+
+    try:
+        readable = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+        readable |= {p for p in sys.path if os.path.isdir(p)} | set(_SYSTEM_READ)
+        for path in sorted(p for p in readable if os.path.abspath(p) != "/"):
+            allow(path, _READ_FILE | _READ_DIR)
+        for path in _SYSTEM_FILES:
+            allow(path, _READ_FILE | (_WRITE_FILE if path == "/dev/null" else 0))
+        for path in writable:
+            allow(path, fs & ~_EXECUTE)
+        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            return f"no_new_privs refused ({os.strerror(ctypes.get_errno())})"
+        if libc.syscall(_LANDLOCK_RESTRICT, ruleset, 0) != 0:
+            return f"Landlock refused to restrict ({os.strerror(ctypes.get_errno())})"
+    except OSError as exc:
+        return str(exc)
+    finally:
+        os.close(ruleset)
+    if os.geteuid() == 0:  # root: no capability left (no mount, no raw device, no reboot)
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, self
+        data = (ctypes.c_uint32 * 6)()
+        if libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
+            return f"capabilities could not be dropped ({os.strerror(ctypes.get_errno())})"
+    return ""
 
 
 def _helpers(kind: str, db: Any, flavour: str = "livesqlbench") -> dict[str, Any]:
@@ -306,11 +407,19 @@ def _child() -> None:
         return
     import datetime
 
+    helpers = _helpers(job["access"]["kind"], conn, job["helpers"])
+    copy = job["access"].get("path")
+    why = _wall([job["folder"]] + ([os.path.dirname(copy)] if copy else []))
+    if why and job["filesystem"] != "open":
+        message = f"no file-system wall for a test function: {why}"
+        print(json.dumps({"status": "unsupported", "network": network, "message": message}))
+        return
+
     scope: dict[str, Any] = {
         "__name__": "queryeval_test",
         "datetime": datetime,
         "date": datetime.date,
-        **_helpers(job["access"]["kind"], conn, job["helpers"]),
+        **helpers,
     }
     try:
         exec(compile(job["source"], "<test_case>", "exec"), scope)
@@ -331,6 +440,7 @@ def _child() -> None:
         else:
             out = {"status": "raised", "raised": type(exc).__name__, "message": str(exc)[:2000]}
     out["network"] = network
+    out["filesystem"] = "walled" if not why else f"open ({why})"
     print(json.dumps(out, default=str), flush=True)
 
 

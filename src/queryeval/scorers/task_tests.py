@@ -14,7 +14,9 @@ only), then each test, then `cleanup`; the copy is dropped.
   the share passing.
 - The evaluator's fault is unscored, never the run's end: a setup that fails, a test
   function that errors (outside the official rule), loops, allocates without bound or
-  breaks its subprocess; an engine that cannot copy its database.
+  breaks its subprocess; an engine that cannot copy its database; a test function where
+  the kernel cannot wall off its file system (`unsupported`, unless
+  `python_filesystem: open`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ class TaskTestsOptions(BaseModel):
         default="livesqlbench",
         description="the helpers a test function sees, as which official harness has them "
         "(livesqlbench: also BIRD-CRITIC-SQLite's)",
+    )
+    python_filesystem: Literal["walled", "open"] = Field(
+        default="walled",
+        description="a test function's file system: walled off by Landlock (where the kernel "
+        "has none the test is not run: unscored, unsupported), or open (run unwalled anyway)",
     )
     python_exceptions: Literal["error", "fail"] = Field(
         default="error",
@@ -131,6 +138,9 @@ class TaskTestsScorer(Scorer):
         for i, test in enumerate(task.tests):
             name = test.name or f"test_{i + 1}"
             verdict, message = self._test(copy, test, text, task, case_conditions)
+            if verdict == "unsupported":  # no wall around a test function: counted apart
+                return Score.unscored(f"test {name!r} was not run: {message}",
+                                      evaluator_error=True, unsupported=message)  # fmt: skip
             if verdict == "error":
                 return Score.unscored(f"test {name!r} could not be run (the evaluator's): "
                                       f"{message}", evaluator_error=True)  # fmt: skip
@@ -166,6 +176,7 @@ class TaskTestsScorer(Scorer):
                 sol_sqls=list(task.solution), timeout_s=self.options.python_timeout_s,
                 memory=self.options.python_memory,
                 exceptions=self.options.python_exceptions,
+                filesystem=self.options.python_filesystem,
             )  # fmt: skip
         query = test.condition or test.query
         if not query:
