@@ -8,9 +8,12 @@ does not order the result; a UNION's trailing ORDER BY orders the union.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from queryeval.languages._order import OrderInfo, SortKey
@@ -67,6 +70,37 @@ comparing scorer in turn, so a small LRU is enough to parse each query once."""
 
 
 @functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+class _BelowError(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
+_BELOW_ERROR = _BelowError()
+_quiet_lock = threading.Lock()
+_quiet_depth = 0
+
+
+@contextlib.contextmanager
+def _no_sqlglot_warnings() -> Iterator[None]:
+    """sqlglot's parser warns on the "sqlglot" logger ("contains unsupported syntax") for
+    what queryeval judges itself (a Command is no read-only query); those warnings are
+    dropped while queryeval parses, by a filter on that logger held only while some thread
+    parses (counted), so the logger's level and filters are the application's after."""
+    global _quiet_depth
+    log = logging.getLogger("sqlglot")
+    with _quiet_lock:
+        _quiet_depth += 1
+        if _quiet_depth == 1:
+            log.addFilter(_BELOW_ERROR)
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet_depth -= 1
+            if _quiet_depth == 0:
+                log.removeFilter(_BELOW_ERROR)
+
+
 def parsed(query: str, dialect: str | None) -> tuple[Any, ...] | str:
     """The statements sqlglot reads in `query` (None statements dropped), or the message
     of the SqlglotError it raised; kept in a bounded LRU. The trees are shared: do not
@@ -81,11 +115,11 @@ def parsed(query: str, dialect: str | None) -> tuple[Any, ...] | str:
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
         # a comment after the last semicolon is no statement (sqlglot makes it a Semicolon
         # one; SQLite and DuckDB run the query)
-        statements = sqlglot.parse(query, read=dialect)
+        with _no_sqlglot_warnings():
+            statements = sqlglot.parse(query, read=dialect)
         return tuple(s for s in statements if s is not None and not isinstance(s, exp.Semicolon))
     except SqlglotError as error:
         return str(error)  # not the exception: its traceback would keep the frames alive
