@@ -484,3 +484,84 @@ def test_run_writes_the_index_at_its_end_and_a_failure_to_only_warns(
 
     assert verdicts(tmp_path / "w") == verdicts(tmp_path / "r")
     assert (tmp_path / "w" / "summary.json").exists()
+
+
+def test_results_replaced_during_a_read_never_end_a_page_in_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """results.jsonl replaced (`run --retry-errors`, `--overwrite`) and indexed by another
+    process between a request's index refresh and its queries, once or twice: every page
+    answers (from the index as it was, or as it is now), and what cannot be read at all is
+    said beside what can."""
+    from queryeval.viewer import _app, _index
+
+    monkeypatch.setattr(_index, "PART_ROWS", 10)  # several Parquet parts, fewer after
+    cases = write_cases(tmp_path / "cases.jsonl", 40)
+    run = make_run(tmp_path / "runs" / "r", cases, 20, seed=12)  # 40 records: 4 parts
+    root = tmp_path / "index"
+    records = _records(run)
+    kept = records[:15]
+
+    def replace_first(real: Any, times: int) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            nonlocal times
+            for _ in range(times):  # before the request's first question only
+                LogWriter(run).rewrite(kept[::-1] if len(_records(run)) == 15 else kept)
+                RunIndex(run, root).refresh()  # another process indexes it
+            times = 0
+            return real(*args, **kwargs)
+
+        return wrapper
+
+    def failing(some: list[dict[str, Any]]) -> int:
+        return sum(1 for r in some if not r["passed"])
+
+    v = Viewer([tmp_path / "runs"], index_root=root, background_index=False).start()
+    try:
+        rid = run_id(run)
+        for times, total in ((1, failing(records)), (2, failing(kept))):
+            # once: the index as it was is still there; twice: it is read again as it is now
+            LogWriter(run).rewrite(records)
+            assert _api(v, f"/api/runs/{rid}")[0] == 200  # indexed as it was
+            monkeypatch.setattr(_app, "cases_page", replace_first(_app.cases_page, times))
+            status, page = _api(v, f"/api/runs/{rid}/cases?status=fail&limit=500")
+            monkeypatch.undo()
+            monkeypatch.setattr(_index, "PART_ROWS", 10)
+            assert (status, page["total"], page["problems"]) == (200, total, []), page
+            # a case read at its place in a file that was replaced since
+            LogWriter(run).rewrite(records)
+            assert _api(v, f"/api/runs/{rid}")[0] == 200
+            monkeypatch.setattr(_app, "case_view", replace_first(_app.case_view, times))
+            status, case = _api(v, f"/api/runs/{rid}/case?system=baseline&case_id=c000003")
+            monkeypatch.undo()
+            monkeypatch.setattr(_index, "PART_ROWS", 10)
+            assert status == 200 and case["problems"] == [], case
+            want = next(
+                r for r in records if (r["system"], r["case_id"]) == ("baseline", "c000003")
+            )
+            assert (case["case_id"], case["passed"]) == ("c000003", want["passed"])
+
+        # what cannot be read even from an index brought up to date is said, never a 500
+        def gone(*args: Any, **kwargs: Any) -> Any:
+            raise OSError("a part of the index is gone")
+
+        for name in ("cases_page", "facets", "verdicts", "compare_indexed"):
+            monkeypatch.setattr(_app, name, gone)
+        monkeypatch.setattr(RunIndex, "record", gone)
+        status, page = _api(v, f"/api/runs/{rid}/cases?status=fail")
+        assert (status, page["rows"]) == (200, []) and "the cases could not be read (OSError: a " \
+            "part of the index is gone): reload the page" in page["problems"]  # fmt: skip
+        status, data = _api(v, f"/api/runs/{rid}")
+        assert status == 200 and data["sections"]  # the summary's figures are still shown
+        assert any("failure reasons could not be read" in p for p in data["problems"])
+        status, case = _api(v, f"/api/runs/{rid}/case?system=baseline&case_id=c000003")
+        assert status == 200 and "the record could not be read" in case["problems"][0]
+        status, both = _api(v, f"/api/compare?a={rid}&b={rid}")
+        assert status == 200 and both["comparison"] is None and both["problems"]
+        status, error = _api(v, f"/api/runs/{rid}/review", {
+            "system": "baseline", "case_id": "c000003", "scorer": "execution_match",
+            "verdict": "pass", "note": "x", "reviewer": "y"})  # fmt: skip
+        assert status == 400 and "nothing was written" in error["error"]
+        assert not (run / REVIEW).exists()
+    finally:
+        v.stop()

@@ -2,7 +2,10 @@
 inline: nothing is loaded from elsewhere) and the JSON API under /api/ that it uses.
 
 Every answer of the API is JSON; bad input is a 400 with `{"error": "..."}` naming what
-was wrong, anything unexpected a 500 with the error in one line (never a stack trace).
+was wrong. What a run's index cannot answer (results.jsonl replaced while a page was read,
+a part gone) is asked once more of the index brought up to date, then said in the page's
+`problems` beside what could be read; anything else unexpected is a 500 with the error in
+one line (never a stack trace).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -25,6 +28,7 @@ from queryeval.viewer._index import gold_text
 from queryeval.viewer._query import CaseFilter, cases_page, facets, verdicts
 from queryeval.viewer._review import add_gold, add_override, review_file
 
+T = TypeVar("T")
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _MAX_LISTED = 200  # flipped / only-in-one-run case ids listed per pair of systems
 
@@ -62,6 +66,37 @@ def _int(value: str | None, default: int, where: str) -> int:
         return int(value)
     except ValueError:
         raise InputError(f"expected a whole number, got {value!r}", where=where) from None
+
+
+def readable(
+    runs: Run | tuple[Run, ...], what: str, work: Callable[[], T], problems: list[str]
+) -> T | None:
+    """`work()`, a question to the indexes of `runs`; when it fails (results.jsonl replaced
+    while it was read: its index rebuilt by another request or process, a part gone), the
+    indexes are brought up to date and asked once more; when that fails too, None and the
+    reason in `problems`. A bad request (InputError) is raised as it is.
+
+    >>> from pathlib import Path
+    >>> from queryeval.viewer._index import RunIndex
+    >>> run, problems = Run("r", Path("/nonexistent"), "r", RunIndex(Path("/nonexistent"))), []
+    >>> readable(run, "the cases", lambda: 1 / 0, problems), problems
+    (None, ['the cases could not be read (ZeroDivisionError: division by zero): reload the page'])
+    """
+    for fresh in (False, True):
+        try:
+            if fresh:
+                for run in runs if isinstance(runs, tuple) else (runs,):
+                    run.index.refresh()
+            return work()
+        except InputError:
+            raise
+        except Exception as exc:
+            if fresh:
+                first = str(exc).splitlines()[0] if str(exc) else ""
+                problems.append(
+                    f"{what} could not be read ({type(exc).__name__}: {first}): reload the page"
+                )
+    return None
 
 
 def _run_entry(run: Run) -> dict[str, Any]:
@@ -156,11 +191,14 @@ def case_view(run: Run, system: str, case_id: str) -> dict[str, Any]:
     """Everything the case page shows of one (system, case)."""
     from queryeval.log import overlay_review
 
-    stored = run.index.record(system, case_id)
+    problems: list[str] = []
+    stored = readable(run, "the record", lambda: run.index.record(system, case_id), problems)
+    if problems:
+        return {"run": run.id, "system": system, "case_id": case_id, "problems": problems}
     if stored is None:
         raise InputError(f"no record of system {system!r} for case {case_id!r}", where="case")
     rec = overlay_review([stored], run.review)[0] if run.review else stored  # type: ignore[list-item]
-    case = run.index.case(case_id)
+    case = readable(run, "the case", lambda: run.index.case(case_id), problems)
     question = gold = ""
     expected: list[dict[str, Any]] = []
     case_problem = run.index.state.cases_problem
@@ -219,6 +257,7 @@ def case_view(run: Run, system: str, case_id: str) -> dict[str, Any]:
         "case": case,
         "case_problem": case_problem,
         "golds": [g for g in (run.review or {}).get("golds") or [] if g.get("case_id") == case_id],
+        "problems": problems,
     }
 
 
@@ -233,14 +272,22 @@ def run_view(run: Run) -> dict[str, Any]:
         sections = None
         problems.append(f"summary.json cannot be shown ({type(exc).__name__}: {exc})")
     reviewed = bool((run.review or {}).get("records"))
-    wanted = run.index.parts and (reviewed or not run.summary)
-    counted = verdicts(run.index, run.review) if wanted else {}
-    by_reason = facets(run.index, run.review)["reasons"] if run.index.parts else []
+    wanted = bool(run.index.parts) and (reviewed or not run.summary)
+    counted = None
+    if wanted:
+        found = readable(run, "the records' verdicts", lambda: verdicts(run.index, run.review),
+                         problems)  # fmt: skip
+        counted = reviewed_headline(run, found) if found is not None else None
+    by_reason: list[Any] = []
+    if run.index.parts:
+        found = readable(run, "the failure reasons",
+                         lambda: facets(run.index, run.review)["reasons"], problems)  # fmt: skip
+        by_reason = found or []
     return {
         **_run_entry(run),
         "problems": problems,
         "sections": sections,
-        "counted": reviewed_headline(run, counted) if wanted else None,
+        "counted": counted,
         "reviewed": reviewed,
         "failures": by_reason,
         "golds": (run.review or {}).get("golds") or [],
@@ -297,7 +344,12 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
     @_off_loop
     def api_facets(request: Request) -> Response:
         run = catalog.get(request.path_params["rid"])
-        return _json(facets(run.index, run.review) if run.index.parts else {})
+        if not run.index.parts:
+            return _json({})
+        problems: list[str] = []
+        found = readable(run, "the filters' values", lambda: facets(run.index, run.review),
+                         problems)  # fmt: skip
+        return _json({**(found or {}), "problems": problems})
 
     @_off_loop
     def api_cases(request: Request) -> Response:
@@ -319,9 +371,13 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
             offset=_int(q.get("offset"), 0, "offset"),
             limit=_int(q.get("limit"), 50, "limit"),
         )
+        empty = {"total": 0, "offset": f.offset, "limit": f.limit, "rows": []}
         if not run.index.parts:
-            return _json({"total": 0, "offset": 0, "limit": f.limit, "rows": []})
-        return _json(cases_page(run.index, run.review, f))
+            return _json({**empty, "problems": []})
+        f.check(run.index)  # a bad filter is a 400, not something that could not be read
+        problems: list[str] = []
+        page = readable(run, "the cases", lambda: cases_page(run.index, run.review, f), problems)
+        return _json({**(page or empty), "problems": problems})
 
     @_off_loop
     def api_case(request: Request) -> Response:
@@ -339,23 +395,28 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
         systems_a, systems_b = a.index.state.systems, b.index.state.systems
         if pairs is None and a.id == b.id and len(systems_a) >= 2:
             pairs = [(systems_a[0], systems_a[1])]  # two systems of one run
-        result = compare_indexed(
-            a.index, b.index, review_a=a.review, review_b=b.review, systems=pairs,
-            label_a=a.name, label_b=b.name,
-        )  # fmt: skip
-        data = _comparison(result.as_dict())
-        first = result.systems[0] if result.systems else None
+        offset, limit = _int(q.get("offset"), 0, "offset"), _int(q.get("limit"), 50, "limit")
+        problems: list[str] = []
+
+        def compared() -> Any:
+            return compare_indexed(
+                a.index, b.index, review_a=a.review, review_b=b.review, systems=pairs,
+                label_a=a.name, label_b=b.name,
+            )  # fmt: skip
+
+        result = readable((a, b), "the comparison", compared, problems)
+        data = _comparison(result.as_dict()) if result is not None else None
+        first = result.systems[0] if result is not None and result.systems else None
         rows = None
         if first is not None:
-            rows = side_by_side(
+            rows = readable((a, b), "the cases side by side", lambda: side_by_side(
                 a.index, b.index, first.system_a, first.system_b,
-                review_a=a.review, review_b=b.review,
-                offset=_int(q.get("offset"), 0, "offset"), limit=_int(q.get("limit"), 50, "limit"),
+                review_a=a.review, review_b=b.review, offset=offset, limit=limit,
                 only_flipped=q.get("flipped") in ("1", "true"),
-            )  # fmt: skip
+            ), problems)  # fmt: skip
         return _json({"a": a.id, "b": b.id, "comparison": data, "rows": rows,
                       "suites": [a.suite, b.suite], "systems_a": systems_a,
-                      "systems_b": systems_b})  # fmt: skip
+                      "systems_b": systems_b, "problems": problems})  # fmt: skip
 
     async def api_review(request: Request) -> Response:
         run = await run_in_threadpool(catalog.get, request.path_params["rid"])
@@ -373,7 +434,11 @@ def build_app(catalog: Catalog, *, token: str | None = None) -> Any:
             )  # fmt: skip
         else:
             system, case_id = str(body.get("system") or ""), str(body.get("case_id") or "")
-            record = run.index.record(system, case_id)
+            problems: list[str] = []
+            record = readable(run, "the record", lambda: run.index.record(system, case_id),
+                              problems)  # fmt: skip
+            if problems:  # nothing is written over a record that could not be read
+                raise InputError(f"{problems[0]}; nothing was written")
             if record is None:
                 raise InputError(f"no record of system {system!r} for case {case_id!r}")
             verdict = str(body.get("verdict") or "").lower()

@@ -9,11 +9,13 @@ score is `ok`) and each numeric sub-metric (`m:LABEL.SUB`). The cases (question,
 are one more file, read from the suite's case files that run.json names.
 
 The index follows the file: a run that appended records is indexed from where the index
-stopped (one more part); a file replaced or cut is indexed again. Lines that are not
-records are counted with their line numbers, never raised: the viewer shows what can be
-read and says what could not. The log's own reader (`queryeval.log.iter_records`) stops
-at the first corrupt line; the index reads the lines itself because it needs their byte
-offsets and must go on past a corrupt one.
+stopped (one more part); a file replaced or cut is indexed again, into parts of a new
+generation (their names hold it), the previous generation's parts left in place until the
+next one: a request that listed them before the file was replaced still reads them whole.
+Lines that are not records are counted with their line numbers, never raised: the viewer
+shows what can be read and says what could not. The log's own reader
+(`queryeval.log.iter_records`) stops at the first corrupt line; the index reads the lines
+itself because it needs their byte offsets and must go on past a corrupt one.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -187,6 +190,7 @@ class IndexState:
     cases_sig: str = ""
     cases_problem: str | None = None
     has_cases: bool = False
+    generation: str = ""  # in the parts' names: a replaced file's index never reuses one
 
     def as_dict(self) -> dict[str, Any]:
         """meta.json's content."""
@@ -281,11 +285,17 @@ class RunIndex:
         return state
 
     def _reset(self) -> IndexState:
+        """A new generation: the parts of the one before it stay (a reader that listed them
+        before results.jsonl was replaced, in this process or another, reads them whole),
+        those of every older one go."""
+        keep: set[str] = set()
+        with contextlib.suppress(OSError, orjson.JSONDecodeError, AttributeError, TypeError):
+            keep = set(orjson.loads((self.folder / _META).read_bytes()).get("parts") or ())
         if self.folder.exists():
             for path in self.folder.iterdir():
-                if path.suffix == ".parquet" or path.name == _META:
+                if (path.suffix == ".parquet" and path.name not in keep) or path.name == _META:
                     path.unlink(missing_ok=True)
-        return IndexState(run=str(self.run_dir))
+        return IndexState(run=str(self.run_dir), generation=secrets.token_hex(4))
 
     def _append(self, results: Path, state: IndexState, size: int) -> None:
         seen = self._keys(state) if state.rows else set()
@@ -370,7 +380,8 @@ class RunIndex:
             else:
                 arrays[name] = pa.array(values, type=pa.string())
         self.folder.mkdir(parents=True, exist_ok=True)
-        name = f"records-{len(state.parts):04d}.parquet"
+        generation = f"{state.generation}-" if state.generation else ""
+        name = f"records-{generation}{len(state.parts):04d}.parquet"
         pq.write_table(pa.table(arrays), self.folder / name, compression="zstd")
         state.parts.append(name)
         state.rows += n
@@ -544,21 +555,27 @@ class RunIndex:
 
     def record(self, system: str, case_id: str) -> dict[str, Any] | None:
         """The stored record of (system, case), read alone from its place in results.jsonl
-        (None when there is none or the file changed under the index)."""
-        where = self.place(system, case_id)
-        if where is None:
-            return None
-        offset, length = where
-        with (self.run_dir / RESULTS).open("rb") as f:
-            f.seek(offset)
-            line = f.read(length)
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(rec, dict) or str(rec.get("case_id")) != case_id:
-            return None
-        return rec
+        (None when there is none). When the file was replaced since the index read it (its
+        place holds another line), the index is brought up to date and asked again."""
+        for fresh in (False, True):
+            if fresh:
+                self.refresh()
+            where = self.place(system, case_id)
+            if where is None:
+                return None
+            offset, length = where
+            try:
+                with (self.run_dir / RESULTS).open("rb") as f:
+                    f.seek(offset)
+                    rec = orjson.loads(f.read(length))
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            if isinstance(rec, dict) and (str(rec.get("system")), str(rec.get("case_id"))) == (
+                system,
+                case_id,
+            ):
+                return rec
+        return None
 
     def case(self, case_id: str) -> dict[str, Any] | None:
         """The case's JSON (from the index of the case files), or None."""

@@ -144,7 +144,7 @@ async function pageCases(rid, q) {
   };
   const limit = 50, offset = Number(q.offset || 0);
   const page = await api(`/api/runs/${rid}/cases?${qs({ ...q, limit, offset })}`);
-  let html = `<div class="pager"><span id="total">${page.total}</span> matching · ${page.total ? offset + 1 : 0}–${Math.min(offset + limit, page.total)}
+  let html = `${problems([...(f.problems || []), ...(page.problems || [])])}<div class="pager"><span id="total">${page.total}</span> matching · ${page.total ? offset + 1 : 0}–${Math.min(offset + limit, page.total)}
     ${offset > 0 ? `<a href="#/run/${rid}/cases?${qs({ ...q, offset: Math.max(0, offset - limit) })}">‹ previous</a>` : ""}
     ${offset + limit < page.total ? `<a id="next" href="#/run/${rid}/cases?${qs({ ...q, offset: offset + limit })}">next ›</a>` : ""}</div>
   <table id="cases"><tr><th>case</th><th>system</th><th>status</th><th>reason</th><th class="num">${esc(page.scorer || "score")}</th><th>question</th><th>prediction</th><th class="num">latency</th><th class="num">cost</th></tr>`;
@@ -162,9 +162,13 @@ function table(t) {
 async function pageCase(rid, q) {
   const [run, c] = await Promise.all([api(`/api/runs/${rid}`), api(`/api/runs/${rid}/case?${qs({ system: q.system, case_id: q.case_id })}`)]);
   crumbs.innerHTML = `<a href="#/">runs</a> › <a href="#/run/${rid}">${esc(run.name)}</a> › <a href="#/run/${rid}/cases">cases</a> › ${esc(c.case_id)}`;
+  if (!c.scores) {  // the record could not be read: say so, nothing else to show
+    app.innerHTML = `<h1>${esc(c.case_id)} · ${esc(c.system)}</h1>${problems(c.problems)}`;
+    return;
+  }
   const verdict = c.error ? "error" : c.passed === true ? "pass" : c.passed === false ? "fail" : "none";
   let html = `<h1>${esc(c.case_id)} · ${esc(c.system)} · <span id="verdict">${status(verdict)}</span></h1>`;
-  if (c.case_problem) html += problems([c.case_problem]);
+  html += problems([...(c.case_problem ? [c.case_problem] : []), ...(c.problems || [])]);
   html += `<div class="card"><strong>Question</strong><pre>${esc(c.question || "—")}</pre></div>`;
   html += `<div class="grid"><div class="card"><strong>Gold</strong><pre>${esc(c.gold || "—")}</pre></div><div class="card"><strong>Prediction</strong><pre>${esc(c.prediction || "—")}</pre></div></div>`;
   if (c.diff.length) {
@@ -218,7 +222,11 @@ async function pageCompare(q) {
   const limit = 50, offset = Number(q.offset || 0);
   const d = await api(`/api/compare?${qs({ ...q, limit, offset })}`);
   const cmp = d.comparison;
-  let html = `<h1>Side by side: ${esc(cmp.run_a)} (A) vs ${esc(cmp.run_b)} (B)</h1>`;
+  if (!cmp) {  // the runs' records could not be read: say so
+    app.innerHTML = `<h1>Side by side</h1>${problems(d.problems)}`;
+    return;
+  }
+  let html = `<h1>Side by side: ${esc(cmp.run_a)} (A) vs ${esc(cmp.run_b)} (B)</h1>${problems(d.problems || [])}`;
   if (d.suites[0] !== d.suites[1]) html += problems([`the runs are of different suites (${d.suites[0]}, ${d.suites[1]}): cases are paired by id only`]);
   const first = cmp.systems[0] || {};
   const pick = (name, list, cur) => `<select name="${name}">${list.map((x) => `<option ${x === cur ? "selected" : ""}>${esc(x)}</option>`).join("")}</select>`;
