@@ -19,10 +19,12 @@ RECORD_KEYS = frozenset({"case_id", "system", "attempt"})  # about the record
 NOTE_KEYS = frozenset({"note", "notes", "comment", "comments"})
 OUTPUT_KEYS = frozenset(Output.model_fields) | {"output"}
 # what systems and scorers read or write on an attempt beyond its declared fields:
-# `retrieved` (RAG ids), `database` (the database a query is for), and what a live system
-# records (`reply`, `read_problem`, `cached`, `call_error`)
+# `retrieved` (RAG ids), `database` (the database a query is for), `statements` (the
+# query's statements as the system gave them: a benchmark's `pred_sqls` items, which
+# `task_tests` with `legacy` runs one by one), and what a live system records (`reply`,
+# `read_problem`, `cached`, `call_error`)
 ATTEMPT_EXTRA = frozenset(
-    {"retrieved", "database", "reply", "read_problem", "cached", "call_error"}
+    {"retrieved", "database", "statements", "reply", "read_problem", "cached", "call_error"}
 )
 ATTEMPT_KEYS = frozenset(Attempt.model_fields) | ATTEMPT_EXTRA
 LANGUAGE_KEYS = ("sql", "kql", "cypher")  # the query field under its language's name
