@@ -412,7 +412,8 @@ def test_case_view_shows_rationale_counterexample_and_tables(tmp_path: Path) -> 
         "latency_s": 1.5, "cost": 0.002,
         "output": {"attempts": [
             {"query": "SELECT 1", "tokens_in": 10, "tokens_out": 2},
-            {"query": "SELECT count(*) FROM orders", "tokens_in": 20, "tokens_out": 3}]},
+            {"query": "SELECT count(*) FROM orders", "tokens_in": 20, "tokens_out": 3}],
+            "metadata": {"refine": "attempt 1 failed: no such table"}},
         "scores": {
             "judge": {"value": 0.0, "status": "ok", "passed": False,
                       "details": {"reasoning": "counts the wrong table"}},
@@ -429,6 +430,7 @@ def test_case_view_shows_rationale_counterexample_and_tables(tmp_path: Path) -> 
     assert view["tables"][0]["columns"] == ["n"] and view["tables"][0]["rows"] == [[4]]
     assert view["tokens"] == {"in": 30, "out": 5} and len(view["attempts"]) == 2
     assert view["prediction"] == "SELECT count(*) FROM orders"
+    assert view["metadata"] == {"refine": "attempt 1 failed: no such table"}
     assert view["question"].startswith("How many") and view["gold"].startswith("SELECT")
 
 

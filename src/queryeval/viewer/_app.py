@@ -249,6 +249,7 @@ def case_view(run: Run, system: str, case_id: str) -> dict[str, Any]:
         "cost": rec.get("cost"),
         "tokens": {"in": tokens_in or None, "out": tokens_out or None},
         "attempts": attempts,
+        "metadata": output.get("metadata") or {},  # e.g. the refinement loop's note
         "scores": scores,
         "rationale": rationale,
         "counterexamples": [{"where": w, "value": v} for w, v in counter[:5]],

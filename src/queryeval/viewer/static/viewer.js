@@ -189,6 +189,7 @@ async function pageCase(rid, q) {
     html += `<h2>Result tables</h2><div class="grid"><div>${c.expected.map(table).join("") || '<p class="muted">no expected rows stored</p>'}</div><div>${c.tables.map(table).join("") || '<p class="muted">no predicted rows stored</p>'}</div></div>`;
   }
   html += `<h2>Attempts</h2>${c.attempts.map((a, i) => `<div class="card"><strong>attempt ${i + 1}</strong><pre>${esc(JSON.stringify(a, null, 1))}</pre></div>`).join("") || '<p class="muted">none</p>'}`;
+  if (c.metadata && Object.keys(c.metadata).length) html += `<div class="card"><strong>The system's notes</strong><pre id="metadata">${esc(JSON.stringify(c.metadata, null, 1))}</pre></div>`;
   const labels = Object.keys(c.scores);
   html += `<h2>Review</h2><form id="review" class="filters">
     <label>scorer<select name="scorer">${labels.map((l) => `<option>${esc(l)}</option>`).join("")}</select></label>
