@@ -137,6 +137,33 @@ def test_bird_critic_sqlite(tmp_path: Path) -> None:
     assert (tmp_path / "sqlite_databases" / "club" / "club.sqlite").read_bytes() == before
 
 
+def test_bird_critic_legacy_items(tmp_path: Path) -> None:
+    """A `pred_sqls` item holding two statements: run by default (the field's convention),
+    failed under `legacy=true` as the official SQLite harness's one `execute` fails it;
+    the same statements as two items pass both ways."""
+    _club(tmp_path / "dbs" / "club" / "club.sqlite")
+    data = tmp_path / "sqlite.jsonl"
+    data.write_text(json.dumps(INSTANCES[1]))
+    update = "UPDATE member SET score = score + 10 WHERE name = 'Bo'"
+    systems = {"joined": [f"{update}; SELECT 1"], "apart": [f"{update};", "SELECT 1"]}
+    verdicts = {}
+    for legacy in ("false", "true"):
+        out = tmp_path / f"suite-{legacy}"
+        args: list[Any] = ["import", "bird-critic", data, tmp_path / "dbs", "--out", out]
+        for name, sqls in systems.items():
+            preds = tmp_path / f"{name}.jsonl"
+            preds.write_text(json.dumps({"instance_id": "SQLite_1", "pred_sqls": sqls}))
+            args += ["-p", f"{name}={preds}"]
+        result = _cli(*args, "--set", f"legacy={legacy}")
+        assert result.exit_code == 0, result.output
+        run_dir = tmp_path / f"run-{legacy}"
+        run_suite(load_suite(out / "suite.yaml"), run_dir, progress=False, write_reports=False)
+        verdicts[legacy] = {n: _scores(run_dir, n)["SQLite_1"] for n in systems}
+    assert {n: s["value"] for n, s in verdicts["false"].items()} == {"joined": 1.0, "apart": 1.0}
+    assert {n: s["value"] for n, s in verdicts["true"].items()} == {"joined": 0.0, "apart": 1.0}
+    assert "one statement" in verdicts["true"]["joined"]["explanation"]
+
+
 def _scores_of(suite: Any, run_dir: Path) -> dict[str, Any]:
     run_suite(suite, run_dir, progress=False, write_reports=False)
     return _scores(run_dir)

@@ -68,8 +68,12 @@ class Workspace(ABC):
         self.limits: Limits = engine.limits
 
     @abstractmethod
-    def _execute(self, text: str, *, system: bool) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Run `text` (one or more statements); the last statement's columns and rows."""
+    def _execute(
+        self, text: str, *, system: bool, single: bool = False
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run `text` (one or more statements); the last statement's columns and rows.
+        `single`: as one `execute` of the engine's Python driver (SQLite's refuses a text
+        holding two statements; the others run them all)."""
 
     @abstractmethod
     def _interrupt(self) -> None:
@@ -84,21 +88,22 @@ class Workspace(ABC):
         "duckdb", "path": ...}` or `{"kind": "postgres", "conninfo": ...}`."""
         raise NotImplementedError
 
-    def run(self, text: str, *, system: bool = False) -> Step:
+    def run(self, text: str, *, system: bool = False, single: bool = False) -> Step:
         """Run statements on the copy within the engine's limits, never raising for a bad
-        statement. `system`: the system's own output (its refusals apply)."""
+        statement. `system`: the system's own output (its refusals apply); `single`: run
+        as one `execute` of the engine's Python driver (see `_execute`)."""
         if system:
             refused = self.refusal(text)
             if refused is not None:
                 return Step("refused", f"refused on the disposable copy: {refused}")
-        step = self._attempt(text, system, quiet=False)
+        step = self._attempt(text, system, quiet=False, single=single)
         if step.kind == "timeout" and not self.engine.cpu_in_process and machine_loaded():
             # a server's wall clock on a loaded machine: once more on a quiet slot (the
             # timed-out statements were rolled back with their implicit transaction)
-            step = self._attempt(text, system, quiet=True)
+            step = self._attempt(text, system, quiet=True, single=single)
         return step
 
-    def _attempt(self, text: str, system: bool, *, quiet: bool) -> Step:
+    def _attempt(self, text: str, system: bool, *, quiet: bool, single: bool = False) -> Step:
         """One run under the engine's query clock: an embedded engine's deadline reads the
         statements' own CPU time, so a loaded machine stops nothing that would finish."""
         start = time.perf_counter()
@@ -107,7 +112,7 @@ class Workspace(ABC):
             deadline = Deadline(self.limits.timeout_s, self._interrupt, self.limits.wall_cap_s)
             try:
                 with deadline, guard or contextlib.nullcontext():
-                    columns, rows = self._execute(text, system=system)
+                    columns, rows = self._execute(text, system=system, single=single)
             except MemoryError:
                 return Step("resource_limit", "the statements took more memory than their limit")
             except Exception as exc:
@@ -173,14 +178,16 @@ class _SQLiteCopy(Workspace):
             self.con.execute(f"PRAGMA hard_heap_limit = {int(self.limits.memory_limit)}")
         self._lock = threading.Lock()
 
-    def _execute(self, text: str, *, system: bool) -> tuple[list[str], list[tuple[Any, ...]]]:
+    def _execute(
+        self, text: str, *, system: bool, single: bool = False
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
         with self._lock:
             self.con.set_authorizer(_task_authorizer(system))
             try:
                 try:
                     cursor = self.con.execute(text)
                 except (sqlite3.Warning, sqlite3.ProgrammingError) as exc:
-                    if "one statement" not in str(exc):
+                    if single or "one statement" not in str(exc):
                         raise
                     self.con.executescript(text)  # several: no rows to read
                     return [], []
@@ -225,7 +232,9 @@ class _DuckDBCopy(Workspace):
         self.cursor: Any = self.con
         self.closed = False
 
-    def _execute(self, text: str, *, system: bool) -> tuple[list[str], list[tuple[Any, ...]]]:
+    def _execute(
+        self, text: str, *, system: bool, single: bool = False
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
         if self.closed:  # a test function's process had the file
             import duckdb
 
@@ -347,7 +356,9 @@ class _PostgresCopy(Workspace):
             return None
         return f"{found}: the statements may not end the transaction the task runs in"
 
-    def _execute(self, text: str, *, system: bool) -> tuple[list[str], list[tuple[Any, ...]]]:
+    def _execute(
+        self, text: str, *, system: bool, single: bool = False
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
         import psycopg
 
         savepoint = self.copy is None

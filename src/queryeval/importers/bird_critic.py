@@ -22,13 +22,17 @@ harnesses call them, SQLite test functions get `conditions` and the helpers of
 `postgresql_test_utils.py` (`python_helpers: bird_critic_postgresql`).
 
 Predictions (`--predictions NAME=FILE`): the official `{instance_id, pred_sqls: [...]}`
-lines; the statements are joined with `;` into one prediction.
+lines; the statements are joined with `;` into one prediction's `query`, the items kept
+as they are in its `statements`. By default (the field's convention) every statement the
+items hold runs; `--set legacy=true` runs them as the official SQLite harness does, each
+item with one `execute` (an item holding two statements fails there: Python's sqlite3
+refuses it), and hands the items to the test functions as they are (scorer option
+`legacy`).
 
 Not reproduced (reported as notes): `efficiency` instances (the official query-plan
-comparison, `performance_compare_by_qep`) are left out; the official SQLite harness runs
-each `pred_sqls` item with one `execute` (an item holding two statements fails there, runs
-here); the template database's extras (hstore, citext, schemas test_schema, test_schema_2)
-are created in each PostgreSQL fixture as the official image does.
+comparison, `performance_compare_by_qep`) are left out; the template database's extras
+(hstore, citext, schemas test_schema, test_schema_2) are created in each PostgreSQL
+fixture as the official image does.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ SUMMARY = "BIRD-CRITIC 1.0 tasks (SQLite, PostgreSQL): task JSONL with test case
 OPTIONS = {
     "dialect": "sqlite or postgresql (default: from the instances' dialect / instance_id)",
     "timeout_s": "time limit of each statement, seconds (30, the official harness's)",
+    "legacy": "true: each pred_sqls item run with one execute, as the official harness "
+    "(an item holding two statements fails on SQLite); false (default): every statement runs",
 }
 SCORERS = ("task_tests",)
 SKIPS_MISSING = True
@@ -127,7 +133,8 @@ def task_case(
 
 
 def read_predictions(path: Path, known: set[str]) -> list[dict[str, Any]]:
-    """The official `{instance_id, pred_sqls}` lines as predictions (statements joined)."""
+    """The official `{instance_id, pred_sqls}` lines as predictions: the statements
+    joined (`query`) and the items as given (`statements`, which `legacy` runs)."""
     out = []
     for line, item in read_jsonl(path):
         if not isinstance(item, dict) or "instance_id" not in item:
@@ -136,7 +143,8 @@ def read_predictions(path: Path, known: set[str]) -> list[dict[str, Any]]:
         if iid not in known:
             continue
         sqls = statements(item.get("pred_sqls", item.get("sol_sql")), "pred_sqls", path, line)
-        out.append({"case_id": iid, "query": ";\n".join(s.strip().rstrip(";") for s in sqls)})
+        query = ";\n".join(s.strip().rstrip(";") for s in sqls)
+        out.append({"case_id": iid, "query": query, "statements": sqls})
     return out
 
 
@@ -208,11 +216,22 @@ def databases_for(
     return found
 
 
-def suite_scorers(helpers: str = "livesqlbench") -> dict[str, Any]:
+def suite_scorers(helpers: str = "livesqlbench", *, legacy: bool = False) -> dict[str, Any]:
     """The official verdict: solved when every test passes, any exception a failed test;
-    the test functions see `helpers` (the harness's own: see `task_tests`)."""
-    options = {"python_exceptions": "fail", "python_timeout_s": 60, "python_helpers": helpers}
+    the test functions see `helpers` (the harness's own: see `task_tests`); `legacy`: the
+    prediction's items run as the official harness runs them."""
+    options: dict[str, Any] = {"python_exceptions": "fail", "python_timeout_s": 60,
+                               "python_helpers": helpers}  # fmt: skip
+    if legacy:
+        options["legacy"] = True
     return {"scorers": [{"name": "task_tests", "required": True, "options": options}]}
+
+
+def _flag(value: str | None) -> bool:
+    text = (value or "false").strip().lower()
+    if text in {"true", "yes", "1", "on", "false", "no", "0", "off"}:
+        return text in {"true", "yes", "1", "on"}
+    raise InputError(f"--set legacy={value}: expected true or false", where="--set")
 
 
 def _dialect(request: ImportRequest, item: dict[str, Any]) -> str:
@@ -237,6 +256,7 @@ def build(request: ImportRequest) -> ImportedSuite:
     if not files:
         raise InputError("no task .jsonl file among the sources")
     timeout_s = request.number_option("timeout_s", 30.0)
+    legacy = _flag(request.option("legacy"))
     cases: list[dict[str, Any]] = []
     dialects: set[str] = set()
     skipped: dict[str, int] = {}
@@ -296,6 +316,8 @@ def build(request: ImportRequest) -> ImportedSuite:
         cases=cases,
         databases=databases,
         predictions=predictions,
-        suite=suite_scorers("livesqlbench" if dialect == "sqlite" else "bird_critic_postgresql"),
+        suite=suite_scorers(
+            "livesqlbench" if dialect == "sqlite" else "bird_critic_postgresql", legacy=legacy
+        ),
         notes=notes,
     )

@@ -51,6 +51,13 @@ class TaskTestsOptions(BaseModel):
         description="the helpers a test function sees, as which official harness has them "
         "(livesqlbench: also BIRD-CRITIC-SQLite's)",
     )
+    legacy: bool = Field(
+        default=False,
+        description="as the official BIRD-CRITIC SQLite harness runs a prediction: each of "
+        "the attempt's `statements` (its pred_sqls items; else the query's statements) with "
+        "one execute of the driver (an item holding two statements fails on SQLite), the "
+        "test functions given the items as they are",
+    )
     python_filesystem: Literal["walled", "open"] = Field(
         default="walled",
         description="a test function's file system: walled off by Landlock (where the kernel "
@@ -116,28 +123,44 @@ class TaskTestsScorer(Scorer):
         why = copy_support(engine)
         if why is not None:
             return Score.unscored(why)
+        items: list[str] | None = None
+        if self.options.legacy:
+            from queryeval.engines import split_statements
+
+            given = (attempt.model_extra or {}).get("statements") if attempt else None
+            if given is None:
+                items = split_statements(text, engine.dialect)
+            elif isinstance(given, list) and all(isinstance(g, str) for g in given):
+                items = [g for g in given if g.strip()]
+            else:
+                return Score.failure("invalid_output", "'statements': expected a list of SQL "
+                                     f"strings, got {type(given).__name__}")  # fmt: skip
         with disposable_copy(engine) as copy:
             conditions = case.metadata.get("conditions", _ABSENT)
-            return self._on_copy(copy, task, text, database, conditions)
+            return self._on_copy(copy, task, text, database, conditions, items)
 
     def _on_copy(self, copy: Workspace, task: Task, text: str, database: str,
-                 case_conditions: Any = _ABSENT) -> Score:  # fmt: skip
+                 case_conditions: Any = _ABSENT,
+                 items: list[str] | None = None) -> Score:  # fmt: skip
+        """The task on the copy; `items` (legacy): the statements as given, each run
+        with one execute."""
         for i, statement in enumerate(task.setup):
             step = copy.run(statement)
             if not step.ok:
                 return Score.unscored(f"the task's setup failed (statement {i + 1}): "
                                       f"{step.message}", evaluator_error=True)  # fmt: skip
-        step = copy.run(text, system=True)
-        if not step.ok:
-            reason = step.kind if step.kind in _REASONS else "runtime"
-            return Score.failure(reason, f"the statements failed ({step.kind}): {step.message}",  # type: ignore[arg-type]
-                                 execution={"database": database, "kind": step.kind,
-                                            "message": step.message})  # fmt: skip
+        for item in [text] if items is None else items:
+            step = copy.run(item, system=True, single=items is not None)
+            if not step.ok:
+                reason = step.kind if step.kind in _REASONS else "runtime"
+                return Score.failure(reason, f"the statements failed ({step.kind}): "  # type: ignore[arg-type]
+                                     f"{step.message}", execution={"database": database,
+                                     "kind": step.kind, "message": step.message})  # fmt: skip
         passed: list[str] = []
         failed: list[dict[str, str]] = []
         for i, test in enumerate(task.tests):
             name = test.name or f"test_{i + 1}"
-            verdict, message = self._test(copy, test, text, task, case_conditions)
+            verdict, message = self._test(copy, test, text, task, case_conditions, items)
             if verdict == "unsupported":  # no wall around a test function: counted apart
                 return Score.unscored(f"test {name!r} was not run: {message}",
                                       evaluator_error=True, unsupported=message)  # fmt: skip
@@ -161,16 +184,18 @@ class TaskTestsScorer(Scorer):
                      explanation=explanation, details=details)  # fmt: skip
 
     def _test(self, copy: Workspace, test: TaskTest, text: str, task: Task,
-              conditions: Any = _ABSENT) -> tuple[str, str]:  # fmt: skip
-        """("passed" | "failed" | "error", message) of one test on the copy. A test
-        function receives the system's statements one by one (`pred_sqls`) and, when the
-        case has one, its `metadata.conditions`."""
+              conditions: Any = _ABSENT,
+              items: list[str] | None = None) -> tuple[str, str]:  # fmt: skip
+        """("passed" | "failed" | "error" | "unsupported", message) of one test on the
+        copy. A test function receives the system's statements one by one (`pred_sqls`;
+        `items` as given under `legacy`) and, when the case has one, its
+        `metadata.conditions`."""
         if test.python is not None:
             from queryeval.engines import run_python_test, split_statements
 
-            dialect = copy.engine.dialect
+            pred_sqls = split_statements(text, copy.engine.dialect) if items is None else items
             return run_python_test(
-                test.python, copy.access(), pred_sqls=split_statements(text, dialect),
+                test.python, copy.access(), pred_sqls=pred_sqls,
                 conditions=None if conditions is _ABSENT else (conditions or {}),
                 helpers=self.options.python_helpers,
                 sol_sqls=list(task.solution), timeout_s=self.options.python_timeout_s,
