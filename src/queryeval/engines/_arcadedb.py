@@ -1,10 +1,9 @@
 """An embedded ArcadeDB (bundled JRE) with its Bolt plugin on 127.0.0.1, run in a child
-process: started once, reused, stopped at `close()` or interpreter exit, restartable when a
-query must be cut off."""
+process: started once, reused, stopped at `close()`, when dropped, or at interpreter exit
+(a finalizer, detached by `stop`), restartable when a query must be cut off."""
 
 from __future__ import annotations
 
-import atexit
 import os
 import secrets
 import selectors
@@ -17,6 +16,7 @@ import time
 import uuid
 import weakref
 from pathlib import Path
+from typing import Any
 
 import queryeval
 from queryeval.engines._arcadedb_server import READER
@@ -24,7 +24,6 @@ from queryeval.engines._fixtures import seed_digest
 from queryeval.errors import InputError
 
 _MODULE = "queryeval.engines._arcadedb_server"
-_LIVE: weakref.WeakSet[ArcadeDBServer] = weakref.WeakSet()
 FIXTURE_DATABASE = "graph"
 
 
@@ -106,7 +105,9 @@ class ArcadeDBServer:
         self._proc: subprocess.Popen[str] | None = None
         self._workdir: Path | None = None
         self._lock = threading.Lock()
-        _LIVE.add(self)
+        # ends the server if this object is dropped unstopped, or at exit (no atexit handler
+        # per server: stop() detaches it)
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     @property
     def url(self) -> str:
@@ -151,6 +152,7 @@ class ArcadeDBServer:
                 shutil.rmtree(workdir, ignore_errors=True)
                 raise RuntimeError(f"ArcadeDB did not start: {status[7:]}\n{tail}")
             self._proc, self._workdir = proc, workdir
+            self._finalizer = weakref.finalize(self, _end, proc, workdir)
             self.port = int(status.split()[1])
             self.start_seconds = time.perf_counter() - begin
 
@@ -169,16 +171,12 @@ class ArcadeDBServer:
     def stop(self, grace_s: float = 20.0) -> None:
         """Stop the server (cleanly, else killed) and remove its working copy."""
         with self._lock:
-            proc, workdir = self._proc, self._workdir
-            self._proc = self._workdir = None
+            proc, workdir, finalizer = self._proc, self._workdir, self._finalizer
+            self._proc = self._workdir = self._finalizer = None
             self.port = None
-        if proc is not None:
-            self._kill(proc, grace_s)
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    stream.close()
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        if finalizer is not None:
+            finalizer.detach()
+        _end(proc, workdir, grace_s)
 
     def restart(self) -> None:
         """End the server at once (a query would not stop) and start a fresh one."""
@@ -186,7 +184,12 @@ class ArcadeDBServer:
         self.start()
 
 
-@atexit.register
-def _stop_all() -> None:
-    for server in list(_LIVE):
-        server.stop(grace_s=5.0)
+def _end(proc: subprocess.Popen[str] | None, workdir: Path | None, grace_s: float = 5.0) -> None:
+    """Stop a server process (cleanly, else killed) and remove its working copy."""
+    if proc is not None:
+        ArcadeDBServer._kill(proc, grace_s)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -27,7 +27,6 @@ report nothing (unknown tables, columns and functions, type errors, unreachable 
 
 from __future__ import annotations
 
-import atexit
 import collections
 import contextlib
 import hashlib
@@ -39,6 +38,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -278,6 +278,7 @@ class KqlValidator:
         self.version = ""
         self.starts = 0  # helper processes started (a restart loop shows here)
         self._proc: subprocess.Popen[str] | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._schemas: set[str] = set()
         self._lock = threading.Lock()
@@ -313,6 +314,8 @@ class KqlValidator:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, encoding="utf-8", bufsize=1,
         )  # fmt: skip
+        # the helper ended when this validator is dropped, or at exit (detached by _stop)
+        self._finalizer = weakref.finalize(self, _end_helper, self._proc)
         threading.Thread(
             target=self._read, args=(self._proc, self._lines), name="queryeval-kusto-language",
             daemon=True,
@@ -378,17 +381,9 @@ class KqlValidator:
         self._owed = {}
         if proc is None:
             return
-        with contextlib.suppress(Exception):
-            assert proc.stdin is not None
-            proc.stdin.close()
-        try:
-            proc.wait(2)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        _end_helper(proc)
 
     def _cpu(self) -> float | None:
         return process_cpu_s(self._proc.pid) if self._proc is not None else None
@@ -561,6 +556,21 @@ class KqlValidator:
         self.close()
 
 
+def _end_helper(proc: subprocess.Popen[str]) -> None:
+    """End a helper process: its stdin closed (it exits), else killed; its pipes closed."""
+    with contextlib.suppress(Exception):
+        assert proc.stdin is not None
+        proc.stdin.close()
+    try:
+        proc.wait(2)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
 # -- one validator per process, verdicts memoised ------------------------------------------------
 
 _SHARED_LOCK = threading.Lock()
@@ -570,13 +580,12 @@ MAX_QUERY_CHARS = 200_000  # longer generated "queries" are over a limit, never 
 
 def shared_validator() -> KqlValidator:
     """The process's validator: one Node helper, started by its first check, shared by the
-    scorers, `validate` and the independent validity check, stopped at exit (or when its
-    stdin closes with this process)."""
+    scorers, `validate` and the independent validity check, stopped at exit by its
+    finalizer (or when its stdin closes with this process)."""
     global _SHARED
     with _SHARED_LOCK:
         if _SHARED is None:
-            _SHARED = KqlValidator()
-            atexit.register(_SHARED.close)
+            _SHARED = KqlValidator()  # its helper is ended at exit by its finalizer
         return _SHARED
 
 

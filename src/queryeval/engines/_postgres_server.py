@@ -16,7 +16,6 @@ privileges: kept for suites that name it); each disposable copy gets a role of i
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import re
@@ -27,6 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,18 @@ def _account() -> tuple[int, int] | None:
                      "account exists to run it as")  # fmt: skip
 
 
+def _end_server(proc: subprocess.Popen[bytes] | None, folder: Path) -> None:
+    """Stop a server process (fast shutdown, else killed) and remove its folder."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(2)  # SIGINT: fast shutdown
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @dataclass(frozen=True)
 class Role:
     """A login role of the server and its password."""
@@ -120,7 +132,9 @@ class PostgresServer:
         self.roles = {name: Role(name, secrets.token_hex(16)) for name in (ADMIN, READER, TASK)}
         self._proc: subprocess.Popen[bytes] | None = None
         self.lock = threading.RLock()  # fixtures and copies: one at a time
-        atexit.register(self.stop)
+        # the server ended and its folder removed when this object is dropped unstopped, or
+        # at exit (one finalizer, detached by stop(): no atexit handler left per server)
+        self._finalizer = weakref.finalize(self, _end_server, None, self.folder)
 
     # -- life ------------------------------------------------------------------------------
 
@@ -171,6 +185,8 @@ class PostgresServer:
                 args, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                 preexec_fn=lambda: _limit_address_space(limit_as), **kwargs,
             )  # fmt: skip
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _end_server, self._proc, self.folder)
         self._wait_ready(log)
         with self.admin() as conn:
             for name in (READER, TASK):
@@ -203,14 +219,8 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its folder."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(2)  # SIGINT: fast shutdown
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self._finalizer.detach()
+        _end_server(proc, self.folder)
 
     # -- connections -----------------------------------------------------------------------
 
