@@ -54,13 +54,20 @@ from queryeval.engines._validity import (
     register_validity_checker,
     validity_checker,
 )
+from queryeval.engines._variants_cypher import (
+    GraphScratch,
+    acquire_graph_scratch,
+    release_graph_scratch,
+)
 from queryeval.engines._variants_duckdb import DuckDBScratch, ScratchCatalog
 from queryeval.engines._variants_kql import KqlScratch
+from queryeval.engines._variants_sqlalchemy import CopiedTable, copy_sample, related_tables
 from queryeval.metrics import ResultSet
 
 __all__ = [
     "ENGINES",
     "Blame",
+    "CopiedTable",
     "DatabaseOptions",
     "DuckDBScratch",
     "Engine",
@@ -69,6 +76,7 @@ __all__ = [
     "Execution",
     "ExecutionMemo",
     "GoldStore",
+    "GraphScratch",
     "KqlDiagnostic",
     "KqlSchema",
     "KqlScratch",
@@ -85,9 +93,11 @@ __all__ = [
     "ValidityChecker",
     "ValidityVerdict",
     "Workspace",
+    "acquire_graph_scratch",
     "blame",
     "build_engine",
     "check_validity",
+    "copy_sample",
     "copy_support",
     "database_problem",
     "describe_schema",
@@ -106,6 +116,8 @@ __all__ = [
     "postgres_missing",
     "register_engine",
     "register_validity_checker",
+    "related_tables",
+    "release_graph_scratch",
     "run_prediction",
     "run_python_test",
     "shared_validator",

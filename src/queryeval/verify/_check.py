@@ -109,6 +109,10 @@ def replay(text: str, dialect: str, queries: dict[str, str], limits: Any,
 
     if dialect == "kql":
         return _replay_kql(text, queries, limits, now)
+    if dialect == "cypher":
+        from queryeval.verify._graph import replay_graph
+
+        return replay_graph(text, queries, limits)
     if dialect == "duckdb":
         scratch = DuckDBScratch(limits)
         try:
@@ -165,7 +169,20 @@ def _replay_kql(text: str, queries: dict[str, str], limits: Any,
 
 
 class Verifier:
-    """The variants of one database, shared by every case on it (a run's resource)."""
+    """The variants of one database, shared by every case on it (a run's resource): a
+    graph on ArcadeDB gets a `GraphVerifier` (`queryeval.verify._graph`), a server reached
+    by a SQLAlchemy URL a `SampledVerifier` (`queryeval.verify._sampled`)."""
+
+    def __new__(cls, engine: Engine, settings: Settings, capacity: int = 64) -> Verifier:
+        if cls is Verifier and engine.language == "cypher":
+            from queryeval.verify._graph import GraphVerifier
+
+            cls = GraphVerifier
+        elif cls is Verifier and _sqlalchemy(engine):
+            from queryeval.verify._sampled import SampledVerifier
+
+            cls = SampledVerifier
+        return super().__new__(cls)
 
     def __init__(self, engine: Engine, settings: Settings, capacity: int = 64) -> None:
         self.engine = engine
@@ -210,6 +227,22 @@ class Verifier:
             if name not in self._rows:
                 self._rows[name] = read_rows(self.engine, name, self.settings.rows)[1]
         return {name: self._rows[name] for name in tables}
+
+    def tables_for(self, hints: Hints) -> list[str]:
+        """The tables a variant holds for queries with `hints` (parents first)."""
+        return needed_tables(self.schema, hints.tables)
+
+    def script_of(self, tables: list[str], data: Data) -> str:
+        """The replayable script of `data` (CREATE and INSERT statements)."""
+        return script(self.schema, tables, data)
+
+    def replay_witness(self, text: str, queries: dict[str, str]) -> dict[str, Execution]:
+        """`replay` of a witness's script, as this verifier's engine runs it."""
+        return replay(text, self.dialect, queries, self.limits, self.now)
+
+    def assumptions_of(self, data: Data, observed: Observed) -> list[dict[str, Any]]:
+        """What a witness holds that the database's rows never do."""
+        return _assumptions(self.schema, data, observed)
 
     # -- building -------------------------------------------------------------------------
 
@@ -278,7 +311,7 @@ class Verifier:
     def _check(self, gold: str, pred: str, differs: Differs) -> Outcome:
         outcome = Outcome()
         hints = self.hints(gold).merge(self.hints(pred))
-        tables = needed_tables(self.schema, hints.tables)
+        tables = self.tables_for(hints)
         if not tables:
             outcome.note = "the queries read no table of the database: nothing to vary"
             return outcome
@@ -397,9 +430,8 @@ class Verifier:
                 minimal = False
                 break
         data = _grouped(tables, items)
-        text = script(self.schema, tables, data)
-        runs = replay(text, self.dialect, {"gold": gold, "prediction": pred}, self.limits,
-                      self.now)  # fmt: skip
+        text = self.script_of(tables, data)
+        runs = self.replay_witness(text, {"gold": gold, "prediction": pred})
         why = differs(runs["prediction"], runs["gold"])
         return {
             "variant": variant,
@@ -421,9 +453,14 @@ class Verifier:
             "prediction": _result(runs["prediction"]),
             "reason": why,
             "replayed": why is not None,
-            "assumptions": _assumptions(self.schema, data, observed),
+            "assumptions": self.assumptions_of(data, observed),
             "seed": self.settings.seed,
         }
+
+
+def _sqlalchemy(engine: Engine) -> bool:
+    """Whether `engine` is SQL on a database reached by a SQLAlchemy URL (not a file)."""
+    return engine.language == "sql" and hasattr(engine, "url") and hasattr(engine, "backend")
 
 
 def _grouped(tables: list[str], items: list[tuple[str, tuple[Any, ...]]]) -> Data:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from queryeval.engines import Engine, Execution
-from queryeval.verify._build import Data, needed_tables, script
+from queryeval.verify._build import Data
 from queryeval.verify._check import Settings, Verifier, result_record
 from queryeval.verify._variants import generate
 
@@ -70,7 +70,7 @@ def _compare(gold: str, dialect: str) -> Compare:
 
 def _problems(v: Verifier, gold: str, compare: Compare) -> list[dict[str, Any]]:
     hints = v.hints(gold)
-    tables = needed_tables(v.schema, hints.tables)
+    tables = v.tables_for(hints)
     if not tables:
         return []
     base = v.base(tables)
@@ -88,7 +88,7 @@ def _problems(v: Verifier, gold: str, compare: Compare) -> list[dict[str, Any]]:
             "variant": variant.name,
             "reason": why,
             "rows": sum(len(r) for r in kept.values()),
-            "script": script(v.schema, tables, kept),
+            "script": v.script_of(tables, kept),
             "forward": result_record(forward),
             "reversed": result_record(backward),
         }]  # fmt: skip

@@ -63,14 +63,22 @@ def quote(name: str) -> str:
 
 
 def supported(engine: Engine) -> str | None:
-    """Why variants cannot be built for `engine` (None: a DuckDB or SQLite file, or the
-    embedded KQL engine's DuckDB file)."""
+    """Why variants cannot be built for `engine` (None: a DuckDB or SQLite file, the
+    embedded KQL engine's DuckDB file, a graph on the embedded ArcadeDB, or a database
+    reached by a SQLAlchemy URL)."""
     if engine.language == "kql":  # the embedded engine: a DuckDB file, its own preparation
         if not all(hasattr(engine, a) for a in ("prepare", "now", "translate")):
             return "variants are built for KQL on the embedded engine (duckdb-kql) only"
         if getattr(engine, "path", None) is None:
             return "the engine has no database file to read"
         return None
+    if engine.language == "cypher":  # the embedded ArcadeDB: variants on a scratch ArcadeDB
+        if getattr(engine, "server", None) is None or not hasattr(engine, "graph_names"):
+            return ("variants of a graph are built for the embedded ArcadeDB only (a Neo4j "
+                    "server's semantics are not ArcadeDB's)")  # fmt: skip
+        return None
+    if engine.language == "sql" and hasattr(engine, "url") and hasattr(engine, "backend"):
+        return None  # a server: a sample of its tables copied (queryeval.verify._sampled)
     if engine.language != "sql" or engine.dialect not in ("duckdb", "sqlite"):
         return (f"variants are built for SQL on DuckDB and SQLite and KQL on the embedded "
                 f"engine, not {engine.dialect}")  # fmt: skip
