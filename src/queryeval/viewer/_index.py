@@ -479,16 +479,18 @@ class RunIndex:
         columns: list[list[Any]] = [[], [], [], [], []]
         seen: set[str] = set()
 
-        def add(case: Any) -> None:
+        def add(case: Any, raw: bytes | None = None) -> None:
+            """One case; `raw`: its JSONL line, kept as it is (the case validated from it
+            again is this case: no second serialisation of every case)."""
             if case.id in seen:
                 raise InputError(f"duplicate case id {case.id!r}")
             seen.add(case.id)
+            text = raw.decode() if raw is not None else case.model_dump_json(exclude_defaults=True)
             for column, value in zip(
                 columns,
-                (case.id, _cut(case.question), _cut(gold_text(case)), list(case.tags),
-                 case.model_dump_json(exclude_defaults=True)),
+                (case.id, _cut(case.question), _cut(gold_text(case)), list(case.tags), text),
                 strict=True,
-            ):  # fmt: skip
+            ):
                 column.append(value)
 
         try:
@@ -504,7 +506,7 @@ class RunIndex:
                 for file in case_files(patterns, base):
                     if file.suffix.lower() in (".jsonl", ".ndjson"):
                         for lineno, raw in jsonl_lines(file):
-                            add(parse_case_line(raw, file, lineno))
+                            add(parse_case_line(raw, file, lineno), raw)
                             if len(columns[0]) >= PART_ROWS:
                                 flush()
                     else:
