@@ -102,6 +102,8 @@ PLANTED = {
     # on KQL (the example's logs)
     ("kql-fails", "gold_fails"),
     ("kql-empty", "non_discriminating"),
+    ("kql-take", "nondeterministic"),
+    ("kql-typo", "unknown_literal"),
     ("kql-conflict-a", "conflicting_golds"),
     ("kql-conflict-b", "conflicting_golds"),
 }
@@ -121,7 +123,17 @@ DUCK = {
 KQL = {
     "kql-ok": ("How many log records are there?", "Logs | count"),
     "kql-fails": ("Broken KQL?", "NoSuchTable | count"),
-    "kql-empty": ("Fatal logs?", "Logs | where Level == 'NoSuchLevel' | project Message"),
+    "kql-empty": ("Negative durations?", "Logs | where DurationMs < 0 | project Message"),
+    "kql-ok-sorted": (
+        "The first two messages?",
+        "Logs | sort by Timestamp asc, OperationId asc | take 2 | project Message",
+    ),
+    "kql-ok-literal": ("How many errors?", "Logs | where Level =~ 'error' | count"),
+    "kql-take": ("Any three messages?", "Logs | take 3 | project Message"),
+    "kql-typo": (
+        "Errors and warnings per level?",
+        "Logs | where Level in ('Eror', 'Warning') | summarize n = count() by Level",
+    ),
     "kql-conflict-a": ("Records per level?", "Logs | summarize n = count() by Level"),
     "kql-conflict-b": ("Records per level?", "Logs | summarize n = count() by Service"),
 }

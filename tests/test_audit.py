@@ -50,7 +50,7 @@ def test_every_planted_defect_is_found_and_no_clean_gold_flagged(audited) -> Non
 
 def test_console_and_html_show_the_findings(audited) -> None:
     folder, result = audited
-    assert "20 finding(s)" in result.output
+    assert "22 finding(s)" in result.output
     assert (
         "bad-case (gold 0): unknown_literal: 'paris' never occurs in people.city" in result.output
     )
@@ -59,7 +59,7 @@ def test_console_and_html_show_the_findings(audited) -> None:
     for case_id, kind in PLANTED:
         assert f"<td>{case_id}</td>" in page and kind in page
     summary = json.loads((folder / "out" / "audit-summary.json").read_text())
-    assert summary["counts"]["nondeterministic"] == 4 and summary["golds"] == 33
+    assert summary["counts"]["nondeterministic"] == 5 and summary["golds"] == 37
 
 
 def _sqlite_rows(path: str, query: str) -> list[list]:

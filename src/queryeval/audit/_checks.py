@@ -3,8 +3,11 @@ checked; golds of the same question compared; systems' predictions compared with
 
 Each check works through the engines' common interface where it can (`gold_fails`,
 `non_discriminating` on empty or all-NULL results and on empty tables, `conflicting_golds`,
-`disputed`: SQL, KQL, Cypher alike); `nondeterministic`, `unknown_literal` and the variants
-of `non_discriminating` read a DuckDB or SQLite file and parse SQL (sqlglot).
+`disputed`: SQL, KQL, Cypher alike); `nondeterministic` and `unknown_literal` read the
+gold's text (SQL with sqlglot; KQL and Cypher with `_languages`) and run on copies in
+another row order (a DuckDB or SQLite file; the embedded KQL engine's DuckDB file; a graph
+copied into a scratch ArcadeDB) and through the database's own engine; the variants of
+`non_discriminating` are the verified-verdicts work's (`queryeval.verify`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,15 @@ _HOW = {
     "random.Random(f'{seed}:{table}').shuffle gives (queryeval.audit._permute)",
 }
 NEAR_MATCHES = 5
+GRAPH_ROWS = 20_000  # nodes of a label (relationships of a type) a reordered graph copy holds
+_GRAPH_HOW = (
+    "a copy of the graph (every node and relationship, read through its engine) in a "
+    "scratch ArcadeDB, created in {order} order, beside a copy created in the order it "
+    "was read (queryeval.verify._graph; queryeval.audit._permute.reorder)"
+)
+_OPS = {"eq": "=", "neq": "!=", "in": "IN", "like": "LIKE", "ilike": "ILIKE", "ieq": "=~",
+        "ineq": "!~", "iin": "in~", "starts": "STARTS WITH", "ends": "ENDS WITH",
+        "contains": "CONTAINS"}  # fmt: skip
 
 
 @dataclass
@@ -154,6 +166,7 @@ class Auditor:
         self._twins: dict[str, Engine | None] = {}
         self._onvariants: dict[str, Any] = {}
         self._values: dict[tuple[str, str, str], list[Any]] = {}
+        self._graphs: dict[str, Any] = {}
         self._trouble: dict[str, str | None] = {}
         self.report = AuditReport(suite.name, cases=len(cases))
 
@@ -203,9 +216,10 @@ class Auditor:
         for engine in [*self._permuted.values(), *self._twins.values()]:
             if engine is not None:
                 engine.close()
-        for variants in self._onvariants.values():
+        for variants in [*self._onvariants.values(), *self._graphs.values()]:
             if variants is not None:
                 variants.close()
+        self._graphs.clear()
         self._permuted.clear()
         self._twins.clear()
         self._onvariants.clear()
@@ -257,9 +271,10 @@ class Auditor:
             )
             return
         sql = engine.language == "sql" and engine.dialect in ("duckdb", "sqlite")
-        if not self._non_discriminating(gold, engine, run) and sql:
+        other = engine.language in ("kql", "cypher")
+        if not self._non_discriminating(gold, engine, run) and (sql or other):
             self._nondeterministic(gold, engine, run)
-        if sql:
+        if sql or other:
             self._unknown_literals(gold, engine)
 
     def _non_discriminating(self, gold: Gold, engine: Engine, run: Execution) -> bool:
@@ -325,13 +340,22 @@ class Auditor:
         return False
 
     def _nondeterministic(self, gold: Gold, engine: Engine, run: Execution) -> None:
+        from queryeval.audit._languages import cypher_patterns, kql_patterns
         from queryeval.audit._permute import ORDERS
         from queryeval.audit._static import order_patterns
 
-        patterns = order_patterns(gold.text, engine.dialect)
-        if engine.dialect != "sqlite":
-            patterns = [p for p in patterns if p != "bare column"]  # DuckDB refuses them
+        if engine.language == "kql":
+            patterns = kql_patterns(gold.text)
+        elif engine.language == "cypher":
+            patterns = cypher_patterns(gold.text)
+        else:
+            patterns = order_patterns(gold.text, engine.dialect)
+            if engine.dialect != "sqlite":
+                patterns = [p for p in patterns if p != "bare column"]  # DuckDB refuses them
         if not patterns:
+            return
+        if engine.language == "cypher":
+            self._nondeterministic_graph(gold, engine, run, patterns)
             return
         policy = policy_of(self.suite, gold.case)
         for order in ORDERS:
@@ -356,52 +380,125 @@ class Auditor:
                 )
                 return
 
+    def _nondeterministic_graph(self, gold: Gold, engine: Engine, run: Execution,
+                                patterns: list[str]) -> None:  # fmt: skip
+        """A Cypher gold: its result on a copy of the graph created in the order it was
+        read, beside copies created in reversed and shuffled order (a scratch ArcadeDB)."""
+        from queryeval.audit._permute import ORDERS, reorder
+
+        copied = self._graph_copy(gold.database, engine)
+        if copied is None:
+            return
+        verifier, tables, data = copied
+        policy = policy_of(self.suite, gold.case)
+        forward = verifier._build(tables, data).engine.execute(gold.text)
+        if not forward.ok:
+            return
+        for order in ORDERS:
+            permuted = {t: reorder(rows, order, self.seed, t) for t, rows in data.items()}
+            other = verifier._build(tables, permuted).engine.execute(gold.text)
+            if other.ok and not same_result(other, forward, policy, gold.text, engine.dialect):
+                self._add(
+                    gold,
+                    "nondeterministic",
+                    f"{', '.join(patterns)}: the result changes when the graph's nodes and "
+                    f"relationships are created in {order} order",
+                    patterns=patterns,
+                    result=result_evidence(run),
+                    permuted={
+                        "order": order,
+                        "seed": self.seed,
+                        "how": _GRAPH_HOW.format(order=order),
+                        "result": result_evidence(other),
+                        "copy_result": result_evidence(forward),
+                    },
+                )
+                return
+
+    def _graph_copy(self, database: str, engine: Engine) -> Any:
+        """(verifier, tables, rows) of the whole graph, read once; None (noted) when the
+        graph is larger than GRAPH_ROWS a label or cannot be copied."""
+        from queryeval.verify import Settings, Verifier
+
+        if database not in self._graphs:
+            self._graphs[database] = None
+            try:
+                verifier = Verifier(engine, Settings(seed=self.seed, rows=GRAPH_ROWS))
+            except Exception as exc:  # a graph it cannot copy: noted, no check
+                self.report.notes.append(f"nondeterministic: no copy of {database!r}: {exc}")
+                return None
+            data = verifier.base(list(verifier.schema.tables))
+            if any(len(rows) >= GRAPH_ROWS for rows in data.values()):
+                verifier.close()
+                self.report.notes.append(f"nondeterministic: {database!r} has more than "
+                                         f"{GRAPH_ROWS} nodes of a label: not copied")  # fmt: skip
+                return None
+            self._graphs[database] = verifier
+        verifier = self._graphs[database]
+        if verifier is None:
+            return None
+        tables = list(verifier.schema.tables)
+        return verifier, tables, verifier.base(tables)
+
     def _unknown_literals(self, gold: Gold, engine: Engine) -> None:
+        from queryeval.audit import _languages as lang
         from queryeval.audit._static import comparisons
 
         try:
             schema = engine.cached_schema()
         except Exception:  # no schema: no literal to resolve
             return
-        for comp in comparisons(gold.text, engine.dialect, _column_names(schema)):
-            if self._occurs(engine, comp):
+        if engine.language == "kql":
+            found = lang.kql_comparisons(gold.text, _column_names(schema))
+            occurrence, values = lang.kql_occurrence, lang.kql_values
+        elif engine.language == "cypher":
+            found = lang.cypher_comparisons(gold.text, _graph_keys(schema))
+            occurrence, values = lang.cypher_occurrence, lang.cypher_values
+        else:
+            found = comparisons(gold.text, engine.dialect, _column_names(schema))
+            dialect = engine.dialect
+
+            def occurrence(comp: Any) -> str:
+                return _occurrence_query(dialect, comp)
+
+            def values(table: str, column: str, limit: int = 5000) -> str:
+                return _values_query(dialect, table, column, limit)
+
+        for comp in found:
+            check = occurrence(comp)
+            if self._occurs(engine, check):
                 continue
-            near = self._near(engine, comp)
-            what = {"eq": "=", "neq": "!=", "in": "IN", "like": "LIKE", "ilike": "ILIKE"}[comp.op]
+            near = self._near(engine, comp, values(comp.table, comp.column))
             hint = f"; near: {', '.join(repr(v) for v, _ in near)}" if near else ""
             self._add(
                 gold,
                 "unknown_literal",
                 f"{comp.literal!r} never occurs in {comp.table}.{comp.column} "
-                f"(compared with {what}){hint}",
+                f"(compared with {_OPS[comp.op]}){hint}",
                 table=comp.table,
                 column=comp.column,
                 operator=comp.op,
                 literal=comp.literal,
-                check=_occurrence_query(engine.dialect, comp),
+                check=check,
                 near_matches=[{"value": v, "similarity": round(s, 1)} for v, s in near],
             )
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _occurs(self, engine: Engine, comp: Any) -> bool:
-        check = engine.execute(_occurrence_query(engine.dialect, comp))
+    def _occurs(self, engine: Engine, check_query: str) -> bool:
+        check = engine.execute(check_query)
         if not check.ok or check.result is None:
             return True  # cannot tell: no finding
         return bool(check.result.rows)
 
-    def _near(self, engine: Engine, comp: Any) -> list[tuple[Any, float]]:
+    def _near(self, engine: Engine, comp: Any, values_query: str) -> list[tuple[Any, float]]:
         from rapidfuzz import fuzz, process, utils
 
         key = (engine.name, comp.table, comp.column)
         if key not in self._values:
-            q = _quote(engine.dialect, comp.table)
-            c = _quote(engine.dialect, comp.column)
-            run = engine.execute(
-                f"SELECT DISTINCT CAST({c} AS TEXT) FROM {q} WHERE {c} IS NOT NULL LIMIT 5000"
-            )
+            run = engine.execute(values_query)
             rows = run.result.rows if run.ok and run.result is not None else []
-            self._values[key] = [r[0] for r in rows if r[0] is not None]
+            self._values[key] = [str(r[0]) for r in rows if r[0] is not None]
         values = self._values[key]
         target = (
             comp.literal.replace("%", "").replace("_", " ") if "like" in comp.op else comp.literal
@@ -448,17 +545,32 @@ class Auditor:
             path = getattr(engine, "path", None)
             copy: Engine | None = None
             if isinstance(path, Path):
-                suffix = ".sqlite" if engine.dialect == "sqlite" else ".duckdb"
+                kql = engine.language == "kql"  # its tables are a DuckDB file's
+                dialect = "duckdb" if kql else engine.dialect
+                suffix = ".sqlite" if dialect == "sqlite" else ".duckdb"
                 target = Path(self._scratch.name) / f"{order}-{len(self._permuted)}{suffix}"
                 try:
-                    permuted_copy(engine.dialect, path, target, order, self.seed)
-                    copy = open_engine(engine.dialect, target, engine.limits)
+                    permuted_copy(dialect, path, target, order, self.seed)
+                    if kql:
+                        copy = self._kql_engine(database, target)
+                    else:
+                        copy = open_engine(engine.dialect, target, engine.limits)
                 except Exception as exc:  # a database it cannot copy: noted, no check
                     self.report.notes.append(
                         f"nondeterministic: no {order} copy of {database!r}: {exc}"
                     )
             self._permuted[key] = copy
         return self._permuted[key]
+
+    def _kql_engine(self, database: str, path: Path) -> Engine:
+        """The suite's KQL engine configuration (its clock, functions, limits) on the
+        DuckDB file at `path`."""
+        from queryeval.engines import build_engine
+
+        config = self.suite.databases[database].model_copy(
+            update={"path": str(path), "fixture": None}
+        )
+        return build_engine(f"{database}:permuted", config, self.suite.base_dir, path.parent)
 
     # -- across cases ---------------------------------------------------------------------
 
@@ -545,6 +657,22 @@ def _column_names(schema: dict[str, Any]) -> dict[str, list[str]]:
                 str(c.get("name")) if isinstance(c, dict) else str(c) for c in columns
             ]
     return out
+
+
+def _graph_keys(schema: dict[str, Any]) -> dict[str, list[str]]:
+    """{label or [:TYPE]: property keys} from a Cypher engine's schema description."""
+    out: dict[str, list[str]] = {}
+    for label, keys in (schema.get("labels") or {}).items():
+        out[str(label)] = [str(k) for k in keys or []]
+    for rel_type, keys in (schema.get("relationship_types") or {}).items():
+        out[f"[:{rel_type}]"] = [str(k) for k in keys or []]
+    return out
+
+
+def _values_query(dialect: str, table: str, column: str, limit: int = 5000) -> str:
+    """The SQL query listing the column's distinct values as text."""
+    q, c = _quote(dialect, table), _quote(dialect, column)
+    return f"SELECT DISTINCT CAST({c} AS TEXT) FROM {q} WHERE {c} IS NOT NULL LIMIT {int(limit)}"
 
 
 def _quote(dialect: str, name: str) -> str:

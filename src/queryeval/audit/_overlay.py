@@ -20,6 +20,7 @@ from typing import Any
 
 from queryeval.cases import Case, Output, Score, Target
 from queryeval.config import Overlay, OverlayEntry, SuiteConfig
+from queryeval.log import RESULTS, SUMMARY, overlay_file
 from queryeval.scorers import Scorer, ScoringContext, case_passed
 
 
@@ -27,7 +28,7 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
     """The run's stored records (results.jsonl)."""
     import orjson
 
-    path = run_dir / "results.jsonl"
+    path = run_dir / RESULTS
     with path.open("rb") as fh:
         return [orjson.loads(line) for line in fh if line.strip()]
 
@@ -166,7 +167,7 @@ def apply_overlay(
             "overlay": new.get("passed"),
         }
         new_records.append(new)
-    original = json.loads((run_dir / "summary.json").read_text())
+    original = json.loads((run_dir / SUMMARY).read_text())
     corrected = summarize(suite.name, kept_cases, new_records, scorers, systems, suite.seed)
     corrected = json.loads(json.dumps(corrected, default=str))
     content = {
@@ -192,12 +193,12 @@ def apply_overlay(
         },
         "changed": list(changed.values()),
     }
-    (run_dir / f"overlay-{overlay.name}.json").write_text(
+    (run_dir / overlay_file(overlay.name)).write_text(
         json.dumps(content, indent=1, ensure_ascii=False, default=str) + "\n"
     )
     from queryeval.audit._report import overlay_html
 
-    (run_dir / f"overlay-{overlay.name}.html").write_text(overlay_html(content))
+    (run_dir / overlay_file(overlay.name, ".html")).write_text(overlay_html(content))
     return content
 
 
