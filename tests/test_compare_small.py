@@ -321,3 +321,39 @@ def test_typed_results_take_the_fast_path(n: int, wrong: bool) -> None:
     assert answered(pred, gold)
     assert same(compare_results(pred, gold), general(pred, gold))
     assert compare_results(pred, gold).exact is not wrong
+
+
+SAME_OBJECT_NAN = math.nan
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ([(Decimal("1e30"), 1)], [(10**30, 1)]),  # equal as given: an integral decimal's int
+        ([(Decimal("0.5"), "a")], [(0.5, "a")]),  # a decimal equal to its float
+        ([(Decimal("0.1"), "a")], [(0.1, "a")]),  # unequal as given, equal canonically
+        ([(Decimal("-0"), 0.0)], [(0, -0.0)]),
+        ([(SAME_OBJECT_NAN, 1)], [(SAME_OBJECT_NAN, 1)]),  # one NaN object: equal as given
+        ([(float("nan"), 1)], [(float("nan"), 1)]),  # two NaN objects: equal canonically
+        ([(2**53 + 1, 1.0)], [(float(2**53), 1.0)]),  # a float would round the integer
+        ([(dt.date(2024, 1, 1), None), (dt.date(2024, 1, 2), 1.5)],
+         [(dt.date(2024, 1, 2), 1.5), (dt.date(2024, 1, 1), None)]),
+        ([(1, "a"), (1, "a"), (2, "b")], [(1, "a"), (2, "b"), (1, "a")]),  # repeated rows
+        ([(1, "a"), (2, "b")], [(2, "b"), (1, "a")]),  # out of gold's order
+    ],
+)  # fmt: skip
+def test_rows_equal_as_given_equal_the_general_path(
+    pred: list[tuple[Any, ...]], gold: list[tuple[Any, ...]]
+) -> None:
+    """The rows compared as given before any is converted (plain types): every answer is
+    the general path's, including where only the canonical forms are equal, under every
+    row and column policy, with and without a float tolerance."""
+    g = ResultSet(["a", "b"], gold)
+    for p in (ResultSet(["a", "b"], pred), ResultSet(["b", "a"], [(r[1], r[0]) for r in pred])):
+        for rows in ("auto", "ordered", "multiset", "set"):
+            for columns in ("permutation", "by_name", "by_position", "gold_subset"):
+                for rel_tol in (0.0, 1e-9):
+                    options: dict[str, Any] = {"rows": rows, "columns": columns,
+                                               "rel_tol": rel_tol}  # fmt: skip
+                    fast, slow = compare_results(p, g, **options), general(p, g, **options)
+                    assert same_or_nan(fast, slow), (p, options)

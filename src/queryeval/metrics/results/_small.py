@@ -72,17 +72,28 @@ def small_comparison(
     this path cannot be sure."""
     if p.arrow is not None or g.arrow is not None or not options.null_equals_null:
         return None
+    pred_rows, gold_rows = p.rows, g.rows
     k_pred, k_gold = len(p.columns), len(g.columns)
-    if max(len(p.rows), len(g.rows)) > FAST_MAX_ROWS or not k_gold or not k_pred:
+    if max(len(pred_rows), len(gold_rows)) > FAST_MAX_ROWS or not k_gold or not k_pred:
         return None
-    both = _canonical_pair(p.rows, g.rows, k_pred, k_gold, options)
+    types = _cell_types(pred_rows, gold_rows)
+    # equal outright: tried on the rows as given (plain types: equal cells have equal
+    # canonical forms), before any of them is converted
+    tried = types <= _PLAIN_TYPES and _outright_applies(pred_rows, gold_rows, row_policy)
+    if tried:
+        outright = _equal_outright(p, g, row_policy, columns, options, (pred_rows, gold_rows))
+        if outright is not None:
+            return outright
+    both = _canonical_pair(pred_rows, gold_rows, k_pred, k_gold, options, types)
     if both is None:  # floats within a tolerance, types read by `canonical` cell by cell
         return _equal_outright(p, g, row_policy, columns, options)
     pred, gold, pending = both
     if pending is not None:  # floats within a tolerance
-        outright = _equal_outright(p, g, row_policy, columns, options, (pred, gold))
-        if outright is not None:
-            return outright
+        # (rows converted by neither side are the rows already found unequal above)
+        if not tried or pending[0].changed or pending[1].changed:
+            outright = _equal_outright(p, g, row_policy, columns, options, (pred, gold))
+            if outright is not None:
+                return outright
         if row_policy == "set" and _search_steps(k_gold) > max_permutations:
             return None  # the set policy's search tries every numeric pair there: its cap
         if len(pred) * len(gold) > MAX_CANDIDATE_PAIRS:
@@ -110,18 +121,18 @@ def _equal_outright(
     options: Options,
     canonical_rows: tuple[Rows, Rows] | None = None,
 ) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
-    """Floats under a tolerance: the answer when the canonical rows are equal outright (the
-    same multiset; for ``ordered``, the same sequence) under the mapping the general path
-    takes or tries first (the names' when they pair up, the only one of a single column),
-    which it then finds exact too: equal values are close, and no group of rows is large
-    enough for its greedy matching (``MAX_CANDIDATE_PAIRS``). None otherwise: rows that
-    differ are matched within the tolerance there. `canonical_rows`: both sides' rows in
-    canonical form or in `_plain_columns`' (computed here when not given)."""
-    n = p.num_rows
-    if row_policy not in ("multiset", "ordered") or g.num_rows != n:
+    """The answer when the canonical rows are equal outright (the same multiset; for
+    ``ordered``, the same sequence) under the mapping the general path takes or tries first
+    (the names' when they pair up, the only one of a single column), which it then finds
+    exact too: equal values are close, and no group of rows is large enough for its greedy
+    matching (``MAX_CANDIDATE_PAIRS``). None otherwise: rows that differ are matched within
+    the tolerance there. `canonical_rows`: both sides' rows in canonical form, in
+    `_plain_columns`' or, when every cell is of a plain type, as given (cells equal as
+    given have equal canonical forms: a decimal equal to a number has its value, dates
+    equal are the same day); computed here when not given."""
+    if not _outright_applies(p.rows, g.rows, row_policy):
         return None
-    if n * n > MAX_CANDIDATE_PAIRS:
-        return None
+    n = len(g.rows)
     if columns == "by_position":
         alignment = align_by_position(g.num_columns, p.num_columns)
     elif columns == "permutation" and g.num_columns == p.num_columns == 1:
@@ -144,29 +155,52 @@ def _equal_outright(
             pred = [(row[picks[0]],) for row in pred_rows]
         else:
             pred = list(map(itemgetter(*picks), pred_rows))
-    if row_policy == "ordered" or n == 1:
-        same = pred == list(gold)
-    else:
-        same = Counter(pred) == Counter(gold)
+    try:
+        if row_policy == "ordered" or n == 1:
+            same = pred == list(gold)
+        else:
+            same = Counter(pred) == Counter(gold)
+    except (TypeError, ArithmeticError):  # a signalling NaN decimal, given as it is
+        return None
     order_ok = True if row_policy == "ordered" else None
     return (alignment, RowOutcome(n, n, n, order_ok), ()) if same else None
 
 
+def _outright_applies(pred_rows: Rows, gold_rows: Rows, row_policy: str) -> bool:
+    """Whether `_equal_outright` may answer: as many rows a side, not a set, and no group
+    of rows large enough for the general path's greedy matching."""
+    n = len(gold_rows)
+    return (
+        row_policy in ("multiset", "ordered")
+        and len(pred_rows) == n
+        and n * n <= MAX_CANDIDATE_PAIRS
+    )
+
+
+def _cell_types(pred_rows: Rows, gold_rows: Rows) -> set[type]:
+    """The types of every cell of both sides."""
+    if len(pred_rows) == 1 == len(gold_rows):
+        return {*map(type, pred_rows[0]), *map(type, gold_rows[0])}
+    types = set(map(type, chain.from_iterable(pred_rows)))
+    types.update(map(type, chain.from_iterable(gold_rows)))
+    return types
+
+
 def _canonical_pair(
-    pred_rows: Rows, gold_rows: Rows, k_pred: int, k_gold: int, options: Options
+    pred_rows: Rows,
+    gold_rows: Rows,
+    k_pred: int,
+    k_gold: int,
+    options: Options,
+    types: set[type],
 ) -> tuple[Rows, Rows, tuple[_Columns, _Columns] | None] | None:
     """Both sides' rows with every value in a form equal exactly when the canonical forms
     are (the rows themselves when ints, strings and NULLs only), and, when floats or
     decimals are compared within a tolerance, both sides' columns for `_tolerance_idle`
-    (else None). None when such floats come with types read by `canonical` cell by cell."""
-    hint = set(map(type, pred_rows[0])) if pred_rows else set()
-    if gold_rows:
-        hint.update(map(type, gold_rows[0]))
-    if hint <= _EXACT_TYPES:  # most results: ints, strings and NULLs, seen in one pass
-        pred_types = set(map(type, chain.from_iterable(pred_rows)))
-        gold_types = set(map(type, chain.from_iterable(gold_rows)))
-        if pred_types | gold_types <= _EXACT_TYPES:
-            return pred_rows, gold_rows, None
+    (else None). None when such floats come with types read by `canonical` cell by cell.
+    `types`: the types of all cells of both sides."""
+    if types <= _EXACT_TYPES:  # most results: ints, strings and NULLs
+        return pred_rows, gold_rows, None
     pred = _plain_columns(pred_rows, k_pred, options)
     gold = _plain_columns(gold_rows, k_gold, options)
     types = pred.types | gold.types
