@@ -174,6 +174,12 @@ def test_python_test_functions(engine: Any) -> None:
     }
     case = _case("py", {"tests": [{"name": "five", "python": passing}]})
     assert _score(engine, case, RIGHT["add-member"]).value == 1.0
+    if getattr(engine, "server", None) is not None:  # two statements: the last one's rows
+        sql = "['SELECT 1; SELECT count(*) FROM member']"
+        last = f"    rows, _, _ = execute_queries({sql}, db, conn)\n"
+        multi = _case("py", {"tests": [{"python": passing.split("\n")[0] + "\n" + last +
+                                        "    assert rows == [(5,)], rows\n"}]})  # fmt: skip
+        assert _score(engine, multi, RIGHT["add-member"]).value == 1.0  # as psycopg2 gives
     if type(engine).__name__ != "SQLiteEngine":
         return  # the child's verdicts and limits do not depend on the engine: once, on SQLite
     failing = _score(engine, case, "DELETE FROM member WHERE id = 1")

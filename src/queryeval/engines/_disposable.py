@@ -303,9 +303,10 @@ def transaction_control(text: str) -> str | None:
 
 def split_statements(text: str, dialect: str = "postgres") -> list[str]:
     """The statements of `text`, split at the semicolons between them (not those inside
-    strings, comments or dollar-quoted bodies); the text whole when it cannot be read.
+    strings, comments or dollar-quoted bodies), a piece holding only comments left out;
+    the text whole when it cannot be read.
 
-    >>> split_statements("UPDATE t SET a = ';'; DO $$ BEGIN NULL; END $$;")
+    >>> split_statements("UPDATE t SET a = ';'; DO $$ BEGIN NULL; END $$; -- done")
     ["UPDATE t SET a = ';'", 'DO $$ BEGIN NULL; END $$']
     """
     from sqlglot.dialects.dialect import Dialect
@@ -316,12 +317,16 @@ def split_statements(text: str, dialect: str = "postgres") -> list[str]:
     except SqlglotError:
         return [text.strip()] if text.strip() else []
     statements: list[str] = []
-    begin = 0
+    begin, words = 0, 0
     for token in tokens:
         if token.token_type.name == "SEMICOLON":
-            statements.append(text[begin : token.start].strip())
-            begin = token.end + 1
-    statements.append(text[begin:].strip())
+            if words:
+                statements.append(text[begin : token.start].strip())
+            begin, words = token.end + 1, 0
+        else:
+            words += 1
+    if words:
+        statements.append(text[begin:].strip())
     return [s for s in statements if s]
 
 

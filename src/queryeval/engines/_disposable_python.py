@@ -53,13 +53,16 @@ def run_python_test(
     conditions: dict[str, Any] | None = None,
     helpers: str = "livesqlbench",
     filesystem: str = "walled",
+    legacy: bool = False,
 ) -> tuple[str, str]:
     """("passed" | "failed" | "error" | "unsupported", message) of a test function's
     source on a copy (`access`: `Workspace.access()`; `memory`: bytes or a size such as
     1GiB). The function is called with `conditions=` only when `conditions` is given (as
     the official harnesses pass it: BIRD-CRITIC always, LiveSQLBench for its Query tasks);
     `helpers`: which harness's helpers it sees (`_helpers`); `filesystem`: `walled` (not
-    run, "unsupported", where the kernel cannot wall it off) or `open` (run anyway)."""
+    run, "unsupported", where the kernel cannot wall it off) or `open` (run anyway);
+    `legacy`: the source run as the official BIRD-CRITIC harness runs it (only its names
+    as globals, its own top-level names not seen inside `test_case`)."""
     from queryeval.engines._base import parse_size
 
     memory = parse_size(memory)
@@ -73,6 +76,7 @@ def run_python_test(
         "helpers": helpers,
         "memory": memory,
         "filesystem": filesystem,
+        "legacy": legacy,
     }
     wall = timeout_s * 2 + 5
     with tempfile.TemporaryDirectory(prefix="queryeval-test-") as folder:
@@ -244,6 +248,9 @@ def _helpers(kind: str, db: Any, flavour: str = "livesqlbench") -> dict[str, Any
         cursor = conn.cursor()
         try:
             cursor.execute(sql)
+            if kind == "postgres":  # several statements: the last one's rows, as psycopg2
+                while cursor.nextset():
+                    pass
             return cursor.fetchall() if cursor.description is not None else None
         finally:
             cursor.close()
@@ -378,6 +385,20 @@ def _helpers(kind: str, db: Any, flavour: str = "livesqlbench") -> dict[str, Any
     }
 
 
+# The names the official BIRD-CRITIC harnesses give a test function (`run_test_case`'s
+# globals; the source itself runs with other locals, so its own top-level imports are not
+# seen inside `test_case`): SQLite's, and PostgreSQL's (`performance_compare_by_qep`, for
+# the efficiency instances left out, and `pred_query_result` are not given here)
+_OFFICIAL_GLOBALS = {
+    "sqlite": ("perform_query_on_sqlite_databases", "execute_queries", "ex_base",
+               "check_sql_function_usage", "remove_distinct", "remove_comments",
+               "remove_round", "preprocess_results"),
+    "bird_critic_postgresql": ("perform_query_on_postgresql_databases", "execute_queries",
+                               "ex_base", "check_sql_function_usage", "remove_distinct",
+                               "preprocess_results"),
+}  # fmt: skip
+
+
 def _connect(access: dict[str, Any]) -> tuple[Any, Any]:
     """(connection, the `db` argument) of the copy."""
     kind = access["kind"]
@@ -421,9 +442,16 @@ def _child() -> None:
         "date": datetime.date,
         **helpers,
     }
+    names: dict[str, Any] = scope  # the source's own top-level names
+    official = _OFFICIAL_GLOBALS.get(
+        "sqlite" if job["access"]["kind"] == "sqlite" else job["helpers"]
+    )  # fmt: skip
+    if job.get("legacy") and official is not None:  # as the official harness's exec
+        scope = {"date": datetime.date, **{k: helpers[k] for k in official}}
+        names = {}
     try:
-        exec(compile(job["source"], "<test_case>", "exec"), scope)
-        function = scope.get("test_case")
+        exec(compile(job["source"], "<test_case>", "exec"), scope, names)
+        function = names.get("test_case")
         if not callable(function):
             out = {"status": "error", "message": "the source defines no test_case function"}
         else:

@@ -27,7 +27,10 @@ as they are in its `statements`. By default (the field's convention) every state
 items hold runs; `--set legacy=true` runs them as the official SQLite harness does, each
 item with one `execute` (an item holding two statements fails there: Python's sqlite3
 refuses it), and hands the items to the test functions as they are (scorer option
-`legacy`).
+`legacy`), its other quirks too: a test source run as the harness's `exec` runs it
+(its top-level names unseen in `test_case`, only the harness's helpers), and on
+PostgreSQL an instance without test cases solved when the prediction runs (see
+docs/tasks.md).
 
 Not reproduced (reported as notes): `efficiency` instances (the official query-plan
 comparison, `performance_compare_by_qep`) are left out; the template database's extras
@@ -93,15 +96,21 @@ def task_case(
     question: str,
     default_test: bool,
     conditions: bool = True,
+    untested_runs: bool = False,
 ) -> dict[str, Any]:
     """A case of one benchmark instance (shared with the LiveSQLBench importer):
     `default_test` when the instance is scored by the default soft-EX test; `conditions`:
-    whether its test functions receive `conditions` (as the official harness calls them)."""
+    whether its test functions receive `conditions` (as the official harness calls them);
+    `untested_runs`: an instance without test cases is solved when the prediction runs
+    (the official BIRD-CRITIC PostgreSQL harness), else scored by the default test."""
     iid = str(item["instance_id"])
     tests = item.get("test_cases") or []
     if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
         raise InputError("'test_cases': expected a list of Python sources", path=path, line=line)
-    if default_test or not tests:
+    checks: list[dict[str, Any]] = []
+    if not tests and untested_runs and not default_test:
+        checks = [{"name": "no test cases: the prediction ran", "condition": "SELECT true"}]
+    elif default_test or not tests:
         tests = [DEFAULT_TEST]
     solution = statements(item.get("sol_sql"), "sol_sql", path, line)
     if not solution:
@@ -114,7 +123,7 @@ def task_case(
     task = {
         "database": database,
         "setup": statements(item.get("preprocess_sql"), "preprocess_sql", path, line),
-        "tests": [{"name": f"test_{i + 1}", "python": t} for i, t in enumerate(tests)],
+        "tests": checks or [{"name": f"test_{i + 1}", "python": t} for i, t in enumerate(tests)],
         "cleanup": statements(item.get("clean_up_sql"), "clean_up_sql", path, line),
         "solution": solution,
     }
@@ -291,6 +300,7 @@ def build(request: ImportRequest) -> ImportedSuite:
                     question=question,
                     default_test=False,
                     conditions=dialect == "sqlite",
+                    untested_runs=legacy and dialect == "postgresql",
                 )
             )
     if len(dialects) > 1:

@@ -56,7 +56,8 @@ class TaskTestsOptions(BaseModel):
         description="as the official BIRD-CRITIC SQLite harness runs a prediction: each of "
         "the attempt's `statements` (its pred_sqls items; else the query's statements) with "
         "one execute of the driver (an item holding two statements fails on SQLite), the "
-        "test functions given the items as they are",
+        "test functions given the items as they are and only the harness's names (their "
+        "source's top-level imports unseen in test_case, as its exec has them)",
     )
     python_filesystem: Literal["walled", "open"] = Field(
         default="walled",
@@ -201,7 +202,7 @@ class TaskTestsScorer(Scorer):
                 sol_sqls=list(task.solution), timeout_s=self.options.python_timeout_s,
                 memory=self.options.python_memory,
                 exceptions=self.options.python_exceptions,
-                filesystem=self.options.python_filesystem,
+                filesystem=self.options.python_filesystem, legacy=self.options.legacy,
             )  # fmt: skip
         query = test.condition or test.query
         if not query:
