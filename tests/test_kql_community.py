@@ -196,3 +196,32 @@ def test_bag_unpack_column_absent_from_this_data_is_unsupported(kql: Engine) -> 
     # an unknown table stays the query's schema error
     run = kql.execute("NoSuchTable | evaluate bag_unpack(b) | project k")
     assert run.outcome.kind == "schema"
+
+
+# -- search across tables --------------------------------------------------------------------------
+# Kusto's docs ("search operator", its predicate syntax and the table of examples with their
+# `where` equivalents): `search "err"` is `where * has "err"` over every table of the
+# database when no source is given; `search in (T1, T2) "err"` is `union T1, T2 | where * has
+# "err"`; `col:"err"` is `col has "err"`; "err*" hasprefix, "*err" hassuffix, "*err*"
+# contains; `search *` every row; kind=case_sensitive makes `has` `has_cs`. The output
+# starts with `$table`, the row's table (Kusto.Language's result type).
+
+
+def test_search_over_every_table(kql: Engine) -> None:
+    columns, got = rows(kql, 'search "10.0.0.2" | project $table, TimeGenerated')
+    assert columns == ["$table", "TimeGenerated"]
+    assert got == [("Storage", dt.datetime(2024, 5, 2))]
+    _, got = rows(kql, "search * | summarize n = count() by $table | order by $table asc")
+    assert got == [("Activity", 1), ("Audit", 1), ("Names", 4), ("Storage", 1)]
+
+
+def test_search_in_tables_with_terms_and_column_terms(kql: Engine) -> None:
+    query = 'search in (Names) "a" and n:"2" or x == "b" | project $table, x, n | order by n asc'
+    assert rows(kql, query) == (["$table", "x", "n"], [("Names", "a", 2), ("Names", "b", 3)])
+    # wildcard terms: "Stor*" hasprefix (Type "Storage"), "*tivity" hassuffix
+    query = 'search in (Act*, Storage) "Stor*" or "*tivity" | project $table | order by $table asc'
+    assert rows(kql, query)[1] == [("Activity",), ("Storage",)]
+    _, got = rows(kql, 'search kind=case_sensitive in (Activity, Storage) "storage" | count')
+    assert got == [(0,)]
+    run = kql.execute('search "Sto*ge"')  # a wildcard inside: a regex match, not written
+    assert run.outcome.kind == "unsupported"

@@ -435,7 +435,8 @@ def test_star_predicates_and_search_test_every_column(kql: Engine) -> None:
     assert result[0][:3] == ("E", dt.datetime(2024, 1, 1, 1, 30), "a")
     assert "search" in refused(kql, "E | where Ok | search 'z'")
     assert rows(kql, "E | where * !has 'a' | count") == (["Count"], [(1,)])
-    assert "search" in refused(kql, "E | search Dev:'a'")
+    assert rows(kql, "E | search Dev:'a' | count") == (["Count"], [(2,)])  # Dev has 'a'
+    assert "search" in refused(kql, "E | search 'a*b'")  # a regex match: not written
 
 
 def test_ipv4_is_private_as_in_kusto_docs(kql: Engine) -> None:

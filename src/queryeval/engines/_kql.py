@@ -298,6 +298,10 @@ class KqlEngine(Engine):
         None when it names none (a quick look at its words first)."""
         if self._case_index is None:
             self._case_index = CaseIndex(self._tables())
+        if "search" in query.lower():  # a source search reads the tables through a union
+            from queryeval.engines._kql_rewrite_kusto import searches_as_unions
+
+            query = searches_as_unions(query)
         if not self._case_index.might_collide(query):
             return None
         return separate_case(query, self._tables())

@@ -30,11 +30,17 @@ from queryeval.languages.kql import quote_name
 _SUFFIX = re.compile(r"__qe\d+$")
 # what reads column names as data: the encoded names would show
 _NAME_READERS = re.compile(
-    r"\b(pack_all|column_ifexists|columnifexists|getschema|bag_unpack|narrow|pivot|withsource|"
+    r"\b(pack_all|column_ifexists|columnifexists|getschema|bag_unpack|narrow|pivot|"
+    r"withsource(?!\s*=\s*queryeval_search_table\b)|"
     r"buildschema|pack\s*\(\s*\*|bag_pack\s*\(\s*\*)\b|\bproject(-away|-keep|-reorder)?\b[^|]*\*",
     re.I,
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_SEARCH_SOURCE = "queryeval_search_table"  # _kql_rewrite_kusto's
+
+
+def _kql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 class CaseIndex:
@@ -133,28 +139,47 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
     if literals & set(renamed):
         raise KqlRefused("columns whose names differ only in case, one spelled in a string")
 
-    def leg(table: str) -> str:
+    # a source `search` read through `union withsource=queryeval_search_table` (see
+    # `_kql_rewrite_kusto.searches_as_unions`): a renaming leg would be named `union_arg<i>`,
+    # so each of its legs names its own table, first, and the withsource goes
+    searched: list[tuple[int, int]] = []
+    edits: list[tuple[int, int, str]] = []
+    for node in _walk(tree):
+        if _kind(node) == "UnionOperator":
+            source = re.match(rf"union\s+(withsource\s*=\s*{_SEARCH_SOURCE}\s+)",
+                              query[slice(*_span(node))])  # fmt: skip
+            if source:
+                searched.append(_span(node))
+                start = _span(node)[0] + source.start(1)
+                edits.append((start, start + len(source.group(1)), ""))
+
+    def leg(table: str, start: int = -1) -> str:
         moves = [f"{quote_name(renamed[c])} = {quote_name(c)}" for c in tables[table]
                  if c in renamed]  # fmt: skip
+        if any(a <= start < b for a, b in searched):
+            tagged = (
+                f"extend {_SEARCH_SOURCE} = {_kql_string(table)} | project-reorder {_SEARCH_SOURCE}"
+            )
+            renaming = f" | project-rename {', '.join(moves)}" if moves else ""
+            return f"({quote_name(table)}{renaming} | {tagged})"
         if not moves:
             return quote_name(table)
         return f"({quote_name(table)} | project-rename {', '.join(moves)})"
 
-    edits: list[tuple[int, int, str]] = []
     for start, stop, legs in wildcards:
-        edits.append((start, stop, ", ".join(leg(t) for t in legs)))
+        edits.append((start, stop, ", ".join(leg(t, start) for t in legs)))
     for start, stop, name, _ in names:
         if any(a <= start < b for a, b, _ in wildcards):
             continue
         if name in tables:
-            if leg(name) != quote_name(name):
+            if leg(name, start) != quote_name(name):
                 where = _place(tree, query, start)
                 if where is None:
                     raise KqlRefused(
                         f"columns whose names differ only in case, read from {name} other "
                         "than as a union leg or a pipeline head"
                     )
-                edits.append((start, stop, where + leg(name)))
+                edits.append((start, stop, where + leg(name, start)))
         elif name in renamed and not query[stop:].lstrip().startswith("("):
             edits.append((start, stop, quote_name(renamed[name])))
     out, pos = [], 0

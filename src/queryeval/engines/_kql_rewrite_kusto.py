@@ -604,28 +604,23 @@ def _as_operator(q: _Query) -> list[Edit]:
 # -- where * has "x", T | search "x" ----------------------------------------------------------
 
 _STAR_OPERATORS = {"has", "contains", "startswith", "endswith", "==", "=~", "has_cs",
-                   "contains_cs", "hasprefix", "hassuffix", "!has", "!contains"}  # fmt: skip
+                   "contains_cs", "hasprefix", "hassuffix", "hasprefix_cs", "hassuffix_cs",
+                   "!has", "!contains"}  # fmt: skip
 
 
 def _star_predicates(q: _Query) -> list[Edit]:
     """`where * op "x"` (a string operator of every column): the operator over each input
     column (as text, `tostring` for other types), joined by `or` (`and` for a negated one);
-    `T | search "x"` (no options, no column, T a table) is `where * has "x"`, Kusto's default,
-    with the column `$table` = "T" first (Kusto.Language's result type)."""
+    `search` as Kusto's docs ("search operator", its predicate syntax) spell it in `where`:
+    a term "x" is `* has "x"` ("x*" hasprefix, "*x" hassuffix, "*x*" contains), `Col:"x"` is
+    `Col has "x"`, other predicates as written, `search *` every row; the output starts with
+    the column `$table` (Kusto.Language's result type). `T | search P` (T a table) is
+    `T | where P'`; `search [in (Tables)] P` is `union Tables | where P'` over the tables
+    named, or every table of the database when none is."""
     edits = []
     for node in _walk(q.tree):
         if _kind(node) == "SearchOperator":
-            kids = _rules(node)
-            text = q.source(node)
-            if len(kids) != 1 or _kind(_collapse(kids[0])) != "StringLiteralExpression":
-                raise KqlRefused("search other than of one string in the piped rows")
-            if not re.fullmatch(r"search\s+['\"@].*", text, re.S) or "*" in q.source(kids[0]):
-                raise KqlRefused("search with options or a wildcard term")
-            table = _search_table(q, node)
-            clause = _star_clause(q, node, "has", q.source(kids[0]), "search")
-            columns = ", ".join(quote_name(c) for c, _ in q.columns_before(node, "search"))
-            text = f"where {clause} | project ['$table'] = {_string(table)}, {columns}"
-            edits.append(Edit(*_span(node), text))
+            edits.append(Edit(*_span(node), _search(q, node)))
             continue
         if _kind(node) != "StringStarOperatorExpression":
             continue
@@ -638,6 +633,114 @@ def _star_predicates(q: _Query) -> list[Edit]:
         clause = _star_clause(q, node, op, q.source(kids[1]), f"* {op}")
         edits.append(Edit(*_span(node), f"({clause})"))
     return edits
+
+
+# the column that carries each row's table through a source `search` (renamed `$table`)
+_SEARCH_SOURCE = "queryeval_search_table"
+_TERM_PARENTS = {"LogicalAndExpression", "LogicalAndOperation", "LogicalOrExpression",
+                 "LogicalOrOperation", "UnnamedExpression", "SearchOperator"}  # fmt: skip
+
+
+def _search(q: _Query, node: Any) -> str:
+    """A piped `search` as `where` (then `$table` first); a source one as a `union` of its
+    tables (every table without `in`) that carries each row's table, piped into `search`."""
+    kids = _rules(node)
+    option = [k for k in kids if _kind(k) == "RelaxedQueryOperatorParameter"]
+    scope = [k for k in kids if _kind(k) == "SearchOperatorInClause"]
+    predicates = [k for k in kids if k not in option and k not in scope]
+    if len(predicates) != 1 or len(option) > 1:
+        raise KqlRefused("search of an unexpected form")
+    kind = q.source(option[0]) + " " if option else ""
+    if _parent(node, "PipedOperator") is None:  # search [in (Tables)] P
+        sources = q.source(scope[0]).strip()[2:].strip()[1:-1] if scope else "*"
+        return (f"union withsource={_SEARCH_SOURCE} {sources} "
+                f"| search {kind}{q.source(predicates[0])}")  # fmt: skip
+    if scope:
+        raise KqlRefused("a piped search with an `in` clause")
+    sensitive = False
+    if option:
+        text = re.sub(r"\s+", "", kind)
+        if text not in ("kind=default", "kind=case_insensitive", "kind=case_sensitive"):
+            raise KqlRefused(f"search with the option {kind.strip()}")
+        sensitive = text == "kind=case_sensitive"
+    predicate = _search_predicate(q, predicates[0], sensitive) or "true"
+    columns = [c for c, _ in q.columns_before(node, "search")]
+    if _SEARCH_SOURCE in columns:  # the union of a source search
+        return f"where {predicate} | project-rename ['$table'] = {_SEARCH_SOURCE}"
+    table = _search_table(q, node)
+    listed = ", ".join(quote_name(c) for c in columns)
+    return f"where {predicate} | project ['$table'] = {_string(table)}, {listed}"
+
+
+def searches_as_unions(query: str) -> str:
+    """`query` with each source `search` written as the `union` it searches, piped into a
+    `search` (what `_kql_case` separates columns of case-colliding tables in).
+
+    >>> searches_as_unions('search in (A, B) "x" | count')
+    'union withsource=queryeval_search_table A, B | search "x" | count'
+    """
+    from duckdb_kql import parse
+
+    tree = parse(query).tree
+    if tree is None:
+        return query
+    q = _Query(query, tree, None)
+    edits = [(*_span(n), _search(q, n)) for n in _walk(tree)
+             if _kind(n) == "SearchOperator" and _parent(n, "PipedOperator") is None]  # fmt: skip
+    for a, b, new in sorted(edits, reverse=True):
+        query = query[:a] + new + query[b:]
+    return query
+
+
+def _search_predicate(q: _Query, predicate: Any, sensitive: bool) -> str:
+    """A search predicate as a `where` predicate ("" for `*`: every row)."""
+    if _kind(_collapse(predicate)) == "StarExpression":
+        return ""
+    suffix = "_cs" if sensitive else ""
+    start = _span(predicate)[0]
+    text = q.source(predicate)
+    edits: list[tuple[int, int, str]] = []
+    for literal in _walk(predicate):
+        if _kind(literal) != "StringLiteralExpression":
+            continue
+        a, b = _span(literal)
+        value = _literal_value(q.source(literal))
+        top = literal
+        while (up := getattr(top, "parentCtx", None)) is not None and _span(up) == (a, b):
+            top = up
+        operation = _parent(literal, "StringBinaryOperation")
+        if up is not None and _kind(up) in _TERM_PARENTS:  # a bare term: every column
+            op, term = _term_operator(value)
+            edits.append((a - start, b - start, f"* {op}{suffix} {_string(term)}"))
+        elif operation is not None and q.source(operation).lstrip().startswith(":"):
+            colon = _span(operation)[0] - start  # Col:"x" is Col has "x" (as text)
+            whole = _parent(operation, "StringBinaryOperatorExpression")
+            left = _rules(whole)[0] if whole is not None else None
+            if left is None or _span(left)[1] > _span(operation)[0]:
+                raise KqlRefused("search with a column term of an unexpected form")
+            op, term = _term_operator(value)
+            edits.append((_span(left)[0] - start, _span(left)[0] - start, "tostring("))
+            edits.append((colon, colon + 1, f") {op}{suffix} "))
+            edits.append((a - start, b - start, _string(term)))
+        elif sensitive:
+            raise KqlRefused("search kind=case_sensitive with a string other than a term")
+    for a, b, new in sorted(edits, reverse=True):
+        text = text[:a] + new + text[b:]
+    return text
+
+
+def _term_operator(term: str) -> tuple[str, str]:
+    """The string operator a search term stands for, and the term without its wildcards."""
+    inner = term.strip("*")
+    if "*" in inner or not inner:
+        raise KqlRefused("search of a term with a wildcard inside it (a regex match)")
+    if term.startswith("*") and term.endswith("*"):
+        return "contains", inner
+    if term.endswith("*"):
+        return "hasprefix", inner
+    if term.startswith("*"):
+        return "hassuffix", inner
+    return "has", inner
 
 
 def _search_table(q: _Query, node: Any) -> str:
@@ -655,7 +758,7 @@ def _search_table(q: _Query, node: Any) -> str:
 
 
 def _star_clause(q: _Query, node: Any, op: str, literal: str, what: str) -> str:
-    columns = q.columns_before(node, what)
+    columns = [c for c in q.columns_before(node, what) if c[0] != _SEARCH_SOURCE]
     if not columns:
         raise KqlRefused(f"{what} of rows without columns")
     parts = []
