@@ -453,17 +453,21 @@ def test_report_says_when_the_viewers_overrides_are_not_applied(tmp_path: Path) 
 def test_run_writes_the_index_at_its_end_and_a_failure_to_only_warns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`queryeval run` leaves the run's index ready (view, compare and history read it
-    without building it); an index folder that cannot be written changes nothing of the
-    run but a warning."""
+    """`queryeval run` leaves a large run's index ready (view, compare and history read it
+    without building it); a small run's is left to its first reader; an index folder that
+    cannot be written changes nothing of the run but a warning."""
     from typer.testing import CliRunner
 
     from queryeval.cli import app
+    from queryeval.viewer import _index
     from test_runner import make_answer_suite
 
     suite = make_answer_suite(tmp_path / "s", 8)
     root = tmp_path / "index"
     monkeypatch.setenv("QUERYEVAL_INDEX_DIR", str(root))
+    small = CliRunner().invoke(app, ["run", str(suite), "--out", str(tmp_path / "small")])
+    assert small.exit_code == 0 and not RunIndex(tmp_path / "small", root).folder.exists()
+    monkeypatch.setattr(_index, "INDEX_AT_END_MIN_BYTES", 1_000)  # these 8 records: ~3 KB
     done = CliRunner().invoke(app, ["run", str(suite), "--out", str(tmp_path / "r")])
     assert done.exit_code == 0, done.stderr
     assert "warning" not in done.stderr

@@ -40,6 +40,10 @@ TEXT_CHARS = 2_000  # prediction, question and gold kept for search and the tabl
 _META = "meta.json"
 _CASES_PREFIX = "cases-"
 _MAX_BAD = 50  # bad lines listed (all are counted)
+# `queryeval run` indexes its run at the end from this size of results.jsonl on (a few
+# thousand records); a smaller run is indexed by its first reader in well under a second,
+# and the run does not pay pyarrow's import (0.3 s of CPU) for it
+INDEX_AT_END_MIN_BYTES = 4 * 2**20
 
 
 _DB: Any = None
@@ -594,11 +598,13 @@ class RunIndex:
         return orjson.loads(found[0]) if found else None
 
 
-def index_run(run_dir: Path, root: Path | None = None) -> str | None:
+def index_run(run_dir: Path, root: Path | None = None, min_bytes: int | None = None) -> str | None:
     """Build or bring up to date the index of a run that just finished (what `queryeval run`
-    does at its end, so that the viewer, `compare` and `history` find it ready). Never
-    raises: the index is a cache beside the run, so a failure to write it is returned as
-    one line (None when done), and whoever reads the run builds it then.
+    does at its end, so that the viewer, `compare` and `history` find a large run's index
+    ready), when its results.jsonl has at least `min_bytes` (default
+    `INDEX_AT_END_MIN_BYTES`: a smaller one is indexed by its first reader). Never raises:
+    the index is a cache beside the run, so a failure to write it is returned as one line
+    (None when done or not needed), and whoever reads the run builds it then.
 
     >>> import tempfile
     >>> from queryeval.log import LogWriter
@@ -606,12 +612,15 @@ def index_run(run_dir: Path, root: Path | None = None) -> str | None:
     >>> w = LogWriter(run); w.open_for_append()
     >>> w.append({"system": "s", "case_id": "c1", "output": {}, "scores": {}, "passed": True,
     ...           "error": None}); w.close()
-    >>> index_run(run, root) is None, RunIndex(run, root).refresh().rows
+    >>> index_run(run, root, min_bytes=0) is None, RunIndex(run, root).refresh().rows
     (True, 1)
-    >>> index_run(run, Path("/dev/null/index")).startswith("cannot write /dev/null/index/")
+    >>> index_run(run, Path("/dev/null/index"), 0).startswith("cannot write /dev/null/index/")
     True
     """
+    least = INDEX_AT_END_MIN_BYTES if min_bytes is None else min_bytes
     try:
+        if (Path(run_dir) / RESULTS).stat().st_size < least:
+            return None
         RunIndex(run_dir, root).refresh()
     except OSError as exc:
         where = exc.filename if exc.filename is not None else root or "the index folder"
