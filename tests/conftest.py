@@ -60,6 +60,17 @@ def movies_engine(tmp_path_factory: pytest.TempPathFactory, built_fixtures: Path
         yield engine
 
 
+@pytest.fixture(scope="session")
+def graph_scratch(movies_engine: Any) -> Iterator[Any]:
+    """One scratch ArcadeDB for the graph variants of the session (queryeval.verify): held
+    here, so every Cypher verifier and audit of the session shares its JVM."""
+    from queryeval.engines import acquire_graph_scratch, release_graph_scratch
+
+    scratch = acquire_graph_scratch(movies_engine.limits)
+    yield scratch
+    release_graph_scratch(scratch)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run each test in its own working folder, so caches and runs/ never leak between tests;
