@@ -97,7 +97,8 @@ def test_hostile_test_functions_refused(sqlite_engine: Any, tmp_path: Path) -> N
         "    assert rows == [(0,)], rows\n"
         "    execute_queries(['DELETE FROM member'], db, conn)\n"
     )
-    assert _score(sqlite_engine, benign).value == 1.0
+    score = _score(sqlite_engine, benign)
+    assert score.value == 1.0 and score.details["python_sandbox"]["filesystem"] == "walled"
 
 
 def _child(job: dict[str, Any]) -> dict[str, Any]:

@@ -54,6 +54,7 @@ def run_python_test(
     helpers: str = "livesqlbench",
     filesystem: str = "walled",
     legacy: bool = False,
+    sandbox: dict[str, str] | None = None,
 ) -> tuple[str, str]:
     """("passed" | "failed" | "error" | "unsupported", message) of a test function's
     source on a copy (`access`: `Workspace.access()`; `memory`: bytes or a size such as
@@ -62,7 +63,8 @@ def run_python_test(
     `helpers`: which harness's helpers it sees (`_helpers`); `filesystem`: `walled` (not
     run, "unsupported", where the kernel cannot wall it off) or `open` (run anyway);
     `legacy`: the source run as the official BIRD-CRITIC harness runs it (only its names
-    as globals, its own top-level names not seen inside `test_case`)."""
+    as globals, its own top-level names not seen inside `test_case`); `sandbox`, when
+    given, receives how the child was walled (`network`, `filesystem`)."""
     from queryeval.engines._base import parse_size
 
     memory = parse_size(memory)
@@ -103,6 +105,8 @@ def run_python_test(
         tail = (stderr.strip().splitlines() or [f"exit code {child.returncode}"])[-1]
         return "error", f"{_LIMIT_NOTE} or broke its process: {tail[:300]}"
     verdict = json.loads(lines[-1])
+    if sandbox is not None:
+        sandbox.update({k: str(verdict[k]) for k in ("network", "filesystem") if k in verdict})
     status, message, raised = verdict["status"], verdict["message"], verdict.get("raised")
     if status == "raised":
         status = "failed" if exceptions == "fail" else "error"
@@ -433,7 +437,8 @@ def _child() -> None:
     why = _wall([job["folder"]] + ([os.path.dirname(copy)] if copy else []))
     if why and job["filesystem"] != "open":
         message = f"no file-system wall for a test function: {why}"
-        print(json.dumps({"status": "unsupported", "network": network, "message": message}))
+        print(json.dumps({"status": "unsupported", "network": network, "message": message,
+                          "filesystem": f"not walled ({why})"}))  # fmt: skip
         return
 
     scope: dict[str, Any] = {

@@ -159,15 +159,19 @@ class TaskTestsScorer(Scorer):
                                      "kind": step.kind, "message": step.message})  # fmt: skip
         passed: list[str] = []
         failed: list[dict[str, str]] = []
+        sandbox: dict[str, str] = {}  # how the test functions' processes were walled
         for i, test in enumerate(task.tests):
             name = test.name or f"test_{i + 1}"
-            verdict, message = self._test(copy, test, text, task, case_conditions, items)
+            verdict, message = self._test(copy, test, text, task, case_conditions, items,
+                                          sandbox)  # fmt: skip
             if verdict == "unsupported":  # no wall around a test function: counted apart
                 return Score.unscored(f"test {name!r} was not run: {message}",
-                                      evaluator_error=True, unsupported=message)  # fmt: skip
+                                      evaluator_error=True, unsupported=message,
+                                      python_sandbox=sandbox)  # fmt: skip
             if verdict == "error":
                 return Score.unscored(f"test {name!r} could not be run (the evaluator's): "
-                                      f"{message}", evaluator_error=True)  # fmt: skip
+                                      f"{message}", evaluator_error=True,
+                                      python_sandbox=sandbox)  # fmt: skip
             if verdict == "passed":
                 passed.append(name)
             else:
@@ -181,12 +185,14 @@ class TaskTestsScorer(Scorer):
                                    "failed": failed, "database": database}  # fmt: skip
         if notes:
             details["notes"] = notes
+        if sandbox:
+            details["python_sandbox"] = sandbox
         return Score(value=1.0 if not failed else 0.0, passed=not failed,
                      explanation=explanation, details=details)  # fmt: skip
 
     def _test(self, copy: Workspace, test: TaskTest, text: str, task: Task,
-              conditions: Any = _ABSENT,
-              items: list[str] | None = None) -> tuple[str, str]:  # fmt: skip
+              conditions: Any = _ABSENT, items: list[str] | None = None,
+              sandbox: dict[str, str] | None = None) -> tuple[str, str]:  # fmt: skip
         """("passed" | "failed" | "error" | "unsupported", message) of one test on the
         copy. A test function receives the system's statements one by one (`pred_sqls`;
         `items` as given under `legacy`) and, when the case has one, its
@@ -203,6 +209,7 @@ class TaskTestsScorer(Scorer):
                 memory=self.options.python_memory,
                 exceptions=self.options.python_exceptions,
                 filesystem=self.options.python_filesystem, legacy=self.options.legacy,
+                sandbox=sandbox,
             )  # fmt: skip
         query = test.condition or test.query
         if not query:
