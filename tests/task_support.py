@@ -12,11 +12,16 @@ import pytest
 
 from queryeval.config import DatabaseConfig
 from queryeval.engines import Engine, build_engine
+from queryeval.engines._disposable_python import wall_missing
 from queryeval.engines._postgres_server import missing_reason
 
 MEMBERS = "id,name,country,score\n1,Ann,France,70\n2,Bo,Spain,90\n3,Ed,Spain,55\n4,Cy,Italy,80\n"
 NO_POSTGRES = missing_reason()
 needs_postgres = pytest.mark.skipif(NO_POSTGRES is not None, reason=str(NO_POSTGRES))
+# a benchmark's Python test function runs only behind a file-system wall (Landlock): where
+# the kernel has none it is unsupported (tests/test_task_python_wall.py checks that path)
+NO_WALL = wall_missing()
+needs_wall = pytest.mark.skipif(NO_WALL is not None, reason=f"Python test functions: {NO_WALL}")
 KINDS = ["sqlite", "duckdb", pytest.param("postgres", marks=needs_postgres)]
 
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from queryeval.cli import app
 from queryeval.runner import load_suite, run_suite
-from task_support import needs_postgres
+from task_support import needs_postgres, needs_wall
 
 RAISE_TEST = (
     "def test_case(pred_sqls, sol_sqls, db_path, conn, conditions):\n"
@@ -84,6 +84,7 @@ def _club(path: Path) -> None:
     con.close()
 
 
+@needs_wall
 def test_bird_critic_sqlite(tmp_path: Path) -> None:
     _club(tmp_path / "sqlite_databases" / "club" / "club.sqlite")
     before = (tmp_path / "sqlite_databases" / "club" / "club.sqlite").read_bytes()
@@ -137,6 +138,7 @@ def test_bird_critic_sqlite(tmp_path: Path) -> None:
     assert (tmp_path / "sqlite_databases" / "club" / "club.sqlite").read_bytes() == before
 
 
+@needs_wall
 def test_bird_critic_legacy_items(tmp_path: Path) -> None:
     """A `pred_sqls` item holding two statements: run by default (the field's convention),
     failed under `legacy=true` as the official SQLite harness's one `execute` fails it;
@@ -170,6 +172,7 @@ def _scores_of(suite: Any, run_dir: Path) -> dict[str, Any]:
 
 
 @needs_postgres
+@needs_wall
 def test_livesqlbench_postgres(tmp_path: Path) -> None:
     dumps = tmp_path / "postgre_table_dumps" / "club_template"
     dumps.mkdir(parents=True)

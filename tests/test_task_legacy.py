@@ -12,7 +12,7 @@ import pytest
 
 from queryeval.engines import run_python_test, split_statements
 from queryeval.importers.bird_critic import task_case
-from task_support import club_engine
+from task_support import club_engine, needs_wall
 
 _HEAD = "def test_case(pred_sqls, sol_sqls, db, conn, conditions=None):\n"
 
@@ -32,6 +32,7 @@ def _run(copy: Any, source: str, legacy: bool) -> tuple[str, str]:
                            conditions={}, legacy=legacy, exceptions="fail")  # fmt: skip
 
 
+@needs_wall
 def test_legacy_exec_and_names(sqlite_copy: Any) -> None:
     """As the official harness's `exec(code, globals, locals)`: a source's top-level import
     is not seen inside `test_case`, and a SQLite test finds no PostgreSQL helper; by default

@@ -5,7 +5,6 @@ kernel cannot build the wall the function is not run (unsupported) unless allowe
 
 from __future__ import annotations
 
-import ctypes
 import json
 import subprocess
 import sys
@@ -18,15 +17,9 @@ from queryeval.cases import Attempt, Case, Output
 from queryeval.config import ScorerConfig
 from queryeval.engines import _disposable_python
 from queryeval.scorers import ScoringContext, build_scorer, score_case
-from task_support import checksum, club_engine
+from task_support import checksum, club_engine, needs_wall
 
 _HEAD = "def test_case(pred_sqls, sol_sqls, db, conn, conditions=None):\n"
-
-
-def _landlock() -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return bool(libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1)) >= 1)
 
 
 class _Context(ScoringContext):
@@ -58,7 +51,7 @@ def sqlite_engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
     built.close()
 
 
-@pytest.mark.skipif(not _landlock(), reason="the kernel has no Landlock")
+@needs_wall
 def test_hostile_test_functions_refused(sqlite_engine: Any, tmp_path: Path) -> None:
     """Reading a secret, writing outside, deleting the database, spawning a shell: each
     refused (PermissionError); under the official rule a failing test (0), else the

@@ -15,7 +15,7 @@ from queryeval.cases import Attempt, Case, Output
 from queryeval.config import ScorerConfig
 from queryeval.engines import transaction_control
 from queryeval.scorers import ScoringContext, build_scorer, score_case
-from task_support import KINDS, checksum, club_engine, needs_postgres
+from task_support import KINDS, checksum, club_engine, needs_postgres, needs_wall
 
 TASKS = yaml.safe_load("""
 raise-spain:
@@ -157,6 +157,7 @@ def test_hostile_statements_fail_and_the_original_stays(engine: Any, tmp_path: P
         assert left == []
 
 
+@needs_wall
 def test_python_test_functions(engine: Any) -> None:
     """A benchmark's test function: passing, failing (assertion, named), and the
     evaluator's own trouble (a loop, unbounded memory, the network) unscored; under the

@@ -237,6 +237,19 @@ def _wall(writable: list[str]) -> str:
     return ""
 
 
+def wall_missing() -> str | None:
+    """Why a test function's file system cannot be walled off here (no Landlock), or None."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        abi = libc.syscall(_LANDLOCK_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    except (OSError, AttributeError) as exc:
+        return f"no Landlock ({exc})"
+    return None if abi >= 1 else f"the kernel has no Landlock ({os.strerror(ctypes.get_errno())})"
+
+
 def _helpers(kind: str, db: Any, flavour: str = "livesqlbench") -> dict[str, Any]:
     """The official harnesses' helpers, by their names and behaviour (re-written from
     reading them, see the docstring). `flavour`: `livesqlbench` (LiveSQLBench's
