@@ -169,10 +169,11 @@ def _from_review(path: Path, out: Path, suite: Path | None) -> None:
     from queryeval.audit import file_provenance, merge_entries, review_entries, write_overlay_file
     from queryeval.config import load_overlay
     from queryeval.errors import InputError
+    from queryeval.log import REVIEW
     from queryeval.runner import load_review
 
     if path.is_dir():
-        path = path / "review.json"
+        path = path / REVIEW
     if not path.is_file():
         raise InputError("no such review file", path=path, where="--from-review")
     applied: list[dict[str, Any]] = []
@@ -214,7 +215,9 @@ def _from_review(path: Path, out: Path, suite: Path | None) -> None:
 def _read_run(run_dir: Path) -> dict[str, Any]:
     import orjson
 
-    path = run_dir / "run.json"
+    from queryeval.log import RUN
+
+    path = run_dir / RUN
     try:
         data = orjson.loads(path.read_bytes()) if path.is_file() else {}
     except orjson.JSONDecodeError:
@@ -241,10 +244,11 @@ def _overlay(suite: Path, run_dir: Path, files: list[Path], cache_dir: Path) -> 
     from queryeval.cases import load_cases
     from queryeval.config import load_overlay, load_overlays
     from queryeval.errors import InputError
+    from queryeval.log import RESULTS, SUMMARY
     from queryeval.runner import load_suite
     from queryeval.scorers import ScoringContext
 
-    for name in ("results.jsonl", "summary.json"):
+    for name in (RESULTS, SUMMARY):
         if not (run_dir / name).is_file():
             raise InputError(f"expected a finished run ({name} missing)", path=run_dir)
     config = load_suite(suite)

@@ -14,7 +14,7 @@ import orjson
 
 from queryeval.cases import Case, case_files, load_cases
 from queryeval.errors import InputError
-from queryeval.log import RunLog, read_log
+from queryeval.log import COMPARISON, RUN, SUMMARY, RunLog, read_log
 
 # the reports a run directory may hold, logged as artifacts
 REPORT_FILES = (
@@ -22,9 +22,9 @@ REPORT_FILES = (
     "report.xlsx",
     "report.md",
     "junit.xml",
-    "summary.json",
-    "run.json",
-    "comparison.json",
+    SUMMARY,
+    RUN,
+    COMPARISON,
 )
 
 

@@ -17,8 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from queryeval.errors import InputError
-
-LOCK = ".lock"
+from queryeval.log._schema import LOCK
 
 
 @contextlib.contextmanager

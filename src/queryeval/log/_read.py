@@ -1,6 +1,7 @@
 """The one reader of a run directory: its records (a torn last line of a killed run is
 skipped; a human review's overrides, review.json, put over them), run info, summary and
-comparison."""
+comparison, each typed (`read_summary`, `read_run_info`, `read_review`, `read_comparison`:
+the file's top-level shape checked, InputError naming the file and key when it is not)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from queryeval.log._schema import (
     RUN,
     SUMMARY,
     Record,
+    ReviewFile,
     RunInfo,
     Summary,
 )
@@ -70,6 +72,94 @@ def read_json(run_dir: Path, name: str) -> dict[str, Any] | None:
     except orjson.JSONDecodeError as exc:
         raise InputError(f"invalid JSON ({exc})", path=path) from None
     return data if isinstance(data, dict) else None
+
+
+# the JSON kind of each top-level key the typed readers check (a key not listed, or absent
+# where optional, is taken as it is: a newer or an older run's files read alike)
+_SUMMARY_KEYS = {"suite": str, "n_cases": int, "systems": dict, "gates": list, "review": dict}
+_SUMMARY_REQUIRED = ("suite", "n_cases", "systems")
+_RUN_KEYS = {"suite": str, "config_hash": str, "inputs_hash": str, "input_files": list,
+             "config": dict, "scorers": dict, "systems": list, "seed": int, "versions": dict,
+             "status": str, "system_calls": dict, "review": dict, "selection": dict,
+             "cluster": dict, "overlays": list}  # fmt: skip
+_REVIEW_KEYS = {"file": str, "records": list, "golds": list}
+_KINDS = {dict: "an object", list: "a list", str: "a text", int: "an integer"}
+
+
+def _checked(
+    run_dir: Path,
+    name: str,
+    kinds: Mapping[str, type],
+    required: Sequence[str] = (),
+    nested: str | None = None,
+) -> dict[str, Any] | None:
+    """`read_json`, with every key of `required` present, each key of `kinds` of its JSON
+    kind (or null, where not required) and, under `nested`, every value an object;
+    InputError naming the file and the key otherwise."""
+    path = Path(run_dir) / name
+    data = read_json(run_dir, name)
+    if data is None:
+        if path.exists():
+            raise InputError("expected a JSON object", path=path)
+        return None
+    for key in required:
+        if key not in data:
+            raise InputError("expected this key", path=path, where=key)
+    for key, kind in kinds.items():
+        value = data.get(key)
+        if value is None and key not in required:
+            continue
+        if not isinstance(value, kind) or isinstance(value, bool):
+            got = "null" if value is None else type(value).__name__
+            raise InputError(f"expected {_KINDS[kind]}, got {got}", path=path, where=key)
+    for key, value in data[nested].items() if nested is not None else ():
+        if not isinstance(value, dict):
+            raise InputError("expected an object", path=path, where=f"{nested}.{key}")
+    return data
+
+
+def read_summary(run_dir: Path) -> Summary | None:
+    """summary.json of a run directory, or None when absent; InputError when it is not a
+    summary (no `suite`, `n_cases` or `systems`, a key of the wrong kind).
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> _ = (out / SUMMARY).write_text('{"suite": "s", "n_cases": 1, "systems": {"a": {}}}')
+    >>> read_summary(out)["systems"]
+    {'a': {}}
+    >>> _ = (out / SUMMARY).write_text('{"suite": "s", "n_cases": 1, "systems": []}')
+    >>> try:
+    ...     read_summary(out)
+    ... except InputError as error:
+    ...     print(error.where, error.message)
+    systems expected an object, got list
+    """
+    data = _checked(run_dir, SUMMARY, _SUMMARY_KEYS, _SUMMARY_REQUIRED, nested="systems")
+    return cast(Summary | None, data)
+
+
+def read_run_info(run_dir: Path) -> RunInfo | None:
+    """run.json of a run directory, or None when absent; InputError when a key it has is
+    of the wrong kind (every key is optional: an older run's run.json reads).
+
+    >>> read_run_info(Path("/nonexistent")) is None
+    True
+    """
+    return cast(RunInfo | None, _checked(run_dir, RUN, _RUN_KEYS, nested=None))
+
+
+def read_review(run_dir: Path) -> ReviewFile | None:
+    """review.json of a run directory (a human review's overridden scores), or None.
+
+    >>> read_review(Path("/nonexistent")) is None
+    True
+    """
+    return cast(ReviewFile | None, _checked(run_dir, REVIEW, _REVIEW_KEYS))
+
+
+def read_comparison(run_dir: Path) -> dict[str, Any] | None:
+    """comparison.json of a run directory (`stats.RunComparison.as_dict`), or None."""
+    return _checked(run_dir, COMPARISON, {})
 
 
 def read_overlays(run_dir: Path) -> list[dict[str, Any]]:
@@ -171,10 +261,10 @@ def read_log(path: str | Path, *, reviewed: bool = True) -> RunLog:
     return RunLog(
         label=str(run_dir),
         path=run_dir,
-        summary=cast(Summary | None, read_json(run_dir, SUMMARY)),
-        info=cast(RunInfo | None, read_json(run_dir, RUN)),
-        comparison=read_json(run_dir, COMPARISON),
-        review=read_json(run_dir, REVIEW) if reviewed else None,
+        summary=read_summary(run_dir),
+        info=read_run_info(run_dir),
+        comparison=read_comparison(run_dir),
+        review=cast(dict[str, Any] | None, read_review(run_dir)) if reviewed else None,
         overlays=read_overlays(run_dir),
     )
 

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from queryeval._unicode import readable
-from queryeval.log._schema import COMPARISON, RESULTS, REVIEW, RUN, SUMMARY
+from queryeval.log._schema import RESULTS, RUN_FILES
 
 
 def json_default(obj: Any) -> Any:
@@ -105,7 +105,7 @@ class LogWriter:
 
     def clear(self) -> None:
         """Remove what a previous run left (results, run info, summary, comparison, review)."""
-        for name in (RESULTS, RUN, SUMMARY, COMPARISON, REVIEW):
+        for name in RUN_FILES:
             with contextlib.suppress(FileNotFoundError):
                 (self.dir / name).unlink()
 

@@ -24,7 +24,9 @@ def console(report: ReportInput, path: Path | None) -> Path | None:
 
 def json_summary(report: ReportInput, path: Path | None) -> Path | None:
     """summary.json, which the run writes itself."""
-    return report.out / "summary.json"
+    from queryeval.log import SUMMARY
+
+    return report.out / SUMMARY
 
 
 def excel(report: ReportInput, path: Path | None) -> Path | None:

@@ -14,6 +14,7 @@ from queryeval.scorers._context import ScoringContext
 
 if TYPE_CHECKING:
     from queryeval.config import ScorerConfig, SuiteConfig
+    from queryeval.log import ScorerInfo
 
 T = TypeVar("T")
 
@@ -147,7 +148,7 @@ class Scorer:
         or None. Such a case is unscored before the output is looked at."""
         return None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ScorerInfo:
         """Name and every option, so a stored run can re-create this scorer."""
         return {
             "name": self.name,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from queryeval.embeddings import EncodeBatcher
+    from queryeval.log import ScorerInfo
 
 Method = Literal[
     "keyword", "keyword_legacy", "semantic_fixed", "semantic_dynamic", "llm_judge", "hybrid"
@@ -102,15 +103,13 @@ class AnswerScorer(AsyncScorer):
             return None
         return "the case has no expected answer"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ScorerInfo:
         """Name, options, and what the run resolved: threshold, its source, embedding model."""
         out = super().describe()
-        out.update(
-            evaluation_method=self.method,
-            semantic_threshold=self._semantic_threshold if self._uses_embeddings else None,
-            threshold_source=self._threshold_source if self._uses_embeddings else None,
-            embedding_model=self._model_id,
-        )
+        out["evaluation_method"] = self.method
+        out["semantic_threshold"] = self._semantic_threshold if self._uses_embeddings else None
+        out["threshold_source"] = self._threshold_source if self._uses_embeddings else None
+        out["embedding_model"] = self._model_id
         return out
 
     @property

@@ -9,7 +9,7 @@ Seed 002's KQL batch scoring is `composite` with `executes` as a required gate a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -19,6 +19,9 @@ from queryeval.config import ScorerConfig
 from queryeval.errors import InputError
 from queryeval.scorers._base import AsyncScorer, Scorer, ScoringContext, ascore_case
 from queryeval.scorers._registry import build_scorer, known_scorers
+
+if TYPE_CHECKING:
+    from queryeval.log import ScorerInfo
 
 UnscoredPolicy = Literal["auto", "renormalize", "unscored"]
 _EPS = 1e-12
@@ -96,7 +99,7 @@ class CompositeScorer(AsyncScorer):
                 ) from None
         self._overrides: dict[str, CaseOverride] = {}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ScorerInfo:
         """Name, options and every component's own description."""
         out = super().describe()
         out["components"] = [c.describe() for c in self.components]
