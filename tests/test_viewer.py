@@ -459,14 +459,12 @@ def test_run_writes_the_index_at_its_end_and_a_failure_to_only_warns(
     from typer.testing import CliRunner
 
     from queryeval.cli import app
-    from queryeval.viewer import _index
+    from queryeval.viewer import _index, index_run
     from test_runner import make_answer_suite
 
     suite = make_answer_suite(tmp_path / "s", 8)
     root = tmp_path / "index"
     monkeypatch.setenv("QUERYEVAL_INDEX_DIR", str(root))
-    small = CliRunner().invoke(app, ["run", str(suite), "--out", str(tmp_path / "small")])
-    assert small.exit_code == 0 and not RunIndex(tmp_path / "small", root).folder.exists()
     monkeypatch.setattr(_index, "INDEX_AT_END_MIN_BYTES", 1_000)  # these 8 records: ~3 KB
     done = CliRunner().invoke(app, ["run", str(suite), "--out", str(tmp_path / "r")])
     assert done.exit_code == 0, done.stderr
@@ -475,6 +473,8 @@ def test_run_writes_the_index_at_its_end_and_a_failure_to_only_warns(
     meta = orjson.loads((index.folder / "meta.json").read_bytes())  # written by the run
     assert meta["rows"] == 8 and meta["systems"] == ["saved"] and meta["has_cases"]
     index.state = index._load_state()  # read as it is, not built again
+    assert index_run(tmp_path / "r", tmp_path / "elsewhere", min_bytes=10**9) is None
+    assert not (tmp_path / "elsewhere").exists()  # a smaller run is left to its first reader
     page = cases_page(index, None, CaseFilter(status="fail"))
     assert sorted(r["case_id"] for r in page["rows"]) == ["c-0", "c-4"]
     # an index folder that is a file: the run is the same, with a warning
