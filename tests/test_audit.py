@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -258,3 +259,51 @@ def test_a_database_that_cannot_be_used_is_exit_2_not_a_finding(tmp_path: Path) 
     summary = json.loads((tmp_path / "o" / "audit-summary.json").read_text())
     assert summary["unusable_databases"] == ["gone"] and summary["golds"] == 0
     assert "database 'gone' cannot be used" in result.output
+
+
+def test_every_kql_finding_is_recheckable_with_the_kql_engine(audited, tmp_path: Path) -> None:
+    """The KQL findings' evidence re-run by a KQL engine opened on the evidence's file (and
+    on a reordered copy made as the evidence says), with the evidence's clock."""
+    from queryeval.config import DatabaseConfig
+    from queryeval.engines import build_engine
+
+    folder, _ = audited
+    engines: dict[Path, Any] = {}
+
+    def kql_rows(path: Path, options: dict, query: str) -> list[list]:
+        if path not in engines:
+            config = DatabaseConfig(engine="kql", path=str(path), options=options)
+            engines[path] = build_engine("recheck", config, path.parent, tmp_path / "cache")
+        run = engines[path].execute(query)
+        assert run.ok, run.outcome.message
+        return [list(r) for r in run.result.rows]
+
+    kinds = set()
+    try:
+        _recheck_kql(_findings(folder), kql_rows, tmp_path, kinds)
+    finally:
+        for engine in engines.values():
+            engine.close()
+    assert kinds == {"unknown_literal", "nondeterministic"}
+
+
+def _recheck_kql(findings: list[dict], kql_rows: Any, tmp_path: Path, kinds: set) -> None:
+    from queryeval.audit._permute import permuted_copy
+
+    for f in findings:
+        ev = f["evidence"]
+        db = ev["database"]
+        if db["language"] != "kql" or f["kind"] not in ("unknown_literal", "nondeterministic"):
+            continue
+        kinds.add(f["kind"])
+        source, options = Path(db["file"]), db["options"]
+        if f["kind"] == "unknown_literal":
+            assert kql_rows(source, options, ev["check"]) == []
+            near = ev["near_matches"][0]["value"]
+            assert kql_rows(source, options, ev["check"].replace(ev["literal"], near))
+        else:
+            assert kql_rows(source, options, ev["query"]) == ev["result"]["rows"]
+            copy = tmp_path / f"{f['case_id']}.duckdb"
+            permuted_copy("duckdb", source, copy, ev["permuted"]["order"], ev["permuted"]["seed"])
+            rows = kql_rows(copy, options, ev["query"])
+            assert rows == ev["permuted"]["result"]["rows"] != ev["result"]["rows"]

@@ -15,7 +15,6 @@ import pytest
 from graph_support import MOVIES_SUITE, share_engine
 from queryeval.cases import Attempt, Case, Output, Score
 from queryeval.config import ScorerConfig
-from queryeval.engines import acquire_graph_scratch, release_graph_scratch
 from queryeval.runner import load_suite
 from queryeval.scorers import ScoringContext, build_scorer
 from queryeval.verify import replay
@@ -40,10 +39,11 @@ WRONG = [
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory: pytest.TempPathFactory, movies_engine: Any) -> Iterator[ScoringContext]:
-    """The movie suite's context on the session's server; one scratch server held for the
-    module, so every verifier and replay here shares it."""
-    scratch = acquire_graph_scratch(movies_engine.limits)
+def ctx(
+    tmp_path_factory: pytest.TempPathFactory, movies_engine: Any, graph_scratch: Any
+) -> Iterator[ScoringContext]:
+    """The movie suite's context on the session's server; the session's scratch server
+    (tests/conftest.py) serves every verifier and replay here."""
     context = ScoringContext(load_suite(MOVIES_SUITE),
                              cache_dir=tmp_path_factory.mktemp("verified_cypher"))  # fmt: skip
     share_engine(context, "movies", movies_engine)
@@ -51,7 +51,6 @@ def ctx(tmp_path_factory: pytest.TempPathFactory, movies_engine: Any) -> Iterato
         yield context
     finally:
         context.close()
-        release_graph_scratch(scratch)
 
 
 def score(ctx: ScoringContext, gold: str, pred: str, **options: Any) -> Score:

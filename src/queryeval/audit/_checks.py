@@ -104,6 +104,9 @@ def database_evidence(suite: SuiteConfig, name: str, engine: Engine) -> dict[str
         value = getattr(config, key, None)
         if value:
             out[key] = str(value)
+    if config.options:  # a KQL clock (`now`), limits: what a re-check needs
+        out["options"] = {k: v for k, v in config.options.items()
+                          if isinstance(v, str | int | float | bool)}  # fmt: skip
     path = getattr(engine, "path", None)
     if path is not None:
         out["file"] = str(path)
