@@ -225,3 +225,24 @@ def test_search_in_tables_with_terms_and_column_terms(kql: Engine) -> None:
     assert got == [(0,)]
     run = kql.execute('search "Sto*ge"')  # a wildcard inside: a regex match, not written
     assert run.outcome.kind == "unsupported"
+
+
+# -- mv-apply of row-wise operators ------------------------------------------------------------
+# Kusto's docs ("mv-apply operator"): each row is mv-expanded into a subtable, the subquery is
+# applied to it, the row's columns that were not expanded are added back, and the results are
+# unioned; mv-expand's docs: an empty array gives no record, null one null record. With only
+# `where` / `extend` in the subquery that is mv-expand then the subquery. Column order from
+# Kusto.Language's result type (T(a, arr, n)): `T | mv-apply arr on (where ... | extend y =
+# 2)` is a, n, arr, y; `T | mv-apply x = arr on (project x)` is a, arr, n, x.
+
+
+def test_mv_apply_with_row_wise_subquery(kql: Engine) -> None:
+    query = ("Audit | extend mp = TargetResources[0].modifiedProperties, k = 1 "
+             "| mv-apply mp on (where mp.newValue == 'b' | extend v = tostring(mp.newValue)) "
+             "| project-away TargetResources")  # fmt: skip
+    assert rows(kql, query) == (["Id", "k", "mp", "v"], [(1, 1, {"newValue": "b"}, "b")])
+    query = ("Audit | mv-apply tr = TargetResources on (where tr.displayName == 'pol' "
+             "| project tr) | project Id, n = tostring(tr.displayName)")  # fmt: skip
+    assert rows(kql, query) == (["Id", "n"], [(1, "pol")])
+    run = kql.execute("Audit | mv-apply tr = TargetResources on (summarize c = count())")
+    assert run.outcome.kind == "unsupported"  # an aggregate per row: not written

@@ -787,6 +787,56 @@ def _legacy_element(q: _Query) -> list[Edit]:
     return edits
 
 
+# -- mv-apply of row-wise operators ------------------------------------------------------------
+
+_ROW_WISE = re.compile(r"\|?\s*(where|filter|extend)\b", re.I)
+
+
+def _mv_apply(q: _Query) -> list[Edit]:
+    """`mv-apply [x =] arr [to typeof(T)] on (where ... | extend ...)`: Kusto's docs
+    ("mv-apply operator"): each row is mv-expanded into a subtable, the subquery applied to
+    it, the row's other columns added back, the results unioned. With a subquery of only
+    row-wise operators (`where`, `extend`; a last `project` of the expanded name) that is
+    `mv-expand` followed by the subquery; the expanded column comes last (Kusto.Language's
+    result type: `T | mv-apply arr on (...)` moves `arr` after the other columns). Other
+    subqueries (summarize, top, take, ...) and options are refused."""
+    edits = []
+    for node in _walk(q.tree):
+        if _kind(node) != "MvapplyOperator":
+            continue
+        kids = _rules(node)
+        items = [k for k in kids if _kind(k) == "MvapplyOperatorExpression"]
+        subs = [k for k in kids if _kind(k) == "ContextualSubExpression"]
+        if len(items) != 1 or len(subs) != 1 or len(kids) != 2:
+            raise KqlRefused("mv-apply with several arrays, options or an unusual subquery")
+        parts = _rules(items[0])
+        named = parts[0]
+        to = " " + q.source(parts[1]) if len(parts) > 1 else ""
+        name_clause = [k for k in _rules(named) if _kind(k) == "NamedExpressionNameClause"]
+        value = q.source(_rules(named)[-1]).strip()
+        pipe = _rules(subs[0])[0] if _rules(subs[0]) else None
+        operators = [q.source(op).strip() for op in _rules(pipe)] if pipe is not None else []
+        if name_clause:
+            name = q.source(name_clause[0]).strip()[:-1].strip()
+            if name in {c for c, _ in q.columns_before(node, "mv-apply")}:
+                raise KqlRefused("mv-apply naming its element after an input column")
+            expand = f"mv-expand {name} = {value}{to}"
+        else:
+            name = value
+            if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                raise KqlRefused("mv-apply of an expression without a name")
+            hold = "queryeval_apply"
+            expand = (f"extend {hold} = {name} | project-away {name} "
+                      f"| mv-expand {name} = {hold}{to} | project-away {hold}")  # fmt: skip
+        if operators and re.fullmatch(rf"\|?\s*project\s+{re.escape(name)}", operators[-1]):
+            operators = operators[:-1]  # the expanded column: the row's other ones come back
+        if not operators or not all(_ROW_WISE.match(op) for op in operators):
+            raise KqlRefused("mv-apply with a subquery other than row-wise where/extend")
+        body = " | ".join(op.lstrip("|").strip() for op in operators)
+        edits.append(Edit(*_span(node), f"{expand} | {body}"))
+    return edits
+
+
 # -- externaldata -------------------------------------------------------------------------------
 
 EXTERNALDATA_REFUSAL = "externaldata reads its rows from a URL, which an offline evaluator"
@@ -808,6 +858,7 @@ def _externaldata(q: _Query) -> list[Edit]:
 
 KUSTO_RULES = (
     _externaldata,
+    _mv_apply,
     _legacy_element,
     _range_count,
     _series_axis_expand,
