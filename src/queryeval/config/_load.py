@@ -51,15 +51,13 @@ def load_suite(path: str | Path) -> SuiteConfig:
 
 
 def _import_plugins(suite: SuiteConfig, path: Path, doc: Located) -> None:
-    """Import the suite's plugin modules (the suite's folder is importable)."""
-    import importlib
-    import sys
+    """Import the suite's plugin modules (the suite's folder importable while they import;
+    `sys.path` is left as it was)."""
+    from queryeval._registry import import_module_from
 
-    if suite.plugins and str(suite.base_dir) not in sys.path:
-        sys.path.insert(0, str(suite.base_dir))
     for i, module in enumerate(suite.plugins):
         try:
-            importlib.import_module(module)
+            import_module_from(module, [suite.base_dir])
         except ImportError as exc:
             raise InputError(
                 f"cannot import plugin {module!r}: {exc}",

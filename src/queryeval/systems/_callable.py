@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import importlib
 import inspect
-import sys
 import threading
 import time
 import traceback
@@ -19,21 +17,21 @@ if TYPE_CHECKING:
 
 from pydantic import ValidationError
 
+from queryeval._registry import import_module_from
 from queryeval.cases import Attempt, Case, Output
 from queryeval.errors import InputError
 from queryeval.systems._predictions import ANSWER, TextFields, parse_output, unusable
 
 
 def import_callable(spec: str, base_dir: Path | None = None) -> Callable[..., Any]:
-    """Resolve `pkg.mod:function`; the suite's folder and the working folder are importable."""
+    """Resolve `pkg.mod:function`; the suite's folder and the working folder are importable
+    while it imports (`sys.path` is left as it was)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise InputError(f"expected 'package.module:function', got {spec!r}", where="callable")
-    for extra in (str(base_dir) if base_dir else None, str(Path.cwd())):
-        if extra and extra not in sys.path:
-            sys.path.insert(0, extra)
+    folders = [str(base_dir) if base_dir else "", str(Path.cwd())]
     try:
-        module = importlib.import_module(module_name)
+        module = import_module_from(module_name, folders)
     except ImportError as exc:
         raise InputError(f"cannot import {module_name!r}: {exc}", where="callable") from exc
     obj: Any = module
