@@ -1,15 +1,19 @@
-"""BIRD-CRITIC side by side, SQLite and PostgreSQL: the official harness's own code
-(`evaluation/src/single_instance_eval_{sqlite,postgresql}.py` of bird-bench/BIRD-CRITIC-1,
-unchanged) and queryeval (`import bird-critic --set dialect=...`, by default and with
+"""BIRD-CRITIC (SQLite, PostgreSQL) and LiveSQLBench side by side: the official harnesses'
+own code (`evaluation/src/single_instance_eval_{sqlite,postgresql}.py` of
+bird-bench/BIRD-CRITIC-1, `evaluation/src/evaluation.py` of bird-bench/livesqlbench,
+unchanged) and queryeval (`import bird-critic` / `import livesqlbench`, by default and with
 `legacy=true`, then a run), on the same synthetic instances and predictions, verdict by
 verdict.
+
+LiveSQLBench's harness takes `--db_host` / `--db_port`: it runs against a server as below,
+`psql` & co. from the server's folder, once per prediction (over the instances having it).
 
 SQLite: the harness runs in a folder holding `sqlite_databases_test/club/club.sqlite` and
 the `club_template.sqlite` it resets it from; it imports `load_jsonl` and `split_field`
 from a `utils` module its repository does not ship: a one-line `utils.py` gives it the
 repository's own two functions of those names (from `postgresql_utils.py`).
 
-The official harness expects its Docker image: a server `bird_critic_postgresql:5432`, a
+BIRD-CRITIC's PostgreSQL harness expects its Docker image: a server `bird_critic_postgresql:5432`, a
 superuser `root` (password 123123), a database `<db>` and its `<db>_template` (the dumps
 loaded, schemas `test_schema`, `test_schema_2`, extensions `hstore`, `citext`). Here:
 a PostgreSQL server started by queryeval (`PostgresServer`, 127.0.0.1) gets that role and
@@ -20,9 +24,10 @@ bird_critic_postgresql -p 5432` to reset the database from its template after ea
 instance) are two-line wrappers giving the server's address instead. psycopg2 (the
 harness's driver, not a queryeval dependency) comes from a folder:
 
-    .venv/bin/pip install --target /tmp/pg2lib psycopg2-binary
+    .venv/bin/pip install --target /tmp/pg2lib psycopg2-binary tqdm
     .venv/bin/python bench/bench_bird_critic.py --psycopg2 /tmp/pg2lib \
-        --official /work/.mirror/bird-bench+BIRD-CRITIC-1/repo     (a git dir or a checkout)
+        --official /work/.mirror/bird-bench+BIRD-CRITIC-1/repo \
+        --livesqlbench /work/.mirror/bird-bench+livesqlbench/repo  (git dirs or checkouts)
 
 Prints each verdict pair, the count of equal ones, wall and CPU seconds and the load.
 """
@@ -337,7 +342,89 @@ SQLITE_INSTANCES: dict[str, tuple[dict[str, Any], dict[str, list[str]]]] = {
         {"right": ["SELECT count(*) FROM member"]},
     ),
 }
-DIALECTS = {"postgresql": INSTANCES, "sqlite": SQLITE_INSTANCES}
+# LiveSQLBench (`evaluation/src/evaluation.py` of bird-bench/livesqlbench): a Query task by the
+# default soft-EX test with `conditions` (its own test_cases ignored), a Management task by
+# its test cases, `test_case(pred_sqls, sol_sqls, db_name, conn)`
+QUERY = {"category": "Query", "conditions": {"decimal": 2, "distinct": False, "order": False}}
+MANAGE = {"category": "Management"}
+DATED = SCORES.replace("    rows, _", "    assert date(2020, 1, 1).year == 2020\n    rows, _")
+LIVE_INSTANCES: dict[str, tuple[dict[str, Any], dict[str, list[str]]]] = {
+    "club_1": (
+        {**QUERY, "query": "Names of Spanish members?", "sol_sql": [SPAIN]},
+        {
+            "right": [SPAIN + " ORDER BY name DESC"],
+            "distinct": ["SELECT DISTINCT name FROM member WHERE country = 'Spain'"],
+            "wrong": ["SELECT name FROM member"],
+            "error": ["SELECT nam FROM member"],
+            "multi": ["SELECT 1; " + SPAIN],
+        },
+    ),
+    "club_2": (
+        {
+            **QUERY,
+            "conditions": {"decimal": 2, "distinct": False, "order": True},
+            "query": "Members by score, best first.",
+            "sol_sql": ["SELECT name FROM member ORDER BY score DESC"],
+        },
+        {
+            "right": ["SELECT name FROM member ORDER BY score DESC, name"],
+            "wrong": ["SELECT name FROM member ORDER BY score"],
+        },
+    ),
+    "club_3": (
+        {
+            **QUERY,
+            "query": "Average fee by country?",
+            "sol_sql": ["SELECT country, ROUND(AVG(fee), 2) FROM member GROUP BY country"],
+        },
+        {
+            "right": ["SELECT country, AVG(fee) FROM member GROUP BY 1"],
+            "rounded": ["SELECT country, ROUND(AVG(fee), 1) FROM member GROUP BY 1"],
+            "wrong": ["SELECT country, SUM(fee) FROM member GROUP BY 1"],
+        },
+    ),
+    "club_M_1": (
+        {
+            **MANAGE,
+            "query": "Give Spanish members 10 more points.",
+            "sol_sql": [RAISE],
+            "test_cases": [SCORES],
+        },
+        {
+            "right": [RAISE],
+            "wrong": ["UPDATE member SET score = score + 10"],
+            "error": ["UPDATE member SET scor = scor + 10"],
+            "multi": [RAISE + "; SELECT 1"],
+            "items": [RAISE.replace("10", "5"), RAISE.replace("10", "5")],
+        },
+    ),
+    "club_M_2": (
+        {
+            **MANAGE,
+            "query": "Give Spanish members 10 more points.",
+            "sol_sql": [RAISE],
+            "test_cases": [DATED],
+        },  # `date` is not among the harness's globals
+        {"right": [RAISE]},
+    ),
+    "club_M_3": (
+        {**MANAGE, "query": "Give Spanish members 10 more points.", "sol_sql": [RAISE]},
+        {"right": [RAISE], "wrong": ["UPDATE member SET score = 0"]},  # no test cases
+    ),
+    "club_M_4": (
+        {
+            **MANAGE,
+            "query": "A view of the Spanish members.",
+            "sol_sql": ["CREATE VIEW spain AS SELECT * FROM member WHERE country = 'Spain'"],
+            "test_cases": [VIEW],
+        },
+        {
+            "right": ["CREATE VIEW spain AS SELECT name FROM member WHERE country = 'Spain'"],
+            "wrong": ["CREATE VIEW spain AS SELECT * FROM member"],
+        },
+    ),
+}
+DIALECTS = {"postgresql": INSTANCES, "sqlite": SQLITE_INSTANCES, "livesqlbench": LIVE_INSTANCES}
 
 WRAPPER = """#!/bin/sh
 # {name} as the official harness calls it (-h bird_critic_postgresql -p 5432), on our server
@@ -383,6 +470,9 @@ def _record(dialect: str, iid: str, preds: list[str]) -> dict[str, Any]:
     issue = ["SELECT no_such_column FROM member"]  # the issue fails the tests, as it must
     base = {"instance_id": iid, "db_id": "club", "dialect": dialect, "issue_sql": issue,
             "preprocess_sql": [], "clean_up_sql": [], "test_cases": [], **fields}  # fmt: skip
+    if dialect == "livesqlbench":
+        base = {k: v for k, v in base.items() if k not in ("db_id", "dialect", "issue_sql")}
+        base["selected_database"] = "club"
     return {**base, "pred_sqls": preds}
 
 
@@ -424,22 +514,29 @@ def run_official_sqlite(src: Path, psycopg2: Path, folder: Path) -> dict[Any, bo
     return _harness("sqlite", driver, env, folder)
 
 
-def run_official_postgres(src: Path, psycopg2: Path, folder: Path) -> dict[Any, bool]:
-    """The official PostgreSQL harness on a server of ours (see the module docstring)."""
+def _server(folder: Path) -> Any:
+    """A server of ours as the official Docker images have it: a superuser `root`
+    (password 123123), `club_template` with the dumps and the template's extras."""
     from queryeval.engines._postgres_server import PostgresServer
 
     folder.mkdir(parents=True)
     server = PostgresServer().start()
+    with server.admin() as conn:
+        conn.execute("CREATE ROLE root SUPERUSER LOGIN PASSWORD '123123'")
+        conn.execute("CREATE DATABASE club_template OWNER root TEMPLATE template0")
+    seed = folder / "seed.sql"
+    seed.write_text("CREATE SCHEMA IF NOT EXISTS test_schema;\nCREATE SCHEMA IF NOT EXISTS "
+                    "test_schema_2;\nCREATE EXTENSION IF NOT EXISTS hstore;\nCREATE "
+                    "EXTENSION IF NOT EXISTS citext;\n" + SEED)  # fmt: skip
+    server.psql("club_template", seed)
+    return server
+
+
+def run_official_postgres(src: Path, psycopg2: Path, folder: Path) -> dict[Any, bool]:
+    """The official PostgreSQL harness on a server of ours (see the module docstring)."""
+    server = _server(folder)
     try:
         assert server.bin_dir is not None
-        with server.admin() as conn:
-            conn.execute("CREATE ROLE root SUPERUSER LOGIN PASSWORD '123123'")
-            conn.execute("CREATE DATABASE club_template OWNER root TEMPLATE template0")
-        seed = folder / "seed.sql"
-        seed.write_text("CREATE SCHEMA IF NOT EXISTS test_schema;\nCREATE SCHEMA IF NOT EXISTS "
-                        "test_schema_2;\nCREATE EXTENSION IF NOT EXISTS hstore;\nCREATE "
-                        "EXTENSION IF NOT EXISTS citext;\n" + SEED)  # fmt: skip
-        server.psql("club_template", seed)
         with server.admin() as conn:
             conn.execute("CREATE DATABASE club OWNER root TEMPLATE club_template")
         bin_dir = folder / "bin"
@@ -456,6 +553,38 @@ def run_official_postgres(src: Path, psycopg2: Path, folder: Path) -> dict[Any, 
         env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
                "PYTHONPATH": str(psycopg2)}  # fmt: skip
         return _harness("postgresql", driver, env, folder)
+    finally:
+        server.stop()
+
+
+def run_official_livesqlbench(src: Path, deps: Path, folder: Path) -> dict[Any, bool]:
+    """LiveSQLBench's `evaluation.py`, unchanged (its `--db_host`, `--db_port` given), once
+    per prediction over the instances that have one; psql & co. from the server's folder."""
+    server = _server(folder)
+    try:
+        env = {**os.environ, "PATH": f"{server.bin_dir}:{os.environ['PATH']}",
+               "PYTHONPATH": str(deps)}  # fmt: skip
+        names = sorted({n for _, preds in LIVE_INSTANCES.values() for n in preds})
+        verdicts = {}
+        for name in names:
+            given = folder / f"{name}.jsonl"
+            records = [_record("livesqlbench", i, p[name])
+                       for i, (_, p) in LIVE_INSTANCES.items() if name in p]  # fmt: skip
+            given.write_text("".join(json.dumps(r) + "\n" for r in records))
+            done = subprocess.run(
+                [sys.executable, str(src / "evaluation.py"), "--jsonl_file", str(given),
+                 "--num_threads", "1", "--logging", "true", "--db_host", "127.0.0.1",
+                 "--db_port", str(server.port), "--output_dir", str(folder / "out")],
+                env=env, cwd=folder, capture_output=True, text=True, check=False, timeout=600,
+            )  # fmt: skip
+            out = folder / "out" / name / "output_with_status.jsonl"
+            if not out.exists():
+                raise SystemExit(f"evaluation.py wrote nothing for {name}:\n"
+                                 f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")  # fmt: skip
+            for line in out.read_text().splitlines():
+                record = json.loads(line)
+                verdicts[record["instance_id"], name] = record["status"] == "success"
+        return verdicts
     finally:
         server.stop()
 
@@ -488,10 +617,12 @@ def run_queryeval(dialect: str, folder: Path, legacy: bool) -> dict[Any, bool]:
                                 for i, (_, p) in instances.items() if name in p))  # fmt: skip
         predictions.append((name, path))
     out = folder / f"suite-{legacy}"
-    options = {"dialect": dialect, "legacy": str(legacy).lower()}
+    options = {"legacy": str(legacy).lower()}
+    if dialect != "livesqlbench":
+        options["dialect"] = dialect
     request = ImportRequest(sources=[data, databases], out=out,
                             predictions=predictions, options=options)  # fmt: skip
-    run_import("bird-critic", request)
+    run_import("livesqlbench" if dialect == "livesqlbench" else "bird-critic", request)
     run_dir = folder / f"run-{legacy}"
     run_suite(load_suite(out / "suite.yaml"), run_dir, progress=False, write_reports=False)
     verdicts = {}
@@ -509,18 +640,24 @@ def main() -> int:
                         default=Path("/work/.mirror/bird-bench+BIRD-CRITIC-1/repo"))  # fmt: skip
     parser.add_argument("--psycopg2", type=Path, required=True,
                         help="a folder holding psycopg2 (pip install --target)")  # fmt: skip
-    parser.add_argument("--dialect", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--livesqlbench", type=Path,
+                        default=Path("/work/.mirror/bird-bench+livesqlbench/repo"))  # fmt: skip
+    parser.add_argument("--dialect", default="all",
+                        choices=["sqlite", "postgresql", "livesqlbench", "all"])  # fmt: skip
     args = parser.parse_args()
-    dialects = ["sqlite", "postgresql"] if args.dialect == "both" else [args.dialect]
+    dialects = list(DIALECTS) if args.dialect == "all" else [args.dialect]
     load = os.getloadavg()
     start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     summary = []
     with tempfile.TemporaryDirectory(prefix="qe-bench-critic-") as tmp:
         folder = Path(tmp)
-        src = _official_source(args.official.resolve(), folder)
+        src = _official_source(args.official.resolve(), folder / "bird-critic")
+        live = _official_source(args.livesqlbench.resolve(), folder / "livesqlbench")
+        runs = {"sqlite": (run_official_sqlite, src), "postgresql": (run_official_postgres, src),
+                "livesqlbench": (run_official_livesqlbench, live)}  # fmt: skip
         for dialect in dialects:
-            run = run_official_sqlite if dialect == "sqlite" else run_official_postgres
-            official = run(src, args.psycopg2.resolve(), folder / f"official-{dialect}")
+            run, source = runs[dialect]
+            official = run(source, args.psycopg2.resolve(), folder / f"official-{dialect}")
             ours = {legacy: run_queryeval(dialect, folder / f"qe-{dialect}-{legacy}", legacy)
                     for legacy in (False, True)}  # fmt: skip
             print(f"\n{dialect}\n{'instance':10} {'prediction':10} official queryeval legacy")

@@ -71,3 +71,36 @@ def test_untested_instance_legacy_postgres() -> None:
     assert legacy["conversation"][0]["target"]["task"]["tests"] == [
         {"name": "no test cases: the prediction ran", "condition": "SELECT true"}
     ]
+
+
+def test_livesqlbench_legacy_import(tmp_path: Path) -> None:
+    """`import livesqlbench --set legacy=true`: the scorer runs as the official
+    evaluation.py; a Management task without test cases is solved when the prediction
+    runs, a Query task keeps the soft-EX test with its conditions."""
+    import json
+
+    from queryeval.importers import ImportRequest, importer
+
+    dumps = tmp_path / "postgre_table_dumps" / "club_template"
+    dumps.mkdir(parents=True)
+    (dumps / "member.sql").write_text("CREATE TABLE member (id int);\n")
+    tasks = [
+        {"instance_id": "club_1", "selected_database": "club", "category": "Query",
+         "sol_sql": ["SELECT 1"], "conditions": {"order": False}},
+        {"instance_id": "club_M_1", "selected_database": "club", "category": "Management",
+         "sol_sql": ["UPDATE member SET id = 1"], "test_cases": []},
+    ]  # fmt: skip
+    data = tmp_path / "livesqlbench_data.jsonl"
+    data.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    for legacy in ("false", "true"):
+        request = ImportRequest(sources=[data, tmp_path / "postgre_table_dumps"],
+                                out=tmp_path / legacy, options={"legacy": legacy})  # fmt: skip
+        suite = importer("livesqlbench").build(request)
+        options = suite.suite["scorers"][0]["options"]
+        tests = {c["id"]: c["conversation"][0]["target"]["task"]["tests"] for c in suite.cases}
+        assert "ex_base" in tests["club_1"][0]["python"]
+        if legacy == "true":
+            assert options["legacy"] is True
+            assert tests["club_M_1"][0]["condition"] == "SELECT true"
+        else:
+            assert "legacy" not in options and "ex_base" in tests["club_M_1"][0]["python"]

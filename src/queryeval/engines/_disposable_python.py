@@ -62,8 +62,9 @@ def run_python_test(
     the official harnesses pass it: BIRD-CRITIC always, LiveSQLBench for its Query tasks);
     `helpers`: which harness's helpers it sees (`_helpers`); `filesystem`: `walled` (not
     run, "unsupported", where the kernel cannot wall it off) or `open` (run anyway);
-    `legacy`: the source run as the official BIRD-CRITIC harness runs it (only its names
-    as globals, its own top-level names not seen inside `test_case`); `sandbox`, when
+    `legacy`: the source run as the official harness (of `helpers`; BIRD-CRITIC-SQLite's
+    on SQLite) runs it (only its names as globals, the source's own top-level names not
+    seen inside `test_case`); `sandbox`, when
     given, receives how the child was walled (`network`, `filesystem`)."""
     from queryeval.engines._base import parse_size
 
@@ -402,17 +403,21 @@ def _helpers(kind: str, db: Any, flavour: str = "livesqlbench") -> dict[str, Any
     }
 
 
-# The names the official BIRD-CRITIC harnesses give a test function (`run_test_case`'s
-# globals; the source itself runs with other locals, so its own top-level imports are not
-# seen inside `test_case`): SQLite's, and PostgreSQL's (`performance_compare_by_qep`, for
+# The names the official harnesses give a test function (`run_test_case`'s globals; the
+# source itself runs with other locals, so its own top-level names, the `from datetime
+# import date` they put above it included, are not seen inside `test_case`): BIRD-CRITIC
+# SQLite's, BIRD-CRITIC PostgreSQL's and LiveSQLBench's (`performance_compare_by_qep`, for
 # the efficiency instances left out, and `pred_query_result` are not given here)
 _OFFICIAL_GLOBALS = {
     "sqlite": ("perform_query_on_sqlite_databases", "execute_queries", "ex_base",
                "check_sql_function_usage", "remove_distinct", "remove_comments",
-               "remove_round", "preprocess_results"),
+               "remove_round", "preprocess_results", "date"),
     "bird_critic_postgresql": ("perform_query_on_postgresql_databases", "execute_queries",
                                "ex_base", "check_sql_function_usage", "remove_distinct",
-                               "preprocess_results"),
+                               "preprocess_results", "date"),
+    "livesqlbench": ("perform_query_on_postgresql_databases", "execute_queries", "ex_base",
+                     "check_sql_function_usage", "remove_distinct", "remove_comments",
+                     "remove_round", "preprocess_results"),
 }  # fmt: skip
 
 
@@ -465,7 +470,7 @@ def _child() -> None:
         "sqlite" if job["access"]["kind"] == "sqlite" else job["helpers"]
     )  # fmt: skip
     if job.get("legacy") and official is not None:  # as the official harness's exec
-        scope = {"date": datetime.date, **{k: helpers[k] for k in official}}
+        scope = {k: datetime.date if k == "date" else helpers[k] for k in official}
         names = {}
     try:
         exec(compile(job["source"], "<test_case>", "exec"), scope, names)

@@ -236,7 +236,8 @@ def suite_scorers(helpers: str = "livesqlbench", *, legacy: bool = False) -> dic
     return {"scorers": [{"name": "task_tests", "required": True, "options": options}]}
 
 
-def _flag(value: str | None) -> bool:
+def legacy_flag(value: str | None) -> bool:
+    """The `legacy` import option: true or false (false when not given)."""
     text = (value or "false").strip().lower()
     if text in {"true", "yes", "1", "on", "false", "no", "0", "off"}:
         return text in {"true", "yes", "1", "on"}
@@ -265,7 +266,7 @@ def build(request: ImportRequest) -> ImportedSuite:
     if not files:
         raise InputError("no task .jsonl file among the sources")
     timeout_s = request.number_option("timeout_s", 30.0)
-    legacy = _flag(request.option("legacy"))
+    legacy = legacy_flag(request.option("legacy"))
     cases: list[dict[str, Any]] = []
     dialects: set[str] = set()
     skipped: dict[str, int] = {}

@@ -10,7 +10,11 @@ image loads them (`postgre_table_dumps/`).
 As the official evaluation: a `Query` task is scored by the default soft-EX test called
 with `conditions` (order, decimals, distinct); a `Management` task by its own test cases,
 called without it; setup, cleanup and the solution as in `bird_critic`; any exception a
-failed test. Predictions: the official `{instance_id, pred_sqls}` lines.
+failed test. Predictions: the official `{instance_id, pred_sqls}` lines. `--set
+legacy=true`: as the official `evaluation.py` runs them (scorer option `legacy`: each
+`pred_sqls` item with one execute, the test source run as its `exec` runs it, only its
+helpers seen, `date` not among them), a `Management` task without test cases solved when
+the prediction runs (by default it gets the soft-EX test).
 """
 
 from __future__ import annotations
@@ -22,13 +26,18 @@ from queryeval.importers._read import read_jsonl
 from queryeval.importers._suite import ImportedSuite, ImportRequest
 from queryeval.importers.bird_critic import (
     databases_for,
+    legacy_flag,
     read_predictions,
     suite_scorers,
     task_case,
 )
 
 SUMMARY = "LiveSQLBench (PostgreSQL): task JSONL with test cases, table dumps"
-OPTIONS = {"timeout_s": "time limit of each statement, seconds (30)"}
+OPTIONS = {
+    "timeout_s": "time limit of each statement, seconds (30)",
+    "legacy": "true: as the official evaluation.py (its exec, its helpers; a Management task "
+    "without test cases solved when the prediction runs); false (default)",
+}
 SCORERS = ("task_tests",)
 SKIPS_MISSING = True
 
@@ -39,6 +48,7 @@ def build(request: ImportRequest) -> ImportedSuite:
     files = [s for s in request.sources if s.is_file() and s.suffix == ".jsonl"]
     if not files:
         raise InputError("no livesqlbench_data.jsonl among the sources")
+    legacy = legacy_flag(request.option("legacy"))
     cases: list[dict[str, Any]] = []
     for path in files:
         for line, item in read_jsonl(path):
@@ -62,6 +72,7 @@ def build(request: ImportRequest) -> ImportedSuite:
                     question=str(item.get("query") or ""),
                     default_test=query,
                     conditions=query,
+                    untested_runs=legacy,
                 )
             )
     if not cases:
@@ -79,6 +90,6 @@ def build(request: ImportRequest) -> ImportedSuite:
         cases=cases,
         databases=databases,
         predictions={n: read_predictions(p, known) for n, p in request.predictions},
-        suite=suite_scorers(),
+        suite=suite_scorers(legacy=legacy),
         notes=notes,
     )
