@@ -14,7 +14,13 @@ prints counts by kind:
 
 non_discriminating, unknown_literal, disputed and the results of the others need rows.
 
+With `--databases DIR` (SQLite files with the real rows, e.g. bench/spider_dev_sqlite.py's
+19 of 20), the full audit runs on them instead (cases on a database not found are left out
+and counted), and with `--predictions CSV...` (the DIN-SQL repository's GPT4_results, one
+row a dev pair in dev order) `disputed` too: every finding kind, counted, one example each.
+
     python bench/audit_spider_schema.py /work/.mirror/taoyds+spider/repo OUT_DIR
+        [--databases DIR] [--predictions CSV...]
 """
 
 from __future__ import annotations
@@ -68,7 +74,8 @@ def build_schema_db(schema: dict, path: Path) -> None:
     con.close()
 
 
-def main(git_dir: str, out: Path) -> None:
+def main(git_dir: str, out: Path, databases: Path | None = None,
+         predictions: list[Path] | None = None) -> None:  # fmt: skip
     from queryeval.audit._checks import normalised_question
     from queryeval.audit._static import order_patterns
     from queryeval.cases import Case
@@ -78,6 +85,13 @@ def main(git_dir: str, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "db").mkdir(exist_ok=True)
     dbs = sorted({q["db_id"] for q in dev})
+    paths: dict[str, Path] = {}
+    if databases is not None:
+        found = {p.stem.lower(): p.resolve() for p in databases.glob("*.sqlite")}
+        paths = {db: found[db.lower()] for db in dbs if db.lower() in found}
+        if len(paths) < len(dbs):
+            print(f"no database for {sorted(set(dbs) - set(paths))}", file=sys.stderr)
+        return _real(dev, paths, out, predictions or [])
     for db in dbs:
         path = out / "db" / f"{db}.sqlite"
         path.unlink(missing_ok=True)
@@ -154,5 +168,69 @@ def main(git_dir: str, out: Path) -> None:
     print(json.dumps(report, indent=1))
 
 
+def _real(dev: list, paths: dict[str, Path], out: Path, predictions: list[Path]) -> None:
+    """The whole audit on databases with rows (`paths`), with the systems' predictions."""
+    import csv
+    import time
+
+    kept = [(n, q) for n, q in enumerate(dev) if q["db_id"] in paths]
+    with (out / "cases.jsonl").open("w") as fh:
+        for n, q in kept:
+            case = {"id": f"dev-{n:04d}", "tags": [f"db:{q['db_id']}"],
+                    "conversation": [{"content": q["question"], "target": {"query": {
+                        "text": q["query"], "database": q["db_id"]}}}]}  # fmt: skip
+            fh.write(json.dumps(case) + "\n")
+    systems = []
+    for csv_path in predictions:
+        rows = list(csv.reader(csv_path.open()))[1:]
+        name = csv_path.stem
+        with (out / f"{name}.jsonl").open("w") as fh:
+            for n, row in enumerate(rows[: len(dev)]):
+                if dev[n]["db_id"] in paths and row[1].strip():
+                    fh.write(json.dumps({"case_id": f"dev-{n:04d}", "query": row[1]}) + "\n")
+        systems.append(name)
+    (out / "none.jsonl").write_text("")
+    lines = "".join(f"  {db}: {{engine: sqlite, path: '{p}', options: {{timeout_s: 10}}}}\n"
+                    for db, p in sorted(paths.items()))  # fmt: skip
+    listed = "".join(f"  - {{name: {s}, predictions: {s}.jsonl}}\n" for s in systems)
+    (out / "suite.yaml").write_text(
+        "name: spider-dev\ncases: cases.jsonl\ndatabases:\n"
+        + lines
+        + "systems:\n"
+        + (listed or "  - {name: none, predictions: none.jsonl}\n")
+        + "scorers: [execution_match]\n"
+    )
+    command = [sys.executable, "-m", "queryeval", "audit", str(out / "suite.yaml"), "--out",
+               str(out / "audit"), "--cache-dir", str(out / "cache")]  # fmt: skip
+    if systems:
+        command += ["--systems", ",".join(systems)]
+    start, cpu = time.perf_counter(), time.process_time()
+    done = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(done.stderr[-3000:])
+    findings = json.loads((out / "audit" / "audit.json").read_text())
+    counts = Counter(f["kind"] for f in findings)
+    examples = {}
+    for f in findings:
+        examples.setdefault(f["kind"], f"{f['case_id']}: {f['evidence'].get('query')} -> "
+                                       f"{f['message']}")  # fmt: skip
+    report = {"golds": len(kept), "left_out": len(dev) - len(kept), "databases": len(paths),
+              "systems": systems, "findings": len(findings), "by_kind": dict(counts),
+              "cases_with_findings": len({f["case_id"] for f in findings}),
+              "examples": examples, "wall_s": round(wall, 1),
+              "child_cpu_s": round(time.process_time() - cpu, 1)}  # fmt: skip
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report, indent=1))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("git_dir")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--databases", type=Path, default=None)
+    parser.add_argument("--predictions", type=Path, nargs="*", default=[])
+    args = parser.parse_args()
+    main(args.git_dir, args.out, args.databases, args.predictions)
