@@ -24,7 +24,7 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> list[EngineSpec]:
     """A registered engine kind `toy` (its own option `flavour`, a URL), undone afterwards."""
     from queryeval.engines import _registry
 
-    monkeypatch.setattr(_registry, "_REGISTERED", dict(_registry._REGISTERED))
+    monkeypatch.setattr(_registry.ENGINES, "_registered", dict(_registry.ENGINES._registered))
     built: list[EngineSpec] = []
 
     @register_engine("toy", options={"flavour"}, places=("url",))
@@ -71,7 +71,7 @@ def test_a_registered_engine_types_its_own_options_with_a_model(
 
     from queryeval.engines import _registry
 
-    monkeypatch.setattr(_registry, "_REGISTERED", dict(_registry._REGISTERED))
+    monkeypatch.setattr(_registry.ENGINES, "_registered", dict(_registry.ENGINES._registered))
 
     class ToyOptions(BaseModel):
         model_config = ConfigDict(extra="forbid")

@@ -38,7 +38,13 @@ from queryeval.engines._kusto_language import (
 from queryeval.engines._options import DatabaseOptions, database_problem
 from queryeval.engines._postgres_server import missing_reason as postgres_missing
 from queryeval.engines._registry import BUILTIN_ENGINES as ENGINES
-from queryeval.engines._registry import EngineKind, engine_kinds, register_engine
+from queryeval.engines._registry import (
+    EngineKind,
+    engine_kind_entry,
+    engine_kinds,
+    engine_language,
+    register_engine,
+)
 from queryeval.engines._results import (
     ExecutionMemo,
     execute_query,
@@ -104,7 +110,9 @@ __all__ = [
     "disposable_copy",
     "empty_twin",
     "engine_from_context",
+    "engine_kind_entry",
     "engine_kinds",
+    "engine_language",
     "execute_query",
     "gold_execution",
     "gold_order",

@@ -19,7 +19,7 @@ reported apart as "engine could not run"). Without a checker the answer is `unkn
 
 Checkers may also be published by a package under the entry-point group
 `queryeval.validity` (name = the language, value = a factory returning the checker); they
-are loaded the first time that language is checked.
+are loaded the first time that language is checked. KQL's (Kusto.Language) is built in.
 
 SQL has no checker on purpose: sqlglot parses leniently (it accepts queries no engine
 would run and its dialects lag behind the engines), so neither a successful nor a failed
@@ -30,9 +30,10 @@ maintained Cypher parser is on PyPI.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+
+from queryeval._registry import Registry
 
 Validity = Literal["valid", "invalid", "unknown"]
 ENTRY_POINT_GROUP = "queryeval.validity"
@@ -61,40 +62,38 @@ class ValidityChecker(Protocol):
         ...
 
 
-_CHECKERS: dict[str, ValidityChecker | None] = {}
-_LOCK = threading.Lock()
+def _checker(language: str, loaded: Any) -> ValidityChecker:
+    """What a target or entry point loads: the checker, or a factory returning it."""
+    return loaded() if callable(loaded) and not hasattr(loaded, "check") else loaded
+
+
+# Built-in checkers: language -> "module:factory", imported the first time it is checked.
+_BUILTIN = {"kql": "queryeval.engines._kusto_language:kql_validity_checker"}
+CHECKERS: Registry[ValidityChecker] = Registry(
+    "validity checker", builtins=_BUILTIN, group=ENTRY_POINT_GROUP, adapt=_checker, key=str.lower
+)
 
 
 def register_validity_checker(language: str, checker: ValidityChecker | None) -> None:
     """Use `checker` for `language` from now on; None removes the registration (the
-    entry-point group is looked at again on the next check)."""
-    with _LOCK:
-        if checker is None:
-            _CHECKERS.pop(language.lower(), None)
-        else:
-            _CHECKERS[language.lower()] = checker
+    built-in and the entry-point group are looked at again on the next check)."""
+    if checker is None:
+        CHECKERS.unregister(language)
+    else:
+        CHECKERS.register(language, checker)
 
 
 def validity_checker(language: str) -> ValidityChecker | None:
-    """The checker of `language`: registered, else published under the entry-point group
-    `queryeval.validity`, else None."""
-    key = language.lower()
-    with _LOCK:
-        if key in _CHECKERS:
-            return _CHECKERS[key]
-    found = _from_entry_points(key)
-    with _LOCK:
-        return _CHECKERS.setdefault(key, found)
+    """The checker of `language`: registered, else built in, else published under the
+    entry-point group `queryeval.validity`, else None.
 
-
-def _from_entry_points(language: str) -> ValidityChecker | None:
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name.lower() == language:
-            factory = ep.load()
-            return factory() if callable(factory) and not hasattr(factory, "check") else factory
-    return None
+    >>> validity_checker("kql").name, validity_checker("sql")
+    ('Kusto.Language', None)
+    """
+    try:
+        return CHECKERS.get(language)
+    except KeyError:
+        return None
 
 
 def check_validity(
