@@ -12,36 +12,62 @@ output column (an expression), which the comparator cannot use to find ties.
 
 from __future__ import annotations
 
+from types import ModuleType
+
+from queryeval._registry import Registry
 from queryeval.languages import cypher, kql, sql
 from queryeval.languages._order import OrderInfo, SortKey
 
 __all__ = [
+    "LANGUAGES",
     "OrderInfo",
     "SortKey",
     "cypher",
     "kql",
+    "language_module",
     "read_only_refusal",
     "sql",
     "top_level_order",
 ]
 
+# The query languages: name -> the module that knows it. A language module has `NAMES` (the
+# names that mean it), `read_only_refusal(query, dialect)` and `top_level_order(query,
+# dialect)`; adding one is its module and one line here (or, outside queryeval, a module
+# published under the `queryeval.languages` entry-point group).
+LANGUAGES: Registry[ModuleType] = Registry(
+    "query language",
+    builtins={
+        "sql": "queryeval.languages.sql",
+        "kql": "queryeval.languages.kql",
+        "cypher": "queryeval.languages.cypher",
+    },
+    group="queryeval.languages",
+    key=str.lower,
+)
 
-_HAND_LEXED = {"kql": kql, "cypher": cypher}  # the languages without a dialect
 
+def language_module(language: str, dialect: str | None = None) -> tuple[ModuleType, str | None]:
+    """The module of a language (or dialect, or other name meaning it) and, for SQL, the
+    sqlglot dialect (`dialect` overrides the one the name means; a name queryeval does not
+    know, given with a dialect, is SQL). A ValueError names the known languages.
 
-def _resolve(language: str, dialect: str | None) -> tuple[str, str | None]:
-    """("sql" | "kql" | "cypher", the sqlglot dialect for SQL) for a language or dialect
-    name; a ValueError for a name queryeval does not know."""
+    >>> module, dialect = language_module("postgresql")
+    >>> module.__name__, dialect
+    ('queryeval.languages.sql', 'postgres')
+    >>> language_module("kusto")[0].__name__
+    'queryeval.languages.kql'
+    """
     lang = language.strip().lower()
-    if lang in kql.NAMES:
-        return "kql", None
-    if lang in cypher.NAMES:
-        return "cypher", None
-    if lang in sql.DIALECTS or dialect is not None:
-        return "sql", dialect if dialect is not None else sql.sqlglot_dialect(lang)
-    raise ValueError(
-        f"unknown query language {language!r}: expected sql (or a dialect), kql or cypher"
-    )
+    for name in LANGUAGES.names():
+        module = LANGUAGES.get(name)
+        if lang == name or lang in getattr(module, "NAMES", ()):
+            if module is sql:
+                return module, dialect if dialect is not None else sql.sqlglot_dialect(lang)
+            return module, None
+    if dialect is not None:
+        return sql, dialect
+    known = ", ".join(LANGUAGES.names())
+    raise ValueError(f"unknown query language {language!r}: expected {known} (or an SQL dialect)")
 
 
 def top_level_order(query: str, language: str = "sql", *, dialect: str | None = None) -> OrderInfo:
@@ -57,10 +83,9 @@ def top_level_order(query: str, language: str = "sql", *, dialect: str | None = 
     >>> top_level_order("MATCH (m) WITH m ORDER BY m.year RETURN m.title", "cypher").ordered
     False
     """
-    family, read = _resolve(language, dialect)
-    if family == "sql":
-        return sql.top_level_order(query, read)
-    return _HAND_LEXED[family].top_level_order(query)
+    module, read = language_module(language, dialect)
+    result: OrderInfo = module.top_level_order(query, read)
+    return result
 
 
 def read_only_refusal(
@@ -75,7 +100,6 @@ def read_only_refusal(
     >>> read_only_refusal("MATCH (n) DETACH DELETE n", "cypher")
     'DETACH clause: writes are refused'
     """
-    family, read = _resolve(language, dialect)
-    if family == "sql":
-        return sql.read_only_refusal(query, read)
-    return _HAND_LEXED[family].read_only_refusal(query)
+    module, read = language_module(language, dialect)
+    refusal: str | None = module.read_only_refusal(query, read)
+    return refusal

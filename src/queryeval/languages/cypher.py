@@ -83,7 +83,7 @@ _PROCEDURE_WRITES = re.compile(
 )
 
 
-def read_only_refusal(query: str) -> str | None:
+def read_only_refusal(query: str, dialect: str | None = None) -> str | None:
     """Refuse write clauses (CREATE, MERGE, SET, DELETE, REMOVE, ...), procedure calls that
     write, and several statements; None when the query may run. A word after `.`, `:`, `$`,
     `AS` or before `:` is a name (a property, label, parameter, alias or map key).
@@ -331,7 +331,7 @@ _CYPHER_CLAUSE_END = {"skip", "limit", "offset"}
 _CYPHER_DIRECTION = {"asc", "desc", "ascending", "descending"}
 
 
-def top_level_order(query: str) -> OrderInfo:
+def top_level_order(query: str, dialect: str | None = None) -> OrderInfo:
     """Ordered when the final top-level RETURN has an ORDER BY (a WITH ... ORDER BY or one in
     a CALL subquery does not order the result; neither does anything across a UNION).
 

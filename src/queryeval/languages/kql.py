@@ -27,7 +27,7 @@ NAMES = frozenset({"kql", "kusto"})
 _READ_COMMANDS = re.compile(r"^\.show\b", re.IGNORECASE)
 
 
-def read_only_refusal(query: str) -> str | None:
+def read_only_refusal(query: str, dialect: str | None = None) -> str | None:
     """Refuse every control command except `.show ...` (`.drop`, `.set`, `.append`, ...);
     None when the query may run.
 
@@ -70,7 +70,7 @@ _KQL_ORDERING = {"sort", "order", "top"}
 _KQL_DIRECTION = {"asc", "desc", "nulls", "first", "last"}
 
 
-def top_level_order(query: str) -> OrderInfo:
+def top_level_order(query: str, dialect: str | None = None) -> OrderInfo:
     """Ordered when the final pipeline sorts (``sort by``/``order by``/``top N by``) and no
     later operator (summarize, join, union, distinct, ...) discards that order.
 

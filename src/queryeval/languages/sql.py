@@ -20,6 +20,7 @@ from queryeval.languages._order import OrderInfo, SortKey
 
 __all__ = [
     "DIALECTS",
+    "NAMES",
     "PARSE_CACHE_SIZE",
     "parsed",
     "read_only_refusal",
@@ -50,6 +51,10 @@ DIALECTS: dict[str, str | None] = {
     "athena": "athena",
 }
 """The names that mean SQL (languages, dialects, SQLAlchemy backends) -> sqlglot dialect."""
+
+
+NAMES = frozenset(DIALECTS)
+"""The language names that mean SQL (its dialects; any other name given with a dialect too)."""
 
 
 def sqlglot_dialect(name: str) -> str | None:

@@ -4,13 +4,11 @@ below; other reports register with `register_report` (a suite's `plugins:` modul
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from queryeval._registry import Registry
 from queryeval.errors import InputError
 from queryeval.reports._input import ReportInput, ReportWriter
 
@@ -29,7 +27,9 @@ _BUILTIN: dict[str, str] = {
     "markdown": "queryeval.reports._writers:markdown",
     "junit": "queryeval.reports._writers:junit",
 }
-_REGISTERED: dict[str, ReportWriter] = {}
+REPORTS: Registry[ReportWriter] = Registry(
+    "report kind", builtins=_BUILTIN, group="queryeval.reports"
+)
 
 
 def register_report(kind: str) -> Callable[[ReportWriter], ReportWriter]:
@@ -38,15 +38,10 @@ def register_report(kind: str) -> Callable[[ReportWriter], ReportWriter]:
     `options`, which `validate` checks before a run."""
 
     def deco(writer: ReportWriter) -> ReportWriter:
-        _REGISTERED[kind] = writer
+        REPORTS.register(kind, writer)
         return writer
 
     return deco
-
-
-@cache
-def _plugins() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group="queryeval.reports")}
 
 
 def report_kinds() -> list[str]:
@@ -55,20 +50,12 @@ def report_kinds() -> list[str]:
     >>> {"console", "excel", "html", "json", "junit", "markdown"} <= set(report_kinds())
     True
     """
-    return sorted(set(_BUILTIN) | set(_REGISTERED) | set(_plugins()))
+    return sorted(REPORTS.names())
 
 
 def report_writer(kind: str) -> ReportWriter:
-    """The writer registered under `kind` (KeyError if unknown)."""
-    if kind in _REGISTERED:
-        return _REGISTERED[kind]
-    target = _BUILTIN.get(kind) or _plugins().get(kind)
-    if target is None:
-        raise KeyError(kind)
-    module, _, attr = target.partition(":")
-    writer: ReportWriter = getattr(importlib.import_module(module), attr)
-    _REGISTERED.setdefault(kind, writer)
-    return writer
+    """The writer registered under `kind` (an UnknownName, a KeyError, if unknown)."""
+    return REPORTS.get(kind)
 
 
 def report_options_model(kind: str) -> Any:

@@ -4,12 +4,10 @@ until a suite uses them. Third-party scorers register with `register_scorer` or 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from functools import cache
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, TypeVar
 
+from queryeval._registry import Registry
 from queryeval.scorers._base import Scorer
 
 if TYPE_CHECKING:
@@ -46,7 +44,18 @@ _BUILTIN: dict[str, str] = {
     "kql_semantic": "queryeval.scorers.kql_validity:KqlSemanticScorer",
     "task_tests": "queryeval.scorers.task_tests:TaskTestsScorer",
 }
-_REGISTERED: dict[str, type[Scorer]] = {}
+
+
+def _named(name: str, cls: type[Scorer]) -> type[Scorer]:
+    if "name" not in cls.__dict__:  # the name is given once: here (a class never repeats it)
+        cls.name = name
+    return cls
+
+
+SCORERS: Registry[type[Scorer]] = Registry(
+    "scorer", builtins=_BUILTIN, group="queryeval.scorers", adapt=_named
+)
+_REGISTERED = SCORERS._registered  # the registered classes (tests put stand-ins here)
 
 
 def register_scorer(name: str) -> Callable[[S], S]:
@@ -55,35 +64,25 @@ def register_scorer(name: str) -> Callable[[S], S]:
 
     def deco(cls: S) -> S:
         cls.name = name
-        _REGISTERED[name] = cls
+        SCORERS.register(name, cls)
         return cls
 
     return deco
 
 
-@cache
-def _plugins() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group="queryeval.scorers")}
-
-
 def known_scorers() -> set[str]:
     """Every scorer name a suite may use."""
-    return set(_BUILTIN) | set(_REGISTERED) | set(_plugins())
+    return set(SCORERS.names())
 
 
 def scorer_class(name: str) -> type[Scorer]:
-    """The class registered under `name` (KeyError if unknown)."""
-    if name in _REGISTERED:
-        return _REGISTERED[name]
-    target = _BUILTIN.get(name) or _plugins().get(name)
-    if target is None:
-        raise KeyError(name)
-    module, _, attr = target.partition(":")
-    cls: type[Scorer] = getattr(importlib.import_module(module), attr)
-    if "name" not in cls.__dict__:  # the name is given once: here (a class never repeats it)
-        cls.name = name
-    _REGISTERED.setdefault(name, cls)
-    return cls
+    """The class registered under `name` (an UnknownName, a KeyError, naming the known
+    ones if unknown).
+
+    >>> scorer_class("bleu").__name__
+    'BleuScorer'
+    """
+    return SCORERS.get(name)
 
 
 def builtin_name(cls: type[Scorer]) -> str:
@@ -99,7 +98,7 @@ def builtin_name(cls: type[Scorer]) -> str:
             return name
     if cls.__module__.startswith("queryeval."):
         return ""  # not a built-in: no entry point to scan for (importlib.metadata is slow)
-    return next((name for name, where in _plugins().items() if where == target), "")
+    return next((name for name, where in SCORERS.entry_points().items() if where == target), "")
 
 
 def build_scorer(config: ScorerConfig) -> Scorer:
@@ -116,7 +115,7 @@ def build_scorers(suite: SuiteConfig) -> dict[str, Scorer]:
 
     scorers: dict[str, Scorer] = {}
     for i, config in enumerate(suite.scorers):
-        if config.name not in known_scorers():
+        if config.name not in SCORERS:
             expected = ", ".join(sorted(known_scorers()))
             raise suite.entry_error(
                 ("scorers", i), f"unknown scorer {config.name!r}; expected one of {expected}"
