@@ -11,19 +11,6 @@ from queryeval.cases import Case, Query, Target
 if TYPE_CHECKING:
     from queryeval.config import SuiteConfig, SystemConfig
 
-# engines (with the factory's aliases) -> the query language they run
-ENGINE_LANGUAGE = {
-    "duckdb": "sql",
-    "sqlite": "sql",
-    "sqlalchemy": "sql",
-    "sql": "sql",
-    "kql": "kql",
-    "duckdb-kql": "kql",
-    "kusto": "kql",
-    "arcadedb": "cypher",
-    "neo4j": "cypher",
-    "cypher": "cypher",
-}
 # the Attempt field a task's output goes into
 OUTPUT_FIELD = {
     "sql": "query",
@@ -82,7 +69,9 @@ def case_task(case: Case, suite: SuiteConfig | None, system: SystemConfig | None
         return CaseTask(system.task, database)
     engine_language = None
     if suite is not None and database in suite.databases:
-        engine_language = ENGINE_LANGUAGE.get(suite.databases[database].engine)
+        from queryeval.engines import engine_language as language_of  # the kind says it
+
+        engine_language = language_of(suite.databases[database].engine)
     target = case.target
     if target is not None:
         query = _gold_query(target)
