@@ -235,9 +235,9 @@ def validate(
 def _kql_note(config: Any) -> str | None:
     """Why gold KQL queries were not checked with Kusto.Language, when a KQL database is
     configured and Node or the package is missing."""
-    from queryeval.engines import shared_validator
+    from queryeval.engines import engine_language, shared_validator
 
-    if not any(db.engine in ("kql", "duckdb-kql", "kusto") for db in config.databases.values()):
+    if not any(engine_language(db.engine) == "kql" for db in config.databases.values()):
         return None
     missing = shared_validator().missing()
     return f"gold KQL queries not checked with Kusto.Language: {missing}" if missing else None
