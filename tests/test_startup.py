@@ -5,6 +5,7 @@ interpreters, by the modules they leave in `sys.modules`."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,24 @@ def test_help_loads_nothing_heavy() -> None:
         "try:\n    queryeval.cli.main()\nexcept SystemExit as exc:\n    assert not exc.code\n"
     )
     assert loaded_after(code) == []
+
+
+def test_help_is_answered_without_typer_and_says_what_typer_says() -> None:
+    """`queryeval --help` prints a kept copy of typer's text (no typer or click imported);
+    the copy is what the app renders now (a command added or reworded fails here)."""
+    from queryeval.cli._help import HELP, _rendered
+
+    code = (
+        "import sys, queryeval.cli\nsys.argv = ['queryeval', '--help']\nqueryeval.cli.main()\n"
+        "import json\nprint(json.dumps([m for m in ('typer', 'click', 'queryeval.cli._app')"
+        " if m in sys.modules]), file=sys.stderr)"
+    )
+    env = {**os.environ, "COLUMNS": "100"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
+    assert out.stdout == HELP == _rendered()
 
 
 def test_a_plain_codelist_file_is_read_without_sdmx1() -> None:

@@ -1,5 +1,47 @@
-"""Command line interface (typer)."""
+"""Command line interface (typer). `queryeval --help` is answered without importing typer
+(`_help.HELP`); every other command line goes to the typer app (`app`, imported on first
+use)."""
 
-from queryeval.cli._app import app, main
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from queryeval.cli._app import app
 
 __all__ = ["app", "main"]
+
+
+def _columns() -> int:
+    """The terminal's width as click measures it (COLUMNS, else the terminal, else 80)."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+def main() -> None:
+    """Entry point of the `queryeval` script."""
+    if sys.argv[1:] == ["--help"] and _columns() >= 80:  # the text typer prints at 80+
+        from queryeval.cli._help import HELP
+
+        sys.stdout.write(HELP)
+        sys.stdout.flush()
+        return
+    from queryeval.cli._app import main as run_app
+
+    run_app()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from queryeval.cli._app import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
