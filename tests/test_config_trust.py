@@ -139,7 +139,7 @@ def _sharded_suite(folder: Path, n: int) -> Path:
 
 
 def test_a_sharded_run_refuses_an_unknown_key_as_a_serial_run_does(tmp_path: Path) -> None:
-    from queryeval.runner._sharded import can_shard
+    from queryeval.runner._units import can_shard
 
     path = _sharded_suite(tmp_path / "s", 50)
     assert can_shard(load_suite(path))

@@ -1,5 +1,5 @@
 """Saved predictions scored by running them on local database files go to forked workers
-(`ForkExecutor`, decided by `runner._forked.fork_workers`): the same records, in the same
+(a forked `LocalExecutor`, decided by `runner._units.fork_workers`): the same records, in the same
 order, and the same summary as the inline loop; the gold cache written by every worker."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from queryeval.runner import _executors as executors
 from queryeval.runner import load_suite, run_suite
-from queryeval.runner._forked import FORK_MIN_ITEMS, fork_workers
+from queryeval.runner._units import FORK_MIN_ITEMS, fork_workers
 from queryeval.scorers import build_scorers
 
 N_CASES = FORK_MIN_ITEMS + 100
@@ -112,15 +112,16 @@ def _records(run: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def forks_seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of workers of every ForkExecutor run of the test."""
+    """The number of workers of every forked LocalExecutor run of the test."""
     seen: list[int] = []
-    run = executors.ForkExecutor.run
+    run = executors.LocalExecutor.run
 
-    def spy(self: executors.ForkExecutor, *args: Any) -> None:
-        seen.append(self.workers)
+    def spy(self: executors.LocalExecutor, *args: Any) -> None:
+        if self.workers > 1:
+            seen.append(self.workers)
         run(self, *args)
 
-    monkeypatch.setattr(executors.ForkExecutor, "run", spy)
+    monkeypatch.setattr(executors.LocalExecutor, "run", spy)
     return seen
 
 
@@ -179,9 +180,18 @@ def test_which_runs_fork(tmp_path: Path) -> None:
     suite = load_suite(_suite(tmp_path, "duckdb", 2))
     scorers = list(build_scorers(suite).values())
     assert fork_workers(suite, scorers, N_CASES) == 2
-    assert fork_workers(suite, scorers, FORK_MIN_ITEMS - 1) == 0  # too few to pay off
+    # by default, too few items do not pay for the fork; `workers: 2` asked for is honoured
+    default = suite.model_copy(
+        update={"settings": suite.settings.model_copy(update={"workers": None})}
+    )
+    assert fork_workers(default, scorers, FORK_MIN_ITEMS - 1) == 0
+    assert fork_workers(suite, scorers, 10) == 2
     one = suite.model_copy(update={"settings": suite.settings.model_copy(update={"workers": 1})})
     assert fork_workers(one, scorers, N_CASES) == 0
+    # a live system's calls stay in the driver (its concurrency and its cache are one)
+    called = suite.systems[0].model_copy(update={"predictions": None, "callable": "m:f"})
+    live = suite.model_copy(update={"systems": [called]})
+    assert fork_workers(live, scorers, N_CASES) == 0
     # text metrics run the prediction too (a query that fails to run scores 0)
     text = [s for s in scorers if s.name == "exact_match"]
     assert fork_workers(suite, text, N_CASES) == 2

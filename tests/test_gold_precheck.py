@@ -99,7 +99,7 @@ def test_a_sharded_run_stops_on_a_database_it_cannot_read(tmp_path: Path) -> Non
     import sys
 
     from queryeval.runner import load_suite
-    from queryeval.runner._sharded import can_shard
+    from queryeval.runner._units import can_shard
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
     from _sdmx_data import write_suite

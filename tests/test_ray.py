@@ -109,7 +109,7 @@ def _sdmx_suite(folder: Path, n: int, extra: str = "") -> Path:
 
 
 def test_saved_predictions_are_sharded_on_ray_at_any_size(tmp_path: Path) -> None:
-    from queryeval.runner._sharded import can_shard
+    from queryeval.runner._units import can_shard
 
     path = _sdmx_suite(tmp_path / "s", 300)
     suite = load_suite(path)

@@ -315,7 +315,7 @@ def _sdmx_bench_suite(folder: Path, n: int, workers: int) -> Path:
 
 
 def test_sharded_run_equals_serial_run(tmp_path: Path) -> None:
-    from queryeval.runner._sharded import can_shard
+    from queryeval.runner._units import can_shard
 
     serial = load_suite(_sdmx_bench_suite(tmp_path / "a", 400, workers=1))
     sharded = load_suite(_sdmx_bench_suite(tmp_path / "b", 400, workers=2))
@@ -647,10 +647,13 @@ def test_sharded_workers_end_when_the_run_is_killed(tmp_path: Path) -> None:
     assert (results.stat().st_size if results.exists() else 0) == size
 
 
-def _kill_then_resume(suite_path: Path, tmp_path: Path, name: str, share: float) -> None:
+def _kill_then_resume(
+    suite_path: Path, tmp_path: Path, name: str, share: float, ref: Path | None = None
+) -> None:
     """Run into a fresh folder, SIGKILL the run once about `share` of the reference run's
-    bytes are on disk, resume: the same summary.json byte for byte, every record once."""
-    ref = tmp_path / "ref"
+    bytes are on disk, resume: the same summary.json byte for byte, every record once.
+    `ref`: the uninterrupted run's folder (made here when it holds none)."""
+    ref = ref or tmp_path / "ref"
     if not (ref / "summary.json").exists():
         done = _cli("run", str(suite_path), "--out", str(ref), "--no-progress", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
@@ -689,10 +692,21 @@ def test_kill_at_any_point_of_a_plain_run_then_resume(tmp_path: Path, share: flo
     _kill_then_resume(suite, tmp_path, "killed", random.Random(share).uniform(0.8, 1.0) * share)
 
 
+@pytest.fixture(scope="module")
+def sharded_suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A sharded SDMX suite (20,000 cases, two workers) and the folder of its uninterrupted
+    run (made by the first test that needs it), shared by the kill tests."""
+    folder = tmp_path_factory.mktemp("sharded")
+    return _sdmx_bench_suite(folder / "s", 20_000, workers=2), folder / "ref"
+
+
 @pytest.mark.parametrize("share", [0.1, 0.5, 0.9])
-def test_kill_at_any_point_of_a_sharded_run_then_resume(tmp_path: Path, share: float) -> None:
-    suite = _sdmx_bench_suite(tmp_path / "s", 60_000, workers=2)
-    _kill_then_resume(suite, tmp_path, "killed", random.Random(share).uniform(0.8, 1.0) * share)
+def test_kill_at_any_point_of_a_sharded_run_then_resume(
+    tmp_path: Path, share: float, sharded_suite: tuple[Path, Path]
+) -> None:
+    suite, ref = sharded_suite
+    at = random.Random(share).uniform(0.8, 1.0) * share
+    _kill_then_resume(suite, tmp_path, "killed", at, ref=ref)
 
 
 _CORRUPTIONS = {
@@ -724,7 +738,7 @@ def test_a_sharded_run_refuses_bad_input_as_the_plain_run_does(
     """Every input check of a plain run, on every class of bad line, gives the same error
     (message, file, line, place) in a sharded run, whose ranges end mid-file; nothing is
     written by either."""
-    from queryeval.runner import _sharded
+    from queryeval.runner import _units
 
     which, change = _CORRUPTIONS[corruption]
     folder = tmp_path / "s"
@@ -739,7 +753,7 @@ def test_a_sharded_run_refuses_bad_input_as_the_plain_run_does(
     for path, out in ((serial_path, "r1"), (suite_path, "r2")):
         # small ranges, so the bad line is in the middle of the run's ranges
         with pytest.raises(InputError) as info, pytest.MonkeyPatch.context() as mp:
-            mp.setattr(_sharded, "_MIN_SHARD_BYTES", 2000)
+            mp.setattr(_units, "_MIN_SHARD_BYTES", 2000)
             run_suite(load_suite(path), tmp_path / out, progress=False)
         errors.append((info.value.message, info.value.path, info.value.line, info.value.where))
         assert not (tmp_path / out / "results.jsonl").exists()
@@ -749,7 +763,7 @@ def test_a_sharded_run_refuses_bad_input_as_the_plain_run_does(
 def test_a_sharded_run_reads_bom_and_crlf_files_as_the_plain_run(tmp_path: Path) -> None:
     """Byte-order marks and CRLF line ends (files written on Windows) read the same in
     ranges as line by line: the same records, the same summary."""
-    from queryeval.runner import _sharded
+    from queryeval.runner import _units
 
     folder = tmp_path / "s"
     suite_path = _sdmx_bench_suite(folder, 80, workers=2)
@@ -759,7 +773,7 @@ def test_a_sharded_run_reads_bom_and_crlf_files_as_the_plain_run(tmp_path: Path)
     serial_path = folder / "serial.yaml"
     serial_path.write_text(suite_path.read_text().replace("workers: 2", "workers: 1"))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_sharded, "_MIN_SHARD_BYTES", 3000)
+        mp.setattr(_units, "_MIN_SHARD_BYTES", 3000)
         run_suite(load_suite(suite_path), tmp_path / "r1", progress=False)
     run_suite(load_suite(serial_path), tmp_path / "r2", progress=False)
     assert (tmp_path / "r1" / "summary.json").read_bytes() == (

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from queryeval.errors import InputError
+from queryeval.log import SUMMARY
 
 if TYPE_CHECKING:
     from queryeval.cases import Case
@@ -260,8 +261,8 @@ def _sections(suite: SuiteConfig) -> None:
                 raise suite_error(suite, ("reports", i, "options", *found[0]), found[1])
     if suite.baseline is not None:
         run = suite.resolve(suite.baseline.run)
-        if not (run / "summary.json").is_file():
-            message = f"baseline run not found (no summary.json in {run})"
+        if not (run / SUMMARY).is_file():
+            message = f"baseline run not found (no {SUMMARY} in {run})"
             raise suite_error(suite, ("baseline", "run"), message)
 
 

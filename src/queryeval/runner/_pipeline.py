@@ -1,7 +1,6 @@
 """One (system, case) scored: every scorer's `score_case` on the output, and its Record.
 
-The one step of a run that every executor maps over its work items: saved predictions in a
-loop, live systems on the event loop, the forked workers of a large run.
+The one step of a run, taken by the one loop of `runner._work.Worker` on every executor.
 """
 
 from __future__ import annotations

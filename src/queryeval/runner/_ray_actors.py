@@ -305,8 +305,9 @@ def forwarded_env(suite: SuiteConfig) -> dict[str, str]:
 
 
 @dataclass
-class Services:
-    """Handles of a run's actors (picklable: they travel inside the work to the workers)."""
+class RayServices:
+    """The run's actors, a worker's services (`runner._work.Services`): picklable handles
+    that travel with the worker to every process."""
 
     engines: dict[str, Any] = field(default_factory=dict)  # database -> EngineActor
     judge: Any = None
@@ -324,7 +325,7 @@ class Services:
         embeddings: bool,
         actor_cpus: float,
         embedder_gpus: float,
-    ) -> Services:
+    ) -> RayServices:
         """Start the actors a run needs (their services are built on first use)."""
         import ray
 
@@ -348,6 +349,15 @@ class Services:
         for group, n in concurrency.items():
             out.slots[group] = actor(SlotsActor, max_concurrency=1000).remote(n)
         return out
+
+    def context(self, suite: SuiteConfig, cache_dir: Path) -> ClusterContext:
+        """A scoring context whose services are these actors' proxies."""
+        return ClusterContext(suite, cache_dir, self)
+
+    def limit(self, group: str, n: int) -> _Slot | None:
+        """The cluster-wide slots of a live system's `group` (None: no limit)."""
+        slots = self.slots.get(group)
+        return None if slots is None else _Slot(slots)
 
     def stats(self) -> dict[str, Any]:
         """What each actor did (for run.json's `cluster`): queries per database and the
@@ -386,6 +396,26 @@ class Services:
             ray.wait(closing, num_returns=len(closing), timeout=30)
         for h in handles:
             ray.kill(h)
+
+
+class _Slot:
+    """A slot of a `SlotsActor`, held by the running task (given back by the driver when
+    the task is lost with its worker)."""
+
+    def __init__(self, actor: Any) -> None:
+        self._actor = actor
+
+    async def __aenter__(self) -> None:
+        await ray_await(self._actor.acquire.remote(_task_id()))
+
+    async def __aexit__(self, *exc: object) -> None:
+        await ray_await(self._actor.release.remote(_task_id()))
+
+
+def _task_id() -> str:
+    import ray
+
+    return str(ray.get_runtime_context().get_task_id())
 
 
 # --- the worker's side -------------------------------------------------------------------
@@ -522,7 +552,7 @@ class ClusterContext(ScoringContext):
     """A worker's scoring context: engines, the judge, the embedder and the gold cache are
     proxies of the run's actors; everything else (memos, KG validators) is the worker's."""
 
-    def __init__(self, suite: SuiteConfig, cache_dir: Path, services: Services) -> None:
+    def __init__(self, suite: SuiteConfig, cache_dir: Path, services: RayServices) -> None:
         super().__init__(suite, cache_dir=cache_dir)
         self.services = services
 

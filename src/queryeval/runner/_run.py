@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import platform
 import sys
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,7 +18,7 @@ import orjson
 
 from queryeval import __version__
 from queryeval._gc import bulk_allocation, run_scope
-from queryeval.cases import Case, Output, Score, case_files, load_cases
+from queryeval.cases import Case, Output, load_cases
 from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.log import (
@@ -36,24 +36,15 @@ from queryeval.log import (
     read_json,
     run_lock,
 )
-from queryeval.runner._executors import AsyncExecutor, Executor, InlineExecutor, ScoreWork, WorkItem
 from queryeval.runner._pipeline import Scored
+from queryeval.runner._plan import RunPlan, SystemRun, plan_run
 from queryeval.runner._progress import Progress
 from queryeval.runner._review_file import Review
 from queryeval.runner._select import CaseSelection
-from queryeval.scorers import Scorer, ScoringContext, build_scorers
+from queryeval.runner._units import schedule
+from queryeval.runner._work import Batch
+from queryeval.scorers import ScoringContext
 from queryeval.stats import RunColumns
-from queryeval.systems import (
-    CallableSystem,
-    LiveSystem,
-    PredictionsFile,
-    TextFields,
-    attach_systems,
-    build_system,
-    check_systems,
-    import_callable,
-    text_fields_for,
-)
 
 _VERSIONED = (
     "pydantic",
@@ -69,34 +60,6 @@ _VERSIONED = (
     "sqlglot",
     "xlsxwriter",
 )
-
-
-@dataclass
-class SystemRun:
-    """One system configuration to run: saved predictions, or a live system (a callable with
-    params, a model, an endpoint) whose `generate(case)` gives each output."""
-
-    name: str
-    params: dict[str, Any]
-    predictions: PredictionsFile | None = None
-    callable: LiveSystem | None = None
-    concurrency: int = 4
-    group: str = ""  # the configured system a grid point belongs to (shares its concurrency)
-
-
-@dataclass
-class RunPlan:
-    """Everything resolved before anything runs: cases, scorers, systems, hashes."""
-
-    suite: SuiteConfig
-    cases: list[Case]
-    scorers: dict[str, Scorer]
-    systems: list[SystemRun]
-    config_hash: str
-    inputs_hash: str
-    input_files: list[str] = field(default_factory=list)
-    lazy: bool = False  # cases and predictions are loaded by the sharded workers
-    selection: dict[str, Any] | None = None  # the subset run (--filter, --limit), if any
 
 
 @dataclass
@@ -138,123 +101,6 @@ class RunResult:
         return flags
 
 
-def _hash_files(paths: Sequence[Path]) -> str:
-    """One digest of the input files (names and contents), read in blocks."""
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(str(p.name).encode())
-        with p.open("rb") as f:
-            h.update(hashlib.file_digest(f, "sha256").digest())
-    return h.hexdigest()
-
-
-def suite_reads(scorers: Sequence[Scorer]) -> set[str]:
-    """What the scorers read of an output (a composite: what its components read)."""
-    reads: set[str] = set()
-    for scorer in scorers:
-        reads.add(scorer.reads)
-        reads |= suite_reads(getattr(scorer, "components", []))
-    return reads
-
-
-# where the run is executed shapes no score: a run may be resumed on another executor
-_NOT_HASHED: Any = {"base_dir": True, "source": True, "settings": {"executor": True, "ray": True}}
-
-
-def plan_run(
-    suite: SuiteConfig,
-    *,
-    lazy: bool = False,
-    baseline: bool = False,
-    selection: CaseSelection | None = None,
-) -> RunPlan:
-    """Load and check everything a run needs (see `queryeval.runner._check`); InputError on
-    any bad input, before anything runs. With `lazy`, cases and predictions are left for the
-    sharded workers to load and check; `baseline`: a baseline run is given on the command
-    line; `selection`: run
-    a subset (every case is still loaded and checked, and so are the predictions)."""
-    from queryeval.runner._check import check_suite
-
-    places: dict[str, tuple[Path, int | None]] = {}
-    with bulk_allocation():
-        cases = [] if lazy else load_cases(suite.cases, suite.base_dir, places)
-    if not cases and not lazy:
-        raise InputError("no cases matched", path=suite.source, where="cases")
-    scorers = build_scorers(suite)
-    if not scorers:
-        raise InputError("no scorers configured (add 'scorers:' or a 'preset:')", path=suite.source)
-    check_suite(suite, scorers, cases, places, baseline=baseline)
-    check_systems(suite)
-    text_fields = text_fields_for(suite_reads(list(scorers.values())))
-    files = list(case_files(suite.cases, suite.base_dir))
-    files += [suite.resolve(cfg.predictions) for cfg in suite.systems if cfg.predictions]
-    systems = system_runs(suite, cases, text_fields, lazy=lazy)
-    if selection is not None and not selection.everything:
-        if lazy:
-            raise InputError("a subset of cases (--filter, --limit) is run unsharded")
-        cases = selection.apply(cases)
-    config_json = suite.model_dump_json(exclude=_NOT_HASHED)
-    return RunPlan(
-        suite=suite,
-        cases=cases,
-        scorers=scorers,
-        systems=systems,
-        config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
-        inputs_hash=_hash_files(files),
-        input_files=[str(p) for p in files],
-        lazy=lazy,
-        selection=None if selection is None or selection.everything else selection.describe(),
-    )
-
-
-def system_runs(
-    suite: SuiteConfig,
-    cases: list[Case],
-    text_fields: TextFields,
-    *,
-    lazy: bool = False,
-    predictions: bool = True,
-) -> list[SystemRun]:
-    """The suite's system configurations to run (a grid's callable gives one per point):
-    saved predictions read and checked against `cases` (`lazy`: only found, left for the
-    sharded workers; `predictions=False`: not read, as a cluster's worker that is sent the
-    outputs), live systems built (not attached)."""
-    known = {c.id for c in cases}
-    systems: list[SystemRun] = []
-    for i, cfg in enumerate(suite.systems):
-        if cfg.predictions:
-            path = suite.resolve(cfg.predictions)
-            if lazy and not path.is_file():  # read later by the workers: checked here
-                raise InputError("cannot read predictions (no such file)", path=path)
-            with bulk_allocation():
-                preds = (
-                    PredictionsFile(path, known, text_fields) if predictions and not lazy else None
-                )
-            systems.append(SystemRun(cfg.name, {}, predictions=preds))
-        elif cfg.callable:
-            try:
-                fn = import_callable(cfg.callable, suite.base_dir)
-            except InputError as exc:
-                raise InputError(
-                    exc.message, path=suite.source, where=f"systems[{i}].callable"
-                ) from None
-            for name, params in cfg.configurations():
-                systems.append(
-                    SystemRun(
-                        name,
-                        params,
-                        callable=CallableSystem(fn, params, cfg.timeout_s, text_fields),
-                        concurrency=cfg.concurrency,
-                        group=cfg.name,
-                    )
-                )
-        else:  # a model or an endpoint: queryeval calls it
-            live = build_system(suite, i, cfg, cases)
-            concurrency = getattr(live, "concurrency", cfg.concurrency)
-            systems.append(SystemRun(cfg.name, {}, callable=live, concurrency=concurrency))
-    return systems
-
-
 class Runner:
     """Executes a RunPlan into a run directory."""
 
@@ -277,10 +123,11 @@ class Runner:
         self.retry: dict[tuple[str, str], Output] = {}
         self.store = LogWriter(out_dir)
         self.progress = progress
-        self.ctx = ScoringContext(plan.suite, cache_dir=cache_dir(plan.suite))
         self._errors: dict[str, int] = {}  # scorer label -> error scores so far
         self._first_error: dict[str, str] = {}
-        self.cluster: Any = None  # the Ray executor of an `executor: ray` run (its stats)
+        self.executor: Any = None  # what carried the units (its stats: run.json's `cluster`)
+        self._blocks: dict[int, RunColumns] = {}  # columns of units scored elsewhere, by index
+        self._calls: dict[str, dict[str, dict[str, Any]]] = {}  # worker -> system -> counters
         self._planned = len(plan.systems) * len(plan.cases)
         self._error_limit = plan.suite.settings.max_scorer_error_share * self._planned
 
@@ -306,18 +153,16 @@ class Runner:
                 "updated_at": now,
             }
         )
-        calls = {
-            s.name: getattr(s.callable, "run_stats")()  # noqa: B009 - model/endpoint only
-            for s in self.plan.systems
-            if hasattr(s.callable, "run_stats")
-        }
-        if self.cluster is not None and self.cluster.system_calls:
-            calls = self.cluster.system_calls  # the calls were made in the cluster's workers
+        calls: dict[str, Any] = {}
+        for per_system in self._calls.values():  # every worker's counters, added up
+            for name, stats in per_system.items():
+                calls[name] = _added(calls.get(name, {}), stats)
         if calls:  # model and endpoint systems: calls, cache hits, tokens, cost of this run
             info["system_calls"] = calls
-        if self.cluster is not None and self.cluster.stats:
-            info["cluster"] = self.cluster.stats  # the Ray executor's actors and workers
-        elif self.cluster is None:
+        cluster = getattr(self.executor, "stats", None)
+        if cluster:
+            info["cluster"] = cluster  # the Ray executor's actors and workers
+        elif self.executor is None or cluster is not None:
             info.pop("cluster", None)
         if self.review is not None:
             info["review"] = self.review
@@ -387,70 +232,49 @@ class Runner:
                 kept.append(record)
                 self.columns.add(record)
                 done.add((record["system"], record["case_id"]))
-        if not self.plan.lazy and self.plan.suite.settings.executor != "ray":
-            self._check_servers()  # before a record is rewritten or run.json written
-        if resume:
-            if self.retry:  # the retried records leave the file; their new ones are appended
-                store.rewrite(kept)
-            del kept
-        store.write_json(RUN, self._run_json(previous, "running"))
-        if self.plan.lazy:
-            return self._run_sharded(len(done))
-        todo: list[WorkItem] = [
-            (system, case)
-            for system in self.plan.systems
-            for case in self.plan.cases
-            if (system.name, case.id) not in done
-        ]
-        live = [s.callable for s in self.plan.systems if s.callable is not None]
-        attach_systems(live, self.ctx, use_cache=self.use_cache)
-        on_ray = self.plan.suite.settings.executor == "ray"
-        if not on_ray:  # a cluster's workers prepare their own scorers
-            for scorer in self.plan.scorers.values():
-                scorer.prepare(self.plan.cases, self.ctx)
-        self._print_estimate()
-        try:
-            with contextlib.ExitStack() as stack:
-                executor = self._ray_executor(stack) if on_ray else self._executor(len(todo))
-                store.open_for_append()
-                with Progress(len(todo), f"{self.plan.suite.name}", self.progress) as bar:
+        run_key = f"{self.plan.config_hash}:{store.dir}:{uuid.uuid4().hex}"  # one run's state
+        todo = 0
+        with schedule(
+            self.plan, done=done, stored=self.retry, use_cache=self.use_cache, key=run_key
+        ) as plan:
+            self.executor = plan.executor
+            if not self.plan.lazy and self.plan.suite.settings.executor != "ray":
+                self._check_servers(plan.worker.start().ctx)  # before anything is written
+            if resume:
+                if self.retry:  # the retried records leave the file; their new ones are appended
+                    store.rewrite(kept)
+                del kept
+            store.write_json(RUN, self._run_json(previous, "running"))
+            if not self.plan.lazy:
+                self._print_estimate()
+            todo = sum(unit.todo() for unit in plan.units)
+            store.open_for_append()
+            try:
+                with Progress(todo, self.plan.suite.name, self.progress) as bar:
 
-                    def emit(scored: Scored) -> None:
-                        self._keep(scored)
-                        bar.advance()
+                    def emit(done: Scored | Batch) -> None:
+                        bar.advance(self._keep(done))
 
-                    work = ScoreWork(self.plan.scorers, self.ctx, self.retry)
-                    executor.run(todo, work, emit)
-        finally:
-            store.close()
-            self.ctx.close()
-        return len(todo), len(done)
+                    plan.executor.run(plan.units, plan.worker, emit)
+            finally:
+                store.close()
+            if plan.stubs is not None:  # the units read their own cases
+                self.plan.cases = cast(list[Case], plan.stubs)
+            if not self._calls:  # else the calls were made in the workers
+                self._calls = {"": plan.worker.calls()}
+        for index in sorted(self._blocks):
+            self.columns.extend(self._blocks.pop(index))
+        return todo, len(done)
 
-    def _check_servers(self) -> None:
-        """The first golds of each server database still to score, on the run's engines:
-        all failing with an engine or schema error stops the run (exit 2), the stored
-        records kept."""
+    def _check_servers(self, ctx: ScoringContext) -> None:
+        """The first golds of each server database still to score, on the run's engines
+        (`ctx`): all failing with an engine or schema error stops the run (exit 2), the
+        stored records kept."""
         from queryeval.runner._check import server_gold_problem
 
         names = {s.name for s in self.plan.systems}
         cases = [c for c in self.plan.cases if any((n, c.id) not in self.done for n in names)]
-        server_gold_problem(self.plan.suite, self.plan.scorers.values(), cases, self.ctx)
-
-    def _ray_executor(self, stack: contextlib.ExitStack) -> Executor:
-        """The Ray executor of `settings.executor: ray` (joined or started; left by
-        `stack`)."""
-        from queryeval.runner._ray import RayExecutor
-
-        plan = self.plan
-        executor = RayExecutor(
-            plan.suite.settings.ray,
-            cases=plan.cases,
-            text_fields=text_fields_for(suite_reads(list(plan.scorers.values()))),
-            use_cache=self.use_cache,
-            key=plan.config_hash,
-        )
-        self.cluster = executor
-        return stack.enter_context(executor)
+        server_gold_problem(self.plan.suite, self.plan.scorers.values(), cases, ctx)
 
     def _print_estimate(self) -> None:
         """Before spending: judge calls not in cache, tokens and cost (nothing is called)."""
@@ -459,72 +283,40 @@ class Runner:
         if not any(judged_scorers(list(self.plan.scorers.values()))):
             return
         outputs = {s.name: s.predictions.outputs for s in self.plan.systems if s.predictions}
-        line = estimate(self.plan.suite, self.plan.cases, outputs, ctx=self.ctx).line()
+        ctx = ScoringContext(self.plan.suite, cache_dir=cache_dir(self.plan.suite))
+        try:
+            line = estimate(self.plan.suite, self.plan.cases, outputs, ctx=ctx).line()
+        finally:
+            ctx.close()
         print(f"[queryeval] {line}", file=sys.stderr)
 
-    def _run_sharded(self, skipped: int) -> tuple[int, int]:
-        from queryeval.runner._executors import PoolExecutor
-        from queryeval.runner._sharded import run_sharded, workers_for
-
-        settings = self.plan.suite.settings
-        try:
-            if settings.executor == "ray":
-                from queryeval.runner._ray import RayExecutor
-
-                self.cluster = RayExecutor(settings.ray, key=self.plan.config_hash)
-                with self.cluster as cluster:
-                    stubs, columns, written = run_sharded(
-                        self, cluster, workers=cluster.workers, shards=settings.ray.shards
-                    )
-            else:
-                with PoolExecutor(workers_for(self.plan.suite)) as pool:
-                    stubs, columns, written = run_sharded(self, pool)
-        finally:
-            self.ctx.close()
-        self.plan.cases = cast(list[Case], stubs)
-        self.columns.extend(columns)
-        return written, skipped
-
-    def _executor(self, items: int) -> Executor:
-        """A loop for saved predictions scored by synchronous scorers, or forked workers
-        when they run the predictions on local database files (`runner._forked`); else the
-        event loop, with each configured system's concurrency (and the judge's, when it
-        asks for more: judged scoring overlaps many calls even when outputs are saved)."""
-        systems = self.plan.systems
-        scorers = self.plan.scorers.values()
-        if all(s.predictions is not None for s in systems) and not any(
-            s.is_async or s.blocking for s in scorers
-        ):
-            from queryeval.runner._forked import fork_workers
-
-            workers = fork_workers(self.plan.suite, scorers, items)
-            if workers:
-                from queryeval.runner._executors import ForkExecutor
-
-                return ForkExecutor(workers)
-            return InlineExecutor()
-        wanted = sum(s.concurrency for s in systems)
-        judge = (self.plan.suite.judge or {}).get("concurrency")
-        if judge:
-            wanted = max(wanted, int(judge))
-        return AsyncExecutor({s.group or s.name: s.concurrency for s in systems}, wanted)
-
-    def _keep(self, scored: Scored) -> None:
-        """The driver's side of every result: stored, kept for the summary, errors counted."""
-        if scored.line is None:
-            self.store.append(scored.record)
-        else:
-            self.store.write_lines(scored.line)
-        self.columns.add(scored.record, scored.scores)
-        for label, score in scored.scores.items():
+    def _keep(self, done: Scored | Batch) -> int:
+        """The driver's side of every result: stored, kept for the summary, errors counted;
+        how many records it held."""
+        if isinstance(done, Batch):
+            self.store.write_lines(done.lines)
+            self._blocks[done.index] = done.columns
+            if done.calls:  # each worker's counters so far (they only grow)
+                self._calls[done.worker] = done.calls
+            for table in done.columns.systems.values():
+                for label, column in table.scorers.items():
+                    n, _ = column.error_count()
+                    if n:
+                        first = next(iter(column.reasons.values()), "")
+                        self._count_error(label, first.partition(":")[2] or first, n)
+            return done.scored
+        self.store.append(done.record)
+        self.columns.add(done.record, done.scores)
+        for label, score in done.scores.items():
             if score.status == "error":
-                self._count_error(label, score)
+                self._count_error(label, score.explanation)
+        return 1
 
-    def _count_error(self, label: str, score: Score) -> None:
+    def _count_error(self, label: str, explanation: str, n: int = 1) -> None:
         """Stop the run as soon as a scorer has raised on more than the allowed share of the
         cases it is planned to score (a scorer bug is not a score)."""
-        first = self._first_error.setdefault(label, score.explanation)
-        self._errors[label] = n = self._errors.get(label, 0) + 1
+        first = self._first_error.setdefault(label, explanation)
+        self._errors[label] = n = self._errors.get(label, 0) + n
         if n > self._error_limit:
             raise _broken_scorer(label, n, f"{self._planned} planned", first, self.plan.suite)
 
@@ -575,6 +367,35 @@ def _describe(system: SystemRun) -> dict[str, Any]:
     describe = getattr(system.callable, "describe", None)
     if callable(describe):
         out.update(describe())
+    return out
+
+
+_NOT_ADDED = frozenset({"bytes", "max_bytes", "path"})  # a cache file's, the same file
+
+
+def _added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Counters of two workers added up (nested ones too; a cache file's size is kept).
+
+    >>> a = {"calls": 2, "cache": {"hits": 1, "bytes": 10}}
+    >>> _added(a, {"calls": 3, "cache": {"hits": 2, "bytes": 12}})
+    {'calls': 5, 'cache': {'hits': 3, 'bytes': 12}}
+    """
+    out = dict(a)
+    for key, value in b.items():
+        mine = out.get(key)
+        if isinstance(value, dict):
+            out[key] = _added(mine if isinstance(mine, dict) else {}, value)
+        elif (
+            key not in _NOT_ADDED
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and isinstance(mine, int | float)
+        ):
+            out[key] = mine + value
+        elif key in _NOT_ADDED and isinstance(value, int | float) and isinstance(mine, int | float):
+            out[key] = max(mine, value)
+        else:
+            out[key] = value
     return out
 
 
@@ -674,7 +495,7 @@ def _run_suite(
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
     from queryeval.runner._review import apply_golds
     from queryeval.runner._review_file import load_review
-    from queryeval.runner._sharded import can_shard
+    from queryeval.runner._units import can_shard
 
     rev = load_review(review) if review is not None else None
     subset = selection is not None and not selection.everything

@@ -23,6 +23,7 @@ from queryeval._inputs import BOM
 from queryeval.cases import Case, duplicate_case, parse_case_line
 from queryeval.errors import InputError
 from queryeval.runner._ranges import FileRange, numbered, placed, range_lines
+from queryeval.runner._work import SystemPredictions, Unit
 from queryeval.systems import empty_predictions, prediction_key, repeated_record, unknown_case
 
 _NO_EXTRA: dict[str, Any] = {}
@@ -134,39 +135,10 @@ def _check_predictions(lines: list[bytes], offset: int, path: Path) -> Predictio
 
 
 @dataclass
-class SystemPredictions:
-    """Where each case's records are in a system's predictions file: for case i, the
-    offset of its record (-1: none) and its line; cases with several records (attempts)
-    list them all, as (offset, line), in `more`."""
-
-    path: Path
-    offsets: array[int]
-    lines: array[int]
-    more: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-
-
-@dataclass
-class Shard:
-    """The second pass's work item: a range of a cases file and, per system, where its
-    cases' records are (in case order), and the cases already stored (a resumed run)."""
-
-    index: int
-    cases: FileRange
-    lines_before: int  # lines of the cases file before the range (for line numbers)
-    predictions: dict[str, SystemPredictions]
-    done: dict[str, frozenset[str]] = field(default_factory=dict)
-    count: int = 0  # cases in the range
-
-    def todo(self, systems: int) -> int:
-        """(system, case) pairs left to score."""
-        return self.count * systems - sum(len(ids) for ids in self.done.values())
-
-
-@dataclass
 class CheckedInputs:
-    """The first pass's outcome: the second pass's shards and the cases' stubs in order."""
+    """The first pass's outcome: the second pass's units and the cases' stubs in order."""
 
-    shards: list[Shard]
+    shards: list[Unit]
     stubs: list[CaseStub]
 
 
@@ -352,8 +324,8 @@ def _shards(
     per_system: Mapping[str, SystemPredictions],
     stubs: list[CaseStub],
     done: set[tuple[str, str]],
-) -> list[Shard]:
-    shards: list[Shard] = []
+) -> list[Unit]:
+    shards: list[Unit] = []
     for k, r in enumerate(ranges):
         a, b = starts[k], starts[k + 1]
         if a == b:
@@ -376,13 +348,14 @@ def _shards(
             else {}
         )
         shards.append(
-            Shard(
+            Unit(
                 len(shards),
+                tuple(per_system),
                 r,
-                before[k],
-                preds,
-                {s: ids for s, ids in finished.items() if ids},
-                b - a,
+                lines_before=before[k],
+                offsets=preds,
+                done={s: ids for s, ids in finished.items() if ids},
+                count=b - a,
             )
         )
     return shards
