@@ -40,10 +40,11 @@ TEXT_CHARS = 2_000  # prediction, question and gold kept for search and the tabl
 _META = "meta.json"
 _CASES_PREFIX = "cases-"
 _MAX_BAD = 50  # bad lines listed (all are counted)
-# `queryeval run` indexes its run at the end from this size of results.jsonl on (a few
-# thousand records); a smaller run is indexed by its first reader in well under a second,
-# and the run does not pay pyarrow's import (0.3 s of CPU) for it
-INDEX_AT_END_MIN_BYTES = 4 * 2**20
+# `queryeval run` indexes its run at the end from this size of results.jsonl on (some
+# 15,000-30,000 records: 1.5-3 s of CPU to index); a smaller run is indexed by its first
+# reader in about a second or less, and the run does not pay for it (a 3,000-case SQL run:
+# 0.4-0.7 s of CPU, a sixth of its warm time)
+INDEX_AT_END_MIN_BYTES = 32 * 2**20
 
 
 _DB: Any = None
