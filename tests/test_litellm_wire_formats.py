@@ -1,8 +1,8 @@
 """The LiteLLM backend against local fakes of more wire formats it speaks (issue 35): Google
 Gemini's `models/{model}:generateContent` and Azure OpenAI's deployment URL with its
-api-version, each on 127.0.0.1. A 429 then a reply is retried by queryeval's own retry loop
-(LiteLLM retries nothing); a model system through each fake answers its cases, and the
-recorded tokens and cost are those of the reply priced by `litellm.cost_per_token`."""
+api-version, each on 127.0.0.1. A 429 or a 500 then a reply is retried by queryeval's own
+retry loop (LiteLLM retries nothing); a model system through each fake answers its cases, and
+the recorded tokens and cost are those of the reply priced by `litellm.cost_per_token`."""
 
 from __future__ import annotations
 
@@ -77,13 +77,17 @@ def _price(provider: str, prompt: int, completion: int) -> float:
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
-def test_a_429_then_a_reply_is_retried_and_priced(
-    provider: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("status", [429, 500])
+def test_a_transient_error_then_a_reply_is_retried_and_priced(
+    provider: str, status: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A 429 or a provider's HTTP 500 is transient: retried by queryeval's loop whatever
+    exception class LiteLLM maps it to (through Azure, a 500 is `litellm.APIError`, not an
+    APIStatusError); only the 429 counts as rate-limited."""
     _, key_env, model = PROVIDERS[provider]
     monkeypatch.setenv(key_env, "key-test")
     with _fake(provider, usage=(120, 30)) as server:
-        server.script(429)
+        server.script(status)
         config = ChatEndpoint.model_validate(
             {"model": model, "provider": provider, "base_url": server.base_url,
              "backoff_base_s": 0.01, "backoff_max_s": 0.05}
@@ -93,9 +97,9 @@ def test_a_429_then_a_reply_is_retried_and_priced(
         answer = asyncio.run(service.ask("k", [{"role": "user", "content": "hi"}]))
     assert answer.reply.text == "score: 0.8"
     assert answer.reply.usage == {"prompt_tokens": 120, "completion_tokens": 30}
-    # two requests: queryeval retried the 429 itself (LiteLLM and the SDK under it: none)
+    # two requests: queryeval retried the error itself (LiteLLM and the SDK under it: none)
     assert len(server.requests) == 2 and answer.attempts == 2
-    assert service.client.stats.rate_limited == 1
+    assert service.client.stats.rate_limited == (1 if status == 429 else 0)
     expected = _price(provider, 120, 30)
     assert answer.reply.cost == pytest.approx(expected) and expected > 0
     for request in server.requests:
@@ -146,22 +150,3 @@ def test_a_model_system_through_each_wire_format(
         assert attempt["tokens_in"] == 200 and attempt["tokens_out"] == 10
         assert r["cost"] == pytest.approx(price)
         assert r["output"]["metadata"]["provider"] == provider
-
-
-@pytest.mark.parametrize("provider", sorted(PROVIDERS))
-def test_a_server_error_then_a_reply_is_retried(
-    provider: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A provider's HTTP 500 is transient: retried by queryeval's loop whatever exception
-    class LiteLLM maps it to (through Azure, `litellm.APIError`, not an APIStatusError)."""
-    _, key_env, model = PROVIDERS[provider]
-    monkeypatch.setenv(key_env, "key-test")
-    with _fake(provider, usage=(120, 30)) as server:
-        server.script(500)
-        config = ChatEndpoint.model_validate(
-            {"model": model, "provider": provider, "base_url": server.base_url,
-             "backoff_base_s": 0.01, "backoff_max_s": 0.05}
-        )  # fmt: skip
-        answer = asyncio.run(ChatService(config).ask("k", [{"role": "user", "content": "hi"}]))
-    assert answer.reply.text == "score: 0.8"
-    assert len(server.requests) == 2 and answer.attempts == 2

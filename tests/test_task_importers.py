@@ -23,7 +23,7 @@ RAISE_TEST = (
     "        \"SELECT score FROM member WHERE name = 'Bo'\", db_path, conn)\n"
     "    assert rows[0][0] in (100, 110), rows\n"
 )
-INSTANCES = [
+INSTANCES: list[dict[str, Any]] = [
     {
         "instance_id": "SQLite_0",
         "db_id": "club",
@@ -84,51 +84,50 @@ def _club(path: Path) -> None:
     con.close()
 
 
+def _jsonl(path: Path, rows: list[Any]) -> Path:
+    """`rows` written to `path` one JSON object a line; `path` back."""
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    return path
+
+
+def _preds(path: Path, pred_sqls: dict[str, list[str]]) -> Path:
+    """A predictions file in the official format: one `instance_id`/`pred_sqls` a line."""
+    return _jsonl(path, [{"instance_id": i, "pred_sqls": s} for i, s in pred_sqls.items()])
+
+
+def _import_and_run(
+    kind: str, data: Path, dbs: Path, out: Path, run_dir: Path, systems: dict[str, Path],
+    *extra: Any,
+) -> str:  # fmt: skip
+    """`queryeval import <kind>` of `data` and `dbs` into `out` with `systems`' predictions
+    (it must succeed), then its suite run into `run_dir`; the import's output back."""
+    args: list[Any] = ["import", kind, data, dbs, "--out", out]
+    for name, preds in systems.items():
+        args += ["-p", f"{name}={preds}"]
+    result = _cli(*args, *extra)
+    assert result.exit_code == 0, result.output
+    run_suite(load_suite(out / "suite.yaml"), run_dir, progress=False, write_reports=False)
+    return str(result.output)
+
+
 @needs_wall
 def test_bird_critic_sqlite(tmp_path: Path) -> None:
     _club(tmp_path / "sqlite_databases" / "club" / "club.sqlite")
     before = (tmp_path / "sqlite_databases" / "club" / "club.sqlite").read_bytes()
-    data = tmp_path / "sqlite_500.jsonl"
-    data.write_text("\n".join(json.dumps(i) for i in INSTANCES))
-    preds = tmp_path / "preds.jsonl"
-    preds.write_text(
-        "\n".join(
-            json.dumps(p)
-            for p in [
-                {
-                    "instance_id": "SQLite_0",
-                    "pred_sqls": ["SELECT name FROM member WHERE country = 'Spain'"],
-                },
-                {
-                    "instance_id": "SQLite_1",
-                    "pred_sqls": ["UPDATE member SET score = 0 WHERE name = 'Bo'"],
-                },
-            ]
-        )
+    data = _jsonl(tmp_path / "sqlite_500.jsonl", INSTANCES)
+    preds = _preds(
+        tmp_path / "preds.jsonl",
+        {
+            "SQLite_0": ["SELECT name FROM member WHERE country = 'Spain'"],
+            "SQLite_1": ["UPDATE member SET score = 0 WHERE name = 'Bo'"],
+        },
     )
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text(
-        "\n".join(
-            json.dumps({"instance_id": i["instance_id"], "pred_sqls": i["sol_sql"]})
-            for i in INSTANCES
-        )
-    )
-    out = tmp_path / "suite"
-    result = _cli(
-        "import",
-        "bird-critic",
-        data,
-        tmp_path / "sqlite_databases",
-        "--out",
-        out,
-        "-p",
-        f"model={preds}",
-        "-p",
-        f"gold={gold}",
-    )
-    assert result.exit_code == 0, result.output
-    assert "efficiency" in result.output  # left out, and said
-    run_suite(load_suite(out / "suite.yaml"), tmp_path / "run", progress=False, write_reports=False)
+    gold = _preds(tmp_path / "gold.jsonl", {i["instance_id"]: i["sol_sql"] for i in INSTANCES})
+    output = _import_and_run(
+        "bird-critic", data, tmp_path / "sqlite_databases", tmp_path / "suite",
+        tmp_path / "run", {"model": preds, "gold": gold},
+    )  # fmt: skip
+    assert "efficiency" in output  # left out, and said
     model = _scores(tmp_path / "run")
     assert model["SQLite_0"]["value"] == 1.0
     assert model["SQLite_1"]["value"] == 0.0
@@ -144,31 +143,21 @@ def test_bird_critic_legacy_items(tmp_path: Path) -> None:
     failed under `legacy=true` as the official SQLite harness's one `execute` fails it;
     the same statements as two items pass both ways."""
     _club(tmp_path / "dbs" / "club" / "club.sqlite")
-    data = tmp_path / "sqlite.jsonl"
-    data.write_text(json.dumps(INSTANCES[1]))
+    data = _jsonl(tmp_path / "sqlite.jsonl", [INSTANCES[1]])
     update = "UPDATE member SET score = score + 10 WHERE name = 'Bo'"
     systems = {"joined": [f"{update}; SELECT 1"], "apart": [f"{update};", "SELECT 1"]}
+    files = {n: _preds(tmp_path / f"{n}.jsonl", {"SQLite_1": sqls}) for n, sqls in systems.items()}
     verdicts = {}
     for legacy in ("false", "true"):
-        out = tmp_path / f"suite-{legacy}"
-        args: list[Any] = ["import", "bird-critic", data, tmp_path / "dbs", "--out", out]
-        for name, sqls in systems.items():
-            preds = tmp_path / f"{name}.jsonl"
-            preds.write_text(json.dumps({"instance_id": "SQLite_1", "pred_sqls": sqls}))
-            args += ["-p", f"{name}={preds}"]
-        result = _cli(*args, "--set", f"legacy={legacy}")
-        assert result.exit_code == 0, result.output
         run_dir = tmp_path / f"run-{legacy}"
-        run_suite(load_suite(out / "suite.yaml"), run_dir, progress=False, write_reports=False)
+        _import_and_run(
+            "bird-critic", data, tmp_path / "dbs", tmp_path / f"suite-{legacy}", run_dir, files,
+            "--set", f"legacy={legacy}",
+        )  # fmt: skip
         verdicts[legacy] = {n: _scores(run_dir, n)["SQLite_1"] for n in systems}
     assert {n: s["value"] for n, s in verdicts["false"].items()} == {"joined": 1.0, "apart": 1.0}
     assert {n: s["value"] for n, s in verdicts["true"].items()} == {"joined": 0.0, "apart": 1.0}
     assert "one statement" in verdicts["true"]["joined"]["explanation"]
-
-
-def _scores_of(suite: Any, run_dir: Path) -> dict[str, Any]:
-    run_suite(suite, run_dir, progress=False, write_reports=False)
-    return _scores(run_dir)
 
 
 @needs_postgres
@@ -209,32 +198,17 @@ def test_livesqlbench_postgres(tmp_path: Path) -> None:
             "test_cases": [manage_test],
         },
     ]
-    data = tmp_path / "livesqlbench_data.jsonl"
-    data.write_text("\n".join(json.dumps(t) for t in tasks))
-    preds = tmp_path / "preds.jsonl"
-    preds.write_text(
-        "\n".join(
-            json.dumps(p)
-            for p in [
-                {
-                    "instance_id": "club_1",
-                    "pred_sqls": ["SELECT score FROM member ORDER BY 1 DESC LIMIT 1"],
-                },
-                {"instance_id": "club_M_1", "pred_sqls": ["UPDATE member SET score = score + 10;"]},
-            ]
-        )
+    data = _jsonl(tmp_path / "livesqlbench_data.jsonl", tasks)
+    preds = _preds(
+        tmp_path / "preds.jsonl",
+        {
+            "club_1": ["SELECT score FROM member ORDER BY 1 DESC LIMIT 1"],
+            "club_M_1": ["UPDATE member SET score = score + 10;"],
+        },
     )
-    out = tmp_path / "suite"
-    result = _cli(
-        "import",
-        "livesqlbench",
-        data,
-        tmp_path / "postgre_table_dumps",
-        "--out",
-        out,
-        "-p",
-        f"model={preds}",
-    )
-    assert result.exit_code == 0, result.output
-    scores = _scores_of(load_suite(out / "suite.yaml"), tmp_path / "run")
+    _import_and_run(
+        "livesqlbench", data, tmp_path / "postgre_table_dumps", tmp_path / "suite",
+        tmp_path / "run", {"model": preds},
+    )  # fmt: skip
+    scores = _scores(tmp_path / "run")
     assert {k: v["value"] for k, v in scores.items()} == {"club_1": 1.0, "club_M_1": 1.0}
