@@ -305,7 +305,7 @@ def cypher_script(schema: Schema, graph: dict[str, Any]) -> str:
     """One CREATE of the graph's nodes and relationships ('' for an empty graph).
 
     >>> print(cypher_script(Schema("cypher", {}), {"nodes": [[1, ["A"], {"x": 1}],
-    ...     [2, ["B"], {}]], "rels": [["R", 1, 2, {"w": 'a'}]]}))
+    ...     [2, ["B"], {}]], "rels": [["R", 1, 2, {"w": 'a'}]]}), end="")
     CREATE (n1:`A` {`x`: 1}),
       (n2:`B`),
       (n1)-[:`R` {`w`: 'a'}]->(n2);
