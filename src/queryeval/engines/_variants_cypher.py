@@ -145,7 +145,8 @@ _POOL_LOCK = threading.Lock()
 
 def acquire_graph_scratch(limits: Limits) -> GraphScratch:
     """A scratch server for graphs queried under `limits`: the one already started for the
-    same time limit while someone holds it, else a new one. Give it back with
+    same time limit while someone holds it, else a new one (a JVM: seconds to start, so no
+    runnable example here; tests/test_verified_cypher.py uses it). Give it back with
     `release_graph_scratch` (the last holder's release stops it)."""
     with _POOL_LOCK:
         held = _POOL.get(limits.timeout_s)

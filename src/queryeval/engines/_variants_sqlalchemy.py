@@ -54,7 +54,7 @@ def _type(column: dict[str, Any], target: str) -> tuple[str, bool]:
 
 def related_tables(engine: Engine, wanted: set[str]) -> list[str]:
     """The server's tables named in `wanted` (case-insensitively) and the tables their
-    foreign keys refer to, transitively; parents first."""
+    foreign keys refer to, transitively; parents first (example: `copy_sample`)."""
     from sqlalchemy import inspect
 
     inspector = inspect(engine._engine)  # type: ignore[attr-defined]
@@ -82,7 +82,28 @@ def related_tables(engine: Engine, wanted: set[str]) -> list[str]:
 def copy_sample(engine: Engine, tables: list[str], path: Path, target: str,
                 rows: int) -> dict[str, CopiedTable]:  # fmt: skip
     """Copy the declared schema of `tables` (parents first) and at most `rows` rows of each
-    into a new `target` ("duckdb" or "sqlite") file at `path`."""
+    into a new `target` ("duckdb" or "sqlite") file at `path`.
+
+    >>> import sqlite3, tempfile, pathlib
+    >>> from queryeval.config import DatabaseConfig
+    >>> from queryeval.engines import build_engine
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> con = sqlite3.connect(d / "s.db")
+    >>> _ = con.executescript("CREATE TABLE p (id INTEGER PRIMARY KEY, n TEXT);"
+    ...                       "CREATE TABLE c (id INTEGER PRIMARY KEY, p_id INTEGER "
+    ...                       "REFERENCES p(id)); INSERT INTO p VALUES (1, 'a'), (2, 'b');"
+    ...                       "INSERT INTO c VALUES (1, 1), (2, 2)")
+    >>> con.commit(); con.close()
+    >>> e = build_engine("s", DatabaseConfig(engine="sqlalchemy", url=f"sqlite:///{d}/s.db"),
+    ...                  d, d)
+    >>> tables = related_tables(e, {"c"})
+    >>> tables
+    ['p', 'c']
+    >>> copied = copy_sample(e, tables, d / "copy.duckdb", "duckdb", rows=1)
+    >>> [(c.name, c.rows, c.complete) for c in copied.values()]  # c's row 2 lost its parent
+    [('p', 1, False), ('c', 1, False)]
+    >>> e.close()
+    """
     from sqlalchemy import MetaData, Table, inspect, select
 
     sa_engine = engine._engine  # type: ignore[attr-defined]

@@ -1,10 +1,13 @@
 """Verified verdicts: database variants derived from a database and two queries, where
 execution match on one database may be fooled (issue 29; docs/verified.md).
 
-`Verifier` builds the variants of one DuckDB or SQLite database (deterministic from a seed,
-cached per run), runs a gold and a prediction on them inside the engines' sandbox and
-shrinks the first difference to a minimal, replayable witness; `replay` rebuilds a witness;
-`gold_order_problems` finds golds whose result depends on row order or ties (`selftest`).
+`Verifier` builds the variants of one DuckDB or SQLite database, an embedded KQL engine's
+tables, a graph on the embedded ArcadeDB (`_graph`: a scratch ArcadeDB of its own) or a
+bounded sample of a SQLAlchemy server's tables copied locally (`_sampled`) —
+deterministic from a seed, cached per run — runs a gold and a prediction on them inside
+the engines' sandbox and shrinks the first difference to a minimal, replayable witness;
+`replay` rebuilds a witness; `gold_order_problems` finds golds whose result depends on
+row order or ties (`selftest`).
 """
 
 from queryeval.verify._check import (
