@@ -1,5 +1,7 @@
-"""The `>>>` examples in the docstrings of queryeval.metrics, queryeval.languages,
-queryeval.log and queryeval.resources run, and every public function of those has one."""
+"""The `>>>` examples in the docstrings of every queryeval module run (`make test` collects
+them all; `queryeval.__main__` aside, which runs the command line), and every public
+function of queryeval.metrics, queryeval.languages, queryeval.log and queryeval.resources
+has one."""
 
 from __future__ import annotations
 
@@ -11,17 +13,26 @@ from types import ModuleType
 
 import pytest
 
+import queryeval
 import queryeval.languages
 import queryeval.log
 import queryeval.metrics
 import queryeval.resources
 
 PACKAGES = (queryeval.metrics, queryeval.languages, queryeval.log, queryeval.resources)
+NOT_IMPORTED = {"queryeval.__main__"}  # importing it runs the command line
 
 
-def _modules() -> list[str]:
+def _all_modules() -> list[str]:
+    """Every module of queryeval."""
+    prefix = queryeval.__name__ + "."
+    found = [m.name for m in pkgutil.walk_packages(queryeval.__path__, prefix)]
+    return sorted({queryeval.__name__, *found} - NOT_IMPORTED)
+
+
+def _modules(packages: tuple[ModuleType, ...] = PACKAGES) -> list[str]:
     names = []
-    for package in PACKAGES:
+    for package in packages:
         names.append(package.__name__)
         if hasattr(package, "__path__"):  # a package, not a single module
             prefix = package.__name__ + "."
@@ -38,7 +49,7 @@ def _public_modules() -> list[ModuleType]:
     ]
 
 
-@pytest.mark.parametrize("name", _modules())
+@pytest.mark.parametrize("name", _all_modules())
 def test_examples_run(name: str) -> None:
     module = importlib.import_module(name)
     flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
