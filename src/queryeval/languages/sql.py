@@ -74,7 +74,6 @@ PARSE_CACHE_SIZE = 256
 comparing scorer in turn, so a small LRU is enough to parse each query once."""
 
 
-@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
 class _BelowError(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno >= logging.ERROR
@@ -106,6 +105,7 @@ def _no_sqlglot_warnings() -> Iterator[None]:
                 log.removeFilter(_BELOW_ERROR)
 
 
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
 def parsed(query: str, dialect: str | None) -> tuple[Any, ...] | str:
     """The statements sqlglot reads in `query` (None statements dropped), or the message
     of the SqlglotError it raised; kept in a bounded LRU. The trees are shared: do not
