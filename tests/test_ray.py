@@ -375,3 +375,14 @@ def test_a_model_system_on_ray_keeps_its_concurrency_and_counts_its_calls(
         assert server.chat_calls == asked  # every reply from the output cache
     local = json.loads(_summary(tmp_path / "local"))
     assert _without_latency(json.loads(_summary(tmp_path / "ray"))) == _without_latency(local)
+
+
+def test_the_server_gold_precheck_runs_on_the_clusters_engines(tmp_path: Path) -> None:
+    """A server database whose golds all fail stops a Ray run (issue 28) as a local one,
+    before anything is written: the check runs on the run's engine actors."""
+    from test_gold_precheck import _suite
+
+    path = _suite(tmp_path / "s", customers=False)
+    with pytest.raises(InputError, match="every gold query tried on database 'sales'"):
+        run_suite(with_executor(load_suite(path), "ray"), tmp_path / "r", progress=False)
+    assert not (tmp_path / "r" / "results.jsonl").exists()

@@ -173,11 +173,8 @@ def system_runs(
 
 def import_plugins(suite: SuiteConfig) -> None:
     """The suite's `plugins:` modules (custom scorers), imported in this process as the
-    suite's loader imported them in the driver's."""
-    import importlib
-    import sys
+    suite's loader imported them in the driver's (`sys.path` left as it was)."""
+    from queryeval._registry import import_module_from
 
-    if suite.plugins and str(suite.base_dir) not in sys.path:
-        sys.path.insert(0, str(suite.base_dir))
     for module in suite.plugins:
-        importlib.import_module(module)
+        import_module_from(module, [suite.base_dir])

@@ -238,7 +238,7 @@ class Runner:
             self.plan, done=done, stored=self.retry, use_cache=self.use_cache, key=run_key
         ) as plan:
             self.executor = plan.executor
-            if not self.plan.lazy and self.plan.suite.settings.executor != "ray":
+            if not self.plan.lazy:  # on the worker's services: a cluster's are its actors
                 self._check_servers(plan.worker.start().ctx)  # before anything is written
             if resume:
                 if self.retry:  # the retried records leave the file; their new ones are appended
@@ -438,6 +438,7 @@ def default_out_dir(suite: SuiteConfig) -> Path:
     return Path("runs") / suite.name
 
 
+@run_scope()  # the collector as it was, afterwards (queryeval._gc)
 def run_suite(
     suite: SuiteConfig,
     out_dir: Path | None = None,
@@ -460,38 +461,6 @@ def run_suite(
     `selection` runs a subset of the cases (predictions for the others are ignored);
     `retry_errors` resumes the run in `out_dir`, scoring again the stored records that a
     judge, engine or scorer left `unscored` or in `error` (from their stored outputs)."""
-    with run_scope():  # the collector as it was, afterwards (queryeval._gc)
-        return _run_suite(
-            suite,
-            out_dir,
-            resume=resume,
-            overwrite=overwrite,
-            progress=progress,
-            write_reports=write_reports,
-            baseline=baseline,
-            extra_reports=extra_reports,
-            use_cache=use_cache,
-            review=review,
-            selection=selection,
-            retry_errors=retry_errors,
-        )
-
-
-def _run_suite(
-    suite: SuiteConfig,
-    out_dir: Path | None,
-    *,
-    resume: bool,
-    overwrite: bool,
-    progress: bool,
-    write_reports: bool,
-    baseline: Path | None,
-    extra_reports: Sequence[ReportConfig],
-    use_cache: bool,
-    review: Path | None,
-    selection: CaseSelection | None,
-    retry_errors: bool,
-) -> RunResult:
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
     from queryeval.runner._review import apply_golds
     from queryeval.runner._review_file import load_review
