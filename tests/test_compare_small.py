@@ -340,6 +340,14 @@ SAME_OBJECT_NAN = math.nan
          [(dt.date(2024, 1, 2), 1.5), (dt.date(2024, 1, 1), None)]),
         ([(1, "a"), (1, "a"), (2, "b")], [(1, "a"), (2, "b"), (1, "a")]),  # repeated rows
         ([(1, "a"), (2, "b")], [(2, "b"), (1, "a")]),  # out of gold's order
+        # several rows, unequal as given: only the unmatched ones are compared converted
+        ([(Decimal("0.1"), 1), (2.5, 2), (7, 3)], [(0.1, 1), (Decimal("2.5"), 2), (7, 3)]),
+        ([(Decimal("0.1"), 1), (Decimal("0.1"), 1), (3.0, 2)],
+         [(0.1, 1), (0.1, 1), (Decimal(3), 2)]),  # repeated rows: counted
+        ([(Decimal("0.1"), 1), (Decimal("0.1"), 1), (3.0, 2)],
+         [(0.1, 1), (3.0, 2), (Decimal(3), 2)]),  # the same rows, other counts
+        ([(Decimal("0.1"), 1), (2.5, 2)], [(0.1, 2), (Decimal("2.5"), 1)]),
+        ([(float("nan"), 1), (2.5, 2)], [(float("nan"), 1), (2.5, 2)]),
     ],
 )  # fmt: skip
 def test_rows_equal_as_given_equal_the_general_path(

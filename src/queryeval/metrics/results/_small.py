@@ -58,6 +58,7 @@ _EXACT_FLOAT_INT = 2**53  # integers of smaller magnitude are exact as floats
 _INF = float("inf")
 _SCALAR_NEIGHBOURS = 40  # sorted values past this many are checked with NumPy
 _NOT_FINITE = frozenset({None, NAN, _INF, -_INF})
+_AS_GIVEN_MAX_ROWS = 32  # decimals among the cells: rows compared as given up to this many
 
 
 def small_comparison(
@@ -78,10 +79,17 @@ def small_comparison(
         return None
     types = _cell_types(pred_rows, gold_rows)
     # equal outright: tried on the rows as given (plain types: equal cells have equal
-    # canonical forms), before any of them is converted
-    tried = types <= _PLAIN_TYPES and _outright_applies(pred_rows, gold_rows, row_policy)
-    if tried:
-        outright = _equal_outright(p, g, row_policy, columns, options, (pred_rows, gold_rows))
+    # canonical forms), before any of them is converted; ints, strings and NULLs alone are
+    # compared as given below anyway, and decimals hash slowly as given (past a few dozen
+    # rows a wrong result pays more for the try than an equal one saves)
+    residue: _Residue = _WHOLE
+    if (
+        types <= _PLAIN_TYPES
+        and not types <= _EXACT_TYPES
+        and (len(gold_rows) <= _AS_GIVEN_MAX_ROWS or decimal.Decimal not in types)
+        and _outright_applies(pred_rows, gold_rows, row_policy)
+    ):
+        outright, residue = _outright_as_given(p, g, row_policy, columns)
         if outright is not None:
             return outright
     both = _canonical_pair(pred_rows, gold_rows, k_pred, k_gold, options, types)
@@ -89,11 +97,14 @@ def small_comparison(
         return _equal_outright(p, g, row_policy, columns, options)
     pred, gold, pending = both
     if pending is not None:  # floats within a tolerance
-        # (rows converted by neither side are the rows already found unequal above)
-        if not tried or pending[0].changed or pending[1].changed:
+        if isinstance(residue, str):  # _WHOLE
             outright = _equal_outright(p, g, row_policy, columns, options, (pred, gold))
-            if outright is not None:
-                return outright
+        elif residue is not None and (pending[0].changed or pending[1].changed):
+            outright = _equal_once_converted(residue, len(gold), options.policy)
+        else:  # no mapping to try, or the rows as given are the converted ones
+            outright = None
+        if outright is not None:
+            return outright
         if row_policy == "set" and _search_steps(k_gold) > max_permutations:
             return None  # the set policy's search tries every numeric pair there: its cap
         if len(pred) * len(gold) > MAX_CANDIDATE_PAIRS:
@@ -133,13 +144,8 @@ def _equal_outright(
     if not _outright_applies(p.rows, g.rows, row_policy):
         return None
     n = len(g.rows)
-    if columns == "by_position":
-        alignment = align_by_position(g.num_columns, p.num_columns)
-    elif columns == "permutation" and g.num_columns == p.num_columns == 1:
-        alignment = Alignment(((0, 0),), (), ())
-    else:
-        alignment = align_by_name(g.columns, p.columns)
-    if alignment.missing or alignment.extra:
+    alignment = _outright_alignment(p, g, columns)
+    if alignment is None:
         return None
     picks = [j for _, j in alignment.pairs]
     gold: Rows
@@ -149,12 +155,7 @@ def _equal_outright(
         pred = [tuple(canonical(row[j], policy) for j in picks) for row in p.rows]
     else:
         pred_rows, gold = canonical_rows
-        if picks == list(range(len(picks))):
-            pred = list(pred_rows)
-        elif len(picks) == 1:
-            pred = [(row[picks[0]],) for row in pred_rows]
-        else:
-            pred = list(map(itemgetter(*picks), pred_rows))
+        pred = _picked(pred_rows, picks)
     try:
         if row_policy == "ordered" or n == 1:
             same = pred == list(gold)
@@ -164,6 +165,92 @@ def _equal_outright(
         return None
     order_ok = True if row_policy == "ordered" else None
     return (alignment, RowOutcome(n, n, n, order_ok), ()) if same else None
+
+
+# what the rows as given leave to compare once converted: the mapping tried and each side's
+# rows it left unmatched (a multiset comparison); None: no mapping to try; _WHOLE: the
+# converted rows compared whole (in order, or cells that cannot be hashed as given)
+_WHOLE = "whole"
+_Residue = tuple[Alignment, list[tuple[Any, ...]], list[tuple[Any, ...]]] | None | str
+
+
+def _outright_as_given(
+    p: ResultSet, g: ResultSet, row_policy: str, columns: str
+) -> tuple[tuple[Alignment, RowOutcome, tuple[str, ...]] | None, _Residue]:
+    """`_equal_outright` on the rows as given (every cell of a plain type), and when they
+    are not equal what is left to compare once converted: for a multiset, only the rows
+    left unmatched can become equal (the matched ones stay so)."""
+    alignment = _outright_alignment(p, g, columns)
+    if alignment is None:
+        return None, None
+    pred = _picked(p.rows, [j for _, j in alignment.pairs])
+    gold = g.rows
+    n = len(gold)
+    residue: _Residue
+    try:
+        if row_policy == "ordered":
+            same, residue = pred == list(gold), _WHOLE
+        elif n == 1:
+            same, residue = pred[0] == gold[0], (alignment, pred, list(gold))
+        elif len(sp := set(pred)) == n and len(sg := set(gold)) == n:  # distinct rows
+            same, residue = sp == sg, (alignment, list(sp - sg), list(sg - sp))
+        else:
+            cp, cg = Counter(pred), Counter(gold)
+            same = cp == cg
+            residue = (alignment, list((cp - cg).elements()), list((cg - cp).elements()))
+    except (TypeError, ArithmeticError):  # a signalling NaN decimal, given as it is
+        return None, _WHOLE
+    if not same:
+        return None, residue
+    return (alignment, RowOutcome(n, n, n, True if row_policy == "ordered" else None), ()), None
+
+
+def _equal_once_converted(
+    residue: tuple[Alignment, list[tuple[Any, ...]], list[tuple[Any, ...]]], n: int, policy: Any
+) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
+    """The multiset answer of `_equal_outright` on the converted rows, from the rows the
+    comparison as given left unmatched: converted (as `_plain_columns` converts them),
+    they are the same multiset exactly when the whole converted rows are."""
+    alignment, pred, gold = residue
+    if len(pred) == 1:  # one row left a side (the other side has as many): cell by cell
+        for x, y in zip(pred[0], gold[0], strict=True):
+            if _plain_value(x, policy) != _plain_value(y, policy):
+                return None
+    else:
+        left = Counter([tuple([_plain_value(v, policy) for v in row]) for row in pred])
+        if left != Counter([tuple([_plain_value(v, policy) for v in row]) for row in gold]):
+            return None
+    return alignment, RowOutcome(n, n, n, None), ()
+
+
+def _plain_value(value: Any, policy: Any) -> Any:
+    """One cell of a plain type as `_plain_columns` gives it."""
+    kind = type(value)
+    if kind is float:
+        return NAN if value != value else value
+    if kind is decimal.Decimal:
+        return _decimal(value, policy)
+    return value
+
+
+def _outright_alignment(p: ResultSet, g: ResultSet, columns: str) -> Alignment | None:
+    """The mapping `_equal_outright` tries (None when it has none)."""
+    if columns == "by_position":
+        alignment = align_by_position(g.num_columns, p.num_columns)
+    elif columns == "permutation" and g.num_columns == p.num_columns == 1:
+        alignment = Alignment(((0, 0),), (), ())
+    else:
+        alignment = align_by_name(g.columns, p.columns)
+    return None if alignment.missing or alignment.extra else alignment
+
+
+def _picked(rows: Rows, picks: list[int]) -> list[tuple[Any, ...]]:
+    """The rows with the columns `picks`, in that order."""
+    if picks == list(range(len(picks))):
+        return list(rows)
+    if len(picks) == 1:
+        return [(row[picks[0]],) for row in rows]
+    return list(map(itemgetter(*picks), rows))
 
 
 def _outright_applies(pred_rows: Rows, gold_rows: Rows, row_policy: str) -> bool:
@@ -203,7 +290,6 @@ def _canonical_pair(
         return pred_rows, gold_rows, None
     pred = _plain_columns(pred_rows, k_pred, options)
     gold = _plain_columns(gold_rows, k_gold, options)
-    types = pred.types | gold.types
     tolerant = options.tolerant and any(issubclass(t, float | decimal.Decimal) for t in types)
     if not types <= _PLAIN_TYPES:  # canonical forms cell by cell
         if tolerant:
@@ -219,14 +305,12 @@ def _canonical_pair(
 
 class _Columns:
     """One side's columns in plain form (`changed`: some values differ from the rows'),
-    each column's kind as `numeric_kind` gives it, and the types of all its cells."""
+    each column's kind as `numeric_kind` gives it."""
 
-    __slots__ = ("changed", "kinds", "types", "values")
+    __slots__ = ("changed", "kinds", "values")
 
-    def __init__(
-        self, values: list[Sequence[Any]], kinds: list[str], changed: bool, types: set[type]
-    ) -> None:
-        self.values, self.kinds, self.changed, self.types = values, kinds, changed, types
+    def __init__(self, values: list[Sequence[Any]], kinds: list[str], changed: bool) -> None:
+        self.values, self.kinds, self.changed = values, kinds, changed
 
 
 def _plain_columns(rows: Rows, k: int, options: Options) -> _Columns:
@@ -239,34 +323,32 @@ def _plain_columns(rows: Rows, k: int, options: Options) -> _Columns:
     columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * k
     kinds = []
     changed = False
-    types: set[type] = set()
     for i, column in enumerate(columns):
-        held = frozenset(map(type, column))
-        types |= held
-        kind, decimals, floats = _column_kind(held)
+        kind, decimals, floats, only = _column_kind(frozenset(map(type, column)))
         kinds.append(kind)
         if decimals:
-            column = columns[i] = _decimals(column, len(held - {_NONE}) == 1, options)
+            column = columns[i] = _decimals(column, only, options)
             changed = True
         if floats and _has_nan(column):
             columns[i] = [NAN if v != v else v for v in column]
             changed = True
-    return _Columns(columns, kinds, changed, types)
+    return _Columns(columns, kinds, changed)
 
 
 @functools.lru_cache(maxsize=256)
-def _column_kind(held: frozenset[type]) -> tuple[str, bool, bool]:
+def _column_kind(held: frozenset[type]) -> tuple[str, bool, bool, bool]:
     """(kind as `numeric_kind` gives it, holds decimals to convert, holds floats to check
-    for NaN) of a column of plain types `held` (kind "other" and nothing to do otherwise)."""
+    for NaN, holds decimals and NULLs only) of a column of plain types `held` (kind
+    "other" and nothing to do otherwise)."""
     held = held - {_NONE}
     if not held:
-        return "null", False, False
+        return "null", False, False, False
     if not held <= _PLAIN_TYPES:
-        return "other", False, False
+        return "other", False, False, False
     kind = "other"
     if held <= _NUMBERS:
         kind = "float" if float in held or decimal.Decimal in held else "int"
-    return kind, decimal.Decimal in held, float in held
+    return kind, decimal.Decimal in held, float in held, held == {decimal.Decimal}
 
 
 def _decimals(column: Sequence[Any], only: bool, options: Options) -> list[Any]:
