@@ -246,3 +246,18 @@ def test_mv_apply_with_row_wise_subquery(kql: Engine) -> None:
     assert rows(kql, query) == (["Id", "n"], [(1, "pol")])
     run = kql.execute("Audit | mv-apply tr = TargetResources on (summarize c = count())")
     assert run.outcome.kind == "unsupported"  # an aggregate per row: not written
+
+
+def test_union_withsource_over_case_variants_names_each_table(kql: Engine) -> None:
+    # Kusto's docs (union operator): withsource= adds a column naming each row's source table;
+    # the case-separating legs must not turn those names into `union_arg<i>`
+    query = ("union withsource=TableName Activity, Stor* | project TableName, CallerIpAddress, "
+             "CallerIPAddress | order by TableName asc")  # fmt: skip
+    assert rows(kql, query) == (
+        ["TableName", "CallerIpAddress", "CallerIPAddress"],
+        [("Activity", "10.0.0.1", None), ("Storage", None, "10.0.0.2")],
+    )
+    # a table read at the head of a pipeline after a comment line is a pipeline head too
+    query = ("let x = 1;\n// the callers\nActivity | union Storage | project CallerIpAddress, "
+             "CallerIPAddress | order by CallerIpAddress asc")  # fmt: skip
+    assert rows(kql, query)[1] == [(None, "10.0.0.2"), ("10.0.0.1", None)]

@@ -11,7 +11,7 @@ duckdb-kql refused for that reason:
   spelling kept exactly.
 
 A query that could see a column's *name* as data (`pack_all`, `column_ifexists`,
-`getschema`, `bag_unpack`, `withsource`, wildcard column lists, a string that spells a
+`getschema`, `bag_unpack`, wildcard column lists, a string that spells a
 renamed column) is refused rather than answered with the encoded names.
 
     >>> decode_column("CallerIpAddress__qe1")
@@ -31,12 +31,11 @@ _SUFFIX = re.compile(r"__qe\d+$")
 # what reads column names as data: the encoded names would show
 _NAME_READERS = re.compile(
     r"\b(pack_all|column_ifexists|columnifexists|getschema|bag_unpack|narrow|pivot|"
-    r"withsource(?!\s*=\s*queryeval_search_table\b)|"
     r"buildschema|pack\s*\(\s*\*|bag_pack\s*\(\s*\*)\b|\bproject(-away|-keep|-reorder)?\b[^|]*\*",
     re.I,
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
-_SEARCH_SOURCE = "queryeval_search_table"  # _kql_rewrite_kusto's
+_WITHSOURCE = re.compile(r"union\s+(?:\w+\s*=\s*\w+\s+)*?(withsource\s*=\s*(\w+)\s+)", re.I)
 
 
 def _kql_string(value: str) -> str:
@@ -99,7 +98,7 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
     see the encoded names."""
     from duckdb_kql import parse
 
-    from queryeval.engines._kql_rewrite import KqlRefused, _kind, _span, _walk
+    from queryeval.engines._kql_rewrite import KqlRefused, _kind, _rules, _span, _walk
 
     tables = {t: cols for t, cols in tables.items() if "." not in t}
     tree = parse(query).tree
@@ -139,27 +138,34 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
     if literals & set(renamed):
         raise KqlRefused("columns whose names differ only in case, one spelled in a string")
 
-    # a source `search` read through `union withsource=queryeval_search_table` (see
-    # `_kql_rewrite_kusto.searches_as_unions`): a renaming leg would be named `union_arg<i>`,
-    # so each of its legs names its own table, first, and the withsource goes
-    searched: list[tuple[int, int]] = []
+    # `union withsource=Name` (a source `search` is one: `_kql_rewrite_kusto`'s
+    # `searches_as_unions`): a renaming leg would be named `union_arg<i>`, so each leg names
+    # its own table in a first column and the withsource goes; legs other than tables refused
+    sourced: list[tuple[int, int, str]] = []
     edits: list[tuple[int, int, str]] = []
     for node in _walk(tree):
         if _kind(node) == "UnionOperator":
-            source = re.match(rf"union\s+(withsource\s*=\s*{_SEARCH_SOURCE}\s+)",
-                              query[slice(*_span(node))])  # fmt: skip
+            source = _WITHSOURCE.match(query[slice(*_span(node))])
             if source:
-                searched.append(_span(node))
+                legs = [_kind(_rules(k)[0]) if _rules(k) else "" for k in _rules(node)
+                        if _kind(k) == "UnionOperatorExpression"]  # fmt: skip
+                if any(
+                    k not in ("EntityNameReference", "WildcardedEntityExpression") for k in legs
+                ):
+                    raise KqlRefused("columns whose names differ only in case, in a union "
+                                     "withsource= of legs other than tables")  # fmt: skip
+                sourced.append((*_span(node), source.group(2)))
                 start = _span(node)[0] + source.start(1)
                 edits.append((start, start + len(source.group(1)), ""))
 
     def leg(table: str, start: int = -1) -> str:
         moves = [f"{quote_name(renamed[c])} = {quote_name(c)}" for c in tables[table]
                  if c in renamed]  # fmt: skip
-        if any(a <= start < b for a, b in searched):
-            tagged = (
-                f"extend {_SEARCH_SOURCE} = {_kql_string(table)} | project-reorder {_SEARCH_SOURCE}"
-            )
+        for a, b, column in sourced:
+            if not a <= start < b:
+                continue
+            column = quote_name(column)
+            tagged = f"extend {column} = {_kql_string(table)} | project-reorder {column}"
             renaming = f" | project-rename {', '.join(moves)}" if moves else ""
             return f"({quote_name(table)}{renaming} | {tagged})"
         if not moves:
@@ -199,6 +205,6 @@ def _place(tree: Any, text: str, start: int) -> str | None:
         if kind == "UnionOperatorExpression" and _span(node)[0] == start:
             return ""
         if kind == "BeforePipeExpression" and _span(node)[0] == start:
-            before = text[:start].rstrip()
+            before = re.sub(r"//[^\n]*", "", text[:start]).rstrip()  # comments too
             return "union " if not before or before[-1] in "(;=" else None
     return None
