@@ -28,6 +28,9 @@ def _columns() -> int:
 
 def main() -> None:
     """Entry point of the `queryeval` script."""
+    # the command owns its process: numpy's OpenBLAS one thread (see _app.main), set before
+    # numpy is first imported
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if sys.argv[1:] == ["--help"] and _columns() >= 80:  # the text typer prints at 80+
         from queryeval.cli._help import HELP
 
