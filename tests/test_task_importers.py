@@ -141,11 +141,13 @@ def test_bird_critic_sqlite(tmp_path: Path) -> None:
 def test_bird_critic_legacy_items(tmp_path: Path) -> None:
     """A `pred_sqls` item holding two statements: run by default (the field's convention),
     failed under `legacy=true` as the official SQLite harness's one `execute` fails it;
-    the same statements as two items pass both ways."""
+    the same statements as two items pass both ways, the first ending in a line comment
+    too (its joining `;` not swallowed by the comment)."""
     _club(tmp_path / "dbs" / "club" / "club.sqlite")
     data = _jsonl(tmp_path / "sqlite.jsonl", [INSTANCES[1]])
     update = "UPDATE member SET score = score + 10 WHERE name = 'Bo'"
-    systems = {"joined": [f"{update}; SELECT 1"], "apart": [f"{update};", "SELECT 1"]}
+    systems = {"joined": [f"{update}; SELECT 1"], "apart": [f"{update};", "SELECT 1"],
+               "commented": [f"{update} -- ten more;", "SELECT 1"]}  # fmt: skip
     files = {n: _preds(tmp_path / f"{n}.jsonl", {"SQLite_1": sqls}) for n, sqls in systems.items()}
     verdicts = {}
     for legacy in ("false", "true"):
@@ -155,8 +157,9 @@ def test_bird_critic_legacy_items(tmp_path: Path) -> None:
             "--set", f"legacy={legacy}",
         )  # fmt: skip
         verdicts[legacy] = {n: _scores(run_dir, n)["SQLite_1"] for n in systems}
-    assert {n: s["value"] for n, s in verdicts["false"].items()} == {"joined": 1.0, "apart": 1.0}
-    assert {n: s["value"] for n, s in verdicts["true"].items()} == {"joined": 0.0, "apart": 1.0}
+    values = {legacy: {n: s["value"] for n, s in v.items()} for legacy, v in verdicts.items()}
+    assert values["false"] == {"joined": 1.0, "apart": 1.0, "commented": 1.0}
+    assert values["true"] == {"joined": 0.0, "apart": 1.0, "commented": 1.0}
     assert "one statement" in verdicts["true"]["joined"]["explanation"]
 
 

@@ -22,7 +22,8 @@ harnesses call them, SQLite test functions get `conditions` and the helpers of
 `postgresql_test_utils.py` (`python_helpers: bird_critic_postgresql`).
 
 Predictions (`--predictions NAME=FILE`): the official `{instance_id, pred_sqls: [...]}`
-lines; the statements are joined with `;` into one prediction's `query`, the items kept
+lines; the statements are joined with `;` into one prediction's `query` (on its own line
+after an item ending in a `--` comment), the items kept
 as they are in its `statements`. By default (the field's convention) every statement the
 items hold runs; `--set legacy=true` runs them as the official SQLite harness does, each
 item with one `execute` (an item holding two statements fails there: Python's sqlite3
@@ -152,9 +153,26 @@ def read_predictions(path: Path, known: set[str]) -> list[dict[str, Any]]:
         if iid not in known:
             continue
         sqls = statements(item.get("pred_sqls", item.get("sol_sql")), "pred_sqls", path, line)
-        query = ";\n".join(s.strip().rstrip(";") for s in sqls)
-        out.append({"case_id": iid, "query": query, "statements": sqls})
+        out.append({"case_id": iid, "query": joined(sqls), "statements": sqls})
     return out
+
+
+def joined(sqls: list[str]) -> str:
+    """The items as one text: each ends where the official harness ends it (run alone), an
+    item whose last line holds a `--` comment before a `;` on its own line (the comment
+    would swallow it).
+
+    >>> print(joined(["UPDATE t SET a = 0 -- reset;", "SELECT 1;"]))
+    UPDATE t SET a = 0 -- reset
+    ;
+    SELECT 1
+    """
+    text = ""
+    for item in (s.strip().rstrip(";").rstrip() for s in sqls):
+        if text:
+            text += "\n;\n" if "--" in text.rsplit("\n", 1)[-1] else ";\n"
+        text += item
+    return text
 
 
 def postgres_seed(out: Path, dumps: Path, database: str) -> Path:
