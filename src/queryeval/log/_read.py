@@ -158,7 +158,11 @@ def read_review(run_dir: Path) -> ReviewFile | None:
 
 
 def read_comparison(run_dir: Path) -> dict[str, Any] | None:
-    """comparison.json of a run directory (`stats.RunComparison.as_dict`), or None."""
+    """comparison.json of a run directory (`stats.RunComparison.as_dict`), or None.
+
+    >>> read_comparison(Path("/nonexistent")) is None
+    True
+    """
     return _checked(run_dir, COMPARISON, {})
 
 
