@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,33 @@ def test_a_plain_codelist_file_is_read_without_sdmx1() -> None:
     )
     loaded = loaded_after(code)
     assert "sdmx" not in loaded and "pandas" not in loaded
+
+
+def test_a_run_without_databases_imports_no_engine_code(tmp_path: Path) -> None:
+    """`queryeval run` of the SDMX example (JSON report) imports no engine module and no
+    engine, parser or report library: engines are imported by name when a database needs
+    one (`queryeval.engines` is lazy)."""
+    for name in ("cases", "predictions"):
+        shutil.copytree(EXAMPLE / name, tmp_path / name)
+    shutil.copy(EXAMPLE / "codelists.xml", tmp_path)
+    text = (EXAMPLE / "suite.yaml").read_text(encoding="utf-8")
+    lines = ["reports: [json]" if line.startswith("reports:") else line
+             for line in text.splitlines()]  # fmt: skip
+    (tmp_path / "suite.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    argv = ["queryeval", "run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run"),
+            "--no-progress"]  # fmt: skip
+    code = (
+        f"import sys, queryeval.cli\nsys.argv = {argv!r}\n"
+        "try:\n    queryeval.cli.main()\nexcept SystemExit as exc:\n    assert not exc.code\n"
+        "import json\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith("
+        "('queryeval.engines.', 'duckdb', 'sqlglot', 'scipy', 'pyarrow', 'xlsxwriter', "
+        "'jinja2', 'sdmx', 'pandas')))), file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = json.loads(out.stderr.strip().splitlines()[-1])
+    # the engine base class and its guards (queryeval.runner._selftest imports Engine at its
+    # top) and the databases' option check (runner._check asks it even with no database)
+    light = ("_base", "_cost", "_memory", "_watchdog", "_twin", "_options")
+    base = {f"queryeval.engines.{m}" for m in light}
+    assert [m for m in loaded if m not in base] == []
+    assert (tmp_path / "run" / "summary.json").is_file()
