@@ -94,16 +94,33 @@ def test_hostile_test_functions_refused(sqlite_engine: Any, tmp_path: Path) -> N
     assert score.value == 1.0 and score.details["python_sandbox"]["filesystem"] == "walled"
 
 
-def _child(job: dict[str, Any]) -> dict[str, Any]:
-    """The child's verdict with Landlock made unavailable (an unknown system call)."""
+def _child_script(change: str, call: str) -> list[str]:
+    """A child running `_disposable_python` with `change` made, then `call`."""
     script = (
         "import importlib.util as u\n"
         f"s = u.spec_from_file_location('c', {_disposable_python.__file__!r})\n"
         "m = u.module_from_spec(s); s.loader.exec_module(m)\n"
-        "m._LANDLOCK_CREATE = -1\n"
-        "m._child()\n"
+        f"{change}\n{call}\n"
     )
-    command = [sys.executable, "-I", "-c", script]
+    return [sys.executable, "-I", "-c", script]
+
+
+def test_wall_missing_builds_the_wall(monkeypatch: Any) -> None:
+    """`wall_missing` builds the wall in a child: a kernel that reports Landlock but
+    refuses restrict_self (or no_new_privs: a seccomp filter) has no wall either, and the
+    tests needing one are skipped rather than failing with unsupported."""
+    refused = _child_script("m._LANDLOCK_RESTRICT = -1", "print(m._wall([]))")  # ENOSYS
+    with monkeypatch.context() as patch:
+        patch.setattr(_disposable_python, "_wall_command", lambda: refused)
+        _disposable_python.wall_missing.cache_clear()
+        why = _disposable_python.wall_missing()
+    _disposable_python.wall_missing.cache_clear()
+    assert why is not None and ("refused to restrict" in why or "no Landlock" in why), why
+
+
+def _child(job: dict[str, Any]) -> dict[str, Any]:
+    """The child's verdict with Landlock made unavailable (an unknown system call)."""
+    command = _child_script("m._LANDLOCK_CREATE = -1", "m._child()")
     done = subprocess.run(command, input=json.dumps(job), capture_output=True, text=True,
                           check=True, cwd=job["folder"])  # fmt: skip
     return json.loads(done.stdout.splitlines()[-1])
