@@ -6,6 +6,7 @@ kernel cannot build the wall the function is not run (unsupported) unless allowe
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -147,3 +148,16 @@ def test_no_wall_is_unsupported(sqlite_engine: Any, tmp_path: Path, monkeypatch:
     monkeypatch.setattr("queryeval.engines.run_python_test", unsupported)
     score = _score(sqlite_engine, "    pass\n")
     assert score.status == "unscored" and "no Landlock" in score.details["unsupported"]
+
+
+def test_child_environment_as_documented(monkeypatch: Any) -> None:
+    """docs/tasks.md names every variable a test function's environment may hold."""
+    for name in ("PATH", "LANG", "LC_ALL", "HOME", "LC_CTYPE", "PGPASSWORD", "SECRET"):
+        monkeypatch.setenv(name, "x")
+    doc = (Path(__file__).parents[1] / "docs" / "tasks.md").read_text(encoding="utf-8")
+    sentence = re.search(r"an environment with ((?:`\w+`,?\s*(?:and\s*)?)+)only", doc)
+    assert sentence is not None
+    assert set(re.findall(r"`(\w+)`", sentence.group(1))) == {
+        *_disposable_python._child_env(),
+        "TMPDIR",
+    }
