@@ -77,14 +77,16 @@ def small_comparison(
     k_pred, k_gold = len(p.columns), len(g.columns)
     if max(len(pred_rows), len(gold_rows)) > FAST_MAX_ROWS or not k_gold or not k_pred:
         return None
-    types = _cell_types(pred_rows, gold_rows)
+    # every cell's type; left to `_canonical_pair` where the rows are not tried as given
+    types = _cell_types(pred_rows, gold_rows, _AS_GIVEN_MAX_ROWS)
     # equal outright: tried on the rows as given (plain types: equal cells have equal
     # canonical forms), before any of them is converted; ints, strings and NULLs alone are
     # compared as given below anyway, and decimals hash slowly as given (past a few dozen
     # rows a wrong result pays more for the try than an equal one saves)
     residue: _Residue = _WHOLE
     if (
-        types <= _PLAIN_TYPES
+        types is not None
+        and types <= _PLAIN_TYPES
         and not types <= _EXACT_TYPES
         and (len(gold_rows) <= _AS_GIVEN_MAX_ROWS or decimal.Decimal not in types)
         and _outright_applies(pred_rows, gold_rows, row_policy)
@@ -264,8 +266,15 @@ def _outright_applies(pred_rows: Rows, gold_rows: Rows, row_policy: str) -> bool
     )
 
 
-def _cell_types(pred_rows: Rows, gold_rows: Rows) -> set[type]:
-    """The types of every cell of both sides."""
+def _cell_types(pred_rows: Rows, gold_rows: Rows, max_rows: int) -> set[type] | None:
+    """The types of every cell of both sides; None (not looked at) past `max_rows` rows
+    when the first rows hold a decimal and not only ints, strings and NULLs."""
+    if max(len(pred_rows), len(gold_rows)) > max_rows:
+        hint = set(map(type, pred_rows[0])) if pred_rows else set()
+        if gold_rows:
+            hint.update(map(type, gold_rows[0]))
+        if decimal.Decimal in hint:
+            return None
     if len(pred_rows) == 1 == len(gold_rows):
         return {*map(type, pred_rows[0]), *map(type, gold_rows[0])}
     types = set(map(type, chain.from_iterable(pred_rows)))
@@ -279,17 +288,18 @@ def _canonical_pair(
     k_pred: int,
     k_gold: int,
     options: Options,
-    types: set[type],
+    types: set[type] | None,
 ) -> tuple[Rows, Rows, tuple[_Columns, _Columns] | None] | None:
     """Both sides' rows with every value in a form equal exactly when the canonical forms
     are (the rows themselves when ints, strings and NULLs only), and, when floats or
     decimals are compared within a tolerance, both sides' columns for `_tolerance_idle`
     (else None). None when such floats come with types read by `canonical` cell by cell.
-    `types`: the types of all cells of both sides."""
-    if types <= _EXACT_TYPES:  # most results: ints, strings and NULLs
+    `types`: the types of all cells of both sides (None: not known yet)."""
+    if types is not None and types <= _EXACT_TYPES:  # most results: ints, strings, NULLs
         return pred_rows, gold_rows, None
     pred = _plain_columns(pred_rows, k_pred, options)
     gold = _plain_columns(gold_rows, k_gold, options)
+    types = pred.types | gold.types
     tolerant = options.tolerant and any(issubclass(t, float | decimal.Decimal) for t in types)
     if not types <= _PLAIN_TYPES:  # canonical forms cell by cell
         if tolerant:
@@ -305,12 +315,14 @@ def _canonical_pair(
 
 class _Columns:
     """One side's columns in plain form (`changed`: some values differ from the rows'),
-    each column's kind as `numeric_kind` gives it."""
+    each column's kind as `numeric_kind` gives it, and the types of all its cells."""
 
-    __slots__ = ("changed", "kinds", "values")
+    __slots__ = ("changed", "kinds", "types", "values")
 
-    def __init__(self, values: list[Sequence[Any]], kinds: list[str], changed: bool) -> None:
-        self.values, self.kinds, self.changed = values, kinds, changed
+    def __init__(
+        self, values: list[Sequence[Any]], kinds: list[str], changed: bool, types: set[type]
+    ) -> None:
+        self.values, self.kinds, self.changed, self.types = values, kinds, changed, types
 
 
 def _plain_columns(rows: Rows, k: int, options: Options) -> _Columns:
@@ -323,8 +335,11 @@ def _plain_columns(rows: Rows, k: int, options: Options) -> _Columns:
     columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * k
     kinds = []
     changed = False
+    types: set[type] = set()
     for i, column in enumerate(columns):
-        kind, decimals, floats, only = _column_kind(frozenset(map(type, column)))
+        held = frozenset(map(type, column))
+        types |= held
+        kind, decimals, floats, only = _column_kind(held)
         kinds.append(kind)
         if decimals:
             column = columns[i] = _decimals(column, only, options)
@@ -332,7 +347,7 @@ def _plain_columns(rows: Rows, k: int, options: Options) -> _Columns:
         if floats and _has_nan(column):
             columns[i] = [NAN if v != v else v for v in column]
             changed = True
-    return _Columns(columns, kinds, changed)
+    return _Columns(columns, kinds, changed, types)
 
 
 @functools.lru_cache(maxsize=256)
