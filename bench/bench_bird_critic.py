@@ -22,12 +22,17 @@ those databases; the harness runs unchanged, once per (instance, prediction), in
 its only setting) and whose `psql` / `dropdb` / `createdb` (which it calls with `-h
 bird_critic_postgresql -p 5432` to reset the database from its template after each
 instance) are two-line wrappers giving the server's address instead. psycopg2 (the
-harness's driver, not a queryeval dependency) comes from a folder:
+harness's driver, not a queryeval dependency) comes from a folder, the harnesses from their
+repositories:
 
-    .venv/bin/pip install --target /tmp/pg2lib psycopg2-binary tqdm
-    .venv/bin/python bench/bench_bird_critic.py --psycopg2 /tmp/pg2lib \
-        --official /work/.mirror/bird-bench+BIRD-CRITIC-1/repo \
-        --livesqlbench /work/.mirror/bird-bench+livesqlbench/repo  (git dirs or checkouts)
+    git clone https://github.com/bird-bench/BIRD-CRITIC-1 BIRD-CRITIC-1
+    git clone https://github.com/bird-bench/livesqlbench livesqlbench
+    .venv/bin/pip install --target PG2LIB psycopg2-binary tqdm
+    .venv/bin/python bench/bench_bird_critic.py --psycopg2 PG2LIB \
+        --official BIRD-CRITIC-1 --livesqlbench livesqlbench  (checkouts or git dirs)
+
+Each is required (`--dialect sqlite` or `postgresql` needs no `--livesqlbench`,
+`--dialect livesqlbench` no `--official`).
 
 Prints each verdict pair, the count of equal ones, wall and CPU seconds and the load.
 """
@@ -89,6 +94,22 @@ SPAIN = "SELECT name FROM member WHERE country = 'Spain'"
 RAISE = "UPDATE member SET score = score + 10 WHERE country = 'Spain'"
 FUNC = "CREATE {} FUNCTION bonus(s int) RETURNS int AS $$ SELECT {} $$ LANGUAGE sql"
 
+
+def _raise_task(test: str, **fields: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The Spanish members' raise checked by `test`, and its predictions: right, wrong,
+    an error, two statements in one item, two items (each half the raise)."""
+    task = {**fields, "query": "Give Spanish members 10 more points.", "sol_sql": [RAISE],
+            "test_cases": [test]}  # fmt: skip
+    half = RAISE.replace("10", "5")
+    return task, {
+        "right": [RAISE],
+        "wrong": ["UPDATE member SET score = score + 10"],
+        "error": ["UPDATE member SET scor = scor + 10"],
+        "multi": [RAISE + "; SELECT 1"],
+        "items": [half, half],
+    }
+
+
 # instance id -> (fields, {prediction name: pred_sqls})
 INSTANCES: dict[str, tuple[dict[str, Any], dict[str, list[str]]]] = {
     "PG_0": (
@@ -125,20 +146,7 @@ INSTANCES: dict[str, tuple[dict[str, Any], dict[str, list[str]]]] = {
             "wrong": ["SELECT country, avg(fee) FROM member GROUP BY 1"],
         },
     ),
-    "PG_3": (
-        {
-            "query": "Give Spanish members 10 more points.",
-            "sol_sql": [RAISE],
-            "test_cases": [SCORES],
-        },
-        {
-            "right": [RAISE],
-            "wrong": ["UPDATE member SET score = score + 10"],
-            "error": ["UPDATE member SET scor = scor + 10"],
-            "multi": [RAISE + "; SELECT 1"],
-            "items": [RAISE.replace("10", "5"), RAISE.replace("10", "5")],
-        },
-    ),
+    "PG_3": _raise_task(SCORES),
     "PG_4": (
         {
             "query": "Write 'checked' in the audit.",
@@ -272,20 +280,7 @@ SQLITE_INSTANCES: dict[str, tuple[dict[str, Any], dict[str, list[str]]]] = {
             "wrong": ["SELECT country, SUM(fee) FROM member GROUP BY 1"],
         },
     ),
-    "SQLite_3": (
-        {
-            "query": "Give Spanish members 10 more points.",
-            "sol_sql": [RAISE],
-            "test_cases": [S_SCORES],
-        },
-        {
-            "right": [RAISE],
-            "wrong": ["UPDATE member SET score = score + 10"],
-            "error": ["UPDATE member SET scor = scor + 10"],
-            "multi": [RAISE + "; SELECT 1"],
-            "items": [RAISE.replace("10", "5"), RAISE.replace("10", "5")],
-        },
-    ),
+    "SQLite_3": _raise_task(S_SCORES),
     "SQLite_4": (
         {
             "query": "Write 'checked' in the audit.",
@@ -383,21 +378,7 @@ LIVE_INSTANCES: dict[str, tuple[dict[str, Any], dict[str, list[str]]]] = {
             "wrong": ["SELECT country, SUM(fee) FROM member GROUP BY 1"],
         },
     ),
-    "club_M_1": (
-        {
-            **MANAGE,
-            "query": "Give Spanish members 10 more points.",
-            "sol_sql": [RAISE],
-            "test_cases": [SCORES],
-        },
-        {
-            "right": [RAISE],
-            "wrong": ["UPDATE member SET score = score + 10"],
-            "error": ["UPDATE member SET scor = scor + 10"],
-            "multi": [RAISE + "; SELECT 1"],
-            "items": [RAISE.replace("10", "5"), RAISE.replace("10", "5")],
-        },
-    ),
+    "club_M_1": _raise_task(SCORES, **MANAGE),
     "club_M_2": (
         {
             **MANAGE,
@@ -634,18 +615,31 @@ def run_queryeval(dialect: str, folder: Path, legacy: bool) -> dict[Any, bool]:
     return verdicts
 
 
-def main() -> int:
+OFFICIAL = "the bird-bench/BIRD-CRITIC-1 repository (a checkout or a git dir)"
+FETCH_OFFICIAL = "git clone https://github.com/bird-bench/BIRD-CRITIC-1"
+LIVE = "the bird-bench/livesqlbench repository (a checkout or a git dir)"
+FETCH_LIVE = "git clone https://github.com/bird-bench/livesqlbench"
+FETCH_PSYCOPG2 = "make one with `.venv/bin/pip install --target FOLDER psycopg2-binary tqdm`"
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--official", type=Path,
-                        default=Path("/work/.mirror/bird-bench+BIRD-CRITIC-1/repo"))  # fmt: skip
+    parser.add_argument("--official", type=Path, help=f"{OFFICIAL} ({FETCH_OFFICIAL})")
     parser.add_argument("--psycopg2", type=Path, required=True,
-                        help="a folder holding psycopg2 (pip install --target)")  # fmt: skip
-    parser.add_argument("--livesqlbench", type=Path,
-                        default=Path("/work/.mirror/bird-bench+livesqlbench/repo"))  # fmt: skip
+                        help=f"a folder holding psycopg2 ({FETCH_PSYCOPG2})")  # fmt: skip
+    parser.add_argument("--livesqlbench", type=Path, help=f"{LIVE} ({FETCH_LIVE})")
     parser.add_argument("--dialect", default="all",
                         choices=["sqlite", "postgresql", "livesqlbench", "all"])  # fmt: skip
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     dialects = list(DIALECTS) if args.dialect == "all" else [args.dialect]
+    needed = {"official": (args.official, OFFICIAL, FETCH_OFFICIAL, {"sqlite", "postgresql"}),
+              "livesqlbench": (args.livesqlbench, LIVE, FETCH_LIVE, {"livesqlbench"})}  # fmt: skip
+    for flag, (given, what, fetch, users) in needed.items():
+        if users & set(dialects) and (given is None or not given.exists()):
+            found = "is required" if given is None else f"{given}: no such folder"
+            parser.error(f"--{flag} {found}: {what}; get it with `{fetch}`")
+    if not args.psycopg2.is_dir():
+        parser.error(f"--psycopg2 {args.psycopg2}: no such folder; {FETCH_PSYCOPG2}")
     load = os.getloadavg()
     start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     summary = []

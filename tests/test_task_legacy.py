@@ -104,3 +104,32 @@ def test_livesqlbench_legacy_import(tmp_path: Path) -> None:
             assert tests["club_M_1"][0]["condition"] == "SELECT true"
         else:
             assert "legacy" not in options and "ex_base" in tests["club_M_1"][0]["python"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--dialect", "sqlite"], "--official is required"),
+        (["--dialect", "livesqlbench"], "--livesqlbench is required"),
+        (["--dialect", "sqlite", "--official", "/no/such/repo"], "no such folder"),
+    ],
+)
+def test_bench_asks_for_the_official_repositories(
+    monkeypatch: Any, capsys: Any, tmp_path: Path, args: list[str], expected: str
+) -> None:
+    """bench/bench_bird_critic.py assumes no folder of one machine: the harnesses'
+    repositories are required arguments, a missing one said with how to get it (exit 2)."""
+    import importlib.util
+    import sys
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts src/ in front
+    path = Path(__file__).resolve().parents[1] / "bench" / "bench_bird_critic.py"
+    spec = importlib.util.spec_from_file_location("bench_bird_critic_args", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--psycopg2", str(tmp_path), *args])
+    assert stop.value.code == 2
+    message = capsys.readouterr().err
+    assert expected in message and "git clone https://github.com/bird-bench/" in message
