@@ -107,6 +107,54 @@ def test_a_model_not_on_disk_is_unavailable_without_reaching_a_hub(
     assert reached == []
 
 
+def test_two_threads_loading_at_once_leave_the_hub_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Thread A enters the offline scope, B enters, A leaves (B still loading: still offline,
+    bars still off), B leaves: the hub's offline switch and the progress bars are as before.
+    Saved and restored per thread, A would turn offline mode off under B and B would leave it
+    on for the process."""
+    import threading
+
+    from huggingface_hub import constants
+    from transformers.utils import logging as hf_logging
+
+    from queryeval.embeddings._backends import _hub_offline
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the premise: online, bars on
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.enable_progress_bar()
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, tuple[bool, bool]] = {}
+
+    def state() -> tuple[bool, bool]:
+        return constants.HF_HUB_OFFLINE, hf_logging.is_progress_bar_enabled()
+
+    def first() -> None:
+        with _hub_offline():
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def second() -> None:
+        a_in.wait(10)
+        with _hub_offline():
+            b_in.set()
+            a_out.wait(10)
+            seen["b after a left"] = state()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    after = state()
+    if not bars:
+        hf_logging.disable_progress_bar()
+    assert seen == {"b after a left": (True, False)}
+    assert after == (False, True)
+
+
 def test_persistent_cache_hit_makes_no_model_call(
     local_backend: LocalBackend, tmp_path: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,21 +76,41 @@ def local_model_source(model: str) -> tuple[str, str]:
     return model, model
 
 
+_hub_lock = threading.Lock()
+_hub_depth = 0  # threads inside `_hub_offline` now
+_hub_saved: tuple[bool, bool] = (False, True)  # (offline, bars) as the first of them found them
+
+
 @contextmanager
 def _hub_offline() -> Iterator[None]:
-    """huggingface_hub offline for the block, then as it was. The library reads HF_HUB_OFFLINE
-    once, at its import, into `constants.HF_HUB_OFFLINE`, and consults that (not
-    `local_files_only`) before some requests of its own (its user agent's harness registry);
-    the constant is set for the load and put back, so neither the environment nor the
-    library's state outlives it."""
+    """huggingface_hub offline and transformers' progress bars off for the block, then as
+    they were. The library reads HF_HUB_OFFLINE once, at its import, into
+    `constants.HF_HUB_OFFLINE`, and consults that (not `local_files_only`) before some
+    requests of its own (its user agent's harness registry). Both are process-wide, so the
+    scope is counted under a lock: the first thread in saves and sets them, the last one out
+    puts them back (two threads loading at once cannot leave offline mode on), and neither
+    the environment nor the library's state outlives the loads.
+    """
+    global _hub_depth, _hub_saved
     from huggingface_hub import constants
+    from transformers.utils import logging as hf_logging
 
-    before = constants.HF_HUB_OFFLINE
-    constants.HF_HUB_OFFLINE = True
+    with _hub_lock:
+        _hub_depth += 1
+        if _hub_depth == 1:
+            _hub_saved = (constants.HF_HUB_OFFLINE, hf_logging.is_progress_bar_enabled())
+            constants.HF_HUB_OFFLINE = True
+            hf_logging.disable_progress_bar()  # no loading bars in a run's output
     try:
         yield
     finally:
-        constants.HF_HUB_OFFLINE = before
+        with _hub_lock:
+            _hub_depth -= 1
+            if _hub_depth == 0:
+                offline, bars = _hub_saved
+                constants.HF_HUB_OFFLINE = offline
+                if bars:
+                    hf_logging.enable_progress_bar()
 
 
 @functools.cache
@@ -99,17 +120,13 @@ def load_sentence_transformer(source: str, device: str, half: bool = False) -> A
 
     Offline by the loader's own setting (`local_files_only=True`, which sentence-transformers
     passes to every Hugging Face lookup) and, while it loads, huggingface_hub's offline switch
-    (`_hub_offline`); the process's environment is never changed."""
+    and progress bars off (`_hub_offline`); the process's environment is never changed."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise EmbeddingsUnavailable(
             "local embeddings need sentence-transformers (pip install 'queryeval[embeddings]')"
         ) from exc
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # no loading bars in a run's output, put back after
     try:
         with _hub_offline():
             model = SentenceTransformer(source, device=device, local_files_only=True)
@@ -117,9 +134,6 @@ def load_sentence_transformer(source: str, device: str, half: bool = False) -> A
         raise EmbeddingsUnavailable(
             f"cannot load embedding model {source!r} offline: {exc}"
         ) from exc
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
     return model.half() if half else model
 
 
