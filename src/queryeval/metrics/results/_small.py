@@ -332,6 +332,8 @@ def _plain_columns(rows: Rows, k: int, options: Options) -> _Columns:
     a date by itself (no other temporal type is present: dates equal as dates exactly when
     their midnights are the same instant). Columns of other types are left as they are
     (the caller reads such rows by `canonical`)."""
+    if len(rows) == 1:
+        return _plain_row(rows[0], options)
     columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * k
     kinds = []
     changed = False
@@ -348,6 +350,25 @@ def _plain_columns(rows: Rows, k: int, options: Options) -> _Columns:
             columns[i] = [NAN if v != v else v for v in column]
             changed = True
     return _Columns(columns, kinds, changed, types)
+
+
+def _plain_row(row: tuple[Any, ...], options: Options) -> _Columns:
+    """`_plain_columns` of one row, value by value (a decimal by `_decimal`, as a column
+    of decimals converts each of its values)."""
+    values: list[Sequence[Any]] = []
+    kinds = []
+    changed = False
+    for value in row:
+        kind = type(value)
+        kinds.append(_column_kind(frozenset((kind,)))[0])
+        if kind is decimal.Decimal:
+            value = _decimal(value, options.policy)
+            changed = True
+        elif kind is float and value != value:
+            value = NAN
+            changed = True
+        values.append((value,))
+    return _Columns(values, kinds, changed, set(map(type, row)))
 
 
 @functools.lru_cache(maxsize=256)
