@@ -1,6 +1,6 @@
 """Shared by the PostgreSQL and task tests: a small club database as a fixture seed, an
-engine of each kind on it, and a checksum of a database's content (the user's database
-must stay unchanged)."""
+engine of each kind on it, a scoring context of it, and a checksum of a database's content
+(the user's database must stay unchanged)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from queryeval.config import DatabaseConfig
 from queryeval.engines import Engine, build_engine
 from queryeval.engines._disposable_python import wall_missing
 from queryeval.engines._postgres_server import missing_reason
+from queryeval.scorers import ScoringContext
 
 MEMBERS = "id,name,country,score\n1,Ann,France,70\n2,Bo,Spain,90\n3,Ed,Spain,55\n4,Cy,Italy,80\n"
 NO_POSTGRES = missing_reason()
@@ -23,6 +24,20 @@ needs_postgres = pytest.mark.skipif(NO_POSTGRES is not None, reason=str(NO_POSTG
 NO_WALL = wall_missing()
 needs_wall = pytest.mark.skipif(NO_WALL is not None, reason=f"Python test functions: {NO_WALL}")
 KINDS = ["sqlite", "duckdb", pytest.param("postgres", marks=needs_postgres)]
+
+
+class ClubContext(ScoringContext):
+    """A scoring context whose one database, `club`, is `engine`."""
+
+    def __init__(self, engine: Any) -> None:
+        super().__init__()
+        self._engine = engine
+
+    def engine(self, database: str) -> Any:
+        return self._engine
+
+    def database_names(self) -> list[str]:
+        return ["club"]
 
 
 def club_seed(folder: Path) -> Path:

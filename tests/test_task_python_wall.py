@@ -17,22 +17,10 @@ import pytest
 from queryeval.cases import Attempt, Case, Output
 from queryeval.config import ScorerConfig
 from queryeval.engines import _disposable_python
-from queryeval.scorers import ScoringContext, build_scorer, score_case
-from task_support import checksum, club_engine, needs_wall
+from queryeval.scorers import build_scorer, score_case
+from task_support import ClubContext, checksum, club_engine, needs_wall
 
 _HEAD = "def test_case(pred_sqls, sol_sqls, db, conn, conditions=None):\n"
-
-
-class _Context(ScoringContext):
-    def __init__(self, engine: Any) -> None:
-        super().__init__()
-        self._engine = engine
-
-    def engine(self, database: str) -> Any:
-        return self._engine
-
-    def database_names(self) -> list[str]:
-        return ["club"]
 
 
 def _score(engine: Any, body: str, **options: Any) -> Any:
@@ -42,7 +30,7 @@ def _score(engine: Any, body: str, **options: Any) -> Any:
     )
     scorer = build_scorer(ScorerConfig(name="task_tests", options=options))
     output = Output(attempts=[Attempt(query="UPDATE member SET score = 0 WHERE id = 1")])
-    return score_case(scorer, case, output, _Context(engine))
+    return score_case(scorer, case, output, ClubContext(engine))
 
 
 @pytest.fixture(scope="module")

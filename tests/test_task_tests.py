@@ -14,8 +14,8 @@ import yaml
 from queryeval.cases import Attempt, Case, Output
 from queryeval.config import ScorerConfig
 from queryeval.engines import transaction_control
-from queryeval.scorers import ScoringContext, build_scorer, score_case
-from task_support import KINDS, checksum, club_engine, needs_postgres, needs_wall
+from queryeval.scorers import build_scorer, score_case
+from task_support import KINDS, ClubContext, checksum, club_engine, needs_postgres, needs_wall
 
 TASKS = yaml.safe_load("""
 raise-spain:
@@ -74,18 +74,6 @@ HOSTILE = [
 ]
 
 
-class _Context(ScoringContext):
-    def __init__(self, engine: Any) -> None:
-        super().__init__()
-        self._engine = engine
-
-    def engine(self, database: str) -> Any:
-        return self._engine
-
-    def database_names(self) -> list[str]:
-        return ["club"]
-
-
 def _case(name: str, task: dict[str, Any]) -> Case:
     target = {"task": {"database": "club", **task}}
     turn = {"role": "user", "content": name, "target": target}
@@ -94,7 +82,7 @@ def _case(name: str, task: dict[str, Any]) -> Case:
 
 def _score(engine: Any, case: Case, text: str, **options: Any) -> Any:
     scorer = build_scorer(ScorerConfig(name="task_tests", options=options))
-    return score_case(scorer, case, Output(attempts=[Attempt(query=text)]), _Context(engine))
+    return score_case(scorer, case, Output(attempts=[Attempt(query=text)]), ClubContext(engine))
 
 
 @pytest.fixture(scope="module", params=KINDS)
