@@ -128,7 +128,8 @@ def test_garbage_and_wrong_answers_stay_at_ex(ctx: ScoringContext) -> None:
 @needs_postgres
 def test_postgres_over_sqlalchemy_translated_to_duckdb(tmp_path: Path) -> None:
     """A PostgreSQL server queryeval starts, reached by a psycopg URL: the witness is a DuckDB
-    database, the queries sqlglot's translations, the server's queries kept beside them."""
+    database, the queries sqlglot's translations, the server's queries kept beside them;
+    it may hold only on the translation, so it is reported unverified, not counted."""
     server = club_engine("postgres", tmp_path)
     try:
         kv = dict(part.split("=", 1) for part in server.conninfo.split())
@@ -142,8 +143,10 @@ def test_postgres_over_sqlalchemy_translated_to_duckdb(tmp_path: Path) -> None:
             assert right.details["metrics"]["verified"] == 1.0
             gold, pred = ("SELECT count(*) FROM member WHERE score > 60",
                           "SELECT count(*) FROM member WHERE score >= 60")  # fmt: skip
-            wrong = score(ctx, gold, pred)
-            witness = wrong.details["counterexample"]
+            wrong = score(ctx, gold, pred)  # a witness of the translations: not counted
+            assert wrong.details["metrics"]["verified"] == 1.0 and wrong.details["tier"] == "ex"
+            assert "translated by sqlglot from postgres" in wrong.details["unverified"]
+            witness = wrong.details["unverified_witness"]
             assert witness["dialect"] == "duckdb" and witness["replayed"]
             assert witness["server"]["queries"] == {"gold": gold, "prediction": pred}
             assert (
@@ -182,3 +185,31 @@ def test_an_unfaithful_copy_is_unverified_not_a_counterexample(tmp_path: Path) -
     finally:
         verifier.close()
         engine.close()
+
+
+def test_a_witness_on_a_column_copied_as_text_is_unverified_not_a_failure(
+    tmp_path: Path,
+) -> None:
+    """A column whose type the copy cannot keep is copied as text: `x > 30` and `x >= 31`
+    differ on the text '300', not on the server's number 300; a bounded sample (2 of 3
+    rows) leaves no check against the server's results. The witness is the
+    evaluator's limit: EX's verdict stands, the witness is kept under `unverified_witness`
+    with the reason."""
+    con = sqlite3.connect(tmp_path / "s.sqlite")
+    con.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, x);"
+                      "INSERT INTO t VALUES (1, 300), (2, 25), (3, 40);")  # fmt: skip
+    con.commit()
+    con.close()
+    ctx = _context(f"sqlite:///{tmp_path / 's.sqlite'}", tmp_path)
+    try:
+        s = score(ctx, "SELECT count(*) FROM t WHERE x > 30",
+                  "SELECT count(*) FROM t WHERE x >= 31", rows_per_table=2)  # fmt: skip
+    finally:
+        ctx.close()
+    assert s.details["metrics"] == {"ex": 1.0, "verified": 1.0, "with_judge": 1.0}
+    assert s.value == 1.0 and "counterexample" not in s.details and s.details["tier"] == "ex"
+    assert s.details["unverified"].startswith("witness on a copy not proven faithful")
+    assert "copied as text: t.x" in s.details["unverified"]
+    witness = s.details["unverified_witness"]
+    assert witness["server"]["queries"]["gold"] == "SELECT count(*) FROM t WHERE x > 30"
+    assert any(isinstance(v, str) for row in witness["tables"]["t"]["rows"] for v in row[1:])

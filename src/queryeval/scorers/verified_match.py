@@ -102,6 +102,10 @@ class VerifiedMatchScorer(ExecutionMatchScorer):
                 f"variants could not be built: {type(exc).__name__}: {exc}"
             )
             return score
+        if outcome.unverified is not None:  # a witness only the evaluator's copy may hold
+            score.details["unverified"] = outcome.unverified
+            score.details["unverified_witness"] = outcome.unverified_witness
+            return score
         score.details["tier"] = "variants"
         score.details["variants"] = {**outcome.details(), "seed": self.options.seed}
         if outcome.counterexample is None:

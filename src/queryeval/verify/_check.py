@@ -52,12 +52,15 @@ class Settings:
 @dataclass
 class Outcome:
     """What the variants showed: how many were compared, skipped (and why), and the
-    counterexample when one was found."""
+    counterexample when one was found; `unverified` says why a witness found may not hold
+    on the database itself (`unverified_witness`: it does not lower the score)."""
 
     checked: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     counterexample: dict[str, Any] | None = None
     note: str | None = None
+    unverified: str | None = None
+    unverified_witness: dict[str, Any] | None = None
 
     def skip(self, why: str) -> None:
         """Count a variant left out."""

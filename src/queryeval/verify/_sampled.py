@@ -9,6 +9,15 @@ witness is a local database, not the server; its queries are the translations. W
 copied table is complete, the translated queries must give the server's own results on the
 copy (by the scorer's comparison), else the case stays unverified (a translation or a type
 that does not carry over is the evaluator's limit, never the prediction's fault).
+
+A witness counts (verified = 0) only where the copy is proven to behave as the server: the
+same engine kind (a SQLite server copied into SQLite, its queries unchanged) and every
+column's type kept. A witness found on a copy whose queries sqlglot translated, or with a
+column copied as text, may exist only on the copy (`x > 30` and `x >= 31` differ on the
+text '300'): the case keeps EX's verdict and the witness is reported under
+`Outcome.unverified` with the reason. A bounded (incomplete) sample alone does not stop a
+witness: its database is replayed by the server's own engine kind with the original
+queries, whatever rows the sample held.
 """
 
 from __future__ import annotations
@@ -115,7 +124,24 @@ class SampledVerifier(Verifier):
             outcome = verifier.check(local_gold, local_pred, differs)
             if outcome.counterexample is not None:
                 self._annotate(outcome.counterexample, gold, pred, copied, complete)
+                why = self.unproven(copied)
+                if why is not None:
+                    outcome.unverified = f"witness on a copy not proven faithful: {why}"
+                    outcome.unverified_witness = outcome.counterexample
+                    outcome.counterexample = None
             return outcome
+
+    def unproven(self, copied: dict[str, Any]) -> str | None:
+        """Why a witness found on the copy may not hold on the server (None: the copy is
+        the server's engine kind, its queries unchanged, every column's type kept)."""
+        why = []
+        if self.target != self.source:
+            why.append(f"its queries were translated by sqlglot from {self.source} to "
+                       f"{self.target}")  # fmt: skip
+        unmapped = sorted(f"{c.name}.{u}" for c in copied.values() for u in c.unmapped)
+        if unmapped:
+            why.append(f"columns copied as text: {', '.join(unmapped)}")
+        return "; ".join(why) or None
 
     def _faithful(self, local: Engine, gold: str, local_gold: str, pred: str,
                   local_pred: str, differs: Differs) -> None:  # fmt: skip
