@@ -4,6 +4,7 @@ library naming the extra that installs it, registered plugins and entry points."
 
 from __future__ import annotations
 
+import importlib
 import sys
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -91,6 +92,39 @@ def test_a_plugin_module_that_registers_on_import_is_used(tmp_path: Path) -> Non
     finally:
         sys.modules.pop("tests_registry_target", None)
         sys.modules.pop("qe_reg_plugin", None)
+
+
+def test_two_suites_same_named_plugins_each_import_their_own_file(tmp_path: Path) -> None:
+    """Two suites' folders each with a plugin `qe_reg_same` (a module, and a package with a
+    submodule): each import gives that folder's file, not the module the other cached; a
+    module imported some other way is left alone; sys.path is as it was."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, word in ((first, "one"), (second, "two")):
+        (folder / "qe_reg_pkg").mkdir(parents=True)
+        (folder / "qe_reg_same.py").write_text(f"WORD = {word!r}\n")
+        (folder / "qe_reg_pkg" / "__init__.py").write_text("")
+        (folder / "qe_reg_pkg" / "scorers.py").write_text(f"WORD = {word!r}\n")
+    path_before = list(sys.path)
+    try:
+        assert import_module_from("qe_reg_same", [first]).WORD == "one"
+        assert import_module_from("qe_reg_same", [second]).WORD == "two"
+        assert import_module_from("qe_reg_same", [first]).WORD == "one"
+        assert import_module_from("qe_reg_same", [first]) is sys.modules["qe_reg_same"]
+        assert import_module_from("qe_reg_pkg.scorers", [first]).WORD == "one"
+        assert import_module_from("qe_reg_pkg.scorers", [second]).WORD == "two"
+        assert Path(sys.modules["qe_reg_pkg"].__file__ or "").parent.parent == second
+        assert sys.path == path_before
+        # imported another way (the folder on sys.path): queryeval leaves it as it is
+        for name in ("qe_reg_same", "qe_reg_pkg", "qe_reg_pkg.scorers"):
+            sys.modules.pop(name, None)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.syspath_prepend(str(first))
+            own = importlib.import_module("qe_reg_same")
+        assert import_module_from("qe_reg_same", [second]) is own
+        assert own.WORD == "one"
+    finally:
+        for name in ("qe_reg_same", "qe_reg_pkg", "qe_reg_pkg.scorers"):
+            sys.modules.pop(name, None)
 
 
 def test_the_five_kinds_use_it() -> None:

@@ -30,8 +30,10 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Generic, TypeVar
@@ -92,10 +94,36 @@ def _importable(folders: Iterable[str | Path]) -> Iterator[None]:
                     sys.path.remove(folder)
 
 
+# top-level name -> the module `import_module_from` imported from the folders it was given
+# (a suite's plugins), while something holds it; guarded by _PATH_LOCK
+_FROM_FOLDERS: weakref.WeakValueDictionary[str, ModuleType] = weakref.WeakValueDictionary()
+
+
+def _location(spec: ModuleSpec | None) -> str | None:
+    """Where a module spec loads from: its file, or a namespace package's folders."""
+    if spec is None:
+        return None
+    if spec.origin and spec.origin != "namespace":
+        return str(Path(spec.origin).resolve())
+    return repr(sorted(str(Path(p).resolve()) for p in spec.submodule_search_locations or ()))
+
+
+def _module_location(module: ModuleType) -> str | None:
+    file = getattr(module, "__file__", None)
+    if file:
+        return str(Path(file).resolve())
+    return repr(sorted(str(Path(p).resolve()) for p in getattr(module, "__path__", ())))
+
+
 def import_module_from(name: str, folders: Iterable[str | Path] = ()) -> ModuleType:
     """Import module `name`, with `folders` importable while it imports (a suite's folder
     for its plugins and callables); `sys.path` is left as it was. A module that imports
     its own neighbours later, inside a function, must import them at its top instead.
+
+    A module found in `folders` is that file even where another folder's module of the same
+    name was imported before (a second suite's ``plugins: [scorers]``): the earlier one, and
+    its package's submodules, leave `sys.modules` (what holds them keeps them) and the
+    module is imported from `folders`. Modules imported any other way are left alone.
 
     >>> import sys
     >>> before = list(sys.path)
@@ -104,8 +132,24 @@ def import_module_from(name: str, folders: Iterable[str | Path] = ()) -> ModuleT
     >>> sys.path == before
     True
     """
-    with _importable(folders):
-        return importlib.import_module(name)
+    paths = [str(f) for f in folders if str(f)]
+    with _importable(paths):
+        top = name.partition(".")[0]
+        where = _location(PathFinder.find_spec(top, paths)) if paths else None
+        if where is not None:
+            cached = sys.modules.get(top)
+            if (
+                cached is not None
+                and cached is _FROM_FOLDERS.get(top)
+                and _module_location(cached) != where
+            ):
+                for loaded in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+                    del sys.modules[loaded]
+                importlib.invalidate_caches()
+        module = importlib.import_module(name)
+        if where is not None and _module_location(sys.modules[top]) == where:
+            _FROM_FOLDERS[top] = sys.modules[top]
+        return module
 
 
 def load_target(target: str, folders: Iterable[str | Path] = ()) -> Any:
