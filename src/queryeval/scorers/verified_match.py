@@ -5,9 +5,12 @@ minimal, replayable counterexample (docs/verified.md).
 Tiers, the deciding one in ``details.tier``:
 
 - ``ex``: `execution_match` itself (its options, comparison policies, legacy rules and
-  test-suite variants); EX = 0 ends here. A case the variants cannot check (an engine
-  other than DuckDB or SQLite, expected rows instead of a gold query, a database whose
-  values no script can write) also ends here, with ``details.unverified`` saying why.
+  test-suite variants); EX = 0 ends here. Variants are built for DuckDB, SQLite, the
+  embedded KQL engine, Cypher on the embedded ArcadeDB and a server reached by a
+  SQLAlchemy URL (a sample copied locally). A case they cannot check (another engine,
+  expected rows instead of a gold query, a database whose values no script can write, a
+  witness found only on a copy not proven faithful, kept in
+  ``details.unverified_witness``) also ends here, with ``details.unverified`` saying why.
 - ``variants``: EX = 1 and the variants ran: 0 with ``details.counterexample`` when the
   prediction differs from the gold on one, else 1.
 
