@@ -307,3 +307,63 @@ def _recheck_kql(findings: list[dict], kql_rows: Any, tmp_path: Path, kinds: set
             permuted_copy("duckdb", source, copy, ev["permuted"]["order"], ev["permuted"]["seed"])
             rows = kql_rows(copy, options, ev["query"])
             assert rows == ev["permuted"]["result"]["rows"] != ev["result"]["rows"]
+
+
+def test_a_graph_copy_whose_rows_cannot_be_read_releases_its_verifier(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`Verifier.base` raising (the graph's rows unreadable) closes the verifier, which holds
+    the shared scratch ArcadeDB, and notes why; the audit goes on without the check."""
+    import queryeval.verify
+    from queryeval.audit._checks import Auditor
+    from queryeval.audit._model import AuditReport
+
+    closed: list[bool] = []
+
+    class Unreadable:
+        def __init__(self, engine: Any, settings: Any) -> None:
+            self.schema = type("S", (), {"tables": {"Person": None}})()
+
+        def base(self, tables: list[str]) -> Any:
+            raise RuntimeError("the server went away")
+
+        def close(self) -> None:
+            closed.append(True)
+
+    monkeypatch.setattr(queryeval.verify, "Verifier", Unreadable)
+    auditor = Auditor.__new__(Auditor)
+    auditor._graphs, auditor.seed = {}, 0
+    auditor.report = AuditReport("s", cases=1)
+    assert auditor._graph_copy("movies", object()) is None  # type: ignore[arg-type]
+    assert closed == [True]
+    assert "the server went away" in auditor.report.notes[0]
+    assert auditor._graph_copy("movies", object()) is None and closed == [True]  # type: ignore[arg-type]
+
+
+def test_a_verifier_runs_a_query_on_reordered_rows_through_a_public_method(
+    tmp_path: Path,
+) -> None:
+    """`Verifier.execute_on` (what the audit calls, not the private `_build`): the query's
+    result on a variant holding the rows given, in their order."""
+    from queryeval.config import DatabaseConfig
+    from queryeval.engines import build_engine
+    from queryeval.verify import Settings, Verifier
+
+    con = sqlite3.connect(tmp_path / "d.sqlite")
+    con.executescript("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1), (2), (3);")
+    con.commit()
+    con.close()
+    engine = build_engine("d", DatabaseConfig(engine="sqlite", path=str(tmp_path / "d.sqlite")),
+                          tmp_path, tmp_path)  # fmt: skip
+    verifier = Verifier(engine, Settings())
+    try:
+        rows = verifier.base(["t"])["t"]
+        assert rows == [(1,), (2,), (3,)]
+        first = verifier.execute_on(["t"], {"t": rows}, "SELECT a FROM t LIMIT 1")
+        last = verifier.execute_on(["t"], {"t": rows[::-1]}, "SELECT a FROM t LIMIT 1")
+        assert first.result is not None and last.result is not None
+        assert [tuple(r) for r in first.result.rows] == [(1,)]
+        assert [tuple(r) for r in last.result.rows] == [(3,)]
+    finally:
+        verifier.close()
+        engine.close()

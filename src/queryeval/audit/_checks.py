@@ -394,12 +394,12 @@ class Auditor:
             return
         verifier, tables, data = copied
         policy = policy_of(self.suite, gold.case)
-        forward = verifier._build(tables, data).engine.execute(gold.text)
+        forward = verifier.execute_on(tables, data, gold.text)
         if not forward.ok:
             return
         for order in ORDERS:
             permuted = {t: reorder(rows, order, self.seed, t) for t, rows in data.items()}
-            other = verifier._build(tables, permuted).engine.execute(gold.text)
+            other = verifier.execute_on(tables, permuted, gold.text)
             if other.ok and not same_result(other, forward, policy, gold.text, engine.dialect):
                 self._add(
                     gold,
@@ -430,7 +430,12 @@ class Auditor:
             except Exception as exc:  # a graph it cannot copy: noted, no check
                 self.report.notes.append(f"nondeterministic: no copy of {database!r}: {exc}")
                 return None
-            data = verifier.base(list(verifier.schema.tables))
+            try:
+                data = verifier.base(list(verifier.schema.tables))
+            except Exception as exc:  # its rows cannot be read: the scratch is released
+                verifier.close()
+                self.report.notes.append(f"nondeterministic: no copy of {database!r}: {exc}")
+                return None
             if any(len(rows) >= GRAPH_ROWS for rows in data.values()):
                 verifier.close()
                 self.report.notes.append(f"nondeterministic: {database!r} has more than "

@@ -247,6 +247,12 @@ class Verifier:
         """What a witness holds that the database's rows never do."""
         return _assumptions(self.schema, data, observed)
 
+    def execute_on(self, tables: list[str], data: Data, query: str) -> Execution:
+        """Run `query` on the variant holding `data` in `tables` (built once, cached):
+        how other packages (the gold audit) query a copy with its rows reordered."""
+        with self._lock:
+            return self._build(tables, data).engine.execute(query)
+
     # -- building -------------------------------------------------------------------------
 
     def _build(self, tables: list[str], data: Data, *, keep: bool = True) -> _Built:

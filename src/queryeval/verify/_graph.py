@@ -128,6 +128,10 @@ class GraphVerifier(Verifier):
     def _drop(self, built: _Built) -> None:
         return None
 
+    def execute_on(self, tables: list[str], data: Data, query: str) -> Execution:
+        with self._lock, self.scratch.lock:
+            return super().execute_on(tables, data, query)
+
     def _tie_explained(self, tables: list[str], kept: Data, gold: str, pred: str,
                        differs: Any) -> bool:  # fmt: skip
         """Whether the prediction's result on some order of the same nodes and
