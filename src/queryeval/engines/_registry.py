@@ -78,7 +78,7 @@ _BUILTIN: dict[str, EngineKind] = {
         ("fixture", "url"),
     ),
 }
-BUILTIN_ENGINES = tuple(_BUILTIN)
+BUILTIN_ENGINES = tuple(_BUILTIN)  # the built-in engine kinds, in their order (`engines.ENGINES`)
 
 
 def _from_entry_point(kind: str, loaded: Any) -> EngineKind:
