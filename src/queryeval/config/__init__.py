@@ -1,5 +1,8 @@
 """Suite configuration: the model and its YAML loader."""
 
+# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
+# packages (the private-modules contract has them import through here), not a public interface
+
 from queryeval.config._llm import ChatEndpoint, Price, import_litellm
 from queryeval.config._load import load_suite
 from queryeval.config._model import (
@@ -21,26 +24,11 @@ from queryeval.config._overlays import (
 from queryeval.config._presets import PRESETS
 from queryeval.config._systems import EndpointSpec, ExamplesSpec, ModelSpec, ReplySpec
 
+# What users call; the package's other names are for queryeval's own packages.
 __all__ = [
-    "PRESETS",
-    "BaselineConfig",
-    "ChatEndpoint",
     "DatabaseConfig",
-    "EndpointSpec",
-    "ExamplesSpec",
-    "ModelSpec",
-    "Overlay",
-    "OverlayEntry",
-    "OverlayGold",
-    "Price",
-    "RaySettings",
-    "ReplySpec",
-    "ReportConfig",
     "ScorerConfig",
     "SuiteConfig",
     "SystemConfig",
-    "import_litellm",
-    "load_overlay",
-    "load_overlays",
     "load_suite",
 ]
