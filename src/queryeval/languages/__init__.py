@@ -10,6 +10,9 @@ column position (0-based), a ``str`` a column name, ``None`` a key that is not a
 output column (an expression), which the comparator cannot use to find ties.
 """
 
+# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
+# packages (the private-modules contract has them import through here), not a public interface
+
 from __future__ import annotations
 
 from types import ModuleType
@@ -18,13 +21,12 @@ from queryeval._registry import Registry
 from queryeval.languages import cypher, kql, sql
 from queryeval.languages._order import OrderInfo, SortKey
 
+# What users call; the package's other names are for queryeval's own packages.
 __all__ = [
     "LANGUAGES",
     "OrderInfo",
-    "SortKey",
     "cypher",
     "kql",
-    "language_module",
     "read_only_refusal",
     "sql",
     "top_level_order",
