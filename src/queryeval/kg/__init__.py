@@ -3,6 +3,9 @@
 Importing this package imports neither neo4j nor CyVer; a validator loads them when built.
 """
 
+# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
+# packages (the private-modules contract has them import through here), not a public interface
+
 from queryeval.kg._context import kg_validator_from_context, validate_in_context
 from queryeval.kg._validity import (
     Check,
@@ -11,11 +14,9 @@ from queryeval.kg._validity import (
     KGValidity,
 )
 
+# What users call; the package's other names are for queryeval's own packages.
 __all__ = [
-    "Check",
     "KGValidationError",
     "KGValidator",
     "KGValidity",
-    "kg_validator_from_context",
-    "validate_in_context",
 ]
