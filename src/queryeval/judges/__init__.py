@@ -4,6 +4,9 @@ retries, an adaptive concurrency limit and a spend cap.
 Nothing here touches the network on import; the `openai` SDK is imported on first call.
 """
 
+# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
+# packages (the private-modules contract has them import through here), not a public interface
+
 from queryeval.judges._config import JudgeConfig, Price
 from queryeval.judges._context import (
     HOW_TO_CONFIGURE,
@@ -17,23 +20,14 @@ from queryeval.judges._parse import ParsedReply, parse_reply
 from queryeval.judges._rubric import Rubric, builtin_rubric, builtin_rubric_names, load_rubric
 from queryeval.judges._verdict import Verdict
 
+# What users call; the package's other names are for queryeval's own packages.
 __all__ = [
-    "HOW_TO_CONFIGURE",
-    "Estimate",
     "Judge",
     "JudgeConfig",
-    "JudgeRequest",
-    "JudgeStats",
-    "ParsedReply",
-    "Price",
     "Rubric",
     "Verdict",
     "build_judge",
     "builtin_rubric",
     "builtin_rubric_names",
-    "estimate_requests",
-    "judge_config",
-    "judge_from_context",
     "load_rubric",
-    "parse_reply",
 ]
