@@ -9,6 +9,9 @@ report is a function `(ReportInput, path) -> Path | None` registered with
 `register_report` or the `queryeval.reports` entry-point group (docs/recipes.md).
 """
 
+# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
+# packages (the private-modules contract has them import through here), not a public interface
+
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,18 +57,12 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
     return find(paths)
 
 
+# What users call; the package's other names are for queryeval's own packages.
 __all__ = [
     "ReportInput",
     "ReportWriter",
-    "comparison_markdown",
-    "comparison_text",
-    "find_runs",
-    "history_context",
     "register_report",
     "report_kinds",
-    "report_options_model",
-    "report_writer",
-    "summary_sections",
     "write_history",
     "write_reports",
 ]
