@@ -7,6 +7,9 @@ in flight asked once, and token and cost accounting kept per user (judge, each s
 Nothing here touches the network on import; `openai` and `httpx2` load on first call.
 """
 
+# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
+# packages (the private-modules contract has them import through here), not a public interface
+
 from queryeval.llm._budget import SpendCap
 from queryeval.llm._cache import DEFAULT_MAX_BYTES, ReplyCache, cache_bound, request_key
 from queryeval.llm._calls import CallError, CallStats, RetryPolicy, is_retryable_status
@@ -22,34 +25,13 @@ from queryeval.llm._tokens import (
     spend_parts,
 )
 
+# What users call; the package's other names are for queryeval's own packages.
 __all__ = [
-    "DEFAULT_MAX_BYTES",
-    "TOKENIZER_NOTE",
     "AdaptiveLimiter",
-    "Answer",
     "CallError",
-    "CallStats",
-    "ChatClient",
     "ChatService",
-    "HttpReply",
-    "JsonClient",
-    "Reply",
     "ReplyCache",
     "RetryPolicy",
-    "ServiceStats",
     "SpendCap",
     "SpendCapReached",
-    "Ticket",
-    "ToolCall",
-    "backoff_s",
-    "cache_bound",
-    "estimate_prompt_tokens",
-    "estimate_tokens",
-    "is_retryable_status",
-    "missing_key",
-    "policy_of",
-    "request_key",
-    "retry_after_s",
-    "retry_delay_s",
-    "spend_parts",
 ]
