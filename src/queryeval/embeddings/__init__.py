@@ -1,6 +1,9 @@
 """Sentence embeddings for answer scoring: a local model loaded offline or an OpenAI-compatible
 endpoint, behind a persistent (model id, text hash) cache. Importing this does not load torch."""
 
+# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
+# packages (the private-modules contract has them import through here), not a public interface
+
 from queryeval.embeddings._backends import (
     BUNDLED_MODEL_ID,
     EmbeddingsRejected,
@@ -26,12 +29,9 @@ from queryeval.embeddings._embedder import (
     similarity,
 )
 
+# What users call; the package's other names are for queryeval's own packages.
 __all__ = [
-    "BUNDLED_MODEL_ID",
-    "Calibration",
     "Embedder",
-    "EmbedderStats",
-    "EmbeddingsConfig",
     "EmbeddingsRejected",
     "EmbeddingsUnavailable",
     "EncodeBatcher",
@@ -40,12 +40,5 @@ __all__ = [
     "OpenAIBackend",
     "SqliteCache",
     "build_embedder",
-    "embedder_from_context",
-    "encode_with_progress",
-    "load_calibration",
-    "parse_embeddings_config",
-    "resolve_device",
-    "save_calibration",
     "similarity",
-    "text_key",
 ]
