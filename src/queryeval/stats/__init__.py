@@ -1,6 +1,9 @@
 """Aggregation and statistics: means, pass rates, confidence intervals, gates, comparisons,
 grid search."""
 
+# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
+# packages (the private-modules contract has them import through here), not a public interface
+
 from queryeval.metrics.aggregate import mean_or_none
 from queryeval.stats._bootstrap import MAX_BOOTSTRAP_N, Interval, mean_ci
 from queryeval.stats._columns import RunColumns, SystemColumns, record_latency
@@ -32,24 +35,12 @@ from queryeval.stats._headline import headline_metrics
 from queryeval.stats._mcnemar import McNemarResult, mcnemar_test
 from queryeval.stats._summary import summarize, summarize_scorer
 
+# What users call; the package's other names are for queryeval's own packages.
 __all__ = [
-    "BETTER",
-    "MAX_BOOTSTRAP_N",
-    "NO_DIFFERENCE",
-    "WORSE",
-    "ConfigResult",
     "Gate",
     "Interval",
     "Leaderboard",
-    "McNemarResult",
-    "MethodComparison",
-    "MetricComparison",
-    "RankCorrelation",
-    "RunColumns",
     "RunComparison",
-    "SystemColumns",
-    "SystemComparison",
-    "base_system",
     "check_gates",
     "compare_methods",
     "compare_records",
@@ -61,12 +52,6 @@ __all__ = [
     "mcnemar_test",
     "mean_ci",
     "mean_or_none",
-    "metric_flagged",
-    "metric_value",
-    "pair_systems",
     "parse_gate",
-    "record_latency",
-    "scores_by_config",
     "summarize",
-    "summarize_scorer",
 ]
