@@ -5,6 +5,9 @@ Live systems (callable, model, endpoint) share one small interface, `LiveSystem`
 `await system.generate(case) -> Output`, each owning its concurrency and timeouts.
 """
 
+# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
+# packages (the private-modules contract has them import through here), not a public interface
+
 from typing import TYPE_CHECKING, Any
 
 from queryeval.systems._build import (
@@ -52,42 +55,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# What users call; the package's other names are for queryeval's own packages.
 __all__ = [
-    "ANSWER",
     "CallableSystem",
-    "CaseOutputs",
-    "CaseTask",
     "EndpointSystem",
     "LiveSystem",
     "ModelSystem",
-    "PredictionLine",
     "PredictionsFile",
     "PromptTemplate",
-    "ReadOutput",
-    "SystemEstimate",
-    "SystemProblem",
-    "TextFields",
-    "attach_systems",
     "build_system",
     "builtin_prompt",
-    "case_database",
-    "case_task",
-    "check_system",
     "check_systems",
-    "coerce_output",
-    "empty_predictions",
-    "estimate_systems",
-    "import_callable",
-    "join_outputs",
     "load_prompt",
-    "parse_output",
-    "parse_prediction_line",
-    "prediction_key",
-    "read_output",
-    "read_path",
-    "read_prediction_line",
-    "render_body",
-    "repeated_record",
     "text_fields_for",
-    "unknown_case",
 ]
