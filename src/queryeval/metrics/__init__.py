@@ -21,6 +21,9 @@ each family's package holds the rest (batch variants, parsers, result types):
 True
 """
 
+# ruff: noqa: F401 - the result types imported here are importable from the package (for
+# queryeval's own packages) but exported by their families, not listed in `__all__`
+
 from typing import TYPE_CHECKING, Any
 
 # eager: `agreement` is also its submodule's name, which importing the submodule later
@@ -116,19 +119,14 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *_WHERE})
 
 
+# What users call: the functions, and the result sets they compare; each family's package
+# exports its result types (`queryeval.metrics.rag.ThresholdResult`, ...).
 __all__ = [
-    "AgenticReport",
-    "Agreement",
     "ComparisonResult",
-    "KeywordMatch",
     "ResultSet",
-    "TermSelectionResult",
-    "ThresholdResult",
-    "WeaviateAstResult",
-    "WeaviateQuery",
     "agentic_report",
     "agreement",
     "bleu",
