@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["GateFailure", "InputError"]
+
 
 class InputError(Exception):
     """Bad input: names the file, the place in it and what was expected. Exit code 2."""

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
 
+__all__ = ["RunResources"]
+
 T = TypeVar("T")
 
 
