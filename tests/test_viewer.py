@@ -571,3 +571,32 @@ def test_results_replaced_during_a_read_never_end_a_page_in_an_error(
         assert not (run / REVIEW).exists()
     finally:
         v.stop()
+
+
+def test_a_reviewed_run_never_shows_an_unreviewed_figure_as_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reviewed run's figures are counted with the review's overrides; where the records'
+    verdicts cannot be read, summary.json's figures are marked not reviewed (with the
+    problem), never passed off as the run's."""
+    from queryeval.viewer import _app
+    from queryeval.viewer._catalog import Catalog
+    from queryeval.viewer._review import add_override
+
+    run = make_run(tmp_path / "runs" / "r", write_cases(tmp_path / "cases.jsonl", 6), 6)
+    failing = next(r for r in _records(run) if not r["passed"])
+    add_override(run, failing, scorer="execution_match", verdict=True, note="gold is wrong",
+                 reviewer="ann")  # fmt: skip
+    catalog = Catalog([tmp_path / "runs"], tmp_path / "index")
+    view = _app.run_view(catalog.get(run_id(run)))
+    assert view["figures_reviewed"] is True and view["counted"]
+    assert all(s["before_review"] for s in view["systems"])  # summary.json's: before it
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("a part of the index is gone")
+
+    monkeypatch.setattr(_app, "verdicts", gone)
+    view = _app.run_view(catalog.get(run_id(run)))
+    assert view["counted"] is None and view["figures_reviewed"] is False
+    assert any(p.startswith("NOT REVIEWED: the review's 1 override(s)") for p in view["problems"])
+    assert all(s["before_review"] for s in view["systems"])

@@ -110,7 +110,9 @@ def _run_entry(run: Run) -> dict[str, Any]:
         "status": info.get("status") or ("complete" if run.summary else "unknown"),
         "config_hash": str(info.get("config_hash") or "")[:12],
         "n_cases": (run.summary or {}).get("n_cases"),
-        "systems": headline(run),
+        "systems": [  # summary.json's figures: before a review's overrides
+            {**s, "before_review": bool((run.review or {}).get("records"))} for s in headline(run)
+        ],
         "gates": [
             {"gate": g.get("gate"), "system": g.get("system"), "passed": g.get("passed")}
             for g in (run.summary or {}).get("gates") or []
@@ -263,7 +265,10 @@ def case_view(run: Run, system: str, case_id: str) -> dict[str, Any]:
 
 
 def run_view(run: Run) -> dict[str, Any]:
-    """Everything the run page shows."""
+    """Everything the run page shows. A reviewed run's figures are counted from its
+    records with the review's overrides (`counted`); where they cannot be, the page says
+    so and `figures_reviewed` is false: summary.json's figures (`sections`, and each of
+    `systems`, marked `before_review`) are never the reviewed run's figures."""
     from queryeval.reports import summary_sections
 
     problems = [*run.problems, *run.index_problems()]
@@ -279,6 +284,13 @@ def run_view(run: Run) -> dict[str, Any]:
         found = readable(run, "the records' verdicts", lambda: verdicts(run.index, run.review),
                          problems)  # fmt: skip
         counted = reviewed_headline(run, found) if found is not None else None
+    if reviewed and counted is None:  # never summary.json's figure as the reviewed run's
+        n = len((run.review or {}).get("records") or [])
+        problems.append(
+            f"NOT REVIEWED: the review's {n} override(s) could not be applied (the records' "
+            "verdicts could not be read); the figures shown are summary.json's, before the "
+            "review, not the run's reviewed figures"
+        )
     by_reason: list[Any] = []
     if run.index.parts:
         found = readable(run, "the failure reasons",
@@ -290,6 +302,7 @@ def run_view(run: Run) -> dict[str, Any]:
         "sections": sections,
         "counted": counted,
         "reviewed": reviewed,
+        "figures_reviewed": counted is not None if reviewed else None,
         "failures": by_reason,
         "golds": (run.review or {}).get("golds") or [],
         "indexed": {"rows": run.index.state.rows, "systems": run.index.state.systems},

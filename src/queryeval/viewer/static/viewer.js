@@ -60,7 +60,7 @@ async function pageRuns() {
         const gatesText = gates.length ? `${gates.filter((x) => x.passed).length}/${gates.length} passed` : "";
         const flag = s.flagged ? ` <span class="flag" title="too many cases without a verdict: the rate of what could be judged is ${num(s.pass_rate_scored)}">flagged</span>` : "";
         html += `<tr>${i === 0 ? `<td rowspan="${systems.length}"><a href="#/run/${r.id}">${esc(r.name)}</a></td><td rowspan="${systems.length}">${esc(r.when)}</td><td rowspan="${systems.length}">${esc(r.status)}</td>` : ""}
-        <td>${esc(s.name)}</td><td class="num">${num(s.pass_rate)}${flag}</td><td>${ci(s.ci)}</td><td class="num">${s.cases ?? "—"}</td><td>${gatesText}</td>
+        <td>${esc(s.name)}</td><td class="num">${num(s.pass_rate)}${flag}${s.before_review ? ' <span class="flag" title="summary.json\'s figure, before the review\'s overrides: the run\'s page counts them">before review</span>' : ""}</td><td>${ci(s.ci)}</td><td class="num">${s.cases ?? "—"}</td><td>${gatesText}</td>
         ${i === 0 ? `<td rowspan="${systems.length}">${r.overrides ? `<span class="rev">${r.overrides} reviewed</span> ` : ""}${r.problems.length ? `<span class="flag" title="${esc(r.problems.join("\n"))}">${r.problems.length} problem(s)</span>` : ""}</td>` : ""}</tr>`;
       });
     }
@@ -89,9 +89,10 @@ async function pageRun(rid) {
   const sec = r.sections;
   if (sec) {
     if (sec.partial) html += `<div class="problems">${esc(sec.partial)}</div>`;
-    html += `<h2>Figures${r.reviewed ? " (as stored, before the review)" : ""}</h2><table><tr><th>system</th><th class="num">pass rate</th><th>95% CI</th><th class="num">passed</th><th class="num">failed</th><th class="num">no verdict</th><th class="num">system errors</th>${sec.labels.map((l) => `<th class="num">${esc(l)}</th>`).join("")}</tr>`;
+    const unreviewed = r.reviewed && !r.counted;  // the overrides could not be applied
+    html += `<h2>Figures${unreviewed ? ' <span class="flag">NOT REVIEWED</span> (as stored, without the review\'s overrides: see the problem above)' : r.reviewed ? " (as stored, before the review)" : ""}</h2><table><tr><th>system</th><th class="num">pass rate</th><th>95% CI</th><th class="num">passed</th><th class="num">failed</th><th class="num">no verdict</th><th class="num">system errors</th>${sec.labels.map((l) => `<th class="num">${esc(l)}</th>`).join("")}</tr>`;
     for (const h of sec.headline) {
-      html += `<tr><td>${esc(h.name)}</td><td class="num stored" data-system="${esc(h.name)}">${num(h.pass_rate)}${h.flagged ? ' <span class="flag">flagged</span>' : ""}</td><td>${ci(h.pass_ci)}</td><td class="num">${h.passed}</td><td class="num">${h.failed}</td><td class="num">${h.no_verdict}</td><td class="num">${h.system_errors}</td>
+      html += `<tr><td>${esc(h.name)}</td><td class="num stored" data-system="${esc(h.name)}">${num(h.pass_rate)}${unreviewed ? ' <span class="flag">not reviewed</span>' : ""}${h.flagged ? ' <span class="flag">flagged</span>' : ""}</td><td>${ci(h.pass_ci)}</td><td class="num">${h.passed}</td><td class="num">${h.failed}</td><td class="num">${h.no_verdict}</td><td class="num">${h.system_errors}</td>
       ${h.scorers.map((s) => `<td class="num" title="${esc(s.flag_note || s.failures || "")}">${num(s.mean)} <span class="muted">${ci(s.ci)}</span>${s.flagged ? ' <span class="flag">flagged</span>' : ""}</td>`).join("")}</tr>`;
     }
     html += `</table><div>${sec.overview_chart || ""}</div>`;
