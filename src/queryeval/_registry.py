@@ -100,19 +100,16 @@ _FROM_FOLDERS: weakref.WeakValueDictionary[str, ModuleType] = weakref.WeakValueD
 
 
 def _location(spec: ModuleSpec | None) -> str | None:
-    """Where a module spec loads from: its file, or a namespace package's folders."""
-    if spec is None:
+    """The file a module spec loads (None: not found, or a namespace package, whose folders
+    change with `sys.path`; those are imported as Python does)."""
+    if spec is None or not spec.has_location or not spec.origin:
         return None
-    if spec.origin and spec.origin != "namespace":
-        return str(Path(spec.origin).resolve())
-    return repr(sorted(str(Path(p).resolve()) for p in spec.submodule_search_locations or ()))
+    return str(Path(spec.origin).resolve())
 
 
 def _module_location(module: ModuleType) -> str | None:
     file = getattr(module, "__file__", None)
-    if file:
-        return str(Path(file).resolve())
-    return repr(sorted(str(Path(p).resolve()) for p in getattr(module, "__path__", ())))
+    return str(Path(file).resolve()) if file else None
 
 
 def import_module_from(name: str, folders: Iterable[str | Path] = ()) -> ModuleType:
@@ -123,7 +120,8 @@ def import_module_from(name: str, folders: Iterable[str | Path] = ()) -> ModuleT
     A module found in `folders` is that file even where another folder's module of the same
     name was imported before (a second suite's ``plugins: [scorers]``): the earlier one, and
     its package's submodules, leave `sys.modules` (what holds them keeps them) and the
-    module is imported from `folders`. Modules imported any other way are left alone.
+    module is imported from `folders`. Modules imported any other way, and namespace
+    packages (a folder without ``__init__.py``), are left as Python imports them.
 
     >>> import sys
     >>> before = list(sys.path)
