@@ -119,3 +119,23 @@ def test_the_same_seed_gives_the_same_kql_witness(ctx: ScoringContext) -> None:
     first = score(ctx, gold, pred).details["counterexample"]
     again = score(ctx, gold, pred).details["counterexample"]
     assert first == again
+
+
+def test_a_kql_query_is_translated_once_for_every_variant(ctx: ScoringContext) -> None:
+    """The variants' catalogs share one DuckDB: a catalog's translation sees its own tables
+    only (not the other variants'), so a query is translated once for all of them."""
+    from queryeval.engines import KqlScratch
+
+    scratch = KqlScratch(ctx.engine("emp"))
+    try:
+        catalogs = [scratch.create() for _ in range(3)]
+        for i, catalog in enumerate(catalogs):
+            catalog.write(f"CREATE TABLE Emp (Id BIGINT, Age BIGINT); "
+                          f"INSERT INTO Emp VALUES ({i}, {30 + i})")  # fmt: skip
+        runs = [c.execute("Emp | where Age > 30 | count") for c in catalogs]
+        assert [r.result.rows[0][0] for r in runs if r.result is not None] == [0, 1, 1]
+        assert len(scratch.translations) == 1
+        seen = catalogs[2]._catalog_schema  # type: ignore[attr-defined]
+        assert sorted(seen) == ["Emp", "variant_3.Emp"], seen
+    finally:
+        scratch.close()

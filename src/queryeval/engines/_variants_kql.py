@@ -41,6 +41,7 @@ class KqlScratchCatalog(ScratchCatalog):
     language = "kql"
     scratch: KqlScratch
     _catalog_schema: Any = None  # the catalog's tables and columns, read once it is built
+    _catalog_key = ""  # its tables and columns by their bare names: the translations' key
 
     def refusal(self, query: str) -> str | None:
         return self.scratch.origin.refusal(query)
@@ -67,10 +68,16 @@ class KqlScratchCatalog(ScratchCatalog):
 
         origin: Any = self.scratch.origin
         prepared = origin.prepare(query)
-        if self._catalog_schema is None:
-            self._catalog_schema = schema(cursor)
-        key = (prepared.text + "\0" + "\0".join(prepared.functions),
-               repr(sorted(self._catalog_schema.items())))  # fmt: skip
+        if self._catalog_schema is None:  # this catalog's tables only, not the other
+            # variants' (attached to the same DuckDB): the same tables, the same translation
+            current = cursor.execute("SELECT current_database()").fetchone()[0] + "."
+            found_schema = schema(cursor)
+            bare = {k[len(current) :] for k in found_schema if k.startswith(current)}
+            self._catalog_schema = {k: v for k, v in found_schema.items()
+                                    if k in bare or k.startswith(current)}  # fmt: skip
+            self._catalog_key = repr(sorted((k, v) for k, v in self._catalog_schema.items()
+                                            if k in bare))  # fmt: skip
+        key = (prepared.text + "\0" + "\0".join(prepared.functions), self._catalog_key)
         found = self.scratch.translations.get(key)
         if found is None:
             translated = duckdb_kql.to_sql(prepared.text, schema=self._catalog_schema,
