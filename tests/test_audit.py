@@ -367,3 +367,35 @@ def test_a_verifier_runs_a_query_on_reordered_rows_through_a_public_method(
     finally:
         verifier.close()
         engine.close()
+
+
+@pytest.mark.parametrize("order", ["reversed", "shuffled"])
+def test_a_permuted_duckdb_copy_holds_the_same_rows_in_reorders_order(
+    tmp_path: Path, order: str
+) -> None:
+    """The copy (one INSERT ... SELECT a table) stores exactly `reorder`'s rows, with the
+    declared types, in every schema; an empty table and a view are kept."""
+    import duckdb
+
+    from queryeval.audit._permute import permuted_copy, reorder
+
+    con = duckdb.connect(str(tmp_path / "s.duckdb"))
+    con.execute("CREATE SCHEMA x; CREATE TABLE t (a INTEGER, b DECIMAL(10, 2), c VARCHAR[]);"
+                "CREATE TABLE x.u (k VARCHAR); CREATE TABLE e (z INTEGER);"
+                "CREATE VIEW v AS SELECT a FROM t;"
+                "INSERT INTO t SELECT i, i / 7, ['a' || i, NULL] FROM range(60) r(i);"
+                "INSERT INTO x.u SELECT 'k' || i FROM range(9) r(i)")  # fmt: skip
+    rows = {n: con.execute(f"SELECT * FROM {n}").fetchall() for n in ("t", "x.u")}
+    types = con.execute("DESCRIBE t").fetchall()
+    con.close()
+    copy = permuted_copy("duckdb", tmp_path / "s.duckdb", tmp_path / "c.duckdb", order, seed=3)
+    con = duckdb.connect(str(copy), read_only=True)
+    try:
+        assert con.execute("SELECT * FROM t").fetchall() == reorder(rows["t"], order, 3, "t")
+        assert con.execute("SELECT * FROM x.u").fetchall() == reorder(rows["x.u"], order, 3, "u")
+        assert con.execute("SELECT * FROM t").fetchall() != rows["t"]
+        assert con.execute("DESCRIBE t").fetchall() == types
+        assert con.execute("SELECT count(*) FROM e").fetchall() == [(0,)]
+        assert len(con.execute("SELECT * FROM v").fetchall()) == 60
+    finally:
+        con.close()

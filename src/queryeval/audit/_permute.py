@@ -88,35 +88,57 @@ def _duckdb(source: Path, target: Path, order: str, seed: int) -> Path:
     # already has open with another configuration (the engine's)
     plain = target.with_name(target.stem + "-source.duckdb")
     shutil.copyfile(source, plain)
-    src = duckdb.connect(str(plain), read_only=True, config={"threads": 1})
     try:
-        tables = src.execute(
-            "SELECT schema_name, table_name, sql FROM duckdb_tables() WHERE NOT internal "
-            "AND database_name = current_database()"
-        ).fetchall()
-        views = src.execute(
-            "SELECT sql FROM duckdb_views() WHERE NOT internal AND NOT temporary "
-            "AND database_name = current_database()"
-        ).fetchall()
+        src = duckdb.connect(str(plain), read_only=True, config={"threads": 1})
+        try:
+            tables = [
+                (schema, name, sql, _count(src, schema, name))
+                for schema, name, sql in src.execute(
+                    "SELECT schema_name, table_name, sql FROM duckdb_tables() "
+                    "WHERE NOT internal AND database_name = current_database()"
+                ).fetchall()
+            ]
+            views = src.execute(
+                "SELECT sql FROM duckdb_views() WHERE NOT internal AND NOT temporary "
+                "AND database_name = current_database()"
+            ).fetchall()
+        finally:
+            src.close()
         dst = duckdb.connect(str(target), config={"threads": 1})
         try:
-            for schema, name, sql in tables:
+            dst.execute(f"ATTACH '{_literal(plain)}' AS queryeval_source (READ_ONLY)")
+            for schema, name, sql, count in tables:
                 if schema != "main":
                     dst.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                 dst.execute(sql)
-                rows = src.execute(f'SELECT * FROM "{schema}"."{name}"').fetchall()
-                if rows:
-                    marks = ", ".join("?" * len(rows[0]))
-                    dst.executemany(
-                        f'INSERT INTO "{schema}"."{name}" VALUES ({marks})',
-                        reorder(rows, order, seed, name),
-                    )
+                if not count:
+                    continue
+                # one INSERT ... SELECT in the new order (executemany ran one statement a
+                # row: seconds for a few hundred); the order is reorder's, by position
+                position = [0] * count
+                for k, i in enumerate(reorder(list(range(count)), order, seed, name)):
+                    position[i] = k
+                dst.execute(
+                    f'INSERT INTO "{schema}"."{name}" SELECT * EXCLUDE (queryeval_rn) FROM '
+                    f"(SELECT *, row_number() OVER () AS queryeval_rn FROM "
+                    f'queryeval_source."{schema}"."{name}") ORDER BY ($1::BIGINT[])[queryeval_rn]',
+                    [position],
+                )
+            dst.execute("DETACH queryeval_source")
             for (sql,) in views:
                 dst.execute(sql)
             dst.execute("CHECKPOINT")
         finally:
             dst.close()
     finally:
-        src.close()
         plain.unlink(missing_ok=True)
     return target
+
+
+def _count(con: Any, schema: str, name: str) -> int:
+    found = con.execute(f'SELECT count(*) FROM "{schema}"."{name}"').fetchone()
+    return int(found[0]) if found else 0
+
+
+def _literal(path: Path) -> str:
+    return str(path).replace("'", "''")
