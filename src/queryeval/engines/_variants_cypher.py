@@ -218,7 +218,10 @@ def _serve(root: Path, timeout_ms: int, heap: str, reader_password: str) -> None
 
     from queryeval.engines._arcadedb_server import _free_port
 
-    start_jvm(heap_size=heap)
+    # C1 only and the serial collector: a short-lived server of small graphs, where the
+    # optimising compiler's and parallel GC's threads cost CPU and never pay back (measured:
+    # half the child's CPU seconds, each graph written ~2x faster)
+    start_jvm(heap_size=heap, jvm_args=["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
     config = jpype.JClass("com.arcadedb.GlobalConfiguration")
     config.COMMAND_TIMEOUT.setValue(timeout_ms)
     arcadedb.create_database(str(root / "databases" / DATABASE)).close()
