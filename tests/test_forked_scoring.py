@@ -212,27 +212,6 @@ def test_which_runs_fork(tmp_path: Path) -> None:
     assert fork_workers(huge, scorers, N_CASES) == 0
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores")
-def test_by_default_a_busy_machine_scores_in_one_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 31: with the cores busy, forked workers wait for them and lose to one process;
-    the default then forks none, while `workers: 2` asked for is still honoured."""
-    from queryeval.runner import _units
-
-    monkeypatch.setattr(_units, "usable_cores", lambda: 2)
-    suite = load_suite(_suite(tmp_path, "duckdb", 2))
-    scorers = list(build_scorers(suite).values())
-    default = suite.model_copy(
-        update={"settings": suite.settings.model_copy(update={"workers": None})}
-    )
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))
-    assert fork_workers(default, scorers, N_CASES) == 2
-    monkeypatch.setattr(os, "getloadavg", lambda: (2.0 + os.cpu_count(), 1.0, 1.0))
-    assert fork_workers(default, scorers, N_CASES) == 0
-    assert fork_workers(suite, scorers, N_CASES) == 2
-
-
 def _children(pid: int) -> list[int]:
     try:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]

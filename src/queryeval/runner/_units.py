@@ -281,10 +281,10 @@ def fork_workers(suite: SuiteConfig, scorers: Iterable[Scorer], items: int) -> i
     driver's process does): saved predictions whose scoring runs every prediction on a
     database file of this machine (DuckDB, SQLite, duckdb-kql), where the engine's time
     is most of a run and one process uses one core. `settings.workers` is honoured at any
-    size; by default, one worker per idle core (`idle_cores`) from `FORK_MIN_ITEMS` items.
-    Not forked: a live system, more workers than the memory holds at each query's bound,
-    a database behind a URL or a server, scorers not marked `Scorer.forks` (judges,
-    embeddings, third-party scorers), `settings.workers: 1`.
+    size; by default, one worker per core from `FORK_MIN_ITEMS` items. Not forked: a live
+    system, more workers than the memory holds at each query's bound, a database behind a
+    URL or a server, scorers not marked `Scorer.forks` (judges, embeddings, third-party
+    scorers), `settings.workers: 1`.
 
     >>> from queryeval.config import SuiteConfig
     >>> suite = SuiteConfig(name="s", cases="c.jsonl", systems=[{"name": "a", "predictions": "p"}])
@@ -294,7 +294,7 @@ def fork_workers(suite: SuiteConfig, scorers: Iterable[Scorer], items: int) -> i
     chosen = suite.settings.workers  # asked for: honoured at any size
     if not hasattr(os, "fork") or (chosen is None and items < FORK_MIN_ITEMS):
         return 0
-    workers = chosen or min(idle_cores(), items // _ITEMS_PER_WORKER)
+    workers = chosen or min(usable_cores(), items // _ITEMS_PER_WORKER)
     workers = min(workers, items)
     if workers < 2 or not suite.databases:
         return 0
@@ -310,23 +310,6 @@ def fork_workers(suite: SuiteConfig, scorers: Iterable[Scorer], items: int) -> i
         return 0
     runs_queries = any(s.reads == "query" and s.judged_by_execution for s in scorers)
     return workers if runs_queries else 0
-
-
-def idle_cores() -> int:
-    """The cores this process may use that other work leaves idle: the machine's CPUs
-    less its 1-minute load average (this process counted out), at least 1. On a busy
-    machine the forked path's workers would wait for the cores the driver holds: one
-    process is faster there (issue 31: 68 s against 25.5 s at load 15-25).
-
-    >>> 1 <= idle_cores() <= usable_cores()
-    True
-    """
-    cores = usable_cores()
-    try:
-        busy = max(0.0, os.getloadavg()[0] - 1.0)
-    except (AttributeError, OSError):  # pragma: no cover - not POSIX
-        return cores
-    return max(1, min(cores, int((os.cpu_count() or cores) - busy + 0.5)))
 
 
 def _memory_room(suite: SuiteConfig) -> int:
