@@ -125,10 +125,11 @@ def _plain_bytes(run: Path) -> bytes:
     return json.dumps(_plain(json.loads((run / "summary.json").read_bytes())), indent=2).encode()
 
 
-def compare_examples(before: Path, ray: bool) -> bool:
+def compare_examples(before: Path, ray: bool, only: list[str] | None = None) -> bool:
     """Every example suite's summary before (default settings) and after (each executor);
-    True when every one is identical, latencies aside."""
-    suites = example_suites()
+    True when every one is identical, latencies aside. `only`: suites whose path has one
+    of these words."""
+    suites = [s for s in example_suites() if not only or any(w in str(s) for w in only)]
     executors = ["inline", "workers2", *(["ray"] if ray else [])]
     print(f"example suites, before ({before}) and after (this tree); {h.machine()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -176,7 +177,7 @@ def main() -> None:
         print("skipped: give --before DIR (another checkout) to compare with")
         return
     if args.examples:
-        sys.exit(0 if compare_examples(args.before.resolve(), not args.no_ray) else 1)
+        sys.exit(0 if compare_examples(args.before.resolve(), not args.no_ray, args.only) else 1)
     before, after = args.before.resolve() / "src", h.ROOT / "src"
     for src in (before, after):
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
