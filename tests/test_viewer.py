@@ -600,3 +600,33 @@ def test_a_reviewed_run_never_shows_an_unreviewed_figure_as_its_own(
     assert view["counted"] is None and view["figures_reviewed"] is False
     assert any(p.startswith("NOT REVIEWED: the review's 1 override(s)") for p in view["problems"])
     assert all(s["before_review"] for s in view["systems"])
+
+
+def test_a_resumed_run_keeps_the_reviews_written_in_the_viewer(tmp_path: Path) -> None:
+    """`run --resume` of a run reviewed in the viewer keeps review.json (it reviews these
+    records) and reports the stored scores, as `report` without --review does; a new run
+    into the folder (--overwrite) starts without it."""
+    from typer.testing import CliRunner
+
+    from queryeval.cli import app
+    from queryeval.viewer._review import add_override
+    from test_runner import make_answer_suite
+
+    suite, out = make_answer_suite(tmp_path / "s", 6), tmp_path / "r"
+    first = CliRunner().invoke(app, ["run", str(suite), "--out", str(out), "--limit", "4"])
+    assert first.exit_code == 0, first.stderr
+    record = _records(out)[0]
+    add_override(out, record, scorer=next(iter(record["scores"])), verdict=not record["passed"],
+                 note="gold is wrong", reviewer="ann")  # fmt: skip
+    resumed = CliRunner().invoke(app, ["run", str(suite), "--out", str(out), "--resume"])
+    assert resumed.exit_code == 0, resumed.stderr
+    assert len(_records(out)) == 6
+    review = json.loads((out / REVIEW).read_text())
+    assert [(e["case_id"], e["passed"]) for e in review["records"]] == [
+        (record["case_id"], not record["passed"])
+    ]
+    stored = json.loads((out / "summary.json").read_text())
+    assert "review" not in stored  # the figures are the stored scores
+    again = CliRunner().invoke(app, ["run", str(suite), "--out", str(out), "--overwrite"])
+    assert again.exit_code == 0, again.stderr
+    assert not (out / REVIEW).exists()

@@ -99,7 +99,7 @@ def report_command(run_dir: Path, review: Path | None = None, partial: bool = Fa
 def _viewer_overrides_note(run_dir: Path, recorded: Path | None) -> str | None:
     """What a report without --review does to the overrides `queryeval view` wrote into the
     run's review.json (it never applies them), or None when there are none."""
-    from queryeval.log import REVIEW, read_json
+    from queryeval.log import REVIEW, REVIEWED_IN_VIEWER, read_json
 
     try:
         entries = (read_json(run_dir, REVIEW) or {}).get("records") or []
@@ -109,7 +109,7 @@ def _viewer_overrides_note(run_dir: Path, recorded: Path | None) -> str | None:
         1
         for e in entries
         for s in (e.get("scores") or {}).values()
-        if (((s.get("details") or {}).get("review") or {}).get("source") == "queryeval view")
+        if (((s.get("details") or {}).get("review") or {}).get("source") == REVIEWED_IN_VIEWER)
     )
     if not n:
         return None

@@ -17,6 +17,7 @@ OVERLAYS = "overlay-*.json"  # a correction overlay's figures, one file per over
 OVERLAY_PAGES = "overlay-*.html"  # a correction overlay's page, beside its figures
 COMPARISON = "comparison.json"  # the comparison with a baseline run (stats.RunComparison)
 REVIEW = "review.json"  # a human review's overridden scores (read_log puts them over RESULTS)
+REVIEWED_IN_VIEWER = "queryeval view"  # review.json's "file" when the viewer wrote it
 LOCK = ".lock"  # held while a run writes the directory (`run_lock`)
 RUN_FILES = (RESULTS, RUN, SUMMARY, COMPARISON, REVIEW)  # what a new run replaces
 

@@ -23,7 +23,10 @@ from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.log import (
     COMPARISON,
+    OVERLAY_PAGES,
+    OVERLAYS,
     REVIEW,
+    REVIEWED_IN_VIEWER,
     RUN,
     SUMMARY,
     GateResult,
@@ -492,9 +495,8 @@ def run_suite(
         )
         new, skipped = runner.run(resume=resume, overwrite=overwrite, retry_errors=retry_errors)
         summary, gates = runner.finish(base)
-        if rev is None:  # a review of an earlier run in this directory no longer applies
-            with contextlib.suppress(FileNotFoundError):
-                (out / REVIEW).unlink()
+        if rev is None:
+            _drop_earlier_review(out, resumed=resume or retry_errors)
         else:
             if plan.lazy:
                 plan.cases = load_cases(suite.cases, suite.base_dir)
@@ -505,7 +507,10 @@ def run_suite(
         overlays = _apply_overlays(suite, plan, runner.store, out)
         # the records as read_log gives them: review.json's overrides over the stored ones
         info = cast(RunInfo, read_json(out, RUN))
-        log = RunLog(str(out), out, summary, info, review=read_json(out, REVIEW), overlays=overlays)
+        # (a review kept from the viewer is not applied: the figures are the stored scores, as
+        # `queryeval report` without --review gives them)
+        reviewed = read_json(out, REVIEW) if rev is not None else None
+        log = RunLog(str(out), out, summary, info, review=reviewed, overlays=overlays)
         if base is not None:
             log.comparison = compare_with_baseline(suite, base, log.records, out)
             runner.store.write_json(COMPARISON, log.comparison)
@@ -519,6 +524,20 @@ def run_suite(
         return RunResult(out, summary, gates, reports, new, skipped, overlays)
 
 
+def _drop_earlier_review(out: Path, *, resumed: bool) -> None:
+    """A run without a review file: the review.json of an earlier run in this directory no
+    longer applies and goes, except the overrides written in `queryeval view` when this run
+    resumes the one they review (they stay for the viewer and `report --review`)."""
+    if resumed:
+        try:
+            if (read_json(out, REVIEW) or {}).get("file") == REVIEWED_IN_VIEWER:
+                return
+        except InputError:  # unreadable: it goes
+            pass
+    with contextlib.suppress(FileNotFoundError):
+        (out / REVIEW).unlink()
+
+
 def _apply_overlays(
     suite: SuiteConfig, plan: RunPlan, store: LogWriter, out: Path
 ) -> list[dict[str, Any]]:
@@ -527,7 +546,7 @@ def _apply_overlays(
     from its stored output into overlay-<name>.json beside the run's own files, which stay
     as they are; run.json records each overlay's name and hash. Overlay files of an earlier
     run in this directory go first: `queryeval report` shows every one it finds."""
-    for stale in [*out.glob("overlay-*.json"), *out.glob("overlay-*.html")]:
+    for stale in [*out.glob(OVERLAYS), *out.glob(OVERLAY_PAGES)]:
         stale.unlink(missing_ok=True)
     if not suite.overlays:
         return []

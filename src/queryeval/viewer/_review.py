@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
-from queryeval.log import REVIEW, RUN, LogWriter, read_json
+from queryeval.log import REVIEW, REVIEWED_IN_VIEWER, RUN, LogWriter, read_json
 
-SOURCE = "queryeval view"
+SOURCE = REVIEWED_IN_VIEWER
 _LOCK = ".review.lock"
 
 
