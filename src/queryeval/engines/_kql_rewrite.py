@@ -275,8 +275,8 @@ class _Query:
         except KqlRefused:
             raise
         except Exception as exc:
-            if _names_a_missing_table(exc):
-                raise  # the query's own error (its input names no table), not a refusal
+            if _names_a_missing_name(exc):
+                raise  # the query's own error (its input names no such table or column)
             raise KqlRefused(f"{what}: the input columns are unknown ({exc})") from None
 
     def slots_before(self, operator: Any, column: str, what: str) -> list[tuple[str, list[str]]]:
@@ -287,8 +287,8 @@ class _Query:
         except KqlRefused:
             raise
         except Exception as exc:
-            if _names_a_missing_table(exc):
-                raise  # the query's own error (its input names no table), not a refusal
+            if _names_a_missing_name(exc):
+                raise  # the query's own error (its input names no such table or column)
             raise KqlRefused(f"{what}: the input's keys are unknown ({exc})") from None
 
     def _before(self, operator: Any, what: str) -> tuple[Inspector, str]:
@@ -313,10 +313,16 @@ class _Query:
         return self.inspector, head + self.text[start:bar]
 
 
-def _names_a_missing_table(exc: BaseException) -> bool:
+def _names_a_missing_name(exc: BaseException) -> bool:
     """Whether inspecting a query's input failed as the input names a table the database
-    lacks (DuckDB's catalog error, duckdb-kql's unknown table)."""
-    return "Table with name" in str(exc) or "unknown table" in str(getattr(exc, "hint", ""))
+    lacks (DuckDB's catalog error, duckdb-kql's unknown table) or a column its own input
+    lacks (DuckDB's binder error): the query's own error, as it is without the operator."""
+    text = str(exc)
+    return (
+        "Table with name" in text
+        or "unknown table" in str(getattr(exc, "hint", ""))
+        or ("Referenced column" in text and "not found" in text)
+    )
 
 
 def rewrite_kql(query: str, inspector: Inspector | None = None,
@@ -361,7 +367,7 @@ def _edits(q: _Query, rules: tuple[Callable[[_Query], list[Edit]], ...]) -> list
         except KqlRefused:
             raise
         except Exception as exc:  # a query shape the rule does not know: not run
-            if _names_a_missing_table(exc):
+            if _names_a_missing_name(exc):
                 raise
             raise KqlRefused(
                 f"queryeval's {rule.__name__.strip('_')} rewrite failed: "
