@@ -17,7 +17,11 @@ Layouts (``--set layout=``, see `LAYOUTS`):
   imported gold (whitespace aside) is not a correction and is not listed;
 - ``sql-dir``: a folder of ``<case id>.sql`` files, one corrected gold each (Spider 2.0's
   ``gold/sql/<instance_id>.sql`` layout; the spider2 importer's case id is the instance_id);
-- ``overlay``: a queryeval overlay file (YAML or JSONL), its case ids checked.
+- ``overlay``: a queryeval overlay file (YAML or JSONL), its case ids checked;
+- ``errata``: a queryeval errata file (`queryeval.importers._errata`): errata reported in
+  prose, each with its original gold, applied only where the case's gold is that original.
+  ``--set corrections=spider-errata`` (the default layout for it) is the packaged file of
+  the Spider/SParC/CoSQL errata published in the taoyds issue trackers.
 
 Published corrections are applied (the publisher stands behind them); ``--set
 proposed=true`` writes them as ``proposed`` drafts for a person to accept one by one.
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
+from queryeval.importers._errata import BUILTIN, DATA_FILE, match, read_errata
 from queryeval.importers._read import expect_list_of_objects, read_json
 from queryeval.importers._suite import ImportedSuite, ImportRequest
 
@@ -43,12 +48,14 @@ LAYOUTS = {
     "(arXiv 2601.08778)",
     "sql-dir": "a folder of <case id>.sql corrected golds",
     "overlay": "a queryeval overlay file",
+    "errata": "Spider-family gold errata with their original golds (taoyds issue trackers)",
 }
 OPTIONS = {
     "base": "the format that imports SRC (bird, spider, spider2, ...)",
-    "corrections": "the corrections file or folder, in its published layout",
+    "corrections": "the corrections file or folder, in its published layout, or "
+    "spider-errata (the packaged Spider/SParC/CoSQL errata)",
     "layout": f"the corrections' layout: {', '.join(LAYOUTS)} (default bird-json for "
-    "base=bird, else overlay)",
+    "base=bird, errata for spider-errata, else overlay)",
     "source": "who publishes the corrections (default: the layout's publisher)",
     "proposed": "true: write the entries as proposed drafts (default false)",
 }
@@ -65,7 +72,9 @@ def build(request: ImportRequest) -> ImportedSuite:
         raise InputError("expected --set base=FORMAT (bird, spider, ...)", where="--set")
     if not corrections:
         raise InputError("expected --set corrections=FILE", where="--set")
-    layout = ours.get("layout") or ("bird-json" if base_name == "bird" else "overlay")
+    builtin = corrections == BUILTIN and not Path(corrections).exists()
+    default = "errata" if builtin else "bird-json" if base_name == "bird" else "overlay"
+    layout = ours.get("layout") or default
     if layout not in LAYOUTS:
         raise InputError(f"layout={layout}: expected one of {', '.join(LAYOUTS)}", where="--set")
     proposed = (ours.get("proposed") or "false").lower()
@@ -73,13 +82,17 @@ def build(request: ImportRequest) -> ImportedSuite:
         raise InputError(f"proposed={proposed}: expected true or false", where="--set")
     rest = {k: v for k, v in request.options.items() if k not in OPTIONS}
     suite = importer(base_name).build(dataclasses.replace(request, options=rest))
-    path = Path(corrections)
+    path = _packaged() if builtin else Path(corrections)
     if not path.exists():
         raise InputError("no such corrections file or folder", path=path)
     source = ours.get("source") or LAYOUTS[layout]
-    reader = {"bird-json": _bird_json, "sql-dir": _sql_dir, "overlay": _overlay}[layout]
     cases = {str(c["id"]): c for c in suite.cases}
-    entries, unchanged = reader(path, cases, source)
+    reports: list[str] = []
+    if layout == "errata":
+        entries, reports, unchanged = _errata(path, suite.cases, base_name, rest)
+    else:
+        reader = {"bird-json": _bird_json, "sql-dir": _sql_dir, "overlay": _overlay}[layout]
+        entries, unchanged = reader(path, cases, source)
     missing = [e for e in entries if e["case_id"] not in cases]
     if missing and not request.skip_missing:
         raise InputError(
@@ -90,7 +103,7 @@ def build(request: ImportRequest) -> ImportedSuite:
     entries = [e for e in entries if e["case_id"] in cases]
     if proposed == "true":
         entries = [{**e, "proposed": True} for e in entries]
-    provenance = {
+    provenance: dict[str, Any] = {
         "source": source,
         "layout": layout,
         "file": str(path.resolve()),
@@ -98,14 +111,40 @@ def build(request: ImportRequest) -> ImportedSuite:
         "base": base_name,
         "imported_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    if reports:
+        provenance["not_applied"] = reports
     _write(request.out / OVERLAY_FILE, provenance, entries)
     suite.suite["overlays"] = [*suite.suite.get("overlays", []), OVERLAY_FILE]
+    if layout == "errata":
+        suite.notes.append(
+            f"corrections: {len(entries)} erratum(s) applied in {OVERLAY_FILE} ({path.name}); "
+            f"{len(reports)} not applied; {unchanged} for other benchmarks or splits"
+        )
+        suite.notes.extend(f"corrections: not applied: {r}" for r in reports)
+        return suite
     suite.notes.append(
         f"corrections: {len(entries)} gold(s) corrected in {OVERLAY_FILE} ({source}); "
         f"{unchanged} item(s) the same as the original gold"
         + (f", {len(missing)} left out with their cases" if missing else "")
     )
     return suite
+
+
+def _packaged() -> Path:
+    """The packaged errata file (a real file: the package data is installed unzipped)."""
+    from importlib import resources
+
+    return Path(str(resources.files("queryeval.importers") / "data" / DATA_FILE))
+
+
+def _errata(
+    path: Path, cases: list[dict[str, Any]], base: str, options: dict[str, str]
+) -> tuple[list[dict[str, Any]], list[str], int]:
+    if not path.is_file():
+        raise InputError("expected an errata file (YAML, 'errata:')", path=path)
+    return match(
+        read_errata(path), cases, benchmark=base, split=options.get("split") or "dev", gold=_gold
+    )
 
 
 def _gold(case: dict[str, Any]) -> tuple[str | None, str | None]:
