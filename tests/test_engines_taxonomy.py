@@ -261,10 +261,10 @@ def test_without_a_checker_the_engines_gap_is_a_failure_reported_apart(
     kql: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # no checker at all: none registered, none published (KQL's own is an entry point)
+    from queryeval._registry import Registry
     from queryeval.engines import _validity
 
-    monkeypatch.setattr(_validity, "_CHECKERS", {})
-    monkeypatch.setattr(_validity, "_from_entry_points", lambda language: None)
+    monkeypatch.setattr(_validity, "CHECKERS", Registry("validity checker"))
     assert check_validity("kql", "Logs | evaluate autocluster()").validity == "unknown"
     fault = blame(_outcome("unsupported"), kql, "Logs | evaluate autocluster()")
     assert (fault.party, fault.reason) == ("system", "engine_could_not_run")
