@@ -185,33 +185,31 @@ def _referred(inspector: Any, name: str, tables: list[str]) -> set[tuple[str, ..
 
 def _write(path: Path, target: str, statements: list[str],
            data: dict[str, list[tuple[Any, ...]]]) -> None:  # fmt: skip
+    """Create the copy's tables and insert its rows, in DuckDB or SQLite (its values as
+    SQLite stores them)."""
+    con: Any
     if target == "duckdb":
         import duckdb
 
-        con = duckdb.connect(str(path))
-        try:
-            for statement in statements:
-                con.execute(statement)
-            for name, rows in data.items():
-                if rows:
-                    marks = ", ".join("?" * len(rows[0]))
-                    con.executemany(f"INSERT INTO {_quote(name)} VALUES ({marks})",
-                                    [list(r) for r in rows])  # fmt: skip
-        finally:
-            con.close()
-        return
-    con3 = sqlite3.connect(path)
+        con, cell = duckdb.connect(str(path)), _as_given
+    else:
+        con, cell = sqlite3.connect(path), _sqlite_value
     try:
         for statement in statements:
-            con3.execute(statement)
+            con.execute(statement)
         for name, rows in data.items():
             if rows:
                 marks = ", ".join("?" * len(rows[0]))
-                con3.executemany(f"INSERT INTO {_quote(name)} VALUES ({marks})",
-                                 [tuple(_sqlite_value(v) for v in r) for r in rows])  # fmt: skip
-        con3.commit()
+                con.executemany(f"INSERT INTO {_quote(name)} VALUES ({marks})",
+                                [[cell(v) for v in r] for r in rows])  # fmt: skip
+        if target != "duckdb":
+            con.commit()
     finally:
-        con3.close()
+        con.close()
+
+
+def _as_given(value: Any) -> Any:
+    return value
 
 
 def _sqlite_value(value: Any) -> Any:
