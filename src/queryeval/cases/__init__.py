@@ -14,6 +14,7 @@ from queryeval.cases._model import (
     Answer,
     Attempt,
     Case,
+    CaseInfo,
     DatasetSelection,
     DimensionSelection,
     ExecutionOutcome,

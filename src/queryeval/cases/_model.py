@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired
+from typing import Any, Literal, NotRequired, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
@@ -146,6 +146,23 @@ class Turn(_Model):
     def main_target(self) -> Target | None:
         """The target (after any-of expansion it is never a list)."""
         return self.target if isinstance(self.target, Target) else None
+
+
+class CaseInfo(Protocol):
+    """What summaries, the console and JUnit reports and shardable scorers' aggregates read
+    of a case: its id, name, tags, metadata and labels (not its conversation or golds). A
+    `Case` is one; a large sharded run holds only these (`runner`'s stubs)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def tags(self) -> list[str]: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+    @property
+    def labels(self) -> dict[str, Any]: ...
 
 
 class Case(_Model):
