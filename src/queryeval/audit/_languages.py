@@ -150,29 +150,8 @@ def kql_values(table: str, column: str, limit: int = 5000) -> str:
 # -- Cypher -----------------------------------------------------------------------------------
 
 _CY_STRING = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
-_CY_IDENT = r"(?:`[^`]+`|[A-Za-z_]\w*)"
-_CY_COMPARE = re.compile(
-    rf"({_CY_IDENT})\s*\.\s*({_CY_IDENT})\s*(=|<>|STARTS\s+WITH|ENDS\s+WITH|CONTAINS)\s*"
-    rf"({_CY_STRING})",
-    re.IGNORECASE,
-)
-_CY_REVERSED = re.compile(rf"({_CY_STRING})\s*(=|<>)\s*({_CY_IDENT})\s*\.\s*({_CY_IDENT})")
-_CY_IN = re.compile(rf"({_CY_IDENT})\s*\.\s*({_CY_IDENT})\s+IN\s*\[([^\]]*)\]", re.IGNORECASE)
-_CY_BINDING = re.compile(rf"([(\[])\s*({_CY_IDENT})?\s*:\s*({_CY_IDENT})")
-_CY_PATTERN_MAP = re.compile(
-    rf"([(\[])\s*({_CY_IDENT})?\s*(?::\s*({_CY_IDENT}))?\s*\{{([^{{}}]*)\}}"
-)
-_CY_ENTRY = re.compile(rf"({_CY_IDENT})\s*:\s*({_CY_STRING})")
 _CY_OPS = {"=": "eq", "<>": "neq", "STARTS WITH": "starts", "ENDS WITH": "ends",
-           "CONTAINS": "contains"}  # fmt: skip
-
-
-def _cy_bare(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name.startswith("`") else name
-
-
-def _cy_unquote(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: m.group(1), text[1:-1])
+           "CONTAINS": "contains", "IN": "in"}  # fmt: skip
 
 
 def cypher_patterns(query: str) -> list[str]:
@@ -211,44 +190,24 @@ def cypher_comparisons(query: str, schema: dict[str, list[str]]) -> list[Compari
     [Comparison(table='Movie', column='title', op='starts', literal='The'),
      Comparison(table='Person', column='name', op='eq', literal='Tom')]
     """
+    from queryeval.languages.cypher import label_bindings, literal_comparisons
+
     bound: dict[str, str] = {}
-    for m in _CY_BINDING.finditer(query):
-        if m.group(2):
-            name = _cy_bare(m.group(3))
-            bound[_cy_bare(m.group(2))] = name if m.group(1) == "(" else f"[:{name}]"
-
-    def owner(var: str, key: str) -> str | None:
-        table = bound.get(_cy_bare(var))
-        return table if table is not None and key in schema.get(table, ()) else None
-
+    for var, label, relationship in label_bindings(query):
+        if var:
+            bound[var] = f"[:{label}]" if relationship else label
     out: list[Comparison] = []
-    for m in _CY_COMPARE.finditer(query):
-        key = _cy_bare(m.group(2))
-        table = owner(m.group(1), key)
-        if table is not None:
-            op = _CY_OPS[re.sub(r"\s+", " ", m.group(3).upper())]
-            out.append(Comparison(table, key, op, _cy_unquote(m.group(4))))
-    for m in _CY_REVERSED.finditer(query):
-        key = _cy_bare(m.group(4))
-        table = owner(m.group(3), key)
-        if table is not None:
-            out.append(Comparison(table, key, _CY_OPS[m.group(2)], _cy_unquote(m.group(1))))
-    for m in _CY_IN.finditer(query):
-        key = _cy_bare(m.group(2))
-        table = owner(m.group(1), key)
-        if table is None:
+    for comp in literal_comparisons(query):
+        if not isinstance(comp.value, str) or comp.op not in _CY_OPS:
+            continue  # strings only: what a value listing can show misspelt
+        if comp.pattern is None:  # `v.key op literal`: the variable's label
+            table = bound.get(comp.var or "")
+        elif comp.label is None:  # a pattern's map without a label
             continue
-        for item in re.finditer(_CY_STRING, m.group(3)):
-            out.append(Comparison(table, key, "in", _cy_unquote(item.group())))
-    for m in _CY_PATTERN_MAP.finditer(query):
-        if not m.group(3):
-            continue
-        name = _cy_bare(m.group(3))
-        table = name if m.group(1) == "(" else f"[:{name}]"
-        for entry in _CY_ENTRY.finditer(m.group(4)):
-            key = _cy_bare(entry.group(1))
-            if key in schema.get(table, ()):
-                out.append(Comparison(table, key, "eq", _cy_unquote(entry.group(2))))
+        else:
+            table = f"[:{comp.label}]" if comp.pattern == "relationship" else comp.label
+        if table is not None and comp.key in schema.get(table, ()):
+            out.append(Comparison(table, comp.key, _CY_OPS[comp.op], comp.value))
     return list(dict.fromkeys(out))
 
 

@@ -1,5 +1,6 @@
-"""Cypher: its names, the one lexer, the read-only check, the names a query refers to, and
-the top-level ordering of a query (ORDER BY after the final top-level RETURN).
+"""Cypher: its names, the one lexer, the read-only check, the names a query refers to, the
+top-level ordering of a query (ORDER BY after the final top-level RETURN), and the literals
+it compares with properties.
 
 No maintained Cypher parser is on PyPI, so a small regular-expression lexer finds words
 outside strings, comments and `quoted` names; everything here reads its tokens.
@@ -8,14 +9,17 @@ outside strings, comments and `quoted` names; everything here reads its tokens.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from queryeval.languages._lexer import CLOSE, OPEN, Token, check_brackets, split_tokens, unquote
 from queryeval.languages._order import OrderInfo, SortKey
 
 __all__ = [
     "NAMES",
+    "LiteralComparison",
     "Neo4jKind",
+    "label_bindings",
+    "literal_comparisons",
     "neo4j_kind",
     "read_only_refusal",
     "referenced_names",
@@ -433,3 +437,98 @@ def neo4j_kind(value: Any) -> Neo4jKind | None:
         if name in names:
             return kind  # type: ignore[return-value]
     return None
+
+
+# --- literals compared with properties ---------------------------------------------------------
+
+# Read by regular expressions over the text, not by the lexer: a pattern's variable, label
+# and `{key: value}` map, `v.key op literal` and `literal op v.key` are found where they
+# stand, whatever clause holds them (the audit and the verifier's hints both read them so).
+_LIT_STRING = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
+_LIT_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_LIT_VALUE = rf"({_LIT_STRING}|{_LIT_NUMBER})"
+_LIT_IDENT = r"(?:`[^`]+`|[A-Za-z_]\w*)"
+_LIT_COMPARE = re.compile(
+    rf"({_LIT_IDENT})\s*\.\s*({_LIT_IDENT})\s*"
+    rf"(<>|<=|>=|=~|=|<|>|STARTS\s+WITH|ENDS\s+WITH|CONTAINS)\s*{_LIT_VALUE}",
+    re.IGNORECASE,
+)
+_LIT_REVERSED = re.compile(
+    rf"{_LIT_VALUE}\s*(<>|<=|>=|=|<|>)\s*({_LIT_IDENT})\s*\.\s*({_LIT_IDENT})"
+)
+_LIT_IN = re.compile(rf"({_LIT_IDENT})\s*\.\s*({_LIT_IDENT})\s+IN\s*\[([^\]]*)\]", re.IGNORECASE)
+_LIT_BINDING = re.compile(rf"([(\[])\s*({_LIT_IDENT})?\s*:\s*({_LIT_IDENT})")
+_LIT_PATTERN_MAP = re.compile(
+    rf"([(\[])\s*({_LIT_IDENT})?\s*(?::\s*({_LIT_IDENT}))?[^()\[\]{{}}]*\{{([^{{}}]*)\}}"
+)
+_LIT_ENTRY = re.compile(rf"({_LIT_IDENT})\s*:\s*{_LIT_VALUE}")
+_FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "<>": "<>"}
+
+
+class LiteralComparison(NamedTuple):
+    """A property compared with a literal: ``var.key op value``, the operator read from the
+    property's side (``3 < n.x`` is ``n.x > 3``); each item of ``n.x IN [...]`` is one
+    (op ``IN``); an entry of a pattern's map one with op ``=``, its ``pattern`` (``node``
+    for ``(...)``, ``relationship`` for ``[...]``) and the pattern's first ``label``."""
+
+    var: str | None  # None: a pattern map without a variable
+    key: str
+    op: str  # = <> < <= > >= =~ STARTS WITH, ENDS WITH, CONTAINS, IN
+    value: str | int | float
+    pattern: str | None = None  # None: in an expression; else "node" or "relationship"
+    label: str | None = None  # a pattern map's label or type, if it names one
+
+
+def label_bindings(query: str) -> list[tuple[str | None, str, bool]]:
+    """(variable or None, label or type, in a relationship pattern) of each ``(v:Label``
+    and ``[r:TYPE`` of a Cypher query, in order (names unquoted).
+
+    >>> label_bindings("MATCH (p:Person)-[r:ACTED_IN]->(:Movie) RETURN p")
+    [('p', 'Person', False), ('r', 'ACTED_IN', True), (None, 'Movie', False)]
+    """
+    return [
+        (_name(m.group(2)) if m.group(2) else None, _name(m.group(3)), m.group(1) == "[")
+        for m in _LIT_BINDING.finditer(query)
+    ]
+
+
+def literal_comparisons(query: str) -> list[LiteralComparison]:
+    """The literals (strings, numbers) a Cypher query compares with a property: ``v.key op
+    literal``, ``literal op v.key``, ``v.key IN [...]`` and ``{key: literal}`` in a pattern,
+    in that order (names unquoted, strings unescaped; the same comparison may repeat).
+
+    >>> for c in literal_comparisons("MATCH (p:Person {name: 'Tom'}) WHERE 2000 < p.born "
+    ...                              "AND p.name STARTS WITH 'T' RETURN p"):
+    ...     print(c.var, c.key, c.op, repr(c.value), c.label)
+    p name STARTS WITH 'T' None
+    p born > 2000 None
+    p name = 'Tom' Person
+    """
+    out: list[LiteralComparison] = []
+    for m in _LIT_COMPARE.finditer(query):
+        op = " ".join(m.group(3).upper().split())
+        out.append(LiteralComparison(_name(m.group(1)), _name(m.group(2)), op,
+                                     _literal(m.group(4))))  # fmt: skip
+    for m in _LIT_REVERSED.finditer(query):
+        out.append(LiteralComparison(_name(m.group(3)), _name(m.group(4)),
+                                     _FLIPPED[m.group(2)], _literal(m.group(1))))  # fmt: skip
+    for m in _LIT_IN.finditer(query):
+        owner, key = _name(m.group(1)), _name(m.group(2))
+        for item in re.finditer(_LIT_VALUE, m.group(3)):
+            out.append(LiteralComparison(owner, key, "IN", _literal(item.group(1))))
+    for m in _LIT_PATTERN_MAP.finditer(query):
+        var = _name(m.group(2)) if m.group(2) else None
+        label = _name(m.group(3)) if m.group(3) else None
+        pattern = "node" if m.group(1) == "(" else "relationship"
+        for entry in _LIT_ENTRY.finditer(m.group(4)):
+            out.append(LiteralComparison(var, _name(entry.group(1)), "=",
+                                         _literal(entry.group(2)), pattern, label))  # fmt: skip
+    return out
+
+
+def _literal(text: str) -> str | int | float:
+    """A string literal unescaped, or a number (an int when written as one)."""
+    if text[0] in "'\"":
+        return re.sub(r"\\(.)", lambda m: m.group(1), text[1:-1])
+    number = float(text)
+    return int(number) if re.fullmatch(r"-?\d+", text) else number

@@ -391,37 +391,16 @@ def replay_graph(text: str, queries: dict[str, str], limits: Any,
 
 # -- hints ----------------------------------------------------------------------------------
 
-_STRING = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
-_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
-_VALUE = rf"({_STRING}|{_NUMBER})"
 _IDENT = r"(?:`[^`]+`|[A-Za-z_]\w*)"
-_COMPARE = re.compile(
-    rf"({_IDENT})\s*\.\s*({_IDENT})\s*(<>|<=|>=|=~|=|<|>|STARTS\s+WITH|ENDS\s+WITH|CONTAINS)"
-    rf"\s*{_VALUE}",
-    re.IGNORECASE,
-)
-_REVERSED = re.compile(rf"{_VALUE}\s*(<>|<=|>=|=|<|>)\s*({_IDENT})\s*\.\s*({_IDENT})")
-_IN = re.compile(rf"({_IDENT})\s*\.\s*({_IDENT})\s+IN\s*\[([^\]]*)\]", re.IGNORECASE)
-_BINDING = re.compile(rf"[(\[]\s*({_IDENT})?\s*:\s*({_IDENT})")
-_PATTERN_MAP = re.compile(
-    rf"[(\[]\s*({_IDENT})?\s*(?::\s*({_IDENT}))?[^()\[\]{{}}]*\{{([^{{}}]*)\}}"
-)
-_MAP_ENTRY = re.compile(rf"({_IDENT})\s*:\s*{_VALUE}")
 _ORDER_BY = re.compile(r"\bORDER\s+BY\b(.*?)(?=\bSKIP\b|\bLIMIT\b|$)", re.IGNORECASE | re.DOTALL)
 _LIMITED = re.compile(r"\b(LIMIT|SKIP)\b|\bhead\s*\(", re.IGNORECASE)
-_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "<>": "<>"}
+# the operators of `literal_comparisons` as the hints write them
+_HINT_OPS = {"<>": "!=", "=~": "like", "STARTS WITH": "like", "ENDS WITH": "like",
+             "CONTAINS": "like", "IN": "="}  # fmt: skip
 
 
 def _bare(name: str) -> str:
     return name[1:-1].replace("``", "`") if name.startswith("`") else name
-
-
-def _value(text: str) -> Any:
-    if text[0] in "'\"":
-        body = text[1:-1]
-        return re.sub(r"\\(.)", lambda m: m.group(1), body)
-    number = float(text)
-    return int(number) if re.fullmatch(r"-?\d+", text) else number
 
 
 def analyse_cypher(query: str, schema: Schema) -> Hints:
@@ -438,7 +417,12 @@ def analyse_cypher(query: str, schema: Schema) -> Hints:
     (['Person'], [('Movie', 'released', '>', 2000), ('Person', 'name', '=', 'Tom')], \
 [('Movie', 'released')], True)
     """
-    from queryeval.languages.cypher import referenced_names, referenced_properties
+    from queryeval.languages.cypher import (
+        label_bindings,
+        literal_comparisons,
+        referenced_names,
+        referenced_properties,
+    )
 
     hints = Hints()
     try:
@@ -453,12 +437,11 @@ def analyse_cypher(query: str, schema: Schema) -> Hints:
         if rel_table(rel_type) in schema.tables:
             hints.tables.add(rel_table(rel_type))
     bound: dict[str, set[str]] = {}
-    for match in _BINDING.finditer(query):
-        if match.group(1):
-            word = _bare(match.group(2))
+    for var, word, _ in label_bindings(query):
+        if var:
             table = word if word in schema.tables else rel_table(word)
             if table in schema.tables:
-                bound.setdefault(_bare(match.group(1)), set()).add(table)
+                bound.setdefault(var, set()).add(table)
 
     def tables_of(var: str | None, key: str) -> list[str]:
         own = bound.get(var or "", set())
@@ -468,32 +451,18 @@ def analyse_cypher(query: str, schema: Schema) -> Hints:
     for key in keys:
         for table in tables_of(None, key):
             hints.columns.add((table, key))
-    for m in _COMPARE.finditer(query):
-        op = re.sub(r"\s+", " ", m.group(3).upper())
-        op = {"<>": "!=", "=~": "like", "STARTS WITH": "like", "ENDS WITH": "like",
-              "CONTAINS": "like"}.get(op, op)  # fmt: skip
-        for table in tables_of(_bare(m.group(1)), _bare(m.group(2))):
-            hints.literals.append((table, _bare(m.group(2)), op, _value(m.group(4))))
-    for m in _REVERSED.finditer(query):
-        op = _FLIP[m.group(2)]
-        for table in tables_of(_bare(m.group(3)), _bare(m.group(4))):
-            hints.literals.append((table, _bare(m.group(4)), "!=" if op == "<>" else op,
-                                   _value(m.group(1))))  # fmt: skip
-    for m in _IN.finditer(query):
-        for item in re.finditer(_VALUE, m.group(3)):
-            for table in tables_of(_bare(m.group(1)), _bare(m.group(2))):
-                hints.literals.append((table, _bare(m.group(2)), "=", _value(item.group(1))))
-    for m in _PATTERN_MAP.finditer(query):
-        owner = {_bare(m.group(2))} if m.group(2) else set()
+    for comp in literal_comparisons(query):
+        if comp.pattern is None:  # `v.key op literal`: the variable's tables
+            op = _HINT_OPS.get(comp.op, comp.op)
+            for table in tables_of(comp.var, comp.key):
+                hints.literals.append((table, comp.key, op, comp.value))
+            continue
+        owner = {comp.label} if comp.label else set()
         owner = {t if t in schema.tables else rel_table(t) for t in owner}
-        for entry in _MAP_ENTRY.finditer(m.group(3)):
-            key = _bare(entry.group(1))
-            pool = [t for t in owner if t in schema.tables] or tables_of(
-                _bare(m.group(1)) if m.group(1) else None, key
-            )
-            for table in pool:
-                if key in schema.tables[table].columns:
-                    hints.literals.append((table, key, "=", _value(entry.group(2))))
+        pool = [t for t in owner if t in schema.tables] or tables_of(comp.var, comp.key)
+        for table in pool:
+            if comp.key in schema.tables[table].columns:
+                hints.literals.append((table, comp.key, "=", comp.value))
     hints.limited = bool(_LIMITED.search(query))
     if hints.limited:
         for m in _ORDER_BY.finditer(query):
