@@ -20,7 +20,7 @@ thresholds in [0, 1], typed settings):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ from queryeval.errors import InputError
 from queryeval.log import SUMMARY
 
 if TYPE_CHECKING:
-    from queryeval.cases import Case
+    from queryeval.cases import Case, Query
     from queryeval.config import SuiteConfig
     from queryeval.scorers import Scorer
 
@@ -54,17 +54,18 @@ def case_error(case_id: str, places: Places, where: str, message: str) -> InputE
     return InputError(message, path=path, line=line, where=f"case {case_id}: {where}")
 
 
-def _model_problem(model: type[BaseModel], data: Any) -> tuple[Loc, str] | None:
+def _model(suite: SuiteConfig, at: Loc, model: type[BaseModel], data: Any) -> None:
+    """An InputError at `at` (plus the field's place) when `data` is not a valid `model`."""
     try:
         model.model_validate(data if data is not None else {})
     except ValidationError as exc:
         errors = exc.errors(include_url=False)  # a misspelt key before the field it missed
         first = min(errors, key=lambda e: e["type"] != "extra_forbidden")
         loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
+        message = str(first["msg"])
         if first["type"] == "extra_forbidden":
-            return loc, f"unknown option; expected some of {', '.join(model.model_fields)}"
-        return loc, str(first["msg"])
-    return None
+            message = f"unknown option; expected some of {', '.join(model.model_fields)}"
+        raise suite_error(suite, (*at, *loc), message) from None
 
 
 def check_suite(
@@ -99,10 +100,13 @@ def _databases(suite: SuiteConfig) -> None:
     _readable(suite)
 
 
-# engines whose `path` is a local database file, opened by the engine itself (cheap)
-_KQL_FILE = "a DuckDB database file (the KQL engine's tables)"
-_FILE_ENGINES = {"duckdb": "a DuckDB database file", "sqlite": "an SQLite database file",
-                 "kql": _KQL_FILE, "duckdb-kql": _KQL_FILE}  # fmt: skip
+def _files(suite: SuiteConfig) -> dict[str, str]:
+    """The databases this process opens itself (a local file or fixture, `EngineKind.file`),
+    with what their `path` is; the others are servers."""
+    from queryeval.engines import engine_kind_entry
+
+    kinds = {c.engine: engine_kind_entry(c.engine).file for c in suite.databases.values()}
+    return {n: f for n, c in suite.databases.items() if (f := kinds[c.engine]) is not None}
 
 
 def _readable(suite: SuiteConfig) -> None:
@@ -110,16 +114,12 @@ def _readable(suite: SuiteConfig) -> None:
     a database would leave every case unscored): else an InputError at its `path`."""
     from queryeval.scorers import ScoringContext
 
-    files = [
-        (name, _FILE_ENGINES[c.engine])
-        for name, c in suite.databases.items()
-        if c.path and c.engine in _FILE_ENGINES
-    ]
+    files = {n: f for n, f in _files(suite).items() if suite.databases[n].path}
     if not files:
         return
     ctx = ScoringContext(suite, cache_dir=_cache_dir(suite))
     try:
-        for name, expected in files:
+        for name, expected in files.items():
             try:
                 ctx.engine(name).cached_schema()
             except InputError:
@@ -140,6 +140,23 @@ def _readable(suite: SuiteConfig) -> None:
 _UNUSABLE = {"engine_error": "an engine error", "schema": "a schema error"}
 
 
+def gold_queries(
+    suite: SuiteConfig, cases: Sequence[Case], ctx: Any, only: Collection[str] | None = None
+) -> Iterator[tuple[Case, int, str, Query]]:
+    """Each gold query of `cases` with its position and the database of the suite it runs
+    on (its own, else the case's); golds on no database of the suite, or on one not in
+    `only`, are left out. The one walk over the golds of `validate`, `run` and `selftest`."""
+    from queryeval.scorers.execution import case_database, target_query
+
+    for case in cases:
+        fallback = case_database(case, None, ctx)
+        for index, target in enumerate(case.targets):
+            query = target_query(target)
+            name = (query.database or fallback) if query is not None else None
+            if query is not None and name in suite.databases and (only is None or name in only):
+                yield case, index, str(name), query
+
+
 def gold_problem(
     suite: SuiteConfig,
     cases: Sequence[Case],
@@ -152,29 +169,21 @@ def gold_problem(
     only from two golds on, one being that gold's own mistake): the evaluator
     cannot score a single case there, a configuration that cannot be honoured (at the
     database's entry of the suite). `only`: the databases to try (None: every one)."""
-    from queryeval.scorers.execution import case_database, target_query
-
     tried: dict[str, list[str]] = {}  # database -> the failures of its golds so far
     kinds: dict[str, set[str]] = {}  # database -> the kinds of those failures
     done: set[str] = set()  # databases with a gold that ran, or `limit` golds tried
-    for case in cases:
-        fallback = case_database(case, None, ctx)
-        for target in case.targets:
-            query = target_query(target)
-            name = (query.database or fallback) if query is not None else None
-            if query is None or name is None or name not in suite.databases or name in done:
-                continue
-            if only is not None and name not in only:
-                continue
-            run = ctx.gold_execution(name, query.text)
-            failures = tried.setdefault(name, [])
-            if run.ok or run.outcome.kind not in _UNUSABLE:
-                done.add(name)
-                continue
-            kinds.setdefault(name, set()).add(run.outcome.kind)
-            failures.append(f"case {case.id}: {run.outcome.message.splitlines()[0][:200]}")
-            if limit is not None and len(failures) >= limit:
-                done.add(name)
+    for case, _, name, query in gold_queries(suite, cases, ctx, only):
+        if name in done:
+            continue
+        run = ctx.gold_execution(name, query.text)
+        failures = tried.setdefault(name, [])
+        if run.ok or run.outcome.kind not in _UNUSABLE:
+            done.add(name)
+            continue
+        kinds.setdefault(name, set()).add(run.outcome.kind)
+        failures.append(f"case {case.id}: {run.outcome.message.splitlines()[0][:200]}")
+        if limit is not None and len(failures) >= limit:
+            done.add(name)
     for name, failures in tried.items():
         if failures and (name not in done or len(failures) == limit):
             found = kinds[name]
@@ -190,12 +199,6 @@ def gold_problem(
             )
 
 
-def _local(suite: SuiteConfig) -> list[str]:
-    """The databases opened by the engine itself (a file, a fixture): checked while
-    planning; the others (servers) by `server_gold_problem` on the run's own engines."""
-    return [n for n, c in suite.databases.items() if c.engine in _FILE_ENGINES]
-
-
 def server_gold_problem(
     suite: SuiteConfig, scorers: Iterable[Scorer], cases: Sequence[Case], ctx: Any
 ) -> None:
@@ -204,10 +207,8 @@ def server_gold_problem(
     golds of `cases`, run with the run's own context `ctx` (the servers it starts and the
     gold results it keeps are the run's: nothing is started twice). When it raises, `ctx`
     is closed (the run stops there)."""
-    if not _needing_database(scorers):
-        return
-    servers = [n for n in suite.databases if n not in _local(suite)]
-    if not servers:
+    servers = set(suite.databases) - set(_files(suite))
+    if not servers or not any(s.needs_database for s in scorers):
         return
     try:
         gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=servers)
@@ -233,9 +234,7 @@ def _sections(suite: SuiteConfig) -> None:
     if suite.judge is not None:
         from queryeval.judges import JudgeConfig
 
-        found = _model_problem(JudgeConfig, suite.judge)
-        if found is not None:
-            raise suite_error(suite, ("judge", *found[0]), found[1])
+        _model(suite, ("judge",), JudgeConfig, suite.judge)
         for name, path in (suite.judge.get("rubrics") or {}).items():
             if not suite.resolve(str(path)).is_file():
                 where = ("judge", "rubrics", name)
@@ -243,9 +242,7 @@ def _sections(suite: SuiteConfig) -> None:
     if suite.embeddings is not None:
         from queryeval.embeddings import EmbeddingsConfig
 
-        found = _model_problem(EmbeddingsConfig, suite.embeddings)
-        if found is not None:
-            raise suite_error(suite, ("embeddings", *found[0]), found[1])
+        _model(suite, ("embeddings",), EmbeddingsConfig, suite.embeddings)
     kinds = report_kinds()
     for i, report in enumerate(suite.reports):
         if report.kind not in kinds:
@@ -256,9 +253,7 @@ def _sections(suite: SuiteConfig) -> None:
             if model is None:
                 message = f"the {report.kind} report takes no options"
                 raise suite_error(suite, ("reports", i, "options"), message)
-            found = _model_problem(model, report.options)
-            if found is not None:
-                raise suite_error(suite, ("reports", i, "options", *found[0]), found[1])
+            _model(suite, ("reports", i, "options"), model, report.options)
     if suite.baseline is not None:
         run = suite.resolve(suite.baseline.run)
         if not (run / SUMMARY).is_file():
@@ -325,10 +320,6 @@ def _gates(suite: SuiteConfig, scorers: Mapping[str, Scorer], *, baseline: bool)
             raise suite_error(suite, ("gates", i), message)
 
 
-def _needing_database(scorers: Iterable[Scorer]) -> list[Scorer]:
-    return [s for s in scorers if s.needs_database]
-
-
 def _cases(
     suite: SuiteConfig, scorers: Mapping[str, Scorer], cases: Sequence[Case], places: Places
 ) -> None:
@@ -337,7 +328,7 @@ def _cases(
 
     databases = suite.databases
     ctx = ScoringContext(suite, cache_dir=_cache_dir(suite))
-    needing = _needing_database(scorers.values())
+    needing = [s for s in scorers.values() if s.needs_database]
     for case in cases:
         for i, target in enumerate(case.targets):
             named = getattr(target.query, "database", None)
@@ -372,7 +363,7 @@ def _cases(
                 )  # fmt: skip
     try:
         if needing:  # the first golds of each local database: all failing stops the run
-            gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=_local(suite))
+            gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=_files(suite))
         for scorer in scorers.values():
             for case in cases:
                 try:

@@ -1,11 +1,11 @@
 """Self-test of a suite: every gold is scored against its own case by the suite's scorers,
-as if a system had answered with it, one scorer family after the other: execution scorers run
-the gold query (`execution_match`, `executes`, ...), query-text scorers compare its text,
-Weaviate scorers its query, term selection its selection, keyword answers its answer,
-retrieval its relevant ids. The share of golds that get full marks from every scorer is the
-suite's ceiling; below 1.0 a gold is broken (fails, times out, is nondeterministic under the
-comparison policy, lacks a keyword it expects ...), or the metric cannot reach 1 (recall@k
-with more relevant ids than k).
+as if a system had answered with it (the run's one loop, `runner._work.Worker`, with each
+gold as a system's output): execution scorers run the gold query, query-text scorers
+compare its text, Weaviate scorers its query, term selection its selection, keyword answers
+its answer, retrieval its relevant ids. The share of golds that get full marks from every
+scorer is the suite's ceiling; below 1.0 a gold is broken (fails, times out, is
+nondeterministic under the comparison policy, lacks a keyword it expects ...), or the
+metric cannot reach 1 (recall@k with more relevant ids than k).
 
 Scorers that ask a judge or compare embeddings are not self-tested (an answer is similar to
 itself by construction; a judge costs calls): the report names them. A suite whose scorers
@@ -24,8 +24,9 @@ schema (`invalid`: KQL by Kusto.Language), even when the engine runs them.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ from queryeval.cases import Attempt, Case, Output, Score, Target
 from queryeval.config import ScorerConfig, SuiteConfig
 from queryeval.engines import Engine, empty_twin
 from queryeval.errors import InputError
+from queryeval.runner._check import gold_queries
+from queryeval.runner._work import LocalServices, Unit, Worker
 from queryeval.scorers import Scorer, ScoringContext
 
 
@@ -57,7 +60,8 @@ class SelftestItem:
 
 @dataclass(frozen=True)
 class GoldFinding:
-    """A problem with one gold: `failed` (it does not run), `non_discriminating`, or
+    """A problem with one gold: `failed` (it does not run), `invalid` (its language's
+    validity check rejects it), non-discriminating (`no_rows`, `same_on_empty`), or
     `order_dependent` (its result depends on row order or ties: verify.gold_order_problems)."""
 
     case_id: str
@@ -86,6 +90,16 @@ class ScorerCheck:
 
 @dataclass(frozen=True)
 class SelftestReport:
+    """What `selftest` found: each gold's score by each scorer that read it (`items`), the
+    ceiling per scorer and for the suite, the golds flagged by `gold_findings`, and what was
+    not checked and why (cases without a gold the scorers read, scorers not self-tested,
+    golds with no database, databases the evaluator cannot use).
+
+    >>> report = SelftestReport([SelftestItem("q1", 0, "ok"), SelftestItem("q2", 0, "mismatch")])
+    >>> report.checked, report.ceiling, [i.case_id for i in report.failures]
+    (2, 0.5, ['q2'])
+    """
+
     items: list[SelftestItem] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # cases without a gold the scorers read
     findings: list[GoldFinding] = field(default_factory=list)  # non-discriminating golds
@@ -113,64 +127,68 @@ class SelftestReport:
 
     @property
     def failures(self) -> list[SelftestItem]:
+        """The items below full marks."""
         return [i for i in self.items if i.status != "ok"]
+
+
+Golds = dict[str, dict[int, Attempt]]  # case id -> gold position -> the gold's attempt
 
 
 def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> SelftestReport:
     """Score each gold of each case with the suite's scorers (see the module docstring)."""
     from queryeval.scorers import build_scorers
+    from queryeval.scorers.execution import case_database, target_query
 
     testable, not_tested = _testable(build_scorers(suite), suite, cases, ctx)
     trouble = _unusable_databases(suite, cases, testable, ctx)
-    items: list[SelftestItem] = []
+    prepared = _prepare(testable, cases, ctx, not_tested)
+    golds: Golds = {}
     skipped: list[str] = []
-    left: dict[str, int] = dict.fromkeys(trouble, 0)
-    not_executable = 0
-    executable = 0
-    runner = _Runner()
-    try:
-        prepared = _prepare(testable, cases, ctx, not_tested)
-        for case in cases:
-            golds = [(i, a) for i, t in enumerate(case.targets) if (a := gold_attempt(t))]
-            if not golds:
-                skipped.append(case.id)
-                continue
-            bad = _case_databases(case, prepared.values(), ctx) & set(trouble)
-            if bad:
-                left[sorted(bad)[0]] += len(golds)
-                continue
+    left = dict.fromkeys(trouble, 0)
+    for case in cases:
+        mine = {i: a for i, t in enumerate(case.targets) if (a := gold_attempt(t))}
+        bad = sorted(_case_databases(case, prepared.values(), ctx) & set(trouble))
+        if not mine:
+            skipped.append(case.id)
+        elif bad:
+            left[bad[0]] += len(mine)
+        else:
+            golds[case.id] = mine
+    todo = [c for c in cases if c.id in golds]
+    items: list[SelftestItem] = []
+    not_executable = executable = 0
+    with _scored_golds(suite, todo, golds, prepared, ctx) as scored:
+        for case in todo:
             for label, scorer in prepared.items():
                 if scorer.not_applicable(case) is not None:
                     continue
                 if scorer.needs_database:
-                    database = _database(case, scorer, ctx)
-                    if database is None or database not in suite.databases:
-                        not_executable += len(golds)
+                    if case_database(case, scorer.database_option, ctx) not in suite.databases:
+                        not_executable += len(golds[case.id])
                         continue
                     executable += 1
-                for index, attempt in golds:
-                    if not _reads(scorer, attempt):
-                        continue
-                    score = runner.score(scorer, case, Output(attempts=[attempt]), ctx)
-                    items.append(SelftestItem(case.id, index, _status(score),
-                                              score.explanation, label))  # fmt: skip
-    finally:
-        runner.close()
-    usable = [name for name in suite.databases if name not in trouble]
-    findings = [f for f in gold_findings(suite, cases, ctx, skip=trouble) if f.kind != "failed"]
-    checks = [_check(label, items) for label in prepared]
+                for index, attempt in golds[case.id].items():
+                    if _reads(scorer, attempt):
+                        score = scored[case.id, index][label]
+                        items.append(SelftestItem(case.id, index, _status(score),
+                                                  score.explanation, label))  # fmt: skip
+        findings = gold_findings(suite, cases, ctx, skip=trouble)
     nothing = None
-    if not executable and not trouble and _has_gold_queries(cases):
+    if (
+        not executable
+        and not trouble
+        and any(target_query(t) is not None for c in cases for t in c.targets)
+    ):
         nothing = (
             "the suite has no database: the gold queries were not run"
-            if not usable
+            if not set(suite.databases) - set(trouble)
             else "no case names a database of the suite: the gold queries were not run"
         )
     return SelftestReport(
         items=items,
         skipped=skipped,
-        findings=findings,
-        scorers=checks,
+        findings=[f for f in findings if f.kind != "failed"],
+        scorers=[_check(label, items) for label in prepared],
         not_tested=not_tested,
         not_executable=not_executable,
         nothing_executable=nothing,
@@ -217,6 +235,48 @@ def gold_attempt(target: Target) -> Attempt | None:
     return Attempt(**parts) if parts else None
 
 
+@dataclass(frozen=True)
+class _Given(LocalServices):
+    """The caller's scoring context as the worker's services."""
+
+    ctx: ScoringContext | None = None
+
+    def context(self, suite: SuiteConfig, cache_dir: Path) -> ScoringContext:
+        assert self.ctx is not None
+        return self.ctx
+
+
+@contextlib.contextmanager
+def _scored_golds(
+    suite: SuiteConfig, cases: Sequence[Case], golds: Golds, scorers: dict[str, Scorer],
+    ctx: ScoringContext,
+) -> Iterator[dict[tuple[str, int], dict[str, Score]]]:  # fmt: skip
+    """Every gold of `golds` scored by every scorer as a system's output: the run's worker
+    over one unit whose systems are the gold positions (a case without a gold there counts
+    as done); {(case id, position): label -> Score}. The worker's event loop and the
+    context's services are closed after the block."""
+    from queryeval.runner._plan import SystemRun
+
+    names = tuple(map(str, range(max((max(g) + 1 for g in golds.values()), default=0))))
+    outputs = {n: [_output(golds[c.id].get(int(n))) for c in cases] for n in names}
+    done = {n: frozenset(c.id for c in cases if int(n) not in golds[c.id]) for n in names}
+    worker = Worker("selftest", suite, ctx.cache_dir, (), _Given(ctx), list(cases))
+    scores: dict[tuple[str, int], dict[str, Score]] = {}
+    try:
+        worker.start(scorers, [SystemRun(n, {}) for n in names])
+        worker.run(
+            Unit(0, names, range(len(cases)), outputs=outputs, done=done),
+            lambda s: scores.__setitem__((s.record["case_id"], int(s.record["system"])), s.scores),
+        )
+        yield scores
+    finally:
+        worker.close()
+
+
+def _output(attempt: Attempt | None) -> Output | None:
+    return Output(attempts=[attempt]) if attempt is not None else None
+
+
 def _reads(scorer: Scorer, attempt: Attempt) -> bool:
     """Whether the gold attempt has what `scorer` reads."""
     reads = scorer.reads
@@ -224,9 +284,7 @@ def _reads(scorer: Scorer, attempt: Attempt) -> bool:
         return attempt.query is not None
     if reads == "weaviate":
         return attempt.weaviate_query is not None or attempt.query is not None
-    if reads == "output":
-        return True
-    return getattr(attempt, reads, None) is not None
+    return reads == "output" or getattr(attempt, reads, None) is not None
 
 
 def _status(score: Score) -> str:
@@ -251,7 +309,8 @@ def _testable(
     """The scorers a gold can be scored by (a composite's own components in its place), and
     why the others are not; `execution_match` added when no scorer runs the golds but the
     suite has databases."""
-    from queryeval.scorers import build_scorer
+    from queryeval.scorers import build_scorer, judged_scorers
+    from queryeval.scorers.execution import case_database
 
     testable: dict[str, Scorer] = {}
     not_tested: dict[str, str] = {}
@@ -259,30 +318,22 @@ def _testable(
     while todo:
         label, scorer = todo.pop(0)
         components = getattr(scorer, "components", None)
+        method = getattr(scorer, "method", None)
         if isinstance(components, list) and components:
             todo[:0] = [(f"{label}.{c.label}", c) for c in components]
-            continue
-        why = _not_self_tested(scorer)
-        if why is not None:
-            not_tested[label] = why
+        elif next(judged_scorers([scorer]), None) is not None:
+            not_tested[label] = "asks a judge"
+        elif scorer.reads == "answer" and method not in (None, "keyword", "keyword_legacy"):
+            not_tested[label] = (
+                f"{method}: an answer compared with itself is similar by construction"
+            )
         else:
             testable[label] = scorer
     runs_golds = any(s.needs_database for s in testable.values())
-    resolved = any(_database_of(case, None, ctx) in suite.databases for case in cases)
+    resolved = any(case_database(case, None, ctx) in suite.databases for case in cases)
     if suite.databases and not runs_golds and resolved:
         testable["execution_match"] = build_scorer(ScorerConfig(name="execution_match"))
     return testable, not_tested
-
-
-def _not_self_tested(scorer: Scorer) -> str | None:
-    from queryeval.scorers import judged_scorers
-
-    if next(judged_scorers([scorer]), None) is not None:
-        return "asks a judge"
-    method = getattr(scorer, "method", None)
-    if scorer.reads == "answer" and method not in (None, "keyword", "keyword_legacy"):
-        return f"{method}: an answer compared with itself is similar by construction"
-    return None
 
 
 def _prepare(
@@ -304,25 +355,14 @@ def _prepare(
     return prepared
 
 
-def _database_of(case: Case, fallback: str | None, ctx: ScoringContext) -> str | None:
-    from queryeval.scorers.execution import case_database
-
-    return case_database(case, fallback, ctx)
-
-
-def _database(case: Case, scorer: Scorer, ctx: ScoringContext) -> str | None:
-    return _database_of(case, scorer.database_option, ctx)
-
-
-def _case_databases(case: Case, scorers: Any, ctx: ScoringContext) -> set[str]:
+def _case_databases(case: Case, scorers: Iterable[Scorer], ctx: ScoringContext) -> set[str]:
     """Every database of the suite a scorer would use for `case`."""
-    from queryeval.scorers.execution import target_query
+    from queryeval.scorers.execution import case_database, target_query
 
-    names = {_database_of(case, None, ctx)}
-    names.update(_database(case, s, ctx) for s in scorers)
+    names = {case_database(case, None, ctx)}
+    names.update(case_database(case, s.database_option, ctx) for s in scorers)
     names.update(q.database for t in case.targets if (q := target_query(t)) and q.database)
-    known = ctx.suite.databases if ctx.suite is not None else {}
-    return {n for n in names if n is not None and n in known}
+    return set(ctx.database_names()).intersection(names)
 
 
 def _unusable_databases(
@@ -330,13 +370,9 @@ def _unusable_databases(
 ) -> dict[str, str]:
     """The databases the golds need that the evaluator cannot use, with why (each tried
     once: a server not reachable, a file it cannot open)."""
-    needed: set[str] = set()
-    for case in cases:
-        needed |= _case_databases(case, scorers.values(), ctx)
+    needed = set().union(*(_case_databases(c, scorers.values(), ctx) for c in cases))
     trouble: dict[str, str] = {}
-    for name in suite.databases:
-        if name not in needed:
-            continue
+    for name in (n for n in suite.databases if n in needed):
         try:
             ctx.engine(name)
         except InputError:
@@ -351,34 +387,7 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}"
 
 
-def _has_gold_queries(cases: Sequence[Case]) -> bool:
-    from queryeval.scorers.execution import target_query
-
-    return any(target_query(t) is not None for c in cases for t in c.targets)
-
-
-class _Runner:
-    """Scores one gold with one scorer: plain scorers directly, coroutine ones on one event
-    loop kept for the whole self-test."""
-
-    def __init__(self) -> None:
-        self._loop: Any = None
-
-    def score(self, scorer: Scorer, case: Case, output: Output, ctx: ScoringContext) -> Score:
-        from queryeval.scorers import ascore_case, score_case
-
-        if not scorer.is_async:
-            return score_case(scorer, case, output, ctx)
-        if self._loop is None:
-            import asyncio
-
-            self._loop = asyncio.new_event_loop()
-        result: Score = self._loop.run_until_complete(ascore_case(scorer, case, output, ctx))
-        return result
-
-    def close(self) -> None:
-        if self._loop is not None:
-            self._loop.close()
+# --- the golds run: do they discriminate? -----------------------------------------------------
 
 
 def gold_findings(
@@ -389,76 +398,59 @@ def gold_findings(
     databases in `skip` are left alone: the evaluator cannot use them)."""
     import tempfile
 
+    from queryeval.engines import engine_kind_entry
     from queryeval.metrics import compare_results
-    from queryeval.scorers.execution import case_database, target_query
 
     found: list[GoldFinding] = []
     twins: dict[str, Engine | None] = {}
     verifiers: dict[int, Any] = {}  # engine id -> its Verifier (variants shared by its golds)
     scratch = tempfile.TemporaryDirectory(prefix="queryeval-empty-")
     try:
-        for case in cases:
-            database = case_database(case, None, ctx)
-            for index, target in enumerate(case.targets):
-                query = target_query(target)
-                if query is None:
-                    continue
-                name = query.database or database
-                if name is None or name not in suite.databases or name in skip:
-                    continue
-                invalid = _invalid(ctx.engine(name), query.text)
-                if invalid is not None:
-                    found.append(GoldFinding(case.id, index, "invalid", invalid))
-                run = ctx.gold_execution(name, query.text)
-                if not run.ok:
-                    o = run.outcome
-                    found.append(GoldFinding(case.id, index, "failed", f"{o.kind}: {o.message}"))
-                    continue
-                assert run.result is not None
-                if not run.result.rows:
-                    why = "the gold returns no rows: a query returning nothing matches it"
-                    found.append(GoldFinding(case.id, index, "no_rows", why))
-                    continue
-                if name not in twins:
-                    folder = Path(scratch.name) / str(len(twins))
-                    twins[name] = empty_twin(ctx.engine(name), folder)
-                twin = twins[name]
-                if twin is None:
-                    continue
-                empty = twin.execute(query.text)
-                if not empty.ok or empty.result is None:
-                    continue
-                policy = dict(suite.comparison)
-                override = case.metadata.get("comparison")
-                if isinstance(override, dict):
-                    policy.update(override)
-                same = compare_results(empty.result, run.result, **policy, gold_query=query.text,
-                                       language=twin.dialect)  # fmt: skip
-                if same.exact:
-                    why = ("the gold gives the same result on empty tables: a query that "
-                           "ignores the data matches it")  # fmt: skip
-                    found.append(GoldFinding(case.id, index, "same_on_empty", why))
-                    continue
-                if suite.databases[name].engine in _VARIANT_ENGINES and _ORDER_SENSITIVE.search(
-                    query.text
-                ):
-                    found += _order_findings(
-                        case.id, index, ctx.engine(name), query.text, verifiers
-                    )
+        for case, index, name, query in gold_queries(suite, cases, ctx):
+            if name in skip:
+                continue
+            invalid = _invalid(ctx.engine(name), query.text)
+            if invalid is not None:
+                found.append(GoldFinding(case.id, index, "invalid", invalid))
+            run = ctx.gold_execution(name, query.text)
+            if not run.ok or run.result is None:
+                o = run.outcome
+                found.append(GoldFinding(case.id, index, "failed", f"{o.kind}: {o.message}"))
+                continue
+            if not run.result.rows:
+                why = "the gold returns no rows: a query returning nothing matches it"
+                found.append(GoldFinding(case.id, index, "no_rows", why))
+                continue
+            if name not in twins:
+                twins[name] = empty_twin(ctx.engine(name), Path(scratch.name) / str(len(twins)))
+            twin = twins[name]
+            if twin is None or not (empty := twin.execute(query.text)).ok or empty.result is None:
+                continue
+            policy = dict(suite.comparison)
+            override = case.metadata.get("comparison")
+            if isinstance(override, dict):
+                policy.update(override)
+            same = compare_results(empty.result, run.result, **policy, gold_query=query.text,
+                                   language=twin.dialect)  # fmt: skip
+            if same.exact:
+                why = ("the gold gives the same result on empty tables: a query that "
+                       "ignores the data matches it")  # fmt: skip
+                found.append(GoldFinding(case.id, index, "same_on_empty", why))
+            elif engine_kind_entry(suite.databases[name].engine).variants and (
+                _ORDER_SENSITIVE.search(query.text)
+            ):
+                found += _order_findings(case.id, index, ctx.engine(name), query.text, verifiers)
     finally:
-        for verifier in verifiers.values():
-            verifier.close()
-        for twin in twins.values():
-            if twin is not None:
-                twin.close()
+        for closable in [*verifiers.values(), *twins.values()]:
+            if closable is not None:
+                closable.close()
         scratch.cleanup()
     return found
 
 
-# Engines whose databases the verified-verdicts variants can copy (docs/verified.md), and the
-# constructs under which a result can depend on row order or ties (a LIMIT, top or take; a
-# column SQLite picks from a group; arg_max and any in KQL); other golds are not searched.
-_VARIANT_ENGINES = frozenset({"duckdb", "sqlite", "kql", "duckdb-kql"})
+# The constructs under which a result can depend on row order or ties (a LIMIT, top or take;
+# a column SQLite picks from a group; arg_max and any in KQL), searched on the databases of
+# the engines whose variants the verified verdicts can make (EngineKind.variants).
 _ORDER_SENSITIVE = re.compile(
     r"\b(limit|top|take|fetch|group\s+by|summarize|arg_max|arg_min|any)\b", re.IGNORECASE
 )
@@ -472,23 +464,18 @@ def _order_findings(
     database variants, stored forward and reversed (queryeval.verify.gold_order_problems)."""
     from queryeval.verify import Settings, Verifier, gold_order_problems
 
-    key = id(engine)
-    if key not in verifiers:
-        verifiers[key] = Verifier(engine, Settings())
+    if id(engine) not in verifiers:
+        verifiers[id(engine)] = Verifier(engine, Settings())
     try:
-        problems = gold_order_problems(engine, gold, verifier=verifiers[key])
+        problems = gold_order_problems(engine, gold, verifier=verifiers[id(engine)])
     except Exception:  # a search the variants cannot make finds nothing
         return []
     return [
-        GoldFinding(
-            case_id,
-            index,
-            "order_dependent",
-            f"the gold's result depends on {p['kind']}: {p['reason']} (witness: "
-            f"{p.get('rows')} row(s); a right prediction can fail on it)",
-        )
+        GoldFinding(case_id, index, "order_dependent",
+                    f"the gold's result depends on {p['kind']}: {p['reason']} (witness: "
+                    f"{p.get('rows')} row(s); a right prediction can fail on it)")
         for p in problems[:1]
-    ]
+    ]  # fmt: skip
 
 
 def _invalid(engine: Engine, query: str) -> str | None:
