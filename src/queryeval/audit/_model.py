@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# every kind of finding an audit reports, in the order its report lists them
 KINDS = (
     "gold_fails",
     "nondeterministic",

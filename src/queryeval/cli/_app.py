@@ -117,13 +117,15 @@ def run(
     flagged for its unscored share), 2 bad input, a broken configuration or a broken scorer.
     """
     from queryeval.config import ReportConfig
-    from queryeval.runner import CaseSelection, load_suite, run_suite, with_executor
+    from queryeval.runner import CaseSelection, load_suite, run_suite
 
     extra = [ReportConfig(kind="junit", path=str(junit.resolve()))] if junit else []
     try:
         selection = CaseSelection(tuple(filter_ or ()), limit)
         config = load_suite(suite)
         if executor is not None or address is not None or shards is not None:
+            from queryeval.runner import with_executor  # the Ray executor's module
+
             config = with_executor(config, executor, address=address, shards=shards)
         # this process only runs the suite and exits: what it has imported is frozen out of
         # the collector's scans for good (run_suite then leaves what it freezes frozen too,

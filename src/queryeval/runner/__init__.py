@@ -1,59 +1,92 @@
-"""The runner: plan a suite, generate and score every case, store, summarise, report."""
+"""The runner: plan a suite, generate and score every case, store, summarise, report.
 
-from queryeval.runner._baseline import compare_with_baseline, load_baseline
-from queryeval.runner._check import gold_problem, live_problem, load_suite
-from queryeval.runner._executors import Executor, LocalExecutor
-from queryeval.runner._pipeline import Scored, case_passed, make_record, score_output
-from queryeval.runner._plan import RunPlan, plan_run
-from queryeval.runner._ray import RayExecutor, with_executor
-from queryeval.runner._review import apply_golds, apply_overrides, review_agreement
-from queryeval.runner._review_file import GoldCorrection, Override, Review, load_review
-from queryeval.runner._run import (
-    Runner,
-    RunResult,
-    cache_dir,
-    default_out_dir,
-    reviewed_summary,
-    run_suite,
-)
-from queryeval.runner._select import CaseSelection
-from queryeval.runner._selftest import GoldFinding, SelftestReport, gold_findings, selftest
-from queryeval.runner._work import Unit, Worker
+>>> from queryeval.runner import CaseSelection
+>>> CaseSelection(("hard",), 2).everything
+False
+"""
 
+# ruff: noqa: F401 - the names under TYPE_CHECKING are for type checkers (loaded by `__getattr__`)
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from queryeval.runner._baseline import compare_with_baseline, load_baseline
+    from queryeval.runner._check import gold_problem, live_problem, load_suite
+    from queryeval.runner._plan import RunPlan, plan_run
+    from queryeval.runner._ray import with_executor
+    from queryeval.runner._review import apply_golds
+    from queryeval.runner._review_file import GoldCorrection, Override, Review, load_review
+    from queryeval.runner._run import (
+        RunResult,
+        cache_dir,
+        default_out_dir,
+        reviewed_summary,
+        run_suite,
+    )
+    from queryeval.runner._select import CaseSelection
+    from queryeval.runner._selftest import SelftestReport, gold_findings, selftest
+    from queryeval.scorers import case_passed
+
+# name -> (the module defining it, its name there when another), imported on first use: a
+# run pays neither for the gold self-test nor for the Ray executor nor for a review file's
+# reader unless it uses them (issue 31). The names left out of `__all__` are for queryeval's
+# own packages (the private-modules contract has them import through here).
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "CaseSelection": ("queryeval.runner._select", None),
+    "GoldCorrection": ("queryeval.runner._review_file", None),
+    "Override": ("queryeval.runner._review_file", None),
+    "Review": ("queryeval.runner._review_file", None),
+    "RunPlan": ("queryeval.runner._plan", None),
+    "RunResult": ("queryeval.runner._run", None),
+    "SelftestReport": ("queryeval.runner._selftest", None),
+    "apply_golds": ("queryeval.runner._review", None),
+    "cache_dir": ("queryeval.runner._run", None),
+    "case_passed": ("queryeval.scorers", None),
+    "compare_with_baseline": ("queryeval.runner._baseline", None),
+    "default_out_dir": ("queryeval.runner._run", None),
+    "gold_findings": ("queryeval.runner._selftest", None),
+    "gold_problem": ("queryeval.runner._check", None),
+    "live_problem": ("queryeval.runner._check", None),
+    "load_baseline": ("queryeval.runner._baseline", None),
+    "load_review": ("queryeval.runner._review_file", None),
+    "load_suite": ("queryeval.runner._check", None),
+    "plan_run": ("queryeval.runner._plan", None),
+    "reviewed_summary": ("queryeval.runner._run", None),
+    "run_suite": ("queryeval.runner._run", None),
+    "selftest": ("queryeval.runner._selftest", None),
+    "with_executor": ("queryeval.runner._ray", None),
+}
+
+# What users call: load and run a suite (a subset, on another executor), where its run goes,
+# the gold self-test, and a human review file.
 __all__ = [
     "CaseSelection",
-    "Executor",
     "GoldCorrection",
-    "GoldFinding",
-    "LocalExecutor",
     "Override",
-    "RayExecutor",
     "Review",
-    "RunPlan",
     "RunResult",
-    "Runner",
-    "Scored",
     "SelftestReport",
-    "Unit",
-    "Worker",
-    "apply_golds",
-    "apply_overrides",
-    "cache_dir",
-    "case_passed",
-    "compare_with_baseline",
     "default_out_dir",
-    "gold_findings",
-    "gold_problem",
-    "live_problem",
-    "load_baseline",
     "load_review",
     "load_suite",
-    "make_record",
-    "plan_run",
-    "review_agreement",
-    "reviewed_summary",
     "run_suite",
-    "score_output",
     "selftest",
     "with_executor",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
