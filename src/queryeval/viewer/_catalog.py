@@ -50,14 +50,14 @@ class Run:
             return
         self._stamp = stamp
         self.problems = []
-        self.info = self._json(RUN, "run.json")
-        self.summary = self._json(SUMMARY, "summary.json")
-        self.review = self._json(REVIEW, "review.json")
-        if self.info is None and not any("run.json" in p for p in self.problems):
-            self.problems.append("no run.json: what ran is unknown (an older or foreign run)")
-        if self.summary is None and not any("summary.json" in p for p in self.problems):
+        self.info = self._json(RUN)
+        self.summary = self._json(SUMMARY)
+        self.review = self._json(REVIEW)
+        if self.info is None and not any(RUN in p for p in self.problems):
+            self.problems.append(f"no {RUN}: what ran is unknown (an older or foreign run)")
+        if self.summary is None and not any(SUMMARY in p for p in self.problems):
             self.problems.append(
-                "no summary.json: the run is running or was stopped before the end; the "
+                f"no {SUMMARY}: the run is running or was stopped before the end; the "
                 "figures are counted from the records stored so far"
             )
         made = ((self.info or {}).get("versions") or {}).get("queryeval")
@@ -67,11 +67,11 @@ class Run:
                 f"{__version__}): fields it lacks are shown empty"
             )
 
-    def _json(self, name: str, what: str) -> dict[str, Any] | None:
+    def _json(self, name: str) -> dict[str, Any] | None:
         try:
             return read_json(self.path, name)
         except InputError as exc:
-            self.problems.append(f"{what} cannot be read: {exc.message}")
+            self.problems.append(f"{name} cannot be read: {exc.message}")
             return None
 
     @property

@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from queryeval.log import RESULTS, RUN, LogWriter, read_json
+from queryeval.log import LOCK, RESULTS, RUN, LogWriter, read_json
 
 VERSION = 1
 PART_ROWS = 50_000  # rows per Parquet part: bounds the memory of indexing a large run
@@ -259,7 +259,7 @@ class RunIndex:
         import fcntl
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
