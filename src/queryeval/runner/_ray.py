@@ -21,6 +21,8 @@ Ray is imported only here and only when a run asks for it.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from queryeval._gc import bulk_allocation
 from queryeval.errors import InputError
-from queryeval.runner._ray_actors import RayServices, forwarded_env, ray_get
+from queryeval.runner._ray_actors import Lost, RayServices, forwarded_env, ray_get
 from queryeval.runner._work import Emit, Unit, Worker
 
 if TYPE_CHECKING:
@@ -105,7 +107,6 @@ class RayExecutor:
         self.settings = settings
         self.started = False  # whether this executor started the cluster
         self.services: RayServices | None = None
-        self.lost: list[str] = []  # why tasks were lost with their workers
         self.stats: dict[str, Any] = {}  # what the cluster did (run.json's `cluster`)
         self.batches_per_node: dict[str, int] = {}
         self.env: dict[str, str] = {}  # the suite's keys, given to the tasks (forwarded_env)
@@ -117,27 +118,19 @@ class RayExecutor:
         if ray.is_initialized():
             return self
         s = self.settings
-        common: dict[str, Any] = {
-            "namespace": "queryeval",
-            "runtime_env": s.runtime_env,
-            "log_to_driver": False,
-            "logging_level": logging.WARNING,
-        }
-        if s.address in (None, "local"):
-            ray.init(  # "local": a new cluster, even where `ray start` left one running
-                address="local",
-                num_cpus=s.num_cpus or os.cpu_count() or 1,
-                include_dashboard=False,
-                **common,
-            )
-        else:
-            try:
-                ray.init(address=s.address, **common)
-            except (ConnectionError, RuntimeError) as exc:
-                raise InputError(
-                    f"cannot reach the Ray cluster at {s.address}: {exc}",
-                    where="settings.ray.address",
-                ) from None
+        options: dict[str, Any] = {"address": s.address, "namespace": "queryeval",
+                                   "runtime_env": s.runtime_env, "log_to_driver": False,
+                                   "logging_level": logging.WARNING}  # fmt: skip
+        if s.address in (None, "local"):  # a new cluster, even where `ray start` left one
+            options.update(address="local", num_cpus=s.num_cpus or os.cpu_count() or 1,
+                           include_dashboard=False)  # fmt: skip
+        try:
+            ray.init(**options)
+        except (ConnectionError, RuntimeError) as exc:
+            raise InputError(
+                f"cannot reach the Ray cluster at {options['address']}: {exc}",
+                where="settings.ray.address",
+            ) from None
         self.started = True
         return self
 
@@ -147,8 +140,9 @@ class RayExecutor:
         services, self.services = self.services, None
         if ray.is_initialized():
             self.stats = {"workers": self.workers, "task_cpus": self.settings.task_cpus}
-            if self.batches_per_node:
-                self.stats["batches_per_node"] = self.batches_per_node
+            if self.batches_per_node:  # the busiest node first
+                nodes = sorted(self.batches_per_node.items(), key=lambda kv: -kv[1])
+                self.stats["batches_per_node"] = dict(nodes)
             if services is not None:
                 self.stats.update(services.stats())
                 services.stop()
@@ -174,26 +168,16 @@ class RayExecutor:
         concurrency: Mapping[str, int],
         embeddings: bool,
     ) -> RayServices:
-        """Start the run's actors (engines, judge, embedder, each live system's slots),
-        ended with the executor."""
+        """Start the run's actors (engines, gold cache, judge, embedder, each live system's
+        slots), ended with the executor."""
         import ray
 
-        s = self.settings
         self.env = forwarded_env(suite)
-        embedder_gpus = s.embedder_gpus
-        if embedder_gpus is None:
-            embedder_gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+        gpus = self.settings.embedder_gpus
+        if gpus is None:
+            gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
         self.services = RayServices.start(
-            suite,
-            cache_dir,
-            caps={
-                name: s.connections_per_database.get(name, s.connections)
-                for name in suite.databases
-            },
-            concurrency=concurrency,
-            embeddings=embeddings,
-            actor_cpus=s.actor_cpus,
-            embedder_gpus=embedder_gpus,
+            suite, cache_dir, self.settings, concurrency, embeddings=embeddings, gpus=gpus
         )
         return self.services
 
@@ -202,23 +186,13 @@ class RayExecutor:
         return import_ray().put(value)
 
     def run(self, units: Sequence[Unit], worker: Worker, emit: Emit) -> None:
-        """Each unit a task; each `Batch` emitted here as it finishes."""
-        retries = self.settings.max_retries
-
-        def keep(done: tuple[str, Any]) -> None:
-            node, batch = done
-            self.batches_per_node[node] = self.batches_per_node.get(node, 0) + 1
-            emit(batch)
-
-        try:
-            self._map(units, worker, keep, retries=lambda u: retries if u.pure else 0, node=True)
-        finally:
-            nodes = sorted(self.batches_per_node.items(), key=lambda kv: -kv[1])
-            self.batches_per_node = dict(nodes)
+        """Each unit a task (retried when lost only if pure); each `Batch` emitted here as
+        it finishes."""
+        self._map(units, worker, emit, pure=lambda unit: unit.pure, per_node=True)
 
     def map(self, items: Sequence[Any], fn: Callable[[Any], Any], emit: Emit) -> None:
         """A pure `fn` over the items, one task each (retried when a worker is lost)."""
-        self._map(items, fn, emit, retries=lambda _: self.settings.max_retries)
+        self._map(items, fn, emit, pure=lambda _: True)
 
     def _check_fits(self) -> None:
         """InputError when no node could ever run a task (`task_cpus`) or hold the
@@ -226,21 +200,16 @@ class RayExecutor:
         import ray
 
         nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
-        cpus = max((float(r.get("CPU", 0)) for r in nodes), default=0.0)
-        gpus = max((float(r.get("GPU", 0)) for r in nodes), default=0.0)
         s = self.settings
-        if s.task_cpus > cpus:
-            raise InputError(
-                f"task_cpus {s.task_cpus:g} is more than any node of the cluster has "
-                f"({cpus:g} CPUs at most): no task could ever start",
-                where="settings.ray.task_cpus",
-            )
-        if s.embedder_gpus and s.embedder_gpus > gpus:
-            raise InputError(
-                f"embedder_gpus {s.embedder_gpus:g} is more than any node of the cluster has "
-                f"({gpus:g} GPUs at most)",
-                where="settings.ray.embedder_gpus",
-            )
+        asked = {"task_cpus": (s.task_cpus, "CPU"), "embedder_gpus": (s.embedder_gpus or 0, "GPU")}
+        for option, (n, resource) in asked.items():
+            most = max((float(r.get(resource, 0)) for r in nodes), default=0.0)
+            if n > most:
+                raise InputError(
+                    f"{option} {n:g} is more than any node of the cluster has ({most:g} "
+                    f"{resource}s at most): Ray would wait for such a node forever",
+                    where=f"settings.ray.{option}",
+                )
 
     def _map(
         self,
@@ -248,64 +217,53 @@ class RayExecutor:
         work: Callable[[Any], Any],
         emit: Emit,
         *,
-        retries: Callable[[Any], int],
-        node: bool = False,
+        pure: Callable[[Any], bool],
+        per_node: bool = False,
     ) -> None:
         """One task per item, a bounded number in flight; results emitted in the order
-        they finish. A task lost with its worker (after its retries) is recorded in
-        `lost`; the exception of `work` itself stops the run."""
+        they finish. A task lost with its worker (after its retries, if `pure`) is
+        reported when the others have finished; the exception of `work` itself stops the
+        run."""
         ray = import_ray()
         self._check_fits()
         task = _remote_apply()
         work_ref = ray.put(work)
-        cpus = self.settings.task_cpus
-        window = 2 * self.workers
         env = {"runtime_env": {"env_vars": self.env}} if self.env else {}
-        queue = iter(items)
-        pending: dict[Any, Any] = {}
+        queue, pending, lost = iter(items), {}, []
 
-        def submit() -> bool:
-            item = next(queue, _END)
-            if item is _END:
-                return False
-            n = retries(item)
-            options = task.options(num_cpus=cpus, max_retries=n, retry_exceptions=False, **env)
-            ref = options.remote(work_ref, item, node)
-            pending[ref] = item
-            return True
+        def submit() -> None:
+            for item in itertools.islice(queue, 1):
+                retries = self.settings.max_retries if pure(item) else 0
+                options = task.options(
+                    num_cpus=self.settings.task_cpus,
+                    max_retries=retries,
+                    retry_exceptions=False,
+                    **env,
+                )
+                pending[options.remote(work_ref, item)] = item
 
         try:
-            while len(pending) < window and submit():
-                pass
+            for _ in range(2 * self.workers):
+                submit()
             while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                for ref in ready:
-                    item = pending.pop(ref)
-                    try:
-                        result = _get(ref)
-                    except _Lost as exc:
-                        self.lost.append(f"{_describe(item)}: {exc}")
-                        self._give_back(ref)
-                    else:
-                        emit(result)
-                    submit()
+                [ref], _ = ray.wait(list(pending), num_returns=1)
+                item = pending.pop(ref)
+                try:
+                    node, result = ray_get(ref)
+                except Lost as exc:
+                    lost.append(f"{_describe(item)}: {exc}")
+                    if self.services is not None:  # the concurrency slots it held
+                        self.services.release(ref.task_id().hex())
+                else:
+                    if per_node:
+                        self.batches_per_node[node] = self.batches_per_node.get(node, 0) + 1
+                    emit(result)
+                submit()
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
-        self._raise_lost()
-
-    def _give_back(self, ref: Any) -> None:
-        """The concurrency slots a lost task held, given back."""
-        if self.services is not None and self.services.slots:
-            import ray
-
-            holder = ref.task_id().hex()
-            ray.get([s.release_holder.remote(holder) for s in self.services.slots.values()])
-
-    def _raise_lost(self) -> None:
-        if self.lost:
-            lost, self.lost = self.lost, []
+        if lost:
             raise InputError(
                 f"{len(lost)} task(s) were lost with their Ray workers and not retried (they "
                 "call systems or a judge, or ran out of retries); what finished is stored: "
@@ -314,53 +272,23 @@ class RayExecutor:
             )
 
 
-_END: Any = object()
-
-
-class _Lost(Exception):
-    """A task lost with its worker or node (after Ray's retries)."""
-
-
-def _get(ref: Any) -> Any:
-    """A task's result; `_Lost` when its worker died, the task's own exception when it
-    raised one."""
-    import ray
-
-    try:
-        return ray_get(ref)
-    except (
-        ray.exceptions.WorkerCrashedError,
-        ray.exceptions.NodeDiedError,
-        ray.exceptions.OutOfMemoryError,
-        ray.exceptions.TaskCancelledError,
-        ray.exceptions.ObjectLostError,
-    ) as exc:
-        raise _Lost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-
-
 def _describe(item: Any) -> str:
     if isinstance(item, Unit):
         return f"unit {item.index} ({item.todo()} case(s) of {', '.join(item.systems)})"
     return type(item).__name__
 
 
-_REMOTE: Any = None
-
-
+@functools.cache
 def _remote_apply() -> Any:
-    global _REMOTE
-    if _REMOTE is None:
-        import ray
-
-        _REMOTE = ray.remote(_apply)
-    return _REMOTE
-
-
-def _apply(work: Callable[[Any], Any], item: Any, node: bool) -> Any:
-    with bulk_allocation():  # thousands of acyclic objects, freed when the item ends
-        result = work(item)
-    if not node:
-        return result
     import ray
 
+    return ray.remote(_apply)
+
+
+def _apply(work: Callable[[Any], Any], item: Any) -> tuple[str, Any]:
+    """`work(item)` in a task, with the node it ran on."""
+    import ray
+
+    with bulk_allocation():  # thousands of acyclic objects, freed when the item ends
+        result = work(item)
     return ray.get_runtime_context().get_node_id(), result
