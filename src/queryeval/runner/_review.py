@@ -41,14 +41,7 @@ def apply_golds(cases: Sequence[Case], review: Review) -> list[Case]:
     if unknown:
         first = next(g for g in review.golds if g.case_id in unknown)
         raise InputError(f"gold correction for unknown case {first.case_id!r}", path=first.where)
-    out: list[Case] = []
-    for case in cases:
-        fix = by_id.get(case.id)
-        if fix is None:
-            out.append(case)
-            continue
-        out.append(_corrected(case, fix))
-    return out
+    return [_corrected(c, by_id[c.id]) if c.id in by_id else c for c in cases]
 
 
 def _gold_of(target: Mapping[str, Any]) -> str:
@@ -127,15 +120,11 @@ def apply_overrides(
         if not mine:
             out.append(dict(rec))
             continue
-        new = dict(rec)
         scores = {k: dict(v) for k, v in (rec.get("scores") or {}).items()}
         for o in mine:
             scores[o.scorer] = _overridden(scores.get(o.scorer), o)
-        new["scores"] = scores
-        new["passed"] = case_passed(
-            {k: Score.model_construct(**v) for k, v in scores.items()}, dict(scorers)
-        )
-        out.append(new)
+        built = {k: Score.model_construct(**v) for k, v in scores.items()}
+        out.append({**rec, "scores": scores, "passed": case_passed(built, dict(scorers))})
     return out
 
 
@@ -188,26 +177,17 @@ def review_agreement(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for label, n in counts.items():
         judge, human = pairs.get(label, ([], []))
-        entry: dict[str, Any] = {"overrides": n, "compared": len(judge)}
+        out[label] = {"overrides": n, "compared": len(judge)}
         if judge:
-            result = agreement(judge, human)
-            entry.update(
-                {
-                    "accuracy": result.accuracy,
-                    "kappa": result.kappa,
-                    "changed": result.judge_only_positive + result.human_only_positive,
-                }
-            )
-        out[label] = entry
+            got = agreement(judge, human)
+            changed = got.judge_only_positive + got.human_only_positive
+            out[label].update(accuracy=got.accuracy, kappa=got.kappa, changed=changed)
     return out
 
 
 def review_section(review: Review, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What summary.json holds under `review`: the file, counts and agreement per scorer."""
-    return {
-        **review.describe(),
-        "agreement": review_agreement(records),
-    }
+    return {**review.describe(), "agreement": review_agreement(records)}
 
 
 def reviewed_scores(review: Review, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -216,18 +196,8 @@ def reviewed_scores(review: Review, records: Sequence[Mapping[str, Any]]) -> dic
     records, so comparisons, the run history and the exporters read what the reports show)."""
     changed = []
     for rec in records:
-        scores = {
-            label: score
-            for label, score in (rec.get("scores") or {}).items()
-            if (score.get("details") or {}).get("review")
-        }
-        if scores:
-            changed.append(
-                {
-                    "system": rec["system"],
-                    "case_id": rec["case_id"],
-                    "passed": rec.get("passed"),
-                    "scores": scores,
-                }
-            )
+        scores = rec.get("scores") or {}
+        if mine := {k: s for k, s in scores.items() if (s.get("details") or {}).get("review")}:
+            keys = {"system": rec["system"], "case_id": rec["case_id"], "passed": rec.get("passed")}
+            changed.append({**keys, "scores": mine})
     return {"file": str(review.path), "records": changed}

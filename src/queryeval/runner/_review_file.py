@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -61,80 +62,48 @@ class Review:
         }
 
 
-def _verdict(value: Any, path: Path, where: str, line: int | None) -> bool:
-    if isinstance(value, bool):
-        return value
-    key = str(value).strip().lower()
-    if key not in _VERDICTS:
-        raise InputError(
-            f"verdict must be pass or fail, got {value!r}", path=path, line=line, where=where
-        )
-    return _VERDICTS[key]
-
-
-def _text(entry: Mapping[str, Any], key: str) -> str:
-    value = entry.get(key)
-    return "" if value is None else str(value).strip()
+def _fields(
+    entry: Any, keys: set[str], required: tuple[str, ...], path: Path, where: str, line: int | None
+) -> dict[str, Any]:
+    """An entry's keys as texts (a gold as given), its `where` (file:line) added; InputError
+    at its file, line and place when it is not a mapping, or a key is unknown or missing."""
+    err = functools.partial(InputError, path=path, line=line, where=where)
+    if not isinstance(entry, Mapping):
+        raise err("expected a mapping")
+    if unknown := set(entry) - keys:
+        names = ", ".join(sorted(map(str, unknown)))
+        raise err(f"unknown key(s) {names}; expected {', '.join(sorted(keys))}")
+    out = {k: v if k == "gold" else "" if v is None else str(v).strip() for k, v in entry.items()}
+    for key in required:
+        if not out.get(key):
+            raise err(f"{key} is required")
+    return {**out, "where": f"{path}:{line}" if line else str(path)}
 
 
 def _override(entry: Any, path: Path, where: str, line: int | None) -> Override:
-    if not isinstance(entry, Mapping):
-        raise InputError("expected a mapping", path=path, line=line, where=where)
-    unknown = set(entry) - _OVERRIDE_KEYS
-    if unknown:
-        raise InputError(
-            f"unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected "
-            f"{', '.join(sorted(_OVERRIDE_KEYS))}",
-            path=path,
-            line=line,
-            where=where,
-        )
-    for key in ("case_id", "scorer", "verdict"):
-        if not _text(entry, key):
-            raise InputError(f"{key} is required", path=path, line=line, where=where)
-    system = _text(entry, "system")
-    return Override(
-        case_id=_text(entry, "case_id"),
-        system=None if system in ("", "*") else system,
-        scorer=_text(entry, "scorer"),
-        verdict=_verdict(entry["verdict"], path, where, line),
-        note=_text(entry, "note"),
-        reviewer=_text(entry, "reviewer"),
-        where=f"{path}:{line}" if line else str(path),
-    )
+    fields = _fields(entry, _OVERRIDE_KEYS, ("case_id", "scorer", "verdict"), path, where, line)
+    verdict = entry["verdict"]
+    fields["verdict"] = _VERDICTS.get(str(verdict).strip().lower(), verdict)
+    if not isinstance(fields["verdict"], bool):
+        raise InputError(f"verdict must be pass or fail, got {verdict!r}", path=path,
+                         line=line, where=where)  # fmt: skip
+    fields["system"] = fields.get("system") if fields.get("system") not in ("", "*") else None
+    return Override(**fields)
 
 
 def _gold(entry: Any, path: Path, where: str, line: int | None) -> GoldCorrection:
-    if not isinstance(entry, Mapping) or set(entry) - _GOLD_KEYS:
-        raise InputError(
-            f"expected a mapping with {', '.join(sorted(_GOLD_KEYS))}",
-            path=path,
-            line=line,
-            where=where,
-        )
-    gold = entry.get("gold")
-    if not _text(entry, "case_id") or not (isinstance(gold, str | dict) and gold):
-        raise InputError(
-            "case_id and gold (a text or a target mapping) are required",
-            path=path,
-            line=line,
-            where=where,
-        )
-    if isinstance(gold, dict):
-        try:
-            Target.model_validate(gold)
-        except ValueError as exc:
-            first = str(exc).splitlines()[:3]
-            raise InputError(
-                f"gold is not a target: {' '.join(first)}", path=path, line=line, where=where
-            ) from None
-    return GoldCorrection(
-        case_id=_text(entry, "case_id"),
-        gold=gold,
-        note=_text(entry, "note"),
-        reviewer=_text(entry, "reviewer"),
-        where=f"{path}:{line}" if line else str(path),
-    )
+    fields = _fields(entry, _GOLD_KEYS, ("case_id", "gold"), path, where, line)
+    if not isinstance(fields["gold"], str | dict):
+        raise InputError("gold must be a text or a target mapping", path=path, line=line,
+                         where=where)  # fmt: skip
+    try:
+        if isinstance(fields["gold"], dict):
+            Target.model_validate(fields["gold"])
+    except ValueError as exc:
+        first = " ".join(str(exc).splitlines()[:3])
+        raise InputError(f"gold is not a target: {first}", path=path, line=line,
+                         where=where) from None  # fmt: skip
+    return GoldCorrection(**fields)
 
 
 def load_review(path: str | Path) -> Review:
