@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from queryeval.cases import Case
+    from queryeval.cases import CaseInfo
 
 Tables = list[tuple[str, list[list[Any]]]]  # (title, header row + rows) of a report table
 
@@ -162,7 +162,7 @@ def _system_errors(n: int, ids: Sequence[str] | None, prefix: str = "") -> str:
 
 
 def system_error_cases(
-    records: Iterable[Mapping[str, Any]], cases: Sequence[Case] = ()
+    records: Iterable[Mapping[str, Any]], cases: Sequence[CaseInfo] = ()
 ) -> dict[str, list[str]]:
     """system -> the ids of the cases where the system failed (the record's `error`), in
     case order; the last record of a (system, case) counts, as in the summary.

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from queryeval.cases import Case
+from queryeval.cases import CaseInfo
 from queryeval.reports._casedata import cap, latency_of
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def _suite_element(root: ET.Element, name: str, counts: dict[str, int], time: fl
 def write_junit(
     path: Path,
     summary: Mapping[str, Any],
-    cases: Sequence[Case],
+    cases: Sequence[CaseInfo],
     records: Sequence[Mapping[str, Any]],
     scorers: Mapping[str, Scorer],
 ) -> Path:

@@ -4,6 +4,7 @@ below; other reports register with `register_report` (a suite's `plugins:` modul
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,7 @@ from queryeval.errors import InputError
 from queryeval.reports._input import ReportInput, ReportWriter
 
 if TYPE_CHECKING:
-    from queryeval.cases import Case
+    from queryeval.cases import Case, CaseInfo
     from queryeval.config import ReportConfig, SuiteConfig
     from queryeval.log import RunLog
     from queryeval.scorers import Scorer
@@ -67,15 +68,20 @@ def report_options_model(kind: str) -> Any:
 def write_reports(
     suite: SuiteConfig,
     log: RunLog,
-    cases: Sequence[Case],
+    cases: Sequence[CaseInfo],
     scorers: Mapping[str, Scorer],
     *,
+    load_cases: Callable[[], Sequence[Case]] | None = None,
     extra: Sequence[ReportConfig] = (),
 ) -> dict[str, Path]:
     """Write every report the suite configures (plus `extra` ones, e.g. from `--junit`) for
     a stored and summarised run (`log`; the HTML and Markdown reports show its comparison
-    with a baseline when it has one); returns kind -> path for the files written."""
+    with a baseline when it has one); returns kind -> path for the files written. `cases`:
+    the run's cases, or only their info (a large sharded run), when `load_cases` loads the
+    whole ones (once, for the first report that reads them: `ReportInput.whole_cases`)."""
     written: dict[str, Path] = {}
+    if load_cases is not None:
+        load_cases = functools.cache(load_cases)
     for rep in [*suite.reports, *extra]:
         try:
             writer = report_writer(rep.kind)
@@ -86,7 +92,7 @@ def write_reports(
                 where="reports",
             ) from None
         assert log.path is not None, "reports are written into the run directory"
-        report = ReportInput(log, cases, scorers, rep.options)
+        report = ReportInput(log, cases, scorers, rep.options, load_cases)
         path = writer(report, (log.path / rep.path) if rep.path else None)
         if path is not None:
             written[rep.kind] = path

@@ -36,7 +36,7 @@ def excel(report: ReportInput, path: Path | None) -> Path | None:
     return write_excel(
         path or report.out / "report.xlsx",
         report.summary,
-        report.cases,
+        report.whole_cases,
         report.records,
         report.scorers,
         overlays=report.log.overlays,
@@ -50,7 +50,7 @@ def html(report: ReportInput, path: Path | None) -> Path | None:
     return write_html(
         path or report.out / "report.html",
         report.summary,
-        report.cases,
+        report.whole_cases,
         report.records,
         report.scorers,
         options=report.options,
