@@ -20,6 +20,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import functools
+import math
+import operator
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
@@ -58,7 +61,11 @@ _EXACT_FLOAT_INT = 2**53  # integers of smaller magnitude are exact as floats
 _INF = float("inf")
 _SCALAR_NEIGHBOURS = 40  # sorted values past this many are checked with NumPy
 _NOT_FINITE = frozenset({None, NAN, _INF, -_INF})
-_AS_GIVEN_MAX_ROWS = 32  # decimals among the cells: rows compared as given up to this many
+# the types of a plain value once converted (`_plain_value`)
+_CONVERTED_TYPES = frozenset({int, str, _NONE, float, dt.date, type(NAN)})
+_FLOAT, _DECIMAL, _INT = frozenset({float}), frozenset({decimal.Decimal}), frozenset({int})
+_NUMBER_TYPES = frozenset({int, float, decimal.Decimal})
+_IS_VALUE = functools.partial(operator.is_not, None)
 
 
 def small_comparison(
@@ -77,23 +84,24 @@ def small_comparison(
     k_pred, k_gold = len(p.columns), len(g.columns)
     if max(len(pred_rows), len(gold_rows)) > FAST_MAX_ROWS or not k_gold or not k_pred:
         return None
-    # every cell's type; left to `_canonical_pair` where the rows are not tried as given
-    types = _cell_types(pred_rows, gold_rows, _AS_GIVEN_MAX_ROWS)
+    types = _cell_types(pred_rows, gold_rows)
     # equal outright: tried on the rows as given (plain types: equal cells have equal
     # canonical forms), before any of them is converted; ints, strings and NULLs alone are
-    # compared as given below anyway, and decimals hash slowly as given (past a few dozen
-    # rows a wrong result pays more for the try than an equal one saves)
+    # compared as given below anyway. Not equal as given, the rows left unmatched are
+    # often enough to prove them unequal (`_unequal`), without converting the rest.
     residue: _Residue = _WHOLE
     if (
-        types is not None
-        and types <= _PLAIN_TYPES
+        types <= _PLAIN_TYPES
         and not types <= _EXACT_TYPES
-        and (len(gold_rows) <= _AS_GIVEN_MAX_ROWS or decimal.Decimal not in types)
         and _outright_applies(pred_rows, gold_rows, row_policy)
     ):
         outright, residue = _outright_as_given(p, g, row_policy, columns)
         if outright is not None:
             return outright
+        if isinstance(residue, tuple):  # not equal as given: often not equal at all
+            unequal = _unequal(p, g, residue, columns, options, max_permutations)
+            if unequal is not None:
+                return unequal
     both = _canonical_pair(pred_rows, gold_rows, k_pred, k_gold, options, types)
     if both is None:  # floats within a tolerance, types read by `canonical` cell by cell
         return _equal_outright(p, g, row_policy, columns, options)
@@ -225,6 +233,163 @@ def _equal_once_converted(
     return alignment, RowOutcome(n, n, n, None), ()
 
 
+def _unequal(
+    p: ResultSet,
+    g: ResultSet,
+    residue: tuple[Alignment, list[tuple[Any, ...]], list[tuple[Any, ...]]],
+    columns: str,
+    options: Options,
+    max_permutations: int,
+) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
+    """The answer for a multiset of rows of plain types that are not the same once
+    converted, from the rows the comparison as given left unmatched (`residue`), where the
+    tolerance provably changes nothing; None where it might, or where the rows are equal.
+
+    The rows matched as given stay matched; the rest are matched once converted (as
+    `_plain_columns` converts them): `matched` is the exact multiset intersection. The
+    general path matches within the tolerance, and could match more only along an
+    alternating path from a row left unmatched here, whose first step pairs that row with a
+    gold row close to it but not equal; so if no number of the unmatched predicted rows is
+    close to a different gold number (`_isolated`), the exact count is its count. Likewise
+    for the permutation search: a mapping making the rows equal within the tolerance pairs
+    every predicted cell with a close gold cell, impossible when the unmatched rows' cells
+    differ as a multiset and none of them is close to a different gold number; so the
+    search finds nothing and scores the names' mapping (or, for one column named
+    differently, the only one), as `_permutation` says."""
+    alignment, pred_given, gold_given = residue
+    policy = options.policy
+    n = len(g.rows)
+    try:
+        if len(pred_given) == 1 == len(gold_given):  # one row wrong (the most common)
+            pred_row, gold_row = (
+                _converted(pred_given[0], policy),
+                _converted(gold_given[0], policy),
+            )
+            if pred_row == gold_row:
+                return None  # equal once converted: `_equal_once_converted` says so
+            matched, pred_left, gold_left = n - 1, [pred_row], [gold_row]
+        else:
+            pred_count = Counter([_converted(row, policy) for row in pred_given])
+            gold_count = Counter([_converted(row, policy) for row in gold_given])
+            common = pred_count & gold_count
+            matched = n - len(pred_given) + sum(common.values())
+            if matched == n:
+                return None
+            pred_left = list((pred_count - common).elements())
+            gold_left = list((gold_count - common).elements())
+        notes: tuple[str, ...] = ()
+        if columns == "permutation":
+            if _search_steps(len(g.columns)) > max_permutations:
+                return None  # the search might stop at its cap (a note)
+            pred_cells = list(chain.from_iterable(pred_left))
+            gold_cells = list(chain.from_iterable(gold_left))
+            if set(pred_cells) == set(gold_cells) and Counter(pred_cells) == Counter(gold_cells):
+                return None  # another mapping might make the rows equal: the search
+            names = align_by_name(g.columns, p.columns)
+            notes = (NAMES_NOTE,) if not names.missing and not names.extra else (BEST_NOTE,)
+    except (TypeError, ArithmeticError):  # a signalling NaN decimal
+        return None
+    if options.tolerant and not _isolated(pred_left, g.rows, options):
+        return None
+    return alignment, RowOutcome(matched, n, n, None), notes
+
+
+def _gold_numbers(rows: Rows) -> list[float | int] | None:
+    """The finite numbers of `rows` (plain types), a decimal by its float, sorted and
+    distinct as numbers; None where one is of magnitude 2**53 or more (a float may round
+    it, a decimal's canonical form may then be no float) or a decimal is a signalling
+    NaN. Column by column, with C-level passes where a column holds one numeric type (and
+    NULLs)."""
+    found: set[float | int] = set()
+    columns: Iterable[Sequence[Any]] = ()
+    if len(rows) == 1:  # one row: its values as one column
+        columns = (rows[0],)
+    elif rows:
+        columns = zip(*rows, strict=True)
+    for column in columns:
+        held = set(map(type, column))
+        present: Iterable[Any] = filter(_IS_VALUE, column) if _NONE in held else column
+        held.discard(_NONE)
+        if not held:
+            continue
+        if held == _FLOAT:
+            found.update(filter(math.isfinite, present))
+        elif held == _DECIMAL:
+            try:
+                found.update(filter(math.isfinite, map(float, present)))
+            except ValueError:  # a signalling NaN
+                return None
+        elif held == _INT:
+            found.update(present)
+        elif held & _NUMBER_TYPES:  # numbers among other types: value by value
+            for value in present:
+                kind = type(value)
+                if kind is decimal.Decimal:
+                    if value.is_snan():
+                        return None
+                    value = float(value)
+                elif kind is not float and kind is not int:
+                    continue
+                if value - value == 0:  # finite
+                    found.add(value)
+    numbers = sorted(found)
+    if numbers and (numbers[0] <= -_EXACT_FLOAT_INT or numbers[-1] >= _EXACT_FLOAT_INT):
+        return None
+    return numbers
+
+
+def _isolated(pred_left: Rows, gold_rows: Rows, options: Options) -> bool:
+    """Whether no number of the rows `pred_left` (converted) is close to a different number
+    of the gold rows (as the general path reads them: floats, a decimal by its float),
+    whatever the columns: the nearest gold numbers below and above each are more than
+    twice the tolerance's bound away (a value's close numbers form an interval around it).
+    False where it cannot tell cheaply: integers of 2**53 or more, values so small that the
+    bound may underflow, decimals that are no float."""
+    cells = set(chain.from_iterable(pred_left))
+    if not set(map(type, cells)) <= _CONVERTED_TYPES:
+        return False  # a decimal's canonical form that is no float
+    wanted = [v for v in cells if (type(v) is float or type(v) is int) and v - v == 0]
+    if not wanted:
+        return True
+    numbers = _gold_numbers(gold_rows)
+    if numbers is None:
+        return False
+    if not numbers:
+        return True
+    abs_tol, rel_tol = options.abs_tol, options.rel_tol
+    tiny = 1e-300 / rel_tol if rel_tol else 0.0
+    last = len(numbers) - 1
+    for x in wanted:
+        if abs(x) >= _EXACT_FLOAT_INT and type(x) is int:
+            return False
+        i = bisect_left(numbers, x)
+        near = []
+        if i > 0:
+            near.append(numbers[i - 1])
+        if i <= last:
+            j = i + 1 if numbers[i] == x else i
+            if j <= last:
+                near.append(numbers[j])
+        size_x = abs(x)
+        if 0 < size_x < tiny:
+            return False
+        for y in near:
+            size_y = abs(y)
+            if 0 < size_y < tiny or abs(y - x) <= 2.0 * (rel_tol * (size_x + size_y) + abs_tol):
+                return False
+    return True
+
+
+def _converted(row: tuple[Any, ...], policy: Any) -> tuple[Any, ...]:
+    """A row of plain types as `_plain_columns` gives it (see `_plain_value`)."""
+    return tuple([
+        v if (kind := type(v)) is not float and kind is not decimal.Decimal
+        else v if kind is float and v == v
+        else _plain_value(v, policy)
+        for v in row
+    ])  # fmt: skip
+
+
 def _plain_value(value: Any, policy: Any) -> Any:
     """One cell of a plain type as `_plain_columns` gives it."""
     kind = type(value)
@@ -266,15 +431,8 @@ def _outright_applies(pred_rows: Rows, gold_rows: Rows, row_policy: str) -> bool
     )
 
 
-def _cell_types(pred_rows: Rows, gold_rows: Rows, max_rows: int) -> set[type] | None:
-    """The types of every cell of both sides; None (not looked at) past `max_rows` rows
-    when the first rows hold a decimal and not only ints, strings and NULLs."""
-    if max(len(pred_rows), len(gold_rows)) > max_rows:
-        hint = set(map(type, pred_rows[0])) if pred_rows else set()
-        if gold_rows:
-            hint.update(map(type, gold_rows[0]))
-        if decimal.Decimal in hint:
-            return None
+def _cell_types(pred_rows: Rows, gold_rows: Rows) -> set[type]:
+    """The types of every cell of both sides."""
     if len(pred_rows) == 1 == len(gold_rows):
         return {*map(type, pred_rows[0]), *map(type, gold_rows[0])}
     types = set(map(type, chain.from_iterable(pred_rows)))
@@ -430,6 +588,7 @@ def _rows_of(rows: Rows, columns: _Columns) -> Rows:
     return list(zip(*columns.values, strict=True)) if columns.changed and rows else rows
 
 
+@functools.lru_cache(maxsize=64)
 def _search_steps(k: int) -> int:
     """The most steps the permutation search takes over k columns (every partial mapping)."""
     return sum(factorial(k) // factorial(k - d) for d in range(1, k + 1))

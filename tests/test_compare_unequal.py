@@ -1,0 +1,150 @@
+"""The fast "not equal" answer of compare_results (`_small._unequal`: rows of plain types
+not the same multiset, where the tolerance provably changes nothing) gives exactly the
+general path's ComparisonResult, or declines. Random typed results with one or two rows
+wrong: cells moved to a value inside, at or past the tolerance's bound, or far; NULL, NaN,
+-0.0, infinities, decimals, dates, integers near 2**53; rows repeated; columns reordered
+or renamed; every row and column policy."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from queryeval.metrics import ResultSet, compare_results
+from queryeval.metrics.results import _compare, _small
+
+NEAR = [0.0, 0.4e-9, 0.9e-9, 1e-9, 1.1e-9, 2e-9, 2.1e-9, 3e-9, 1e-6, 0.5]
+SPECIAL = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1e-300, 5e-324, 2.0**53, None]
+DECIMALS = [Decimal("2.5"), Decimal("2.50"), Decimal("0.1"), Decimal("-0"), Decimal("NaN"),
+            Decimal(2**53 + 1), Decimal("1e30"), Decimal("Infinity"), Decimal("0.30")]  # fmt: skip
+INTS = [0, 1, -1, 2**53 - 1, 2**53, 2**53 + 1, 10**9, 10**9 + 1]
+
+
+def _cell(rng: random.Random, kind: str) -> Any:
+    roll = rng.random()
+    if roll < 0.08:
+        return None
+    if kind == "int":
+        return rng.choice(INTS) if roll < 0.2 else rng.randrange(-50, 50)
+    if kind == "float":
+        if roll < 0.2:
+            return rng.choice(SPECIAL)
+        return rng.choice([0.3, 0.1 + 0.2, 1.0, 2.5, 1e6, -7.25]) * (1 + rng.choice(NEAR))
+    if kind == "decimal":
+        return rng.choice(DECIMALS) if roll < 0.3 else Decimal(rng.randrange(10**4)).scaleb(-2)
+    if kind == "date":
+        return dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(5))
+    return rng.choice(["a", "b", "c", "1"])
+
+
+def _changed(rng: random.Random, value: Any, kind: str) -> Any:
+    """A cell moved: nearby (inside, at or past the tolerance), to another value, or to
+    a value of another type that may equal it canonically."""
+    if isinstance(value, float) and math.isfinite(value) and rng.random() < 0.6:
+        step = rng.choice([*NEAR, -1e-9, -2e-9, -3e-9])
+        return rng.choice([value * (1 + step), value + step, math.nextafter(value, math.inf)])
+    if isinstance(value, Decimal) and value.is_finite() and rng.random() < 0.3:
+        return float(value)
+    if isinstance(value, int) and rng.random() < 0.2:
+        return float(value)
+    return _cell(rng, kind)
+
+
+def _pair(rng: random.Random) -> tuple[ResultSet, ResultSet]:
+    k = rng.randint(1, 4)
+    kinds = [rng.choice(["int", "float", "decimal", "date", "str"]) for _ in range(k)]
+    n = rng.randint(1, 12)
+    rows = [tuple(_cell(rng, kind) for kind in kinds) for _ in range(n)]
+    if rng.random() < 0.3:  # repeated rows
+        rows[rng.randrange(n)] = rows[rng.randrange(n)]
+    pred = rows[:]
+    rng.shuffle(pred)
+    for _ in range(rng.choice([1, 1, 1, 2])):
+        i = rng.randrange(n)
+        if rng.random() < 0.15 and k > 1:  # the row's cells recombined: same cells
+            cells = list(pred[i])
+            rng.shuffle(cells)
+            pred[i] = tuple(cells)
+        else:
+            j = rng.randrange(k)
+            pred[i] = (*pred[i][:j], _changed(rng, pred[i][j], kinds[j]), *pred[i][j + 1 :])
+    order = list(range(k))
+    rng.shuffle(order)
+    names = ["a", "b", "c", "d"][:k]
+    pred_names = [f"p{i}" if rng.random() < 0.15 else names[i] for i in order]
+    return (ResultSet(pred_names, [tuple(r[i] for i in order) for r in pred]),
+            ResultSet(names, rows))  # fmt: skip
+
+
+def _general(pred: ResultSet, gold: ResultSet, **options: Any) -> Any:
+    original = _compare.small_comparison
+    _compare.small_comparison = lambda *a, **k: None  # type: ignore[assignment]
+    try:
+        return compare_results(pred, gold, **options)
+    finally:
+        _compare.small_comparison = original
+
+
+def _as_dict(result: Any) -> dict[str, Any]:
+    data = result.to_dict()
+    for key in ("precision", "recall", "f1"):  # NaN-free, but compare NaN as equal anyway
+        if isinstance(data[key], float) and math.isnan(data[key]):
+            data[key] = "nan"
+    return data
+
+
+def test_the_unequal_answer_is_the_general_paths(monkeypatch: Any) -> None:
+    rng = random.Random(0)
+    answered = declined = 0
+    original = _small._unequal
+
+    def counted(*args: Any) -> Any:
+        nonlocal answered, declined
+        out = original(*args)
+        answered, declined = answered + (out is not None), declined + (out is None)
+        return out
+
+    monkeypatch.setattr(_small, "_unequal", counted)
+    for _ in range(200):
+        pred, gold = _pair(rng)
+        options: dict[str, Any] = {
+            "rows": rng.choice(["auto", "multiset", "multiset", "ordered", "set"]),
+            "columns": rng.choice(["permutation"] * 3 + ["by_name", "by_position", "gold_subset"]),
+            "rel_tol": rng.choice([1e-9, 1e-9, 0.0, 1e-6]),
+            "abs_tol": rng.choice([0.0, 0.0, 1e-9, 0.5]),
+            "max_permutations": rng.choice([10_000, 10_000, 2]),
+        }
+        fast = compare_results(pred, gold, **options)
+        assert _as_dict(fast) == _as_dict(_general(pred, gold, **options)), (pred, gold, options)
+    assert answered >= 20 and declined >= 10, (answered, declined)  # both sides exercised
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "answers"),
+    [
+        ([(1.5, "a"), (2.0, "b")], [(1.0, "a"), (2.0, "b")], True),  # far: answered
+        ([(1.0 + 3e-9, "a"), (2.0, "b")], [(1.0, "a"), (2.0, "b")], False),  # near the bound
+        ([(1.0 + 1e-12, "x"), (2.0, "b")], [(1.0, "a"), (2.0, "b")], False),  # close elsewhere
+        ([(2.0, "a"), (1.0, "b")], [(1.0, "a"), (2.0, "b")], False),  # the same cells
+        ([(float("nan"), "a"), (2.0, "b")], [(1.0, "a"), (2.0, "b")], True),  # NaN: no number
+        ([(-0.0, "z"), (2.0, "b")], [(0.0, "a"), (2.0, "b")], True),  # -0.0 is 0.0
+        ([(2**53 + 1, "z"), (2.0, "b")], [(1.0, "a"), (2.0, "b")], False),  # floats round it
+        ([(Decimal("0.1"), "z"), (2.0, "b")], [(0.1, "a"), (2.0, "b")], True),
+    ],
+)
+def test_when_the_unequal_answer_is_given(
+    pred: list[tuple[Any, ...]], gold: list[tuple[Any, ...]], answers: bool, monkeypatch: Any
+) -> None:
+    seen: list[Any] = []
+    original = _small._unequal
+    monkeypatch.setattr(_small, "_unequal", lambda *a: seen.append(original(*a)) or seen[-1])
+    p, g = ResultSet(["x", "y"], pred), ResultSet(["x", "y"], gold)
+    result = compare_results(p, g)
+    assert not result.exact
+    assert len(seen) == 1 and (seen[0] is not None) is answers
+    assert _as_dict(result) == _as_dict(_general(p, g))
