@@ -20,6 +20,7 @@ thresholds in [0, 1], typed settings):
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from queryeval.scorers import Scorer
 
 Loc = tuple[str | int, ...]
+Problems = Iterator[tuple[Loc, str]]  # (place in the suite file, what is wrong and expected)
 Places = Mapping[str, tuple[Path, int | None]]
 _COUNTS = {"system_errors", "cases"}  # gate metrics that are counts, not shares
 GOLD_PRECHECK = 5  # golds per database run before a run: all failing stops it
@@ -54,18 +56,18 @@ def case_error(case_id: str, places: Places, where: str, message: str) -> InputE
     return InputError(message, path=path, line=line, where=f"case {case_id}: {where}")
 
 
-def _model(suite: SuiteConfig, at: Loc, model: type[BaseModel], data: Any) -> None:
-    """An InputError at `at` (plus the field's place) when `data` is not a valid `model`."""
+def _model(at: Loc, model: type[BaseModel], data: Any) -> Problems:
+    """The first problem of `data` as a `model` (a misspelt key before the field it missed),
+    at `at` plus the field's place."""
     try:
         model.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)  # a misspelt key before the field it missed
-        first = min(errors, key=lambda e: e["type"] != "extra_forbidden")
+        first = min(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
         loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
         message = str(first["msg"])
         if first["type"] == "extra_forbidden":
             message = f"unknown option; expected some of {', '.join(model.model_fields)}"
-        raise suite_error(suite, (*at, *loc), message) from None
+        yield (*at, *loc), message
 
 
 def check_suite(
@@ -78,26 +80,51 @@ def check_suite(
 ) -> None:
     """Every check of the module docstring; the first problem raises. `baseline`: a baseline
     run is given on the command line (relative gates need one)."""
-    _databases(suite)
-    _sections(suite)
-    _scorers(suite, scorers)
-    _gates(suite, scorers, baseline=baseline or suite.baseline is not None)
-    if cases:
-        _cases(suite, scorers, cases, places or {})
-        for i, scorer in enumerate(scorers.values()):
-            for loc, message in scorer.dataset_problems(cases):
-                raise suite_error(suite, ("scorers", i, *loc), message)
+    from queryeval.scorers import ScoringContext
+
+    ctx = ScoringContext(suite, cache_dir=_cache_dir(suite))  # the checks' engines, closed after
+    try:
+        for loc, message in itertools.chain(
+            _databases(suite, ctx),
+            _sections(suite),
+            ((("scorers", i, *loc), why) for i, s in enumerate(scorers.values())
+             for loc, why in s.config_problems(suite)),
+            _gates(suite, scorers, baseline=baseline or suite.baseline is not None),
+        ):  # fmt: skip
+            raise suite_error(suite, loc, message)
+        if cases:
+            for case_id, where, message in _cases(suite, scorers, cases, ctx):
+                raise case_error(case_id, places or {}, where, message)
+            for i, scorer in enumerate(scorers.values()):
+                for loc, message in scorer.dataset_problems(cases):
+                    raise suite_error(suite, ("scorers", i, *loc), message)
+    finally:
+        ctx.close()
 
 
-def _databases(suite: SuiteConfig) -> None:
+def _databases(suite: SuiteConfig, ctx: Any) -> Problems:
+    """Each database: a known engine, its place and options; then each given as a local
+    file opens and its catalog reads (a file that is not a database would leave every case
+    unscored)."""
     from queryeval.engines import database_problem
 
     for name, config in suite.databases.items():
-        problem = database_problem(config, suite.base_dir)
-        if problem is not None:
-            loc, message = problem
-            raise suite_error(suite, ("databases", name, *loc), message)
-    _readable(suite)
+        if (problem := database_problem(config, suite.base_dir)) is not None:
+            yield ("databases", name, *problem[0]), problem[1]
+    for name, expected in _files(suite).items():
+        why = None
+        try:
+            if suite.databases[name].path:
+                ctx.engine(name).cached_schema()
+        except InputError:
+            raise
+        except Exception as exc:  # the engine's own error, whatever its library
+            why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        if why is not None:
+            yield (
+                ("databases", name, "path"),
+                f"cannot read the database: {why}; expected {expected}",
+            )
 
 
 def _files(suite: SuiteConfig) -> dict[str, str]:
@@ -107,32 +134,6 @@ def _files(suite: SuiteConfig) -> dict[str, str]:
 
     kinds = {c.engine: engine_kind_entry(c.engine).file for c in suite.databases.values()}
     return {n: f for n, c in suite.databases.items() if (f := kinds[c.engine]) is not None}
-
-
-def _readable(suite: SuiteConfig) -> None:
-    """Every database given as a local file opens and its catalog reads (a file that is not
-    a database would leave every case unscored): else an InputError at its `path`."""
-    from queryeval.scorers import ScoringContext
-
-    files = {n: f for n, f in _files(suite).items() if suite.databases[n].path}
-    if not files:
-        return
-    ctx = ScoringContext(suite, cache_dir=_cache_dir(suite))
-    try:
-        for name, expected in files.items():
-            try:
-                ctx.engine(name).cached_schema()
-            except InputError:
-                raise
-            except Exception as exc:  # the engine's own error, whatever its library
-                why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-                raise suite_error(
-                    suite,
-                    ("databases", name, "path"),
-                    f"cannot read the database: {why}; expected {expected}",
-                ) from None
-    finally:
-        ctx.close()
 
 
 # gold failures that say the database or its engine is unusable (a gold is taken as right:
@@ -217,54 +218,45 @@ def server_gold_problem(
         raise
 
 
-def _sections(suite: SuiteConfig) -> None:
+def _sections(suite: SuiteConfig) -> Problems:
+    """Predictions files, the comparison policy, judge (and its rubrics), embeddings, reports
+    and their options, the baseline run."""
     from queryeval.reports import report_kinds, report_options_model
     from queryeval.scorers import policy_problem
 
     for i, system in enumerate(suite.systems):
-        if system.predictions and not suite.resolve(system.predictions).is_file():
-            missing = suite.resolve(system.predictions)
-            raise suite_error(
-                suite, ("systems", i, "predictions"), f"predictions file not found: {missing}"
-            )
-
-    problem = policy_problem(suite.comparison)
-    if problem is not None:
-        raise suite_error(suite, ("comparison", *problem[0]), problem[1])
+        if system.predictions and not (path := suite.resolve(system.predictions)).is_file():
+            yield ("systems", i, "predictions"), f"predictions file not found: {path}"
+    if (problem := policy_problem(suite.comparison)) is not None:
+        yield ("comparison", *problem[0]), problem[1]
     if suite.judge is not None:
         from queryeval.judges import JudgeConfig
 
-        _model(suite, ("judge",), JudgeConfig, suite.judge)
-        for name, path in (suite.judge.get("rubrics") or {}).items():
-            if not suite.resolve(str(path)).is_file():
-                where = ("judge", "rubrics", name)
-                raise suite_error(suite, where, f"rubric file not found: {suite.resolve(path)}")
+        yield from _model(("judge",), JudgeConfig, suite.judge)
+        for name, rubric in (suite.judge.get("rubrics") or {}).items():
+            if not (path := suite.resolve(str(rubric))).is_file():
+                yield ("judge", "rubrics", name), f"rubric file not found: {path}"
     if suite.embeddings is not None:
         from queryeval.embeddings import EmbeddingsConfig
 
-        _model(suite, ("embeddings",), EmbeddingsConfig, suite.embeddings)
+        yield from _model(("embeddings",), EmbeddingsConfig, suite.embeddings)
     kinds = report_kinds()
     for i, report in enumerate(suite.reports):
+        model = report_options_model(report.kind) if report.kind in kinds else None
         if report.kind not in kinds:
-            message = f"unknown report kind {report.kind!r}; expected one of {', '.join(kinds)}"
-            raise suite_error(suite, ("reports", i), message)
-        if report.options:
-            model = report_options_model(report.kind)
-            if model is None:
-                message = f"the {report.kind} report takes no options"
-                raise suite_error(suite, ("reports", i, "options"), message)
-            _model(suite, ("reports", i, "options"), model, report.options)
-    if suite.baseline is not None:
-        run = suite.resolve(suite.baseline.run)
-        if not (run / SUMMARY).is_file():
-            message = f"baseline run not found (no {SUMMARY} in {run})"
-            raise suite_error(suite, ("baseline", "run"), message)
-
-
-def _scorers(suite: SuiteConfig, scorers: Mapping[str, Scorer]) -> None:
-    for i, scorer in enumerate(scorers.values()):
-        for loc, message in scorer.config_problems(suite):
-            raise suite_error(suite, ("scorers", i, *loc), message)
+            yield (
+                ("reports", i),
+                f"unknown report kind {report.kind!r}; expected one of {', '.join(kinds)}",
+            )
+        elif report.options and model is None:
+            yield ("reports", i, "options"), f"the {report.kind} report takes no options"
+        elif report.options and model is not None:
+            yield from _model(("reports", i, "options"), model, report.options)
+    if (
+        suite.baseline is not None
+        and not (run := suite.resolve(suite.baseline.run) / SUMMARY).is_file()
+    ):
+        yield ("baseline", "run"), f"baseline run not found (no {SUMMARY} in {run.parent})"
 
 
 def metric_names(scorers: Mapping[str, Scorer]) -> tuple[set[str], bool]:
@@ -275,17 +267,17 @@ def metric_names(scorers: Mapping[str, Scorer]) -> tuple[set[str], bool]:
     for label, scorer in scorers.items():
         names |= {label, f"{label}.mean", f"{label}.pass_rate", f"{label}.unscored_share"}
         subs = scorer.sub_metrics()
-        if subs is None:
-            open_ended = True
-            continue
-        names |= {f"{label}.{s}" for s in subs}
-        for s in subs:
+        open_ended = open_ended or subs is None
+        names |= {f"{label}.{s}" for s in subs or ()}
+        for s in subs or ():
             counts[s] = counts.get(s, 0) + 1
     names |= {s for s, n in counts.items() if n == 1}  # a bare name unique across scorers
     return names, open_ended
 
 
-def _gates(suite: SuiteConfig, scorers: Mapping[str, Scorer], *, baseline: bool) -> None:
+def _gates(suite: SuiteConfig, scorers: Mapping[str, Scorer], *, baseline: bool) -> Problems:
+    """Each gate readable, naming a metric the scorers report, a share's bound in [0, 1],
+    a baseline for a relative gate."""
     from queryeval.stats import parse_gate
 
     known, open_ended = metric_names(scorers)
@@ -293,88 +285,80 @@ def _gates(suite: SuiteConfig, scorers: Mapping[str, Scorer], *, baseline: bool)
         try:
             gate = parse_gate(text)
         except InputError as exc:
-            raise suite_error(suite, ("gates", i), exc.message) from None
-        head = gate.metric.partition(".")[0]
-        if gate.metric not in known and not (open_ended and head not in _COUNTS):
+            yield ("gates", i), exc.message
+            continue
+        share = gate.metric == "pass_rate" or gate.metric in scorers or gate.metric.endswith(
+            (".mean", ".pass_rate", ".unscored_share"))  # fmt: skip
+        if gate.metric not in known and not (
+            open_ended and gate.metric.partition(".")[0] not in _COUNTS
+        ):
             shown = ", ".join(sorted(known))
-            raise suite_error(
-                suite,
+            yield (
                 ("gates", i),
                 f"unknown metric {gate.metric!r} in gate {text!r}; expected one of {shown}",
             )
-        share = (
-            gate.metric == "pass_rate"
-            or gate.metric in scorers
-            or gate.metric.endswith((".mean", ".pass_rate", ".unscored_share"))
-        )
-        if share and not gate.needs_baseline and not 0 <= gate.bound <= 1:
-            message = (
-                f"gate {text!r} compares a share with {gate.bound:g}; expected a bound in [0, 1]"
+        elif share and not gate.needs_baseline and not 0 <= gate.bound <= 1:
+            yield (
+                ("gates", i),
+                f"gate {text!r} compares a share with {gate.bound:g}; expected a bound in [0, 1]",
             )
-            raise suite_error(suite, ("gates", i), message)
-        if gate.needs_baseline and not baseline:
-            message = (
-                f"gate {text!r} compares with a baseline run; expected 'baseline:' in the suite "
-                "or --baseline RUN_DIR"
-            )
-            raise suite_error(suite, ("gates", i), message)
+        elif gate.needs_baseline and not baseline:
+            yield ("gates", i), (f"gate {text!r} compares with a baseline run; expected "
+                                 "'baseline:' in the suite or --baseline RUN_DIR")  # fmt: skip
 
 
 def _cases(
-    suite: SuiteConfig, scorers: Mapping[str, Scorer], cases: Sequence[Case], places: Places
-) -> None:
-    from queryeval.scorers import ScoringContext, policy_problem
+    suite: SuiteConfig, scorers: Mapping[str, Scorer], cases: Sequence[Case], ctx: Any
+) -> Iterator[tuple[str, str, str]]:
+    """(case id, place in the case, what is wrong and expected) of each case problem: a
+    database named that the suite does not have, a comparison policy, no database for a
+    scorer that runs queries, the scorers' input checks; and every tried gold of a local
+    database failing (`gold_problem`) raises."""
+    from queryeval.scorers import policy_problem
     from queryeval.scorers.execution import case_database
 
     databases = suite.databases
-    ctx = ScoringContext(suite, cache_dir=_cache_dir(suite))
     needing = [s for s in scorers.values() if s.needs_database]
     for case in cases:
         for i, target in enumerate(case.targets):
             named = getattr(target.query, "database", None)
             if named and named not in databases:
-                where = (
-                    "target.query.database" if i == 0 else f"alternatives[{i - 1}].query.database"
-                )
-                raise case_error(case.id, places, where, _unknown_database(named, suite))
+                where = "target" if i == 0 else f"alternatives[{i - 1}]"
+                yield case.id, f"{where}.query.database", _unknown_database(named, suite)
         named = case.metadata.get("database")
         if named is not None and str(named) not in databases:
-            raise case_error(case.id, places, "metadata.database", _unknown_database(named, suite))
-        policy = case.metadata.get("comparison")
-        if policy is not None:
-            problem = policy_problem(policy)
-            if problem is not None:
-                where = ".".join(["metadata.comparison", *map(str, problem[0])])
-                raise case_error(case.id, places, where, problem[1])
+            yield case.id, "metadata.database", _unknown_database(named, suite)
+        if (policy := case.metadata.get("comparison")) is not None and (
+            problem := policy_problem(policy)
+        ) is not None:
+            yield case.id, ".".join(["metadata.comparison", *map(str, problem[0])]), problem[1]
         for scorer in needing:
-            if scorer.not_applicable(case) is not None:
-                continue
-            if case_database(case, scorer.database_option, ctx) is None:
+            if (
+                scorer.not_applicable(case) is None
+                and case_database(case, scorer.database_option, ctx) is None
+            ):
                 expected = (
                     "a 'databases:' entry in the suite"
                     if not databases
                     else "metadata.database, a 'database' on the gold query, or the scorer's "
                     f"'database' option (the suite has {', '.join(databases)})"
                 )
-                raise case_error(
-                    case.id, places, "database",
+                yield case.id, "database", (
                     f"scorer {scorer.label!r} runs queries but no database is named for this "
-                    f"case; expected {expected}",
-                )  # fmt: skip
-    try:
-        if needing:  # the first golds of each local database: all failing stops the run
-            gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=_files(suite))
-        for scorer in scorers.values():
-            for case in cases:
-                try:
-                    scorer.check_inputs([case], ctx)
-                except InputError as exc:
-                    if exc.path is not None:
-                        raise
-                    where = (exc.where or "").removeprefix(f"case {case.id}: ")
-                    raise case_error(case.id, places, where, exc.message) from None
-    finally:
-        ctx.close()
+                    f"case; expected {expected}")  # fmt: skip
+    if needing:  # the first golds of each local database: all failing stops the run
+        gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=_files(suite))
+    for scorer in scorers.values():
+        for case in cases:
+            try:
+                scorer.check_inputs([case], ctx)
+            except InputError as exc:
+                if exc.path is not None:
+                    raise
+                found = (exc.where or "").removeprefix(f"case {case.id}: "), exc.message
+            else:
+                continue
+            yield case.id, *found
 
 
 def live_problem(
