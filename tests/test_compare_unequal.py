@@ -83,7 +83,7 @@ def _pair(rng: random.Random) -> tuple[ResultSet, ResultSet]:
 
 def _general(pred: ResultSet, gold: ResultSet, **options: Any) -> Any:
     original = _compare.small_comparison
-    _compare.small_comparison = lambda *a, **k: None  # type: ignore[assignment]
+    _compare.small_comparison = lambda *a, **k: None
     try:
         return compare_results(pred, gold, **options)
     finally:
@@ -142,7 +142,12 @@ def test_when_the_unequal_answer_is_given(
 ) -> None:
     seen: list[Any] = []
     original = _small._unequal
-    monkeypatch.setattr(_small, "_unequal", lambda *a: seen.append(original(*a)) or seen[-1])
+
+    def recorded(*args: Any) -> Any:
+        seen.append(original(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(_small, "_unequal", recorded)
     p, g = ResultSet(["x", "y"], pred), ResultSet(["x", "y"], gold)
     result = compare_results(p, g)
     assert not result.exact
