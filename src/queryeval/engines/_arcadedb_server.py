@@ -13,10 +13,13 @@ avoids JPype's crash at interpreter exit (this process leaves with `os._exit`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import secrets
 import socket
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,25 +61,41 @@ def build(root: Path, database: str, seed: Path, heap: str) -> None:
         db.close()
 
 
-def serve(root: Path, database: str, timeout_ms: int, password: str, heap: str,
-          query_heap_mb: int = 0) -> None:  # fmt: skip
-    """Serve `database` over Bolt until stdin closes. `query_heap_mb` (when positive) is
-    ArcadeDB's heap budget of the queries' buffers (sorts, DISTINCT, collect(), cartesian
-    products ...): a query past it fails instead of exhausting the JVM's heap."""
+@contextlib.contextmanager
+def start_server(
+    root: Path,
+    database: str,
+    timeout_ms: int,
+    reader_password: str,
+    heap: str,
+    *,
+    jvm_args: Sequence[str] = (),
+    query_heap_mb: int = 0,
+    create: bool = False,
+) -> Iterator[tuple[Any, int]]:
+    """Start the JVM (`heap`, extra `jvm_args`) and an ArcadeDB server on `root` with the
+    Bolt plugin on 127.0.0.1 (a free port, a random root password), the server-side query
+    deadline `timeout_ms` and a read-only user `queryeval_reader` of `database` (its group
+    may read every record, no result-set limit); yield (server, Bolt port); stop the
+    server on exit. `query_heap_mb` (when positive) is ArcadeDB's heap budget of the
+    queries' buffers (sorts, DISTINCT, collect(), cartesian products ...): a query past it
+    fails instead of exhausting the JVM's heap. `create`: create `database` empty first."""
     import arcadedb_embedded as arcadedb
     import jpype
     from arcadedb_embedded.jvm import start_jvm
 
-    start_jvm(heap_size=heap)
+    start_jvm(heap_size=heap, jvm_args=list(jvm_args) or None)
     config = jpype.JClass("com.arcadedb.GlobalConfiguration")
     # The server-side deadline: checked inside scans, expansions and filters.
     config.COMMAND_TIMEOUT.setValue(timeout_ms)
     if query_heap_mb > 0:
         config.QUERY_MAX_HEAP_RAM.setValue(query_heap_mb)
+    if create:
+        arcadedb.create_database(str(root / "databases" / database)).close()
     port = _free_port()
     server = arcadedb.create_server(
         str(root),
-        root_password=os.urandom(18).hex(),
+        root_password=secrets.token_hex(18),
         config={
             "host": "127.0.0.1",
             "http_port": _free_port(),
@@ -97,14 +116,22 @@ def serve(root: Path, database: str, timeout_ms: int, password: str, heap: str,
         security.saveGroup(database, "reader", json_object(json.dumps(reader_group)))
         user = {
             "name": READER,
-            "password": str(security.encodePassword(password)),
+            "password": str(security.encodePassword(reader_password)),
             "databases": {database: ["reader"]},
         }
         security.createUser(json_object(json.dumps(user)))
-        print(f"READY {port}", flush=True)
-        sys.stdin.read()  # the parent closes our stdin to stop us
+        yield server, port
     finally:
         server.stop()
+
+
+def serve(root: Path, database: str, timeout_ms: int, password: str, heap: str,
+          query_heap_mb: int = 0) -> None:  # fmt: skip
+    """Serve `database` over Bolt until stdin closes (see `start_server`)."""
+    with start_server(root, database, timeout_ms, password, heap,
+                      query_heap_mb=query_heap_mb) as (_, port):  # fmt: skip
+        print(f"READY {port}", flush=True)
+        sys.stdin.read()  # the parent closes our stdin to stop us
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -31,11 +31,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from queryeval.engines._arcadedb_server import READER
 from queryeval.engines._base import Limits
 from queryeval.engines._cypher import CypherEngine
 
 DATABASE = "scratch"
-READER = "queryeval_reader"
 
 
 class ScratchGraphEngine(CypherEngine):
@@ -212,40 +212,14 @@ def _is_vertex(java_type: Any) -> bool:
 def _serve(root: Path, timeout_ms: int, heap: str, reader_password: str) -> None:
     """Create the empty scratch database, serve it over Bolt, write each graph read from
     stdin; stop at EOF."""
-    import arcadedb_embedded as arcadedb
-    import jpype
-    from arcadedb_embedded.jvm import start_jvm
-
-    from queryeval.engines._arcadedb_server import _free_port
+    from queryeval.engines._arcadedb_server import start_server
 
     # C1 only and the serial collector: a short-lived server of small graphs, where the
     # optimising compiler's and parallel GC's threads cost CPU and never pay back (measured:
     # half the child's CPU seconds, each graph written ~2x faster)
-    start_jvm(heap_size=heap, jvm_args=["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
-    config = jpype.JClass("com.arcadedb.GlobalConfiguration")
-    config.COMMAND_TIMEOUT.setValue(timeout_ms)
-    arcadedb.create_database(str(root / "databases" / DATABASE)).close()
-    port = _free_port()
-    server = arcadedb.create_server(
-        str(root),
-        root_password=secrets.token_hex(18),
-        config={
-            "host": "127.0.0.1",
-            "http_port": _free_port(),
-            "server_plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin",
-            "bolt_port": port,
-        },
-    )
-    server.start()
-    try:
-        security = server._java_server.getSecurity()
-        json_object = jpype.JClass("com.arcadedb.serializer.json.JSONObject")
-        group = {"access": [], "resultSetLimit": -1, "readTimeout": timeout_ms,
-                 "types": {"*": {"access": ["readRecord"]}}}  # fmt: skip
-        security.saveGroup(DATABASE, "reader", json_object(json.dumps(group)))
-        user = {"name": READER, "password": str(security.encodePassword(reader_password)),
-                "databases": {DATABASE: ["reader"]}}  # fmt: skip
-        security.createUser(json_object(json.dumps(user)))
+    jvm_args = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+    with start_server(root, DATABASE, timeout_ms, reader_password, heap, jvm_args=jvm_args,
+                      create=True) as (server, port):  # fmt: skip
         db = server.get_database(DATABASE)
         print(f"READY {port}", flush=True)
         for line in sys.stdin:  # the parent closes our stdin to stop us
@@ -255,8 +229,6 @@ def _serve(root: Path, timeout_ms: int, heap: str, reader_password: str) -> None
             except Exception as exc:
                 message = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
                 print(f"ERROR {message}", flush=True)
-    finally:
-        server.stop()
 
 
 def main(argv: list[str] | None = None) -> None:
