@@ -310,16 +310,22 @@ class KqlEngine(Engine):
         return dict(self._catalog)
 
     def _run_prepared(self, query: str) -> RawResult:
-        import duckdb_kql
+        from duckdb_kql import KqlSchemaError
 
         prepared = self.prepare(query)
-        functions = list(prepared.functions)
         cursor = self._cursor()
         try:
 
             def start() -> object:
-                return duckdb_kql.execute(cursor, prepared.text, allow_write=False,
-                                          query_now=self.now, functions=functions)  # fmt: skip
+                # duckdb_kql.execute's steps, with the catalog read once (it reads
+                # information_schema on every call: most of a small query's cost on a
+                # database of hundreds of tables); the database is read-only
+                cursor.execute("SET TimeZone = 'UTC'")
+                sql = self._to_sql(cursor, prepared)
+                if sql.unbound:
+                    raise KqlSchemaError(", ".join(sql.unbound), hint="declared query "
+                                         "parameter with no value and no default")  # fmt: skip
+                return cursor.execute(str(sql), sql.parameters or None)
 
             raw = run_on_cursor(cursor, start, self.limits)
             types = [str(d[1]) for d in cursor.description or []]

@@ -42,8 +42,11 @@ type it cannot know, an option it cannot honour). Rules and what they do:
 
 from __future__ import annotations
 
+import collections
 import fnmatch
+import functools
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -121,18 +124,26 @@ def _rules(node: Any) -> list[Any]:
 
 
 def _walk(node: Any) -> Iterator[Any]:
-    yield node
-    for child in _children(node):
-        if not _is_token(child):
-            yield from _walk(child)
+    """`node` and every rule node under it, in preorder. Iterative: ANTLR's expression
+    trees nest a dozen rules per operand, and nested generators cost the depth per node."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        kids = getattr(current, "children", None)
+        if kids:
+            stack.extend(c for c in reversed(kids) if not hasattr(c, "symbol"))
 
 
 def _tokens(node: Any) -> Iterator[Any]:
-    for child in _children(node):
-        if _is_token(child):
-            yield child
+    """The tokens under `node`, in source order (iterative, as `_walk`)."""
+    stack = list(reversed(_children(node)))
+    while stack:
+        current = stack.pop()
+        if hasattr(current, "symbol"):
+            yield current
         else:
-            yield from _tokens(child)
+            stack.extend(reversed(_children(current)))
 
 
 def _collapse(node: Any) -> Any:
@@ -252,6 +263,12 @@ class _Query:
     inspector: Inspector | None
     functions: list[str] = field(default_factory=list)
 
+    @functools.cached_property
+    def nodes(self) -> list[Any]:
+        """Every rule node of the tree in preorder (`_walk`), listed once: each rule reads
+        them all."""
+        return list(_walk(self.tree))
+
     def source(self, node: Any) -> str:
         start, stop = _span(node)
         return self.text[start:stop]
@@ -259,7 +276,7 @@ class _Query:
     def lets(self) -> dict[str, Any]:
         """Top-level `let` declarations: name -> declaration node."""
         out: dict[str, Any] = {}
-        for node in _walk(self.tree):
+        for node in self.nodes:
             if _kind(node) in ("LetVariableDeclaration", "LetFunctionDeclaration"):
                 names = [c for c in _rules(node) if _kind(c) in _NAME_NODES]
                 name = _name_of(names[0]) if names else None
@@ -325,20 +342,46 @@ def _names_a_missing_name(exc: BaseException) -> bool:
     )
 
 
+_PARSED: collections.OrderedDict[str, Any] = collections.OrderedDict()
+_PARSED_SIZE = 64  # trees kept: a query's passes, its prefixes and a second engine's
+_PARSED_LOCK = threading.Lock()
+
+
+def parsed(text: str) -> Any:
+    """duckdb-kql's syntax tree of `text` (None when it does not parse or is a control
+    command), the last few kept: ANTLR's Python parser is most of a rewrite's cost, and the
+    same texts come back (each pass, each prefix a rule inspects, each engine of a run).
+    The trees are read, never changed.
+
+    >>> parsed("T | take 1") is parsed("T | take 1"), parsed("T | where")
+    (True, None)
+    """
+    from duckdb_kql import KqlSyntaxError
+    from duckdb_kql import parse as parse_kql
+
+    with _PARSED_LOCK:
+        if text in _PARSED:
+            _PARSED.move_to_end(text)
+            return _PARSED[text]
+    try:
+        tree = parse_kql(text).tree
+    except KqlSyntaxError:
+        tree = None
+    with _PARSED_LOCK:
+        _PARSED[text] = tree
+        while len(_PARSED) > _PARSED_SIZE:
+            _PARSED.popitem(last=False)
+    return tree
+
+
 def rewrite_kql(query: str, inspector: Inspector | None = None,
                 functions: tuple[str, ...] = ()) -> Rewritten:  # fmt: skip
     """`query` as KQL duckdb-kql runs with the same answer, or KqlRefused. A query that
     does not parse is returned unchanged (duckdb-kql reports the syntax error)."""
-    from duckdb_kql import KqlSyntaxError
-    from duckdb_kql import parse as parse_kql
-
     text = query
     hoisted = list(functions)
     for _ in range(_MAX_PASSES):
-        try:
-            tree = parse_kql(text).tree
-        except KqlSyntaxError:
-            tree = None
+        tree = parsed(text)
         if tree is None:  # not KQL it parses (a control command, a syntax error): as is
             return Rewritten(text, tuple(hoisted))
         q = _Query(text, tree, inspector, hoisted)
@@ -440,7 +483,7 @@ def _encode_for_duckdb_kql(value: str, quote: str) -> str:
 
 def _string_literals(q: _Query) -> list[Edit]:
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "StringLiteralExpression":
             continue
         for token in _tokens(node):
@@ -708,7 +751,7 @@ _TO_DYNAMIC = {"todynamic", "parse_json", "parsejson", "toobject"}
 
 def _mv_expand_names(q: _Query) -> list[Edit]:
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) not in ("MvexpandOperator", "MvExpandOperator"):
             continue
         for item in _rules(node):
@@ -763,7 +806,7 @@ def _dynamic_source_name(value: Any) -> str | None:
 
 def _project_reorder(q: _Query) -> list[Edit]:
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "ProjectReorderOperator":
             continue
         patterns: list[str] = []
@@ -797,7 +840,7 @@ def _project_reorder(q: _Query) -> list[Edit]:
 def _let_counts(q: _Query) -> list[Edit]:
     edits = []
     lets = None
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) not in ("TakeOperator", "TopOperator", "TopHittersOperator"):
             continue
         rules = _rules(node)
@@ -886,7 +929,7 @@ def _top_nested(q: _Query) -> list[Edit]:
     """`top-nested N of Col by Agg [asc|desc]` (one level, no `with others`): the top N
     groups of a summarize, named as Kusto names them (`Col`, `aggregated_Col`)."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "TopNestedOperator":
             continue
         parts = [p for p in _rules(node) if _kind(p) == "TopNestedOperatorPart"]
@@ -935,7 +978,7 @@ def _join_conjunction(q: _Query) -> list[Edit]:
     """`join ... on $left.a == $right.b and $left.c == $right.d`: the conditions as a list,
     which duckdb-kql reads (its grammar takes the `and` into the last column name)."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "JoinOperatorOnClause":
             continue
         condition = _collapse(_rules(node)[0]) if _rules(node) else None
@@ -983,7 +1026,7 @@ def _parenthesized_source(q: _Query) -> list[Edit]:
     """`(T | ops) | more` is `T | ops | more`, and a statement (or a let's value) that is
     all one `(T | ops)` is `T | ops`; duckdb-kql takes no parenthesized source."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "PipeExpression":
             continue
         kids = _rules(node)
@@ -1057,7 +1100,7 @@ def _hoist_functions(q: _Query) -> list[Edit]:
     (run once every other rule is done, so their bodies are final). Kusto expands both
     where they are called; every `let` name of the query must be unique, so that a name in
     a body means at the call what it meant at the declaration."""
-    declarations = [n for n in _walk(q.tree) if _kind(n) in _LET_DECLARATIONS]
+    declarations = [n for n in q.nodes if _kind(n) in _LET_DECLARATIONS]
     names = [_declared_name(d) for d in declarations]
     edits = []
     for declaration in declarations:
@@ -1155,7 +1198,7 @@ def _indexof_start(q: _Query) -> list[Edit]:
 def _between_span(q: _Query) -> list[Edit]:
     """`x between (A .. span)`: Kusto reads a timespan upper bound as A + span."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "BetweenEqualityExpression":
             continue
         bounds = [r for r in _rules(node)]
@@ -1186,7 +1229,7 @@ def _make_series(q: _Query) -> list[Edit]:
     them; no row at all for an input of no rows. Without `from`/`to`, or over a number axis,
     it is refused."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "MakeSeriesOperator":
             continue
         parts = _rules(node)
@@ -1335,7 +1378,7 @@ def _count_predicate(q: _Query) -> list[Edit]:
     another type (asked of the engine), a number or string, arithmetic, a function that does
     not return a bool (not valid KQL; countif would count something else)."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "CountExpression":
             continue
         args = _rules(node)
@@ -1392,7 +1435,7 @@ def _partition_top(q: _Query) -> list[Edit]:
     """`partition by K (top 1 by X [asc|desc])`: per K the row with the largest (smallest)
     X, which is `summarize arg_max(X, *) by K` (`arg_min`), in the input's column order."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "PartitionOperator":
             continue
         body = next((c for c in _rules(node) if _kind(c) == "PartitionOperatorSubExpressionBody"),
@@ -1444,7 +1487,7 @@ def _bag_unpack(q: _Query) -> list[Edit]:
     dynamic otherwise, after the input's other columns in key order (as Kusto's documented
     example orders them); a key colliding with an input column is refused, as Kusto does."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "EvaluateOperator":
             continue
         calls = [c for c in _calls(node) if _collapse(_rules(node)[-1]) is c.node]

@@ -113,7 +113,7 @@ def _series_axis_expand(q: _Query) -> list[Edit]:
     `to typeof(datetime)`, the type of the values in the axis array (Kusto's make-series
     docs expand it and read datetimes)."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "MakeSeriesOperator":
             continue
         on = next((p for p in _rules(node) if _kind(p) == "MakeSeriesOperatorOnClause"), None)
@@ -149,7 +149,7 @@ def _union_types(q: _Query) -> list[Edit]:
     order of first appearance. Left to duckdb-kql when no column's type differs and no input
     is a `let` name."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "UnionOperator":
             continue
         params = [c for c in _rules(node) if _kind(c) == "RelaxedQueryOperatorParameter"]
@@ -275,7 +275,7 @@ def _arg_star_alias(q: _Query) -> list[Edit]:
     that input column, renamed K1 (K2, ... when taken), after X in input order
     (Kusto.Language's result type: `K, X, K1, ...`); duckdb-kql dropped it."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "SummarizeOperator":
             continue
         by = next((c for c in _rules(node) if _kind(c) == "SummarizeOperatorByClause"), None)
@@ -336,7 +336,7 @@ def _string_number_compare(q: _Query) -> list[Edit]:
     Kusto.Language accepts it (a bool, no diagnostic) and Kusto compares the number's text;
     duckdb-kql casts each row's string to a number, which fails on the first that is not."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "EqualityExpression":
             continue
         kids = _rules(node)
@@ -389,7 +389,7 @@ def _in_dynamic_table(q: _Query) -> list[Edit]:
     here the arrays are expanded to elements typed as x."""
     edits = []
     lets = None
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "ListEqualityExpression":
             continue
         items = _rules(node)
@@ -452,7 +452,7 @@ def _regex_group_names(q: _Query) -> list[Edit]:
     by number); extract_all naming its groups, or `countof` of another kind, is refused."""
     edits = []
     literals: list[Any] = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         kids = _rules(node)
         regex = len(kids) == 2 and "regex" in q.source(kids[0]).lower()
         if _kind(node) == "StringBinaryOperation" and regex:
@@ -498,7 +498,7 @@ def _range_count(q: _Query) -> list[Edit]:
     """`range x from A to B step S | count` (integer literals, S not 0): its row count,
     max(0, (B - A) // S + 1), without making the rows (Kusto's range includes B)."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "RangeExpression":
             continue
         pipe = _parent(node, "PipeExpression")
@@ -533,7 +533,7 @@ def _parse_leading_capture(q: _Query) -> list[Edit]:
     takes a pattern starting with `*` or a literal only, so the text is prefixed with a
     sentinel character and the pattern with `* '<sentinel>'`: the same captures."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "ParseOperator":
             continue
         kids = _rules(node)
@@ -555,7 +555,7 @@ def _parse_capture_names(q: _Query) -> list[Edit]:
     made under a word name, then renamed in place (`project-rename`: the same column where
     Kusto puts it)."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "ParseOperator":
             continue
         piped = _parent(node, "PipedOperator")
@@ -585,7 +585,7 @@ def _as_operator(q: _Query) -> list[Edit]:
     """`| as Name`: names the rows for later reference and passes them on unchanged; dropped
     when nothing else in the query names it, refused otherwise."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "AsOperator":
             continue
         names = [n for n in _rules(node) if _as_column(n) is not None]
@@ -618,7 +618,7 @@ def _star_predicates(q: _Query) -> list[Edit]:
     `T | where P'`; `search [in (Tables)] P` is `union Tables | where P'` over the tables
     named, or every table of the database when none is."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) == "SearchOperator":
             edits.append(Edit(*_span(node), _search(q, node)))
             continue
@@ -779,7 +779,7 @@ def _legacy_element(q: _Query) -> list[Edit]:
     if ".[" not in q.text:
         return []
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) == "LegacyFunctionCallOrPathElementOperation":
             start = _span(node)[0]
             if q.text[start] == ".":
@@ -801,7 +801,7 @@ def _mv_apply(q: _Query) -> list[Edit]:
     result type: `T | mv-apply arr on (...)` moves `arr` after the other columns). Other
     subqueries (summarize, top, take, ...) and options are refused."""
     edits = []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) != "MvapplyOperator":
             continue
         kids = _rules(node)
@@ -848,7 +848,7 @@ def _externaldata(q: _Query) -> list[Edit]:
     those rows."""
     if "externaldata" not in q.text.lower():
         return []
-    for node in _walk(q.tree):
+    for node in q.nodes:
         if _kind(node) == "ExternalDataExpression":
             urls = [q.source(n) for n in _walk(node) if _kind(n) == "StringLiteralExpression"]
             url = urls[0][:80] if urls else "?"
