@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,12 +50,6 @@ class SelftestItem:
     status: str  # ok | mismatch | gold_error
     explanation: str = ""
     scorer: str = "execution_match"
-
-    def line(self) -> str:
-        """One line for a terminal."""
-        return (
-            f"{self.case_id} (gold {self.gold}): {self.scorer}: {self.status}: {self.explanation}"
-        )
 
 
 @dataclass(frozen=True)
@@ -140,8 +134,14 @@ def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> 
     from queryeval.scorers.execution import case_database, target_query
 
     testable, not_tested = _testable(build_scorers(suite), suite, cases, ctx)
-    trouble = _unusable_databases(suite, cases, testable, ctx)
-    prepared = _prepare(testable, cases, ctx, not_tested)
+    needed = set().union(*(_case_databases(c, testable.values(), ctx) for c in cases))
+    trouble = {n: why for n in suite.databases if n in needed if (why := _trouble(ctx.engine, n))}
+    prepared: dict[str, Scorer] = {}
+    for label, scorer in testable.items():  # one not prepared is reported, the others go on
+        if (why := _trouble(scorer.prepare, cases, ctx)) is not None:
+            not_tested[label] = f"could not be prepared: {why}"
+        else:
+            prepared[label] = scorer
     golds: Golds = {}
     skipped: list[str] = []
     left = dict.fromkeys(trouble, 0)
@@ -181,7 +181,7 @@ def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> 
     ):
         nothing = (
             "the suite has no database: the gold queries were not run"
-            if not set(suite.databases) - set(trouble)
+            if not suite.databases
             else "no case names a database of the suite: the gold queries were not run"
         )
     return SelftestReport(
@@ -336,25 +336,6 @@ def _testable(
     return testable, not_tested
 
 
-def _prepare(
-    scorers: dict[str, Scorer],
-    cases: Sequence[Case],
-    ctx: ScoringContext,
-    not_tested: dict[str, str],
-) -> dict[str, Scorer]:
-    prepared: dict[str, Scorer] = {}
-    for label, scorer in scorers.items():
-        try:
-            scorer.prepare(cases, ctx)
-        except InputError:
-            raise
-        except Exception as exc:  # the evaluator's: reported, the other scorers go on
-            not_tested[label] = f"could not be prepared: {_short(exc)}"
-            continue
-        prepared[label] = scorer
-    return prepared
-
-
 def _case_databases(case: Case, scorers: Iterable[Scorer], ctx: ScoringContext) -> set[str]:
     """Every database of the suite a scorer would use for `case`."""
     from queryeval.scorers.execution import case_database, target_query
@@ -365,26 +346,16 @@ def _case_databases(case: Case, scorers: Iterable[Scorer], ctx: ScoringContext) 
     return set(ctx.database_names()).intersection(names)
 
 
-def _unusable_databases(
-    suite: SuiteConfig, cases: Sequence[Case], scorers: dict[str, Scorer], ctx: ScoringContext
-) -> dict[str, str]:
-    """The databases the golds need that the evaluator cannot use, with why (each tried
-    once: a server not reachable, a file it cannot open)."""
-    needed = set().union(*(_case_databases(c, scorers.values(), ctx) for c in cases))
-    trouble: dict[str, str] = {}
-    for name in (n for n in suite.databases if n in needed):
-        try:
-            ctx.engine(name)
-        except InputError:
-            raise
-        except Exception as exc:
-            trouble[name] = _short(exc)
-    return trouble
-
-
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:300]}"
+def _trouble(do: Callable[..., object], *args: object) -> str | None:
+    """Why `do(*args)` failed, the evaluator's trouble (None: it did not); an InputError,
+    the user's, raises."""
+    try:
+        do(*args)
+    except InputError:
+        raise
+    except Exception as exc:
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+    return None
 
 
 # --- the golds run: do they discriminate? -----------------------------------------------------
