@@ -23,7 +23,7 @@ from queryeval._inputs import BOM
 from queryeval.cases import Case, duplicate_case, parse_case_line
 from queryeval.errors import InputError
 from queryeval.runner._ranges import FileRange, numbered, placed, range_lines
-from queryeval.runner._work import SystemPredictions, Unit
+from queryeval.runner._work import SystemPredictions, Unit, done_ids
 from queryeval.systems import empty_predictions, prediction_key, repeated_record, unknown_case
 
 _NO_EXTRA: dict[str, Any] = {}
@@ -339,14 +339,6 @@ def _shards(
             )
             for system, where in per_system.items()
         }
-        finished = (
-            {
-                system: frozenset(s.id for s in stubs[a:b] if (system, s.id) in done)
-                for system in per_system
-            }
-            if done
-            else {}
-        )
         shards.append(
             Unit(
                 len(shards),
@@ -354,7 +346,7 @@ def _shards(
                 r,
                 lines_before=before[k],
                 offsets=preds,
-                done={s: ids for s, ids in finished.items() if ids},
+                done=done_ids(tuple(per_system), stubs[a:b], done),
                 count=b - a,
             )
         )

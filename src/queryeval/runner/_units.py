@@ -29,7 +29,7 @@ from queryeval.runner._executors import Executor, LocalExecutor, usable_cores
 from queryeval.runner._plan import RunPlan, suite_reads
 from queryeval.runner._ranges import FileRange, split_file
 from queryeval.runner._shard_check import CaseStub, CheckRange, check_inputs
-from queryeval.runner._work import Unit, Worker, outputs_of
+from queryeval.runner._work import Unit, Worker, done_ids, outputs_of
 from queryeval.scorers import ShardableScorer
 from queryeval.systems import text_fields_for
 
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 MIN_CASES = 20_000  # below this, a sharded run's forking costs more than it saves
 FORK_MIN_ITEMS = 500  # below this, forked workers opening the engines again cost more
-LOCAL_ENGINES = frozenset({"duckdb", "sqlite", "kql"})
 _ITEMS_PER_WORKER = 100  # at least, so that a worker's start is a small part of its work
 # a shard's bytes of cases: about 5,000 cases of a typical SDMX suite, what one worker holds
 _SHARD_BYTES = 4 << 20
@@ -92,7 +91,8 @@ def schedule(
     todo = len(plan.systems) * len(plan.cases) - len(done)
     with contextlib.ExitStack() as stack:
         stack.callback(worker.close)
-        if settings.executor == "ray":
+        remote = settings.executor == "ray"
+        if remote:
             from queryeval.runner._ray import RayExecutor
 
             ray = stack.enter_context(RayExecutor(settings.ray))
@@ -103,20 +103,16 @@ def schedule(
                     suite, worker.cache_dir, concurrency=live, embeddings=_embeds(plan)
                 )
                 worker.width = max(worker.width, settings.ray.batch_size)
-        elif plan.lazy:
-            executor = stack.enter_context(LocalExecutor(workers_for(suite)))
         else:
-            executor = stack.enter_context(LocalExecutor(fork_workers(suite, scorers, todo) or 1))
+            n = workers_for(suite) if plan.lazy else fork_workers(suite, scorers, todo)
+            executor = stack.enter_context(LocalExecutor(n or 1))
         worker.start(plan.scorers, plan.systems)  # the driver's state (scorers prepared)
         if plan.lazy:
-            units, stubs = _shards(plan, executor, done)
-            yield Schedule(executor, worker, units, stubs)
+            yield Schedule(executor, worker, *_shards(plan, executor, done))
             return
-        remote = settings.executor == "ray"
-        if remote:
-            worker.cases = ray.share(plan.cases)
         workers = getattr(executor, "workers", 1)
         if remote:
+            worker.cases = ray.share(plan.cases)
             size = settings.ray.batch_size
         elif workers == 1:
             size = 0  # one unit of every system
@@ -141,14 +137,13 @@ def _spans(
     judged = plan.suite.judge is not None
     names = tuple(s.name for s in plan.systems)
     if not size:
-        finished = _done(names, cases, done)
-        yield Unit(0, names, range(n), done=finished, pure=False, count=n)
+        yield Unit(0, names, range(n), done=done_ids(names, cases, done), pure=False, count=n)
         return
     index = 0
     for system in plan.systems:
         for start in range(0, n, size):
             span = range(start, min(start + size, n))
-            finished = _done((system.name,), cases[start : span.stop], done)
+            finished = done_ids((system.name,), cases[start : span.stop], done)
             if len(finished.get(system.name, ())) == len(span):
                 continue
             outputs = None
@@ -165,15 +160,6 @@ def _spans(
                 count=len(span),
             )
             index += 1
-
-
-def _done(
-    names: Sequence[str], cases: Sequence[Any], done: set[tuple[str, str]]
-) -> dict[str, frozenset[str]]:
-    if not done:
-        return {}
-    out = {name: frozenset(c.id for c in cases if (name, c.id) in done) for name in names}
-    return {name: ids for name, ids in out.items() if ids}
 
 
 def _width(plan: RunPlan) -> int:
@@ -300,7 +286,7 @@ def fork_workers(suite: SuiteConfig, scorers: Iterable[Scorer], items: int) -> i
         return 0
     if not all(cfg.predictions for cfg in suite.systems):  # a live system's calls stay here
         return 0
-    if any(db.engine not in LOCAL_ENGINES or db.url for db in suite.databases.values()):
+    if not all(_local_file(db.engine) and not db.url for db in suite.databases.values()):
         return 0
     workers = min(workers, _memory_room(suite))
     if workers < 2:
@@ -310,6 +296,16 @@ def fork_workers(suite: SuiteConfig, scorers: Iterable[Scorer], items: int) -> i
         return 0
     runs_queries = any(s.reads == "query" and s.judged_by_execution for s in scorers)
     return workers if runs_queries else 0
+
+
+def _local_file(kind: str) -> bool:
+    """Whether an engine kind's database is a file this process opens (`EngineKind.file`)."""
+    from queryeval.engines import engine_kind_entry
+
+    try:
+        return engine_kind_entry(kind).file is not None
+    except KeyError:
+        return False
 
 
 def _memory_room(suite: SuiteConfig) -> int:

@@ -361,6 +361,17 @@ class Worker:
         return Batch(unit.index, b"".join(lines), columns, len(lines), where, calls)
 
 
+def done_ids(
+    names: Sequence[str], cases: Sequence[Any], done: set[tuple[str, str]]
+) -> dict[str, frozenset[str]]:
+    """Per system of `names`, the ids of `cases` (anything with an id) already stored
+    (`done`: (system, case id)); systems with none left out (a `Unit.done`)."""
+    if not done:
+        return {}
+    out = {name: frozenset(c.id for c in cases if (name, c.id) in done) for name in names}
+    return {name: ids for name, ids in out.items() if ids}
+
+
 def _key(scored: Scored) -> tuple[str, str]:
     return scored.record["system"], scored.record["case_id"]
 
