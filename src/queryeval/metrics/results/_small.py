@@ -51,6 +51,7 @@ BEST_NOTE = (
 )
 
 Rows = Sequence[tuple[Any, ...]]
+_Bags = list[tuple[Sequence[Any], set[type]]]  # values and the types among them
 _NONE = type(None)
 _EXACT_TYPES = frozenset({int, str, _NONE})  # their own canonical forms
 # types read column by column without `canonical` per cell (see `_plain_columns`)
@@ -84,7 +85,7 @@ def small_comparison(
     k_pred, k_gold = len(p.columns), len(g.columns)
     if max(len(pred_rows), len(gold_rows)) > FAST_MAX_ROWS or not k_gold or not k_pred:
         return None
-    types = _cell_types(pred_rows, gold_rows)
+    types, gold_bags = _cell_types(pred_rows, gold_rows)
     # equal outright: tried on the rows as given (plain types: equal cells have equal
     # canonical forms), before any of them is converted; ints, strings and NULLs alone are
     # compared as given below anyway. Not equal as given, the rows left unmatched are
@@ -99,7 +100,7 @@ def small_comparison(
         if outright is not None:
             return outright
         if isinstance(residue, tuple):  # not equal as given: often not equal at all
-            unequal = _unequal(p, g, residue, columns, options, max_permutations)
+            unequal = _unequal(p, g, residue, columns, options, max_permutations, gold_bags)
             if unequal is not None:
                 return unequal
     both = _canonical_pair(pred_rows, gold_rows, k_pred, k_gold, options, types)
@@ -193,19 +194,21 @@ def _outright_as_given(
     alignment = _outright_alignment(p, g, columns)
     if alignment is None:
         return None, None
-    pred = _picked(p.rows, [j for _, j in alignment.pairs])
+    picks = [j for _, j in alignment.pairs]
     gold = g.rows
     n = len(gold)
     residue: _Residue
     try:
         if row_policy == "ordered":
-            same, residue = pred == list(gold), _WHOLE
+            same, residue = _picked(p.rows, picks) == list(gold), _WHOLE
         elif n == 1:
+            pred = _picked(p.rows, picks)
             same, residue = pred[0] == gold[0], (alignment, pred, list(gold))
-        elif len(sp := set(pred)) == n and len(sg := set(gold)) == n:  # distinct rows
+        elif len(sp := set(_picking(p.rows, picks))) == n and len(sg := set(gold)) == n:
+            # distinct rows on both sides: the sets are the multisets
             same, residue = sp == sg, (alignment, list(sp - sg), list(sg - sp))
         else:
-            cp, cg = Counter(pred), Counter(gold)
+            cp, cg = Counter(_picking(p.rows, picks)), Counter(gold)
             same = cp == cg
             residue = (alignment, list((cp - cg).elements()), list((cg - cp).elements()))
     except (TypeError, ArithmeticError):  # a signalling NaN decimal, given as it is
@@ -240,6 +243,7 @@ def _unequal(
     columns: str,
     options: Options,
     max_permutations: int,
+    gold_bags: _Bags,
 ) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
     """The answer for a multiset of rows of plain types that are not the same once
     converted, from the rows the comparison as given left unmatched (`residue`), where the
@@ -289,56 +293,47 @@ def _unequal(
             notes = (NAMES_NOTE,) if not names.missing and not names.extra else (BEST_NOTE,)
     except (TypeError, ArithmeticError):  # a signalling NaN decimal
         return None
-    if options.tolerant and not _isolated(pred_left, g.rows, options):
+    if options.tolerant and not _isolated(pred_left, gold_bags, options):
         return None
     return alignment, RowOutcome(matched, n, n, None), notes
 
 
-def _gold_numbers(rows: Rows) -> list[float | int] | None:
-    """The finite numbers of `rows` (plain types), a decimal by its float, sorted and
-    distinct as numbers; None where one is of magnitude 2**53 or more (a float may round
-    it, a decimal's canonical form may then be no float) or a decimal is a signalling
-    NaN. Column by column, with C-level passes where a column holds one numeric type (and
-    NULLs)."""
-    found: set[float | int] = set()
-    columns: Iterable[Sequence[Any]] = ()
-    if len(rows) == 1:  # one row: its values as one column
-        columns = (rows[0],)
-    elif rows:
-        columns = zip(*rows, strict=True)
-    for column in columns:
-        held = set(map(type, column))
-        present: Iterable[Any] = filter(_IS_VALUE, column) if _NONE in held else column
-        held.discard(_NONE)
-        if not held:
-            continue
-        if held == _FLOAT:
-            found.update(filter(math.isfinite, present))
-        elif held == _DECIMAL:
-            try:
+def _gold_numbers(bags: _Bags) -> list[float] | None:
+    """The finite numbers of the gold's cells (`bags` of plain types, see `_cell_types`) as
+    floats (a decimal by its float), sorted and distinct; None where one is of magnitude
+    2**53 or more (a float may round it, a decimal's canonical form may then be no float)
+    or a decimal is a signalling NaN. C-level passes where a bag holds one numeric type
+    (and NULLs); all floats, so that the sort compares floats only."""
+    found: set[float] = set()
+    try:
+        for column, types in bags:
+            held = set(types)
+            present: Iterable[Any] = filter(_IS_VALUE, column) if _NONE in held else column
+            held.discard(_NONE)
+            if not held:
+                continue
+            if held == _FLOAT:
+                found.update(filter(math.isfinite, present))
+            elif held == _DECIMAL:  # a signalling NaN raises ValueError
                 found.update(filter(math.isfinite, map(float, present)))
-            except ValueError:  # a signalling NaN
-                return None
-        elif held == _INT:
-            found.update(present)
-        elif held & _NUMBER_TYPES:  # numbers among other types: value by value
-            for value in present:
-                kind = type(value)
-                if kind is decimal.Decimal:
-                    if value.is_snan():
-                        return None
-                    value = float(value)
-                elif kind is not float and kind is not int:
-                    continue
-                if value - value == 0:  # finite
-                    found.add(value)
+            elif held == _INT:  # a larger one rounds: OverflowError, or past the limit
+                found.update(map(float, present))
+            elif held & _NUMBER_TYPES:  # numbers among other types: value by value
+                for value in present:
+                    kind = type(value)
+                    if kind is float or kind is int or kind is decimal.Decimal:
+                        number = float(value)
+                        if number - number == 0:  # finite
+                            found.add(number)
+    except (ValueError, OverflowError):
+        return None
     numbers = sorted(found)
     if numbers and (numbers[0] <= -_EXACT_FLOAT_INT or numbers[-1] >= _EXACT_FLOAT_INT):
         return None
     return numbers
 
 
-def _isolated(pred_left: Rows, gold_rows: Rows, options: Options) -> bool:
+def _isolated(pred_left: Rows, gold_bags: _Bags, options: Options) -> bool:
     """Whether no number of the rows `pred_left` (converted) is close to a different number
     of the gold rows (as the general path reads them: floats, a decimal by its float),
     whatever the columns: the nearest gold numbers below and above each are more than
@@ -351,32 +346,24 @@ def _isolated(pred_left: Rows, gold_rows: Rows, options: Options) -> bool:
     wanted = [v for v in cells if (type(v) is float or type(v) is int) and v - v == 0]
     if not wanted:
         return True
-    numbers = _gold_numbers(gold_rows)
+    numbers = _gold_numbers(gold_bags)
     if numbers is None:
         return False
     if not numbers:
         return True
     abs_tol, rel_tol = options.abs_tol, options.rel_tol
     tiny = 1e-300 / rel_tol if rel_tol else 0.0
-    last = len(numbers) - 1
     for x in wanted:
-        if abs(x) >= _EXACT_FLOAT_INT and type(x) is int:
+        size_x = abs(x)
+        if 0 < size_x < tiny or (type(x) is int and size_x >= _EXACT_FLOAT_INT):
             return False
         i = bisect_left(numbers, x)
-        near = []
-        if i > 0:
-            near.append(numbers[i - 1])
-        if i <= last:
-            j = i + 1 if numbers[i] == x else i
-            if j <= last:
-                near.append(numbers[j])
-        size_x = abs(x)
-        if 0 < size_x < tiny:
-            return False
-        for y in near:
-            size_y = abs(y)
-            if 0 < size_y < tiny or abs(y - x) <= 2.0 * (rel_tol * (size_x + size_y) + abs_tol):
-                return False
+        for y in numbers[i - 1 if i else 0 : i + 2]:  # the neighbours (and x, or one more)
+            if y != x:
+                size_y = abs(y)
+                bound = 2.0 * (rel_tol * (size_x + size_y) + abs_tol)
+                if 0 < size_y < tiny or abs(y - x) <= bound:
+                    return False
     return True
 
 
@@ -420,6 +407,15 @@ def _picked(rows: Rows, picks: list[int]) -> list[tuple[Any, ...]]:
     return list(map(itemgetter(*picks), rows))
 
 
+def _picking(rows: Rows, picks: list[int]) -> Iterable[tuple[Any, ...]]:
+    """`_picked` as an iterator (no list built)."""
+    if picks == list(range(len(picks))):
+        return rows
+    if len(picks) == 1:
+        return [(row[picks[0]],) for row in rows]
+    return map(itemgetter(*picks), rows)
+
+
 def _outright_applies(pred_rows: Rows, gold_rows: Rows, row_policy: str) -> bool:
     """Whether `_equal_outright` may answer: as many rows a side, not a set, and no group
     of rows large enough for the general path's greedy matching."""
@@ -431,13 +427,17 @@ def _outright_applies(pred_rows: Rows, gold_rows: Rows, row_policy: str) -> bool
     )
 
 
-def _cell_types(pred_rows: Rows, gold_rows: Rows) -> set[type]:
-    """The types of every cell of both sides."""
-    if len(pred_rows) == 1 == len(gold_rows):
-        return {*map(type, pred_rows[0]), *map(type, gold_rows[0])}
+def _cell_types(pred_rows: Rows, gold_rows: Rows) -> tuple[set[type], _Bags]:
+    """The types of every cell of both sides, and the gold's cells as bags of values with
+    the types each holds (its columns; one row's values as one bag) for `_gold_numbers`."""
     types = set(map(type, chain.from_iterable(pred_rows)))
-    types.update(map(type, chain.from_iterable(gold_rows)))
-    return types
+    if len(gold_rows) == 1:
+        bags: _Bags = [(gold_rows[0], set(map(type, gold_rows[0])))]
+    else:
+        bags = [(column, set(map(type, column))) for column in zip(*gold_rows, strict=True)]
+    for _, held in bags:
+        types |= held
+    return types, bags
 
 
 def _canonical_pair(
