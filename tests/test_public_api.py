@@ -19,8 +19,8 @@ import pytest
 
 import queryeval
 
-# owned by other work this session; listed here until their names are documented
-_NOT_YET = {"queryeval.runner.SelftestReport"}
+# names owned by other work, listed here until they are documented (none now)
+_NOT_YET: set[str] = set()
 
 
 def _packages() -> list[str]:

@@ -32,8 +32,8 @@ def report_command(run_dir: Path, review: Path | None = None, partial: bool = Fa
         load_suite,
         plan_run,
         reviewed_summary,
+        summarized,
     )
-    from queryeval.stats import check_gates, summarize
 
     holder = lock_holder(run_dir)
     if holder is not None and not partial:
@@ -65,27 +65,17 @@ def report_command(run_dir: Path, review: Path | None = None, partial: bool = Fa
                 path=rev.path,
             )
         plan.cases = apply_golds(plan.cases, rev)  # applied when the run scored them
-    summary = summarize(
-        suite.name,
-        plan.cases,
-        log.records,
-        plan.scorers,
-        [s.name for s in plan.systems],
-        seed=suite.seed,
-        max_unscored_share=suite.settings.max_unscored_share,
-    )
     baseline = load_baseline(
         suite,
         Path(info["baseline"]) if info.get("baseline") else None,
         [s.name for s in plan.systems],
     )
-    summary["gates"] = check_gates(
-        suite.gates, summary, baseline.summary if baseline is not None else None
-    )
     writer = LogWriter(run_dir)
-    writer.write_json(SUMMARY, summary)
-    if rev is not None:
-        summary, _ = reviewed_summary(plan, writer, rev, baseline)
+    if rev is None:
+        summary = summarized(plan, log.records, baseline)
+        writer.write_json(SUMMARY, summary)
+    else:
+        summary = reviewed_summary(plan, writer, rev, baseline)
         log = read_log(run_dir)  # the records with the review's overrides (review.json)
     log.summary = summary
     log.comparison = None
@@ -99,10 +89,10 @@ def report_command(run_dir: Path, review: Path | None = None, partial: bool = Fa
 def _viewer_overrides_note(run_dir: Path, recorded: Path | None) -> str | None:
     """What a report without --review does to the overrides `queryeval view` wrote into the
     run's review.json (it never applies them), or None when there are none."""
-    from queryeval.log import REVIEW, REVIEWED_IN_VIEWER, read_json
+    from queryeval.log import REVIEW, REVIEWED_IN_VIEWER, read_review
 
     try:
-        entries = (read_json(run_dir, REVIEW) or {}).get("records") or []
+        entries = (read_review(run_dir) or {}).get("records") or []
     except InputError:
         return None
     n = sum(

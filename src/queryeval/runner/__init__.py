@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
     from queryeval.runner._check import gold_problem, live_problem, load_suite
-    from queryeval.runner._plan import RunPlan, plan_run
+    from queryeval.runner._plan import RunPlan, cache_dir, plan_run
     from queryeval.runner._ray import with_executor
     from queryeval.runner._review import apply_golds
     from queryeval.runner._review_file import GoldCorrection, Override, Review, load_review
     from queryeval.runner._run import (
         RunResult,
-        cache_dir,
         default_out_dir,
         reviewed_summary,
         run_suite,
+        summarized,
     )
     from queryeval.runner._select import CaseSelection
     from queryeval.runner._selftest import SelftestReport, gold_findings, selftest
@@ -43,7 +43,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "RunResult": ("queryeval.runner._run", None),
     "SelftestReport": ("queryeval.runner._selftest", None),
     "apply_golds": ("queryeval.runner._review", None),
-    "cache_dir": ("queryeval.runner._run", None),
+    "cache_dir": ("queryeval.runner._plan", None),
     "case_passed": ("queryeval.scorers", None),
     "compare_with_baseline": ("queryeval.runner._baseline", None),
     "default_out_dir": ("queryeval.runner._run", None),
@@ -57,6 +57,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "reviewed_summary": ("queryeval.runner._run", None),
     "run_suite": ("queryeval.runner._run", None),
     "selftest": ("queryeval.runner._selftest", None),
+    "summarized": ("queryeval.runner._run", None),
     "with_executor": ("queryeval.runner._ray", None),
 }
 

@@ -54,6 +54,19 @@ class RunPlan:
     selection: dict[str, Any] | None = None  # the subset run (--filter, --limit), if any
 
 
+def cache_dir(suite: SuiteConfig) -> Path:
+    """The folder of the suite's caches (gold results, fixture databases, judge replies).
+
+    >>> suite = {"name": "s", "cases": "c.jsonl", "systems": [{"name": "a", "predictions": "p"}]}
+    >>> cache_dir(SuiteConfig.model_validate(suite)).name
+    '.queryeval-cache'
+    """
+    configured = suite.settings.cache_dir
+    if configured:
+        return suite.resolve(str(configured))
+    return Path.cwd() / ".queryeval-cache"
+
+
 def _hash_files(paths: Sequence[Path]) -> str:
     """One digest of the input files (names and contents), read in blocks."""
     h = hashlib.sha256()

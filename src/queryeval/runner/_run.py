@@ -1,4 +1,5 @@
-"""Run a suite: plan -> generate -> score -> store, then summary, reports and gates."""
+"""Run a suite: plan -> schedule -> the executor carries the units to the worker -> the
+driver (`Runner`, the only writer) stores every record, then summary, reports and gates."""
 
 from __future__ import annotations
 
@@ -7,14 +8,12 @@ import functools
 import platform
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, cast
-
-import orjson
+from typing import TYPE_CHECKING, Any, cast
 
 from queryeval import __version__
 from queryeval._gc import bulk_allocation, run_scope
@@ -31,24 +30,29 @@ from queryeval.log import (
     SUMMARY,
     GateResult,
     LogWriter,
+    OverlayInfo,
     Record,
     RunInfo,
     RunLog,
     Summary,
     iter_records,
-    read_json,
+    read_log,
+    read_review,
+    read_run_info,
     run_lock,
 )
-from queryeval.runner._pipeline import Scored
-from queryeval.runner._plan import RunPlan, SystemRun, plan_run
+from queryeval.runner._plan import RunPlan, SystemRun, cache_dir, plan_run
 from queryeval.runner._progress import Progress
-from queryeval.runner._review_file import Review
 from queryeval.runner._select import CaseSelection
-from queryeval.runner._units import schedule
 from queryeval.runner._work import Batch
-from queryeval.scorers import ScoringContext
-from queryeval.stats import RunColumns
 
+if TYPE_CHECKING:
+    from queryeval.runner._pipeline import Scored
+    from queryeval.runner._review_file import Review
+    from queryeval.scorers import ScoringContext
+    from queryeval.stats import RunColumns
+
+# the packages whose versions run.json records (those installed)
 _VERSIONED = (
     "pydantic",
     "numpy",
@@ -105,7 +109,8 @@ class RunResult:
 
 
 class Runner:
-    """Executes a RunPlan into a run directory."""
+    """Executes a RunPlan into a run directory: `run` stores every record, `finish` the
+    summary; run.json (`info`) says what ran and how far it got."""
 
     def __init__(
         self,
@@ -114,17 +119,20 @@ class Runner:
         *,
         progress: bool = True,
         use_cache: bool = True,
-        review: dict[str, Any] | None = None,
+        review: Review | None = None,
     ) -> None:
+        from queryeval.stats import RunColumns
+
         self.plan = plan
         self.use_cache = use_cache
-        self.review = review  # the review file applied (Review.describe()), for run.json
+        self.review = review  # the review file applied (run.json records it)
         # what the summary needs of every record, kept in memory so it is not read back
         self.columns = RunColumns([s.name for s in plan.systems])
         self.done: set[tuple[str, str]] = set()
         # stored outputs scored again (`run --retry-errors`), by (system, case id)
         self.retry: dict[tuple[str, str], Output] = {}
         self.store = LogWriter(out_dir)
+        self.info: RunInfo = {}  # run.json as last written
         self.progress = progress
         self._errors: dict[str, int] = {}  # scorer label -> error scores so far
         self._first_error: dict[str, str] = {}
@@ -136,21 +144,23 @@ class Runner:
 
     # --- run metadata -------------------------------------------------------------------
 
-    def _run_json(self, previous: dict[str, Any] | None, status: str) -> RunInfo:
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        info = cast(RunInfo, dict(previous or {}))
+    def _write_info(self, status: str) -> None:
+        """run.json: what ran, with which inputs and versions, and `status`; what an
+        earlier run in this directory (resumed) recorded is kept unless this one says it."""
+        plan, now = self.plan, datetime.now(UTC).isoformat(timespec="seconds")
+        info = self.info
         info.setdefault("started_at", now)
         info.update(
             {
-                "suite": self.plan.suite.name,
-                "suite_file": str(self.plan.suite.source) if self.plan.suite.source else None,
-                "config_hash": self.plan.config_hash,
-                "inputs_hash": self.plan.inputs_hash,
-                "input_files": self.plan.input_files,
-                "config": self.plan.suite.model_dump(mode="json", exclude={"base_dir", "source"}),
-                "scorers": {k: s.describe() for k, s in self.plan.scorers.items()},
-                "systems": [_describe(s) for s in self.plan.systems],
-                "seed": self.plan.suite.seed,
+                "suite": plan.suite.name,
+                "suite_file": str(plan.suite.source) if plan.suite.source else None,
+                "config_hash": plan.config_hash,
+                "inputs_hash": plan.inputs_hash,
+                "input_files": plan.input_files,
+                "config": plan.suite.model_dump(mode="json", exclude={"base_dir", "source"}),
+                "scorers": {k: s.describe() for k, s in plan.scorers.items()},
+                "systems": [_describe(s) for s in plan.systems],
+                "seed": plan.suite.seed,
                 "versions": dict(_versions()),
                 "status": status,
                 "updated_at": now,
@@ -162,27 +172,22 @@ class Runner:
                 calls[name] = _added(calls.get(name, {}), stats)
         if calls:  # model and endpoint systems: calls, cache hits, tokens, cost of this run
             info["system_calls"] = calls
-        cluster = getattr(self.executor, "stats", None)
-        if cluster:
+        info.pop("cluster", None)
+        if cluster := getattr(self.executor, "stats", None):
             info["cluster"] = cluster  # the Ray executor's actors and workers
-        elif self.executor is None or cluster is not None:
-            info.pop("cluster", None)
+        info.pop("review", None)
         if self.review is not None:
-            info["review"] = self.review
-        else:
-            info.pop("review", None)
-        if self.plan.selection is not None:
-            info["selection"] = self.plan.selection
-        else:
-            info.pop("selection", None)
+            info["review"] = self.review.describe()
+        info.pop("selection", None)
+        if plan.selection is not None:
+            info["selection"] = plan.selection
         if status == "complete":
             info["finished_at"] = now
-        return info
+        self.store.write_json(RUN, info)
 
-    def _check_resume(self, previous: dict[str, Any] | None) -> None:
-        if previous is None:
-            return
-        before, now = previous.get("review") or {}, self.review or {}
+    def _check_resume(self, previous: RunInfo) -> None:
+        before = previous.get("review") or {}
+        now = self.review.describe() if self.review is not None else {}
         golds = before.get("gold_corrections") or now.get("gold_corrections")
         if golds and before.get("sha256") != now.get("sha256"):
             raise InputError(
@@ -191,15 +196,35 @@ class Runner:
                 path=self.store.dir / RUN,
                 where="review",
             )
-        for key in ("config_hash", "inputs_hash"):
+        hashed = {"config_hash": "suite configuration", "inputs_hash": "cases or predictions"}
+        for key, what in hashed.items():
             if previous.get(key) != getattr(self.plan, key):
-                what = "suite configuration" if key == "config_hash" else "cases or predictions"
                 raise InputError(
                     f"the {what} changed since this run began; --resume needs the same inputs "
                     "(use a new --out directory, or --overwrite)",
                     path=self.store.dir / RUN,
                     where=key,
                 )
+
+    def _resumed(self, retry_errors: bool) -> list[Record]:
+        """The stored records of the run resumed (its torn tail cut, its run.json checked
+        against this plan), kept and counted done; with `retry_errors` those the evaluator
+        could not score are left out, their outputs kept to be scored again."""
+        previous = read_run_info(self.store.dir)
+        if previous is not None:
+            self._check_resume(previous)
+            self.info = previous
+        self.store.repair_tail()
+        kept: list[Record] = []
+        for record in iter_records(self.store.dir):
+            key = (record["system"], record["case_id"])
+            if retry_errors and _needs_retry(record):
+                self.retry[key] = Output.model_validate(record.get("output") or {})
+                continue
+            kept.append(record)
+            self.columns.add(record)
+            self.done.add(key)
+        return kept
 
     # --- main loop ----------------------------------------------------------------------
 
@@ -210,8 +235,10 @@ class Runner:
         `retry_errors` (a resume): the stored records with a score in `error` or `unscored`
         (a judge or an engine that was down, a scorer that broke) are scored again from their
         stored outputs (the system is not called again); the others are kept."""
+        from queryeval.runner._units import schedule
+
         resume = resume or retry_errors
-        store = self.store
+        store, plan = self.store, self.plan
         if store.has_results() and not (resume or overwrite):
             raise InputError(
                 "this directory already holds a run; pass --resume to continue it or "
@@ -220,54 +247,37 @@ class Runner:
             )
         if overwrite and not resume:
             store.clear()
-        previous = read_json(store.dir, RUN) if resume else None
-        if resume:
-            self._check_resume(previous)
-            store.repair_tail()
-        done = self.done = set()
-        if resume:
-            kept: list[Record] = []
-            for record in iter_records(store.dir):
-                if retry_errors and _needs_retry(record):
-                    key = (record["system"], record["case_id"])
-                    self.retry[key] = Output.model_validate(record.get("output") or {})
-                    continue
-                kept.append(record)
-                self.columns.add(record)
-                done.add((record["system"], record["case_id"]))
-        run_key = f"{self.plan.config_hash}:{store.dir}:{uuid.uuid4().hex}"  # one run's state
-        todo = 0
+        kept = self._resumed(retry_errors) if resume else []
+        run_key = f"{plan.config_hash}:{store.dir}:{uuid.uuid4().hex}"  # one run's state
         with schedule(
-            self.plan, done=done, stored=self.retry, use_cache=self.use_cache, key=run_key
-        ) as plan:
-            self.executor = plan.executor
-            if not self.plan.lazy:  # on the worker's services: a cluster's are its actors
-                self._check_servers(plan.worker.start().ctx)  # before anything is written
-            if resume:
-                if self.retry:  # the retried records leave the file; their new ones are appended
-                    store.rewrite(kept)
-                del kept
-            store.write_json(RUN, self._run_json(previous, "running"))
-            if not self.plan.lazy:
+            plan, done=self.done, stored=self.retry, use_cache=self.use_cache, key=run_key
+        ) as scheduled:
+            self.executor = scheduled.executor
+            if not plan.lazy:  # on the worker's services: a cluster's are its actors
+                self._check_servers(scheduled.worker.start().ctx)  # before anything is written
                 self._print_estimate()
-            todo = sum(unit.todo() for unit in plan.units)
+            if self.retry:  # the retried records leave the file; their new ones are appended
+                store.rewrite(kept)
+            del kept
+            self._write_info("running")
+            todo = sum(unit.todo() for unit in scheduled.units)
             store.open_for_append()
             try:
-                with Progress(todo, self.plan.suite.name, self.progress) as bar:
-
-                    def emit(done: Scored | Batch) -> None:
-                        bar.advance(self._keep(done))
-
-                    plan.executor.run(plan.units, plan.worker, emit)
+                with Progress(todo, plan.suite.name, self.progress) as bar:
+                    scheduled.executor.run(
+                        scheduled.units,
+                        scheduled.worker,
+                        lambda done: bar.advance(self._keep(done)),
+                    )
             finally:
                 store.close()
-            if plan.stubs is not None:  # the units read their own cases
-                self.plan.cases = cast(list[Case], plan.stubs)
+            if scheduled.stubs is not None:  # the units read their own cases
+                plan.cases = cast(list[Case], scheduled.stubs)
             if not self._calls:  # else the calls were made in the workers
-                self._calls = {"": plan.worker.calls()}
+                self._calls = {"": scheduled.worker.calls()}
         for index in sorted(self._blocks):
             self.columns.extend(self._blocks.pop(index))
-        return todo, len(done)
+        return todo, len(self.done)
 
     def _check_servers(self, ctx: ScoringContext) -> None:
         """The first golds of each server database still to score, on the run's engines
@@ -281,7 +291,7 @@ class Runner:
 
     def _print_estimate(self) -> None:
         """Before spending: judge calls not in cache, tokens and cost (nothing is called)."""
-        from queryeval.scorers import estimate, judged_scorers
+        from queryeval.scorers import ScoringContext, estimate, judged_scorers
 
         if not any(judged_scorers(list(self.plan.scorers.values()))):
             return
@@ -296,24 +306,24 @@ class Runner:
     def _keep(self, done: Scored | Batch) -> int:
         """The driver's side of every result: stored, kept for the summary, errors counted;
         how many records it held."""
-        if isinstance(done, Batch):
-            self.store.write_lines(done.lines)
-            self._blocks[done.index] = done.columns
-            if done.calls:  # each worker's counters so far (they only grow)
-                self._calls[done.worker] = done.calls
-            for table in done.columns.systems.values():
-                for label, column in table.scorers.items():
-                    n, _ = column.error_count()
-                    if n:
-                        first = next(iter(column.reasons.values()), "")
-                        self._count_error(label, first.partition(":")[2] or first, n)
-            return done.scored
-        self.store.append(done.record)
-        self.columns.add(done.record, done.scores)
-        for label, score in done.scores.items():
-            if score.status == "error":
-                self._count_error(label, score.explanation)
-        return 1
+        if not isinstance(done, Batch):  # one Scored record
+            self.store.append(done.record)
+            self.columns.add(done.record, done.scores)
+            for label, score in done.scores.items():
+                if score.status == "error":
+                    self._count_error(label, score.explanation)
+            return 1
+        self.store.write_lines(done.lines)  # a unit scored elsewhere
+        self._blocks[done.index] = done.columns
+        if done.calls:  # each worker's counters so far (they only grow)
+            self._calls[done.worker] = done.calls
+        for table in done.columns.systems.values():
+            for label, column in table.scorers.items():
+                n, _ = column.error_count()
+                if n:
+                    first = next(iter(column.reasons.values()), "")
+                    self._count_error(label, first.partition(":")[2] or first, n)
+        return done.scored
 
     def _count_error(self, label: str, explanation: str, n: int = 1) -> None:
         """Stop the run as soon as a scorer has raised on more than the allowed share of the
@@ -328,40 +338,113 @@ class Runner:
         for name in self.columns.systems:
             for label, column in self.columns.system(name).scorers.items():
                 n, total = column.error_count()
-                limit = self.plan.suite.settings.max_scorer_error_share * total
-                if n > limit:
+                if n > self.plan.suite.settings.max_scorer_error_share * total:
                     first = next(iter(column.reasons.values()), "")
                     raise _broken_scorer(label, n, f"{total}", first, self.plan.suite)
 
     # --- after the run ------------------------------------------------------------------
 
-    def finish(self, baseline: RunLog | None = None) -> tuple[Summary, list[GateResult]]:
-        """Write summary.json (from the stored records) and mark run.json complete. Gates
-        relative to a baseline are checked against the `baseline` run's summary."""
-        from queryeval.stats import check_gates, summarize
-
+    def finish(self, baseline: RunLog | None = None) -> Summary:
+        """Write summary.json (from the stored records; with a review file, its overrides
+        over them: `reviewed_summary`) and mark run.json complete. Gates relative to a
+        baseline are checked against the `baseline` run's summary."""
         self._check_errors()
-        with bulk_allocation():
-            summary = summarize(
-                self.plan.suite.name,
-                self.plan.cases,
-                self.columns,
-                self.plan.scorers,
-                [s.name for s in self.plan.systems],
-                seed=self.plan.suite.seed,
-                max_unscored_share=self.plan.suite.settings.max_unscored_share,
-            )
-        gates = check_gates(
-            self.plan.suite.gates, summary, baseline.summary if baseline is not None else None
-        )
-        summary["gates"] = gates
+        if self.review is None:
+            summary = summarized(self.plan, self.columns, baseline)
+        else:
+            summary = _reviewed(self.plan, self.store, self.review, baseline)
         self.store.write_json(SUMMARY, summary)
-        previous = read_json(self.store.dir, RUN)
-        info = self._run_json(previous, "complete")
         if baseline is not None:
-            info["baseline"] = str(baseline.path)
-        self.store.write_json(RUN, info)
-        return summary, gates
+            self.info["baseline"] = str(baseline.path)
+        self._write_info("complete")
+        return summary
+
+    def apply_overlays(self) -> list[dict[str, Any]]:
+        """The suite's correction overlays applied to the scored run (docs/audit.md), before
+        its reports are written (they show the overlays' figures): each corrected case
+        scored again from its stored output into overlay-<name>.json beside the run's own
+        files, which stay as they are; run.json records each overlay's name and hash.
+        Overlay files of an earlier run in this directory go first: `queryeval report`
+        shows every one it finds."""
+        out, suite = self.store.dir, self.plan.suite
+        for stale in [*out.glob(OVERLAYS), *out.glob(OVERLAY_PAGES)]:
+            stale.unlink(missing_ok=True)
+        if not suite.overlays:
+            return []
+        from queryeval.audit import apply_overlays
+        from queryeval.scorers import ScoringContext
+
+        ctx = ScoringContext(suite, cache_dir=cache_dir(suite))
+        try:
+            done = apply_overlays(out, suite, _whole_cases(self.plan), ctx)
+        finally:
+            ctx.close()
+        keys = ("name", "sha256", "file")
+        self.info["overlays"] = [
+            cast(OverlayInfo, {k: c["overlay"][k] for k in keys if k in c["overlay"]}) for c in done
+        ]
+        self.store.write_json(RUN, self.info)
+        return done
+
+
+def summarized(
+    plan: RunPlan, records: RunColumns | Iterable[Mapping[str, Any]], baseline: RunLog | None
+) -> Summary:
+    """The summary of a run's records (or their columns), its gates checked (relative ones
+    against the `baseline` run's summary)."""
+    from queryeval.stats import check_gates, summarize
+
+    with bulk_allocation():
+        summary = summarize(
+            plan.suite.name,
+            plan.cases,
+            records,
+            plan.scorers,
+            [s.name for s in plan.systems],
+            seed=plan.suite.seed,
+            max_unscored_share=plan.suite.settings.max_unscored_share,
+        )
+    summary["gates"] = check_gates(
+        plan.suite.gates, summary, baseline.summary if baseline is not None else None
+    )
+    return summary
+
+
+def _reviewed(plan: RunPlan, store: LogWriter, review: Review, baseline: RunLog | None) -> Summary:
+    """The summary of the stored records with the review's overrides (its `review` section:
+    counts and judge-human agreement); review.json gets the overridden scores (what
+    `log.read_log` puts over the stored records)."""
+    from queryeval.runner._review import apply_overrides, review_section, reviewed_scores
+
+    _whole_cases(plan)
+    records = apply_overrides(list(iter_records(store.dir)), review, plan.scorers)
+    summary = summarized(plan, records, baseline)
+    summary["review"] = review_section(review, records)
+    store.write_json(REVIEW, reviewed_scores(review, records))
+    return summary
+
+
+def reviewed_summary(
+    plan: RunPlan, store: LogWriter, review: Review, baseline: RunLog | None
+) -> Summary:
+    """A stored run reviewed again (`queryeval report --review`): its summary with the
+    review's overrides written to summary.json, review.json the overridden scores, run.json
+    the review file."""
+    summary = _reviewed(plan, store, review, baseline)
+    store.write_json(SUMMARY, summary)
+    info = read_run_info(store.dir) or {}
+    info["review"] = review.describe()
+    store.write_json(RUN, info)
+    return summary
+
+
+def _whole_cases(plan: RunPlan) -> list[Case]:
+    """The plan's cases, loaded whole where the units read their own (a sharded run's
+    plan holds only what summaries read of them)."""
+    if plan.lazy:
+        plan.cases = load_cases(plan.suite.cases, plan.suite.base_dir)
+        plan.lazy = False
+    return plan.cases
 
 
 def _describe(system: SystemRun) -> dict[str, Any]:
@@ -388,17 +471,14 @@ def _added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         mine = out.get(key)
         if isinstance(value, dict):
             out[key] = _added(mine if isinstance(mine, dict) else {}, value)
-        elif (
-            key not in _NOT_ADDED
-            and isinstance(value, int | float)
+        elif not (
+            isinstance(value, int | float)
             and not isinstance(value, bool)
             and isinstance(mine, int | float)
         ):
-            out[key] = mine + value
-        elif key in _NOT_ADDED and isinstance(value, int | float) and isinstance(mine, int | float):
-            out[key] = max(mine, value)
-        else:
             out[key] = value
+        else:
+            out[key] = max(mine, value) if key in _NOT_ADDED else mine + value
     return out
 
 
@@ -414,14 +494,6 @@ def _broken_scorer(label: str, n: int, of: str, first: str, suite: SuiteConfig) 
     )
 
 
-def cache_dir(suite: SuiteConfig) -> Path:
-    """The folder of the suite's caches (gold results, fixture databases, judge replies)."""
-    configured = suite.settings.cache_dir
-    if configured:
-        return suite.resolve(str(configured))
-    return Path.cwd() / ".queryeval-cache"
-
-
 @functools.cache
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "queryeval": __version__}
@@ -429,9 +501,6 @@ def _versions() -> dict[str, str]:
         with contextlib.suppress(PackageNotFoundError):
             out[name] = version(name)
     return out
-
-
-_STUB_REPORTS = {"json", "console", "junit"}
 
 
 def default_out_dir(suite: SuiteConfig) -> Path:
@@ -463,65 +532,60 @@ def run_suite(
     `review` (a review file) corrects golds before scoring and overrides verdicts after;
     `selection` runs a subset of the cases (predictions for the others are ignored);
     `retry_errors` resumes the run in `out_dir`, scoring again the stored records that a
-    judge, engine or scorer left `unscored` or in `error` (from their stored outputs)."""
+    judge, engine or scorer left `unscored` or in `error` (from their stored outputs).
+
+    >>> import inspect
+    >>> "selection" in inspect.signature(run_suite).parameters
+    True
+    """
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
-    from queryeval.runner._review import apply_golds
-    from queryeval.runner._review_file import load_review
     from queryeval.runner._units import can_shard
 
-    rev = load_review(review) if review is not None else None
-    subset = selection is not None and not selection.everything
+    rev = None
+    if review is not None:
+        from queryeval.runner._review_file import load_review
+
+        rev = load_review(review)
+    golds = rev is not None and bool(rev.golds)
     # sharded workers load their own cases: a run correcting golds or running a subset is
     # not sharded
+    subset = selection is not None and not selection.everything
     on_ray = suite.settings.executor == "ray"
-    lazy = not subset and not (rev is not None and rev.golds) and can_shard(suite, any_size=on_ray)
-    plan = plan_run(
-        suite,
-        lazy=lazy,
-        baseline=bool(baseline),
-        selection=selection,
-    )
-    if rev is not None and rev.golds:
+    lazy = not subset and not golds and can_shard(suite, any_size=on_ray)
+    plan = plan_run(suite, lazy=lazy, baseline=bool(baseline), selection=selection)
+    if rev is not None and golds:
+        from queryeval.runner._review import apply_golds
+
         plan.cases = apply_golds(plan.cases, rev)
     base = load_baseline(suite, baseline, [s.name for s in plan.systems])
     out = Path(out_dir) if out_dir is not None else default_out_dir(suite)
     with run_lock(out):  # one run per directory: a second one is refused, naming the first
-        runner = Runner(
-            plan,
-            out,
-            progress=progress,
-            use_cache=use_cache,
-            review=rev.describe() if rev is not None else None,
-        )
+        runner = Runner(plan, out, progress=progress, use_cache=use_cache, review=rev)
         new, skipped = runner.run(resume=resume, overwrite=overwrite, retry_errors=retry_errors)
-        summary, gates = runner.finish(base)
+        summary = runner.finish(base)
         if rev is None:
             _drop_earlier_review(out, resumed=resume or retry_errors)
-        else:
-            if plan.lazy:
-                plan.cases = load_cases(suite.cases, suite.base_dir)
-                plan.lazy = False
-            summary, _ = reviewed_summary(plan, runner.store, rev, base)
-            gates = summary["gates"]
         # before the reports, which show their figures beside the original ones
-        overlays = _apply_overlays(suite, plan, runner.store, out)
+        overlays = runner.apply_overlays()
         # the records as read_log gives them: review.json's overrides over the stored ones
-        info = cast(RunInfo, read_json(out, RUN))
-        # (a review kept from the viewer is not applied: the figures are the stored scores, as
-        # `queryeval report` without --review gives them)
-        reviewed = read_json(out, REVIEW) if rev is not None else None
-        log = RunLog(str(out), out, summary, info, review=reviewed, overlays=overlays)
+        # (a review kept from the viewer is not applied: the figures are the stored scores,
+        # as `queryeval report` without --review gives them)
+        log = read_log(out, reviewed=rev is not None)
+        log.summary, log.overlays, log.comparison = summary, overlays, None
         if base is not None:
             log.comparison = compare_with_baseline(suite, base, log.records, out)
             runner.store.write_json(COMPARISON, log.comparison)
-        if plan.lazy and any(r.kind not in _STUB_REPORTS for r in [*suite.reports, *extra_reports]):
-            plan.cases = load_cases(suite.cases, suite.base_dir)  # these reports show whole cases
         reports: dict[str, Path] = {}
         if write_reports:
             from queryeval.reports import write_reports as _write
 
-            reports = _write(suite, log, plan.cases, plan.scorers, extra=extra_reports)
-        return RunResult(out, summary, gates, reports, new, skipped, overlays)
+            whole = (
+                functools.partial(load_cases, suite.cases, suite.base_dir) if plan.lazy else None
+            )
+            reports = _write(
+                suite, log, plan.cases, plan.scorers, load_cases=whole, extra=extra_reports
+            )
+        return RunResult(out, summary, summary["gates"], reports, new, skipped, overlays)
 
 
 def _drop_earlier_review(out: Path, *, resumed: bool) -> None:
@@ -530,80 +594,12 @@ def _drop_earlier_review(out: Path, *, resumed: bool) -> None:
     resumes the one they review (they stay for the viewer and `report --review`)."""
     if resumed:
         try:
-            if (read_json(out, REVIEW) or {}).get("file") == REVIEWED_IN_VIEWER:
+            if (read_review(out) or {}).get("file") == REVIEWED_IN_VIEWER:
                 return
         except InputError:  # unreadable: it goes
             pass
     with contextlib.suppress(FileNotFoundError):
         (out / REVIEW).unlink()
-
-
-def _apply_overlays(
-    suite: SuiteConfig, plan: RunPlan, store: LogWriter, out: Path
-) -> list[dict[str, Any]]:
-    """The suite's correction overlays applied to the scored run (docs/audit.md), before its
-    reports are written (they show the overlays' figures): each corrected case scored again
-    from its stored output into overlay-<name>.json beside the run's own files, which stay
-    as they are; run.json records each overlay's name and hash. Overlay files of an earlier
-    run in this directory go first: `queryeval report` shows every one it finds."""
-    for stale in [*out.glob(OVERLAYS), *out.glob(OVERLAY_PAGES)]:
-        stale.unlink(missing_ok=True)
-    if not suite.overlays:
-        return []
-    from queryeval.audit import apply_overlays
-    from queryeval.scorers import ScoringContext
-
-    cases = load_cases(suite.cases, suite.base_dir) if plan.lazy else plan.cases
-    ctx = ScoringContext(suite, cache_dir=cache_dir(suite))
-    try:
-        done = apply_overlays(out, suite, cases, ctx)
-    finally:
-        ctx.close()
-    info = cast(dict[str, Any], read_json(out, RUN))
-    info["overlays"] = [
-        {k: c["overlay"][k] for k in ("name", "sha256", "file") if k in c["overlay"]} for c in done
-    ]
-    store.write_json(RUN, info)
-    return done
-
-
-def reviewed_summary(
-    plan: RunPlan, store: LogWriter, review: Review, baseline: RunLog | None
-) -> tuple[Summary, list[Record]]:
-    """The stored records with the review's overrides, their summary (with its `review`
-    section and the gates checked again), written to summary.json; run.json records the
-    review file, review.json the overridden scores (what `log.read_log` puts over the
-    stored records)."""
-    from queryeval.runner._review import apply_overrides, review_section, reviewed_scores
-    from queryeval.stats import check_gates, summarize
-
-    records = cast(
-        list[Record], apply_overrides(list(iter_records(store.dir)), review, plan.scorers)
-    )
-    summary = summarize(
-        plan.suite.name,
-        plan.cases,
-        records,
-        plan.scorers,
-        [s.name for s in plan.systems],
-        seed=plan.suite.seed,
-        max_unscored_share=plan.suite.settings.max_unscored_share,
-    )
-    summary["review"] = review_section(review, records)
-    store.write_json(REVIEW, reviewed_scores(review, records))
-    summary["gates"] = check_gates(
-        plan.suite.gates, summary, baseline.summary if baseline is not None else None
-    )
-    store.write_json(SUMMARY, summary)
-    info = cast(RunInfo, read_json(store.dir, RUN) or {})
-    info["review"] = review.describe()
-    store.write_json(RUN, info)
-    return summary, records
-
-
-def dumps(data: Any) -> str:
-    """Pretty JSON text (for the CLI)."""
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
 
 
 def _needs_retry(record: Record) -> bool:
