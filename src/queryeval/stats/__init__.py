@@ -1,39 +1,97 @@
 """Aggregation and statistics: means, pass rates, confidence intervals, gates, comparisons,
-grid search."""
+grid search.
 
-# ruff: noqa: F401 - names imported here and left out of `__all__` are for queryeval's own
-# packages (the private-modules contract has them import through here), not a public interface
+Every name is loaded on first use (`_LAZY`): a process that only collects a run's columns
+or parses a gate imports neither the comparisons nor the grid search (issue 31).
 
-from queryeval.metrics.aggregate import mean_or_none
-from queryeval.stats._bootstrap import MAX_BOOTSTRAP_N, Interval, mean_ci
-from queryeval.stats._columns import RunColumns, SystemColumns, record_latency
-from queryeval.stats._compare import (
-    BETTER,
-    NO_DIFFERENCE,
-    WORSE,
-    MetricComparison,
-    RunComparison,
-    SystemComparison,
-    compare_records,
-    compare_runs,
-    pair_systems,
-)
-from queryeval.stats._gates import Gate, check_gates, metric_flagged, metric_value, parse_gate
-from queryeval.stats._grid import (
-    ConfigResult,
-    Leaderboard,
-    MethodComparison,
-    RankCorrelation,
-    base_system,
-    compare_methods,
-    format_leaderboard,
-    grid_section,
-    leaderboard,
-    scores_by_config,
-)
-from queryeval.stats._headline import headline_metrics
-from queryeval.stats._mcnemar import McNemarResult, mcnemar_test
-from queryeval.stats._summary import summarize, summarize_scorer
+>>> from queryeval.stats import parse_gate
+>>> parse_gate("execution_match >= 0.8").needs_baseline
+False
+"""
+
+# ruff: noqa: F401 - the names under TYPE_CHECKING are for type checkers (loaded by `__getattr__`)
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from queryeval.metrics.aggregate import mean_or_none
+    from queryeval.stats._bootstrap import MAX_BOOTSTRAP_N, Interval, mean_ci
+    from queryeval.stats._columns import RunColumns, SystemColumns, record_latency
+    from queryeval.stats._compare import (
+        BETTER,
+        NO_DIFFERENCE,
+        WORSE,
+        MetricComparison,
+        RunComparison,
+        SystemComparison,
+        compare_records,
+        compare_runs,
+        pair_systems,
+    )
+    from queryeval.stats._gates import Gate, check_gates, metric_flagged, metric_value, parse_gate
+    from queryeval.stats._grid import (
+        ConfigResult,
+        Leaderboard,
+        MethodComparison,
+        RankCorrelation,
+        base_system,
+        compare_methods,
+        format_leaderboard,
+        grid_section,
+        leaderboard,
+        scores_by_config,
+    )
+    from queryeval.stats._headline import headline_metrics
+    from queryeval.stats._mcnemar import McNemarResult, mcnemar_test
+    from queryeval.stats._summary import summarize, summarize_scorer
+
+_MODULES = {
+    "queryeval.metrics.aggregate": ("mean_or_none",),
+    "queryeval.stats._bootstrap": ("MAX_BOOTSTRAP_N", "Interval", "mean_ci"),
+    "queryeval.stats._columns": ("RunColumns", "SystemColumns", "record_latency"),
+    "queryeval.stats._compare": (
+        "BETTER",
+        "NO_DIFFERENCE",
+        "WORSE",
+        "MetricComparison",
+        "RunComparison",
+        "SystemComparison",
+        "compare_records",
+        "compare_runs",
+        "pair_systems",
+    ),
+    "queryeval.stats._gates": (
+        "Gate",
+        "check_gates",
+        "metric_flagged",
+        "metric_value",
+        "parse_gate",
+    ),
+    "queryeval.stats._grid": (
+        "ConfigResult",
+        "Leaderboard",
+        "MethodComparison",
+        "RankCorrelation",
+        "base_system",
+        "compare_methods",
+        "format_leaderboard",
+        "grid_section",
+        "leaderboard",
+        "scores_by_config",
+    ),
+    "queryeval.stats._headline": ("headline_metrics",),
+    "queryeval.stats._mcnemar": ("McNemarResult", "mcnemar_test"),
+    "queryeval.stats._summary": ("summarize", "summarize_scorer"),
+}
+# name -> (the module defining it, its name there when another); the names left out of
+# `__all__` are for queryeval's own packages (the private-modules contract has them import
+# through here), not a public interface
+_LAZY: dict[str, tuple[str, str | None]] = {
+    name: (module, None) for module, names in _MODULES.items() for name in names
+}
 
 # What users call; the package's other names are for queryeval's own packages.
 __all__ = [
@@ -55,3 +113,17 @@ __all__ = [
     "parse_gate",
     "summarize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from queryeval.log import Summary
-from queryeval.stats._bootstrap import MeanCIs
+from queryeval.stats._bootstrap import MeanCIs, _linear_quantiles
 from queryeval.stats._columns import (
     ABSENT,
     ERROR,
@@ -204,10 +204,12 @@ def summarize(
             entry["pass_rate_ci95"] = None
         latencies = table.latency[~np.isnan(table.latency)]
         if len(latencies):
+            # np.percentile's values, without the numpy.ma it imports (`_linear_quantiles`)
+            p50, p95 = _linear_quantiles(latencies, (0.5, 0.95))
             entry["latency_s"] = {
                 "mean": float(np.mean(latencies)),
-                "p50": float(np.percentile(latencies, 50)),
-                "p95": float(np.percentile(latencies, 95)),
+                "p50": p50,
+                "p95": p95,
                 "max": float(np.max(latencies)),
             }
         costs = table.cost[~np.isnan(table.cost)]
