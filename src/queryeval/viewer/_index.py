@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from queryeval._gc import bulk_allocation
 from queryeval.log import LOCK, RESULTS, RUN, LogWriter, read_json
 
 VERSION = 1
@@ -98,9 +99,18 @@ def _attempt_text(attempt: Mapping[str, Any]) -> str:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+    kind = type(value)  # the exact types first: this runs a dozen times a record
+    if kind is float:
+        return value if value == value else None
+    if kind is int:
+        return float(value)
+    if value is None or kind is bool or not isinstance(value, int | float) or value != value:
         return None
     return float(value)
+
+
+def _mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
@@ -116,9 +126,8 @@ def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
     from queryeval.cases import failure_label
 
     output = rec.get("output") or {}
-    attempts = output.get("attempts") if isinstance(output, Mapping) else None
-    attempts = attempts if isinstance(attempts, list) else []
-    attempts = [a for a in attempts if isinstance(a, Mapping)]
+    attempts = output.get("attempts") if _mapping(output) else None
+    attempts = [a for a in attempts if _mapping(a)] if type(attempts) is list else []
     passed = rec.get("passed")
     error = rec.get("error")
     latency = _number(rec.get("latency_s"))
@@ -141,13 +150,13 @@ def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
     }
     reason: str | None = "system error" if error else None
     scores = rec.get("scores") or {}
-    for label, score in scores.items() if isinstance(scores, Mapping) else ():
-        if not isinstance(score, Mapping):
+    for label, score in scores.items() if _mapping(scores) else ():
+        if not _mapping(score):
             continue
         status = score.get("status", "ok")
         value = _number(score.get("value"))
         found = score.get("details")
-        details: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        details: Mapping[str, Any] = found if _mapping(found) else {}
         if status != "ok" or value is None:
             if reason is None:
                 first = str(score.get("explanation") or status).split("\n")[0]
@@ -158,7 +167,7 @@ def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
         if reason is None and score.get("passed") is False:
             reason = failure_label(str(failure)) if failure else f"{label} did not pass"
         metrics = details.get("metrics")
-        if isinstance(metrics, Mapping):
+        if _mapping(metrics):
             for name, v in metrics.items():
                 if (number := _number(v)) is not None:
                     row[f"m:{label}.{name}"] = number
@@ -167,6 +176,19 @@ def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
         "error" if error else "pass" if passed is True else "fail" if passed is False else "none"
     )
     return row
+
+
+def _column_type(pa: Any, name: str) -> Any:
+    """The Arrow type of an index column."""
+    if name.startswith(("v:", "m:")) or name in ("latency", "cost"):
+        return pa.float64()
+    if name in ("row", "offset", "tokens_in", "tokens_out"):
+        return pa.int64()
+    if name in ("length", "attempts"):
+        return pa.int32()
+    if name == "passed":
+        return pa.bool_()
+    return pa.string()
 
 
 @dataclass
@@ -304,12 +326,13 @@ class RunIndex:
 
     def _append(self, results: Path, state: IndexState, size: int) -> None:
         seen = self._keys(state) if state.rows else set()
-        columns: dict[str, list[Any]] = {}
+        rows: list[dict[str, Any]] = []
         n = 0
         lineno = state.lines
         offset = state.size
         self.torn_tail = False
-        with results.open("rb") as f:
+        # a part's rows are thousands of acyclic dicts: the cyclic collector is paused
+        with bulk_allocation(), results.open("rb") as f:
             f.seek(offset)
             while offset < size:
                 line = f.readline()
@@ -333,20 +356,13 @@ class RunIndex:
                 row["row"] = state.rows + n
                 row["offset"] = start
                 row["length"] = len(line)
-                for name, value in row.items():
-                    column = columns.get(name)
-                    if column is None:
-                        column = columns[name] = [None] * n
-                    column.append(value)
+                rows.append(row)
                 n += 1
-                for column in columns.values():
-                    if len(column) < n:
-                        column.append(None)
                 if n >= PART_ROWS:
-                    self._write_part(columns, n, state)
-                    columns, n = {}, 0
+                    self._write_part(rows, state)
+                    rows, n = [], 0
         if n:
-            self._write_part(columns, n, state)
+            self._write_part(rows, state)
         state.size = offset
         state.lines = lineno
         self._save(state)
@@ -368,32 +384,31 @@ class RunIndex:
         if len(state.bad) < _MAX_BAD:
             state.bad.append({"line": lineno, "why": why})
 
-    def _write_part(self, columns: dict[str, list[Any]], n: int, state: IndexState) -> None:
+    def _write_part(self, rows: list[dict[str, Any]], state: IndexState) -> None:
+        """One Parquet part of `rows`: its columns in the order they first appear, a row
+        without one of them null there (pyarrow builds the columns from the rows in C)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        arrays = {}
-        for name, values in columns.items():
-            if name.startswith(("v:", "m:")) or name in ("latency", "cost"):
-                arrays[name] = pa.array(values, type=pa.float64())
-            elif name in ("row", "offset", "tokens_in", "tokens_out"):
-                arrays[name] = pa.array(values, type=pa.int64())
-            elif name in ("length", "attempts"):
-                arrays[name] = pa.array(values, type=pa.int32())
-            elif name == "passed":
-                arrays[name] = pa.array(values, type=pa.bool_())
-            else:
-                arrays[name] = pa.array(values, type=pa.string())
+        names: dict[str, None] = {}
+        last: tuple[str, ...] = ()
+        for row in rows:
+            keys = tuple(row)
+            if keys != last:  # most rows have the same columns as the one before
+                names.update(dict.fromkeys(keys))
+                last = keys
+        schema = pa.schema([(name, _column_type(pa, name)) for name in names])
         self.folder.mkdir(parents=True, exist_ok=True)
         generation = f"{state.generation}-" if state.generation else ""
         name = f"records-{generation}{len(state.parts):04d}.parquet"
-        pq.write_table(pa.table(arrays), self.folder / name, compression="zstd")
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), self.folder / name,
+                       compression="zstd")  # fmt: skip
         state.parts.append(name)
-        state.rows += n
-        for system in dict.fromkeys(columns["system"]):
+        state.rows += len(rows)
+        for system in dict.fromkeys(row["system"] for row in rows):
             if system not in state.systems:
                 state.systems.append(system)
-        for col in columns:
+        for col in names:
             if col.startswith(("v:", "m:")) and col not in state.columns:
                 state.columns.append(col)
 
@@ -482,6 +497,7 @@ class RunIndex:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         columns: list[list[Any]] = [[], [], [], [], []]
+        ids, questions, golds, tags, texts = columns
         seen: set[str] = set()
 
         def add(case: Any, raw: bytes | None = None) -> None:
@@ -490,16 +506,19 @@ class RunIndex:
             if case.id in seen:
                 raise InputError(f"duplicate case id {case.id!r}")
             seen.add(case.id)
-            text = raw.decode() if raw is not None else case.model_dump_json(exclude_defaults=True)
-            for column, value in zip(
-                columns,
-                (case.id, _cut(case.question), _cut(gold_text(case)), list(case.tags), text),
-                strict=True,
-            ):
-                column.append(value)
+            ids.append(case.id)
+            questions.append(_cut(case.question))
+            golds.append(_cut(gold_text(case)))
+            tags.append(list(case.tags))
+            texts.append(
+                raw.decode() if raw is not None else case.model_dump_json(exclude_defaults=True)
+            )
 
         try:
-            with pq.ParquetWriter(temporary, schema, compression="zstd") as writer:
+            with (
+                bulk_allocation(),
+                pq.ParquetWriter(temporary, schema, compression="zstd") as writer,
+            ):
 
                 def flush() -> None:
                     if columns[0]:
