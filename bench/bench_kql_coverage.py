@@ -177,7 +177,9 @@ def construct_of(kind: str, message: str) -> str:
 def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
             data_rows: int = 0, verdicts: dict[str, tuple[bool, bool]] | None = None,
             only_valid: bool = False, rows_only: bool = False,
-            ) -> list[dict[str, Any]]:  # fmt: skip
+            checkpoint: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Every query's validity and outcomes (see the module); `checkpoint`: the queries
+    measured so far are written there every 25 queries."""
     schemas = json.loads((corpus / "table_schemas.json").read_text())
     rows: list[dict[str, Any]] = []
     for source in sources:
@@ -215,7 +217,11 @@ def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
     engines = [(suffix, KqlEngine("corpus", fixture(schemas, count), Limits(timeout_s=60),
                                   "corpus", _NOW)) for suffix, count in passes]  # fmt: skip
     start, cpu = time.perf_counter(), time.process_time()
-    for row in rows:  # a query on each fixture in turn: the parser's trees are still kept
+    for done, row in enumerate(rows):  # a query on each fixture in turn: its trees are kept
+        if checkpoint is not None and done % 25 == 0:  # what a run cut short leaves
+            checkpoint.write_text(json.dumps(rows[:done], indent=1))
+            print(f"{done} of {len(rows)} queries, {time.process_time() - cpu:.0f} s CPU",
+                  file=sys.stderr, flush=True)  # fmt: skip
         for suffix, engine in engines:
             if not row["valid"] and (suffix or only_valid):
                 row["kind" + suffix] = row["message" + suffix] = ""
@@ -358,8 +364,9 @@ def main() -> int:
     if args.validity_from:
         saved = json.loads(args.validity_from.read_text())
         verdicts = {r["query"]: (r["syntax_ok"], r["valid"]) for r in saved if "valid" in r}
+    partial = args.json.with_suffix(".partial.json") if args.json else None
     rows = measure(corpus, sources, args.repo, args.rows, verdicts, args.only_valid,
-                   args.rows_only)  # fmt: skip
+                   args.rows_only, partial)  # fmt: skip
     report(rows, args.top)
     record(rows)
     if args.json:
