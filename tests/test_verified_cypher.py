@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from graph_support import MOVIES_SUITE, share_engine
-from queryeval.cases import Attempt, Case, Output, Score
-from queryeval.config import ScorerConfig
+from queryeval.cases import Score
 from queryeval.runner import load_suite
-from queryeval.scorers import ScoringContext, build_scorer
+from queryeval.scorers import ScoringContext
 from queryeval.verify import replay
+from verified_support import assert_no_counterexample, score_query
 
 EQUIVALENT = [
     ("MATCH (:Person {name: 'Keanu Reeves'})-[:ACTED_IN]->(m:Movie) RETURN m.title AS t",
@@ -57,22 +57,16 @@ def ctx(
 
 
 def score(ctx: ScoringContext, gold: str, pred: str, **options: Any) -> Score:
-    target = {"query": {"language": "cypher", "text": gold, "database": "movies"}}
-    case = Case.model_validate({"id": "c", "conversation": [{"content": "q", "target": [target]}]})
+    query = {"language": "cypher", "text": gold, "database": "movies"}
     options = {"variants": 6, "shrink_steps": 60, **options}  # the tests' budget
-    scorer = build_scorer(ScorerConfig(name="verified_match", options=options))
-    return scorer.finish(scorer.score(case, Output(attempts=[Attempt(query=pred)]), ctx))
+    return score_query(ctx, query, pred, options)
 
 
 @pytest.mark.parametrize(("gold", "pred"), [(WRONG[0][0], WRONG[0][0]), *EQUIVALENT])
 def test_the_gold_and_equivalent_cypher_rewrites_get_no_counterexample(
     ctx: ScoringContext, gold: str, pred: str
 ) -> None:
-    s = score(ctx, gold, pred)
-    assert s.details["tier"] == "variants", s.details.get("unverified")
-    assert s.details["metrics"] == {"ex": 1.0, "verified": 1.0, "with_judge": 1.0}
-    assert "counterexample" not in s.details
-    assert s.details["variants"]["checked"] >= 5  # the variants ran, not skipped
+    assert_no_counterexample(score(ctx, gold, pred), checked=5)
 
 
 COUNT = "MATCH (n) RETURN count(n) AS n"
@@ -135,7 +129,10 @@ def test_a_witness_script_is_the_graph_it_shows(tmp_path: Path) -> None:
         "Person": Table("Person", "", {"__id": "", "name": "", "born": ""}),
         "[:KNOWS]": Table("[:KNOWS]", "", {"__id": "", "__from": "", "__to": "", "since": ""}),
     })  # fmt: skip
-    data = {"Person": [(1, "A", None), (2, "B'x", 1970)], "[:KNOWS]": [(-1, 1, 2, 2001)]}
+    data: dict[str, list[tuple[Any, ...]]] = {
+        "Person": [(1, "A", None), (2, "B'x", 1970)],
+        "[:KNOWS]": [(-1, 1, 2, 2001)],
+    }
     text = cypher_script(schema, graph_of(schema, list(schema.tables), data))
     assert text == (
         "CREATE (n1:`Person` {`name`: 'A'}),\n"

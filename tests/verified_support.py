@@ -57,8 +57,24 @@ def context(suite: Path, cache: Path) -> ScoringContext:
 
 def score(ctx: ScoringContext, database: str, gold: str, pred: str, **options: Any) -> Score:
     """verified_match's score of `pred` against `gold` on `database`."""
-    target = {"query": {"text": gold, "database": database}}
-    case = Case.model_validate({"id": "c", "conversation": [{"content": "q", "target": [target]}]})
     options = {"variants": 24, **options}  # the tests' budget; the default is 40
+    return score_query(ctx, {"text": gold, "database": database}, pred, options)
+
+
+def score_query(ctx: ScoringContext, query: dict[str, Any], pred: str,
+                options: dict[str, Any]) -> Score:  # fmt: skip
+    """verified_match's score (with `options`) of `pred` against the gold `query` (its
+    text, database and language)."""
+    target = {"query": query}
+    case = Case.model_validate({"id": "c", "conversation": [{"content": "q", "target": [target]}]})
     scorer = build_scorer(ScorerConfig(name="verified_match", options=options))
     return scorer.finish(scorer.score(case, Output(attempts=[Attempt(query=pred)]), ctx))
+
+
+def assert_no_counterexample(s: Score, checked: int) -> None:
+    """A prediction verified equal to its gold: on the variants tier, every metric 1, no
+    counterexample, at least `checked` variants run."""
+    assert s.details["tier"] == "variants", s.details.get("unverified")
+    assert s.details["metrics"] == {"ex": 1.0, "verified": 1.0, "with_judge": 1.0}
+    assert "counterexample" not in s.details
+    assert s.details["variants"]["checked"] >= checked  # the variants ran, not skipped
