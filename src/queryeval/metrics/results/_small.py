@@ -5,14 +5,17 @@ It answers only where its answer is provably the general path's (NULL equal to N
 column mapping the permutation search would pick, and no search cap reached; ordered rows
 only when identical or of different counts; floats under a tolerance only where the
 tolerance cannot change any comparison, see `_tolerance_idle`, or the rows are equal
-outright) and returns None everywhere else, so that the general path decides: mappings
+outright, or no number of the rows left unmatched is close to a different gold number,
+see `_unequal`) and returns None everywhere else, so that the general path decides: mappings
 with several candidates, the best mapping by value overlap, ties in ordered rows, floats
 that differ by no more than about twice the tolerance.
 
 Cells of the common plain types (ints, strings, NULLs, floats, decimals, dates) are read
 column by column into values equal exactly when their canonical forms are (a float is
 itself unless NaN, a decimal its float, a date itself when no other temporal type is
-present): a date or a decimal costs no call of `canonical` per cell.
+present): a date or a decimal costs no call of `canonical` per cell. Rows of plain types
+are first compared as given (equal cells have equal canonical forms): an equal result is
+answered there, and a wrong one mostly from the few rows left unmatched (`_unequal`).
 """
 
 from __future__ import annotations
@@ -400,11 +403,7 @@ def _outright_alignment(p: ResultSet, g: ResultSet, columns: str) -> Alignment |
 
 def _picked(rows: Rows, picks: list[int]) -> list[tuple[Any, ...]]:
     """The rows with the columns `picks`, in that order."""
-    if picks == list(range(len(picks))):
-        return list(rows)
-    if len(picks) == 1:
-        return [(row[picks[0]],) for row in rows]
-    return list(map(itemgetter(*picks), rows))
+    return list(_picking(rows, picks))
 
 
 def _picking(rows: Rows, picks: list[int]) -> Iterable[tuple[Any, ...]]:
