@@ -20,6 +20,7 @@ Kusto's docs require of a query); "runs / runnable" leaves them out of the denom
     python bench/bench_kql_coverage.py nl2kql_sentinel m365d --json out.json
     python bench/bench_kql_coverage.py m365d --repo ~/src/Sentinel-Queries --rows 8
     python bench/bench_kql_coverage.py --from-json out.json   # the tables of a saved run
+    python bench/bench_kql_coverage.py --from-json a.json --from-json b.json   # of several
     python bench/bench_kql_coverage.py --community /work/.mirror --rows 6 --only-valid \
         --validity-from out.json                # _kql_repos.COMMUNITY, verdicts reused
 
@@ -323,7 +324,9 @@ def main() -> int:
     parser.add_argument("sources", nargs="*", help="corpus sources (default: every one, "
                         "or none when --repo is given)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every query's outcome here")
-    parser.add_argument("--from-json", type=Path, help="print the tables of a saved --json run")
+    parser.add_argument("--from-json", type=Path, action="append", default=[],
+                        help="print the tables of a saved --json run (repeat: of several "
+                        "runs together, e.g. one per corpus)")  # fmt: skip
     parser.add_argument("--top", type=int, help="construct rows: the top N, and every one "
                         "that stops a non-docs query")  # fmt: skip
     parser.add_argument("--repo", type=Path, action="append", default=[],
@@ -349,7 +352,8 @@ def main() -> int:
         )
         return 0
     if args.from_json:
-        report(json.loads(args.from_json.read_text()), args.top)
+        report([row for saved in args.from_json for row in json.loads(saved.read_text())],
+               args.top)  # fmt: skip
         return 0
     corpus = corpus_dir()
     if corpus is None:
