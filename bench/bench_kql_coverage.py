@@ -178,9 +178,11 @@ def construct_of(kind: str, message: str) -> str:
 def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
             data_rows: int = 0, verdicts: dict[str, tuple[bool, bool]] | None = None,
             only_valid: bool = False, rows_only: bool = False,
-            checkpoint: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+            checkpoint: Path | None = None,
+            shard: tuple[int, int] = (0, 1)) -> list[dict[str, Any]]:  # fmt: skip
     """Every query's validity and outcomes (see the module); `checkpoint`: the queries
-    measured so far are written there every 25 queries."""
+    measured so far are written there every 25 queries; `shard` (i, n): only every n-th
+    query from the i-th (several processes share a corpus; `--from-json` joins them)."""
     schemas = json.loads((corpus / "table_schemas.json").read_text())
     rows: list[dict[str, Any]] = []
     for source in sources:
@@ -195,6 +197,7 @@ def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
         name = repo.parent.name if repo.name in ("repo", ".git") else repo.name
         for record in repo_queries(repo, name.split("+")[-1].removesuffix(".git")):
             rows.append({**record, "source": record["repo"]})
+    rows = rows[shard[0] :: shard[1]]
     schema = KqlSchema.from_tables(schemas)
     start = time.perf_counter()
     with KqlValidator() as validator:
@@ -344,6 +347,8 @@ def main() -> int:
                         "Kusto.Language finds valid (the figures are about those)")  # fmt: skip
     parser.add_argument("--rows-only", action="store_true", help="with --rows: only the pass "
                         "on tables with rows (its outcomes are the table's runs)")  # fmt: skip
+    parser.add_argument("--shard", default="0/1", help="i/n: measure only every n-th query "
+                        "from the i-th (0-based), to share a corpus between processes")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="skip (for run_all.py --quick)")
     args = parser.parse_args()
     if args.quick:
@@ -369,8 +374,11 @@ def main() -> int:
         saved = json.loads(args.validity_from.read_text())
         verdicts = {r["query"]: (r["syntax_ok"], r["valid"]) for r in saved if "valid" in r}
     partial = args.json.with_suffix(".partial.json") if args.json else None
+    index, _, count = args.shard.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        parser.error(f"--shard {args.shard!r}: expected i/n with 0 <= i < n")
     rows = measure(corpus, sources, args.repo, args.rows, verdicts, args.only_valid,
-                   args.rows_only, partial)  # fmt: skip
+                   args.rows_only, partial, (int(index), int(count)))  # fmt: skip
     report(rows, args.top)
     record(rows)
     if args.json:
