@@ -102,7 +102,7 @@ class LocalExecutor:
             self._start(worker)
         try:
             sent = None if self._inherit is worker else worker
-            self._map([(sent, unit) for unit in units], _score, _InOrder(emit))
+            self._map([(sent, unit) for unit in units], _apply, _InOrder(emit))
         finally:
             ctx.engine_threads = threads
 
@@ -184,18 +184,12 @@ class _InOrder:
             self.following += 1
 
 
-def _score(item: tuple[Worker | None, Unit]) -> Any:
-    """In a forked worker: the unit scored by the worker sent, or the inherited one."""
-    worker, unit = item
-    worker = worker or _inherited
-    assert worker is not None, "a LocalExecutor's worker"
-    with bulk_allocation():  # thousands of acyclic objects, freed when the unit ends
-        return worker(unit)
-
-
-def _apply(item: tuple[Callable[[Any], Any], Any]) -> Any:
+def _apply(item: tuple[Callable[[Any], Any] | None, Any]) -> Any:
+    """In a forked worker: `fn(arg)`; None: the inherited worker scores the unit."""
     fn, arg = item
-    with bulk_allocation():
+    fn = fn or _inherited
+    assert fn is not None, "a LocalExecutor's worker"
+    with bulk_allocation():  # thousands of acyclic objects, freed when the item ends
         return fn(arg)
 
 

@@ -39,7 +39,11 @@ if TYPE_CHECKING:
     from queryeval.scorers import Scorer
 
 MIN_CASES = 20_000  # below this, a sharded run's forking costs more than it saves
-FORK_MIN_ITEMS = 500  # below this, forked workers opening the engines again cost more
+# below this, forked workers opening the engines again cost more CPU than they save wall
+# time. Measured (bench_sql_scoring.py --workers-ab, 2 cores, load 11-31): two workers
+# against one at 300 cases 0.92x wall, 1.13x CPU; 1,000: 0.58x, 0.98x; 3,000: 0.73x, 0.90x.
+# Busy cores are no reason to stay in one process: each worker gets its own share of them.
+FORK_MIN_ITEMS = 500
 _ITEMS_PER_WORKER = 100  # at least, so that a worker's start is a small part of its work
 # a shard's bytes of cases: about 5,000 cases of a typical SDMX suite, what one worker holds
 _SHARD_BYTES = 4 << 20

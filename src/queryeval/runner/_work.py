@@ -260,7 +260,7 @@ class Worker:
                 for case, output in zip(cases, outputs, strict=True)
                 if not done or case.id not in done
             ]
-        if state.asynchronous or any(output is None for _, _, output in todo):
+        if _streamed(state, todo):
             state.event_loop().run_until_complete(self._all(state, todo, emit))
             return todo
         scorers, ctx = state.scorers, state.ctx
@@ -273,7 +273,7 @@ class Worker:
     async def _all(
         self,
         state: _State,
-        todo: Sequence[tuple[str, Case, Output | None]],
+        todo: Sequence[Todo],
         emit: Callable[[Scored], None],
     ) -> None:
         queue = iter(todo)
@@ -336,7 +336,7 @@ class Worker:
             todo = self.run(unit, got.append)
         finally:
             state.ctx.flush()  # a worker may be ended without notice once idle
-        if state.asynchronous or any(output is None for _, _, output in todo):  # as they came
+        if _streamed(state, todo):  # as they came
             at = {(name, case.id): i for i, (name, case, _) in enumerate(todo)}
             got.sort(key=lambda s: at[_key(s)])
         partial = not isinstance(unit.cases, range)  # the driver holds no cases to aggregate
@@ -370,6 +370,11 @@ def done_ids(
         return {}
     out = {name: frozenset(c.id for c in cases if (name, c.id) in done) for name in names}
     return {name: ids for name, ids in out.items() if ids}
+
+
+def _streamed(state: _State, todo: Sequence[Todo]) -> bool:
+    """Whether the items are scored on the event loop (and finish in any order)."""
+    return state.asynchronous or any(output is None for _, _, output in todo)
 
 
 def _key(scored: Scored) -> tuple[str, str]:
