@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,32 +91,45 @@ def _queryeval(filename: str) -> bool:
     return f"{Path('src', 'queryeval')}" in filename or "/queryeval/" in filename
 
 
-def test_a_run_leaves_the_process_as_it_found_it(tmp_path: Path) -> None:
-    folder = tmp_path / "callable"
+def _callable_suite(folder: Path, cases: str, answers: str) -> Path:
+    """A suite of a callable system (`answers.py` in its folder); its file."""
     folder.mkdir()
     (folder / "suite.yaml").write_text(CALLABLE_SUITE)
-    (folder / "cases.jsonl").write_text(
-        '{"id": "a", "conversation": [{"content": "q1", "target": {"answer": "yes"}}]}\n'
-        '{"id": "b", "conversation": [{"content": "q2", "target": {"answer": "no"}}]}\n'
-    )
-    (folder / "answers.py").write_text("def answer(case):\n    return 'yes'\n")
-    runs = [
-        ["run", str(ROOT / f"examples/{name}/suite.yaml"), "--out", str(tmp_path / name)]
-        for name in ("sql", "kql", "sdmx")
-    ]
-    runs.append(["run", str(folder / "suite.yaml"), "--out", str(tmp_path / "callable-run")])
-    for args in runs:
-        args += ["--no-progress", "--limit", "2"]
+    (folder / "cases.jsonl").write_text(cases)
+    (folder / "answers.py").write_text(answers)
+    return folder / "suite.yaml"
+
+
+def _observed(runs: list[list[str]], cwd: Path, timeout: int) -> dict[str, Any]:
+    """SCRIPT's report of the CLI `runs` in a fresh process (see the module docstring)."""
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, json.dumps(runs)],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
-        timeout=300,
+        cwd=cwd,
+        timeout=timeout,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def test_a_run_leaves_the_process_as_it_found_it(tmp_path: Path) -> None:
+    suite = _callable_suite(
+        tmp_path / "callable",
+        '{"id": "a", "conversation": [{"content": "q1", "target": {"answer": "yes"}}]}\n'
+        '{"id": "b", "conversation": [{"content": "q2", "target": {"answer": "no"}}]}\n',
+        "def answer(case):\n    return 'yes'\n",
+    )
+    runs = [
+        ["run", str(ROOT / f"examples/{name}/suite.yaml"), "--out", str(tmp_path / name)]
+        for name in ("sql", "kql", "sdmx")
+    ]
+    runs.append(["run", str(suite), "--out", str(tmp_path / "callable-run")])
+    for args in runs:
+        args += ["--no-progress", "--limit", "2"]
+    out = _observed(runs, tmp_path, 300)
     for args, code, output in out["results"]:
         assert code in (0, 1), f"{args}: exit {code}\n{output}"  # 1: a gate failed, by design
     before, after = out["before_qe"], out["after"]
@@ -142,29 +156,17 @@ def test_a_run_leaves_the_process_as_it_found_it(tmp_path: Path) -> None:
 
 def test_the_test_checks_something(tmp_path: Path) -> None:
     """The check above sees a change: a plugin that changes the environment is found."""
-    folder = tmp_path / "plugin"
-    folder.mkdir()
-    (folder / "suite.yaml").write_text(CALLABLE_SUITE)
-    (folder / "cases.jsonl").write_text(
-        '{"id": "a", "conversation": [{"content": "q", "target": {"answer": "y"}}]}\n'
-    )
-    (folder / "answers.py").write_text(
+    suite = _callable_suite(
+        tmp_path / "plugin",
+        '{"id": "a", "conversation": [{"content": "q", "target": {"answer": "y"}}]}\n',
         "import os, warnings\nos.environ['QE_TEST_LEAK'] = '1'\n"
-        "warnings.filterwarnings('ignore', 'leak')\ndef answer(case):\n    return 'y'\n"
+        "warnings.filterwarnings('ignore', 'leak')\ndef answer(case):\n    return 'y'\n",
     )
-    runs = [["run", str(folder / "suite.yaml"), "--out", str(tmp_path / "r"), "--no-progress"]]
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps(runs)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    runs = [["run", str(suite), "--out", str(tmp_path / "r"), "--no-progress"]]
+    out = _observed(runs, tmp_path, 120)
     assert out["results"][0][1] == 0, out["results"][0][2]
     assert out["after"]["environ"]["QE_TEST_LEAK"] == "1"
     assert "QE_TEST_LEAK" not in out["before_qe"]["environ"]
     leak = [f for f in out["after"]["filters"] if f[1] == "leak"]
     assert len(leak) == 1 and leak[0][-1].endswith("answers.py")  # told apart by its file
-    shutil.rmtree(folder)
+    shutil.rmtree(suite.parent)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import tempfile
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -360,28 +360,14 @@ class Auditor:
         if engine.language == "cypher":
             self._nondeterministic_graph(gold, engine, run, patterns)
             return
-        policy = policy_of(self.suite, gold.case)
-        for order in ORDERS:
-            copy = self._permuted_engine(gold.database, engine, order)
-            if copy is None:
-                return
-            other = copy.execute(gold.text)
-            if other.ok and not same_result(other, run, policy, gold.text, engine.dialect):
-                self._add(
-                    gold,
-                    "nondeterministic",
-                    f"{', '.join(patterns)}: the result changes when the tables' rows "
-                    f"are stored in {order} order",
-                    patterns=patterns,
-                    result=result_evidence(run),
-                    permuted={
-                        "order": order,
-                        "seed": self.seed,
-                        "how": _HOW[order],
-                        "result": result_evidence(other),
-                    },
-                )
-                return
+
+        def copies() -> Iterator[tuple[str, Execution | None]]:
+            for order in ORDERS:
+                copy = self._permuted_engine(gold.database, engine, order)
+                yield order, None if copy is None else copy.execute(gold.text)
+
+        self._first_change(gold, engine, run, patterns, run, copies(),
+                           "the tables' rows are stored in", _HOW.__getitem__)  # fmt: skip
 
     def _nondeterministic_graph(self, gold: Gold, engine: Engine, run: Execution,
                                 patterns: list[str]) -> None:  # fmt: skip
@@ -393,27 +379,51 @@ class Auditor:
         if copied is None:
             return
         verifier, tables, data = copied
-        policy = policy_of(self.suite, gold.case)
         forward = verifier.execute_on(tables, data, gold.text)
         if not forward.ok:
             return
-        for order in ORDERS:
-            permuted = {t: reorder(rows, order, self.seed, t) for t, rows in data.items()}
-            other = verifier.execute_on(tables, permuted, gold.text)
-            if other.ok and not same_result(other, forward, policy, gold.text, engine.dialect):
+        copies = (
+            (order, verifier.execute_on(
+                tables, {t: reorder(rows, order, self.seed, t) for t, rows in data.items()},
+                gold.text))
+            for order in ORDERS
+        )  # fmt: skip
+        self._first_change(gold, engine, run, patterns, forward, copies,
+                           "the graph's nodes and relationships are created in",
+                           lambda order: _GRAPH_HOW.format(order=order),
+                           copy_result=result_evidence(forward))  # fmt: skip
+
+    def _first_change(
+        self,
+        gold: Gold,
+        engine: Engine,
+        run: Execution,
+        patterns: list[str],
+        baseline: Execution,
+        copies: Iterable[tuple[str, Execution | None]],
+        what: str,
+        how: Callable[[str], str],
+        **evidence: Any,
+    ) -> None:
+        """A `nondeterministic` finding for the first copy (its row order, its result; None:
+        no copy, stop) whose result differs from `baseline`; the copies are run lazily."""
+        policy = policy_of(self.suite, gold.case)
+        for order, other in copies:
+            if other is None:
+                return
+            if other.ok and not same_result(other, baseline, policy, gold.text, engine.dialect):
                 self._add(
                     gold,
                     "nondeterministic",
-                    f"{', '.join(patterns)}: the result changes when the graph's nodes and "
-                    f"relationships are created in {order} order",
+                    f"{', '.join(patterns)}: the result changes when {what} {order} order",
                     patterns=patterns,
                     result=result_evidence(run),
                     permuted={
                         "order": order,
                         "seed": self.seed,
-                        "how": _GRAPH_HOW.format(order=order),
+                        "how": how(order),
                         "result": result_evidence(other),
-                        "copy_result": result_evidence(forward),
+                        **evidence,
                     },
                 )
                 return
