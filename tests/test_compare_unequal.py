@@ -110,7 +110,7 @@ def test_the_unequal_answer_is_the_general_paths(monkeypatch: Any) -> None:
         return out
 
     monkeypatch.setattr(_small, "_unequal", counted)
-    for _ in range(200):
+    for _ in range(120):
         pred, gold = _pair(rng)
         options: dict[str, Any] = {
             "rows": rng.choice(["auto", "multiset", "multiset", "ordered", "set"]),
@@ -121,7 +121,7 @@ def test_the_unequal_answer_is_the_general_paths(monkeypatch: Any) -> None:
         }
         fast = compare_results(pred, gold, **options)
         assert _as_dict(fast) == _as_dict(_general(pred, gold, **options)), (pred, gold, options)
-    assert answered >= 20 and declined >= 10, (answered, declined)  # both sides exercised
+    assert answered >= 12 and declined >= 6, (answered, declined)  # both sides exercised
 
 
 @pytest.mark.parametrize(
