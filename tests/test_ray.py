@@ -6,6 +6,7 @@ continues a Ray run."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from queryeval.cli._app import app
 from queryeval.config import RaySettings
 from queryeval.errors import InputError
 from queryeval.log import iter_records
@@ -25,10 +28,19 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.timeout(300)
 
 
+SOFT_LIMIT = "RAY_num_workers_soft_limit"  # Ray's config, overridden by RAY_<name>
+
+
 @pytest.fixture(scope="module", autouse=True)
 def cluster(ray_env: Path) -> Iterator[Any]:
-    """One local cluster (2 CPUs) for the module; the runs join it."""
-    init_local(ray, cpus=2)
+    """One local cluster (2 CPUs) for the module; the runs join it. Its four task workers
+    (`task_cpus` 0.5) stay up between runs (Ray keeps one per CPU by default and starts the
+    others again for each run, each importing the package anew)."""
+    os.environ[SOFT_LIMIT] = "4"  # read by the raylet as it starts
+    try:
+        init_local(ray, cpus=2)
+    finally:
+        del os.environ[SOFT_LIMIT]
     try:
         yield ray
     finally:
@@ -249,7 +261,7 @@ def test_the_command_starts_its_own_cluster_and_shuts_it_down(tmp_path: Path) ->
     """`queryeval run --executor ray --shards N` in a fresh process (not connected to the
     module's cluster): it starts a local cluster, gives the local summary, and leaves no
     Ray process of its own behind."""
-    path = _sdmx_suite(tmp_path / "s", 200)
+    path = _sdmx_suite(tmp_path / "s", 30)
     run_suite(load_suite(path), tmp_path / "local", progress=False)
     before = _ray_processes()
     command = ["run", str(path), "--out", str(tmp_path / "ray"), "--no-progress"]
@@ -260,7 +272,7 @@ def test_the_command_starts_its_own_cluster_and_shuts_it_down(tmp_path: Path) ->
         timeout=180,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "200 new record(s)" in out.stdout
+    assert "30 new record(s)" in out.stdout
     assert _summary(tmp_path / "ray") == _summary(tmp_path / "local")
     info = json.loads((tmp_path / "ray" / "run.json").read_text())
     assert info["config"]["settings"]["ray"]["shards"] == 3
@@ -295,21 +307,11 @@ def test_cluster_options_are_checked_with_a_clear_message(tmp_path: Path) -> Non
     text = text.replace("cases: cases/*.yaml", f"cases: {ROOT / 'examples/sdmx/cases'}/*.yaml")
     text = text.replace("predictions/", f"{ROOT / 'examples/sdmx/predictions'}/")
     bad.write_text(text + "settings: {executor: rey, ray: {task_cpus: 0}}\n")
-    out = subprocess.run(
-        [sys.executable, "-m", "queryeval", "validate", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 2
+    out = CliRunner().invoke(app, ["validate", str(bad)])
+    assert out.exit_code == 2
     assert "settings.executor" in out.stderr and "'local' or 'ray'" in out.stderr
-    out = subprocess.run(
-        [sys.executable, "-m", "queryeval", "run", str(bad), "--address", "nowhere"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 2, out.stderr
+    out = CliRunner().invoke(app, ["run", str(bad), "--address", "nowhere"])
+    assert out.exit_code == 2, out.stderr
 
 
 def test_a_task_no_node_can_run_is_refused_before_anything_runs(tmp_path: Path) -> None:
