@@ -203,8 +203,8 @@ class SharedEmbedder:
 
 class Slots:
     """A semaphore of `n` slots shared by the cluster. Slots are held by a task (its id), so
-    the slots of a task lost with its worker are given back (`release_holder`, by the
-    driver) instead of leaking."""
+    the slots of a task lost with its worker are given back (`release(holder, every=True)`,
+    by the driver) instead of leaking."""
 
     def __init__(self, n: int) -> None:
         self.n, self.in_flight, self.peak = n, 0, 0
