@@ -284,7 +284,9 @@ def report(rows: list[dict[str, Any]], top: int | None = None) -> None:
         line = (f"| {source} | {c['queries']} | {c['syntax valid']} | {c['valid']} "
                 f"| {c['network']} | {c['let only']} | {c['runs']} | {share:.1f} % "
                 f"| {offline_share:.1f} % | {c['unsupported']} | {other} |")  # fmt: skip
-        if with_rows:
+        if with_rows and not c["rows measured"]:  # one pass only (--rows-only: on rows)
+            line += " — |"
+        elif with_rows:
             rows_share = 100 * c["runs on rows"] / offline if offline else 0.0
             line += f" {rows_share:.1f} % ({c['runs on rows']}) |"
         print(line)
