@@ -231,7 +231,7 @@ class RunLog:
     summary: Summary | None = None
     info: RunInfo | None = None
     comparison: dict[str, Any] | None = None
-    review: dict[str, Any] | None = None  # review.json: the overridden scores
+    review: ReviewFile | None = None  # review.json: the overridden scores
     overlays: list[dict[str, Any]] = field(default_factory=list)  # overlay-<name>.json
     _records: list[Record] | None = field(default=None, repr=False)
 
@@ -268,7 +268,7 @@ def read_log(path: str | Path, *, reviewed: bool = True) -> RunLog:
         summary=read_summary(run_dir),
         info=read_run_info(run_dir),
         comparison=read_comparison(run_dir),
-        review=cast(dict[str, Any] | None, read_review(run_dir)) if reviewed else None,
+        review=read_review(run_dir) if reviewed else None,
         overlays=read_overlays(run_dir),
     )
 

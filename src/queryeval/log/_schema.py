@@ -161,7 +161,7 @@ class RunInfo(TypedDict, total=False):
     input_files: list[str]
     config: JSONObject  # the SuiteConfig as JSON (`SuiteConfig.model_validate` reads it)
     scorers: dict[str, ScorerInfo]
-    systems: list[dict[str, Any]]  # SystemInfo (typed once the runner writes it so)
+    systems: list[SystemInfo]
     seed: int
     versions: dict[str, str]
     status: str
@@ -171,7 +171,7 @@ class RunInfo(TypedDict, total=False):
     system_calls: dict[str, SystemCalls]
     baseline: str
     review: dict[str, Any]  # ReviewInfo (typed once the runner writes it so)
-    selection: dict[str, Any]  # SelectionInfo (typed once the runner writes it so)
+    selection: SelectionInfo
     cluster: JSONObject  # an `executor: ray` run: workers and what each actor did
     overlays: list[OverlayInfo]
 

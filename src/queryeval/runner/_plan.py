@@ -12,6 +12,7 @@ from queryeval._gc import bulk_allocation
 from queryeval.cases import Case, case_files, load_cases
 from queryeval.config import SuiteConfig
 from queryeval.errors import InputError
+from queryeval.log import SelectionInfo
 from queryeval.runner._select import CaseSelection
 from queryeval.scorers import Scorer, build_scorers
 from queryeval.systems import (
@@ -51,7 +52,7 @@ class RunPlan:
     inputs_hash: str
     input_files: list[str] = field(default_factory=list)
     lazy: bool = False  # cases and predictions are loaded by the sharded workers
-    selection: dict[str, Any] | None = None  # the subset run (--filter, --limit), if any
+    selection: SelectionInfo | None = None  # the subset run (--filter, --limit), if any
 
 
 def cache_dir(suite: SuiteConfig) -> Path:

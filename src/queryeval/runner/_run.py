@@ -35,6 +35,7 @@ from queryeval.log import (
     RunInfo,
     RunLog,
     Summary,
+    SystemInfo,
     iter_records,
     read_log,
     read_review,
@@ -428,9 +429,9 @@ def _whole_cases(plan: RunPlan) -> list[Case]:
     return plan.cases
 
 
-def _describe(system: SystemRun) -> dict[str, Any]:
+def _describe(system: SystemRun) -> SystemInfo:
     """A system configuration as run.json records it."""
-    out: dict[str, Any] = {"name": system.name, "params": system.params}
+    out = SystemInfo(name=system.name, params=system.params)
     describe = getattr(system.callable, "describe", None)
     if callable(describe):
         out.update(describe())

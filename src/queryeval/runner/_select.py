@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from queryeval.errors import InputError
 
 if TYPE_CHECKING:
     from queryeval.cases import Case
+    from queryeval.log import SelectionInfo
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,6 @@ class CaseSelection:
             raise InputError(f"no case matches --filter {' '.join(self.patterns)}")
         return chosen
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> SelectionInfo:
         """What run.json records of the selection."""
         return {"filter": list(self.patterns), "limit": self.limit}
