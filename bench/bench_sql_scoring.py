@@ -16,6 +16,13 @@ before and after are measured side by side under the same load.
 
     .venv/bin/python bench/bench_sql_scoring.py [--cases 3000] [--rounds 5] [--cores N]
         [--baseline-src DIR] [--quick]
+
+`--workers-ab 200,1000,3000 [--burners K]` measures instead, for each suite size, the run
+with `settings.workers: 1` (in process) against `workers: 2` (forked), cold, interleaved,
+CPU seconds of the process tree beside wall, the load stated; `--burners K` starts K
+CPU-burning processes beside the runs (a busy machine).
+
+    .venv/bin/python bench/bench_sql_scoring.py --workers-ab 300,1000,3000 --burners 4
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE)]
@@ -46,8 +54,11 @@ def main() -> None:
         __doc__.splitlines()[0],
         full={"cases": 3000, "rounds": 5, "cores": h.cores()},
         quick={"cases": 500, "rounds": 3, "cores": h.cores()},
-        extra=lambda p: p.add_argument("--baseline-src", type=Path, default=None),
+        extra=_extra_options,
     )
+    if args.workers_ab:
+        workers_ab([int(n) for n in args.workers_ab.split(",")], args.rounds, args.burners)
+        return
 
     def env_for(src: Path) -> dict[str, str]:
         paths = [str(src), os.environ.get("PYTHONPATH", "")]
@@ -129,6 +140,58 @@ def main() -> None:
         print("missed target:", ", ".join(missed))
     elif not judged:  # at a few hundred cases the process start weighs on both sides
         print(f"no verdict: the targets are set for {TARGET_CASES:,} cases")
+
+
+def _extra_options(p: Any) -> None:
+    p.add_argument("--baseline-src", type=Path, default=None)
+    p.add_argument("--workers-ab", default="", help="suite sizes: workers 1 against 2")
+    p.add_argument("--burners", type=int, default=0, help="CPU-burning processes beside")
+
+
+def workers_ab(sizes: list[int], rounds: int, burners: int) -> None:
+    """`workers: 1` against `workers: 2` at each size, cold (see the module docstring)."""
+    import resource
+    import subprocess
+
+    def timed(suite: Path, cwd: Path) -> dict[str, float]:
+        shutil.rmtree(cwd, ignore_errors=True)  # no gold cache
+        cwd.mkdir()
+        cmd = [sys.executable, "-m", "queryeval", "run", str(suite), "--overwrite",
+               "--no-progress", "--out", str(cwd / "out")]  # fmt: skip
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = h.run_child(cmd, cwd=cwd)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        return {"seconds": wall, "cpu": cpu}
+
+    burning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
+    try:
+        print(f"workers 1 against 2, {burners} burner(s); {h.machine()}")
+        with tempfile.TemporaryDirectory(prefix="qe-bench-workers-") as tmp:
+            folder = Path(tmp)
+            for n in sizes:
+                sides = []
+                for workers in (1, 2):
+                    suite = write_suite(folder / f"s{n}-{workers}", n)
+                    with suite.open("a") as f:
+                        f.write(f"settings: {{workers: {workers}}}\n")
+                    cwd = folder / f"run{n}-{workers}"
+                    sides.append(h.Side(f"{n} cases, workers {workers}",
+                                        lambda s=suite, c=cwd: timed(s, c), h.cores()))  # fmt: skip
+                t = h.interleaved(sides, rounds, progress=False)
+                one, two = (t[s.label] for s in sides)
+                print(
+                    f"{n:>6} cases: workers 1 {one.median:.2f} s wall "
+                    f"{one.extra_median('cpu'):.2f} s CPU | workers 2 {two.median:.2f} s wall "
+                    f"{two.extra_median('cpu'):.2f} s CPU | 2/1 wall {two.median / one.median:.2f}x"
+                    f" CPU {two.extra_median('cpu') / one.extra_median('cpu'):.2f}x"
+                    f" | load {one.load_range}",
+                    flush=True,
+                )
+    finally:
+        for proc in burning:
+            proc.kill()
+            proc.wait()
 
 
 def _means(run: Path) -> dict[str, float]:
