@@ -9,7 +9,7 @@ from typing import Any
 from queryeval.config import SuiteConfig
 from queryeval.errors import InputError
 from queryeval.log import RunLog, read_log
-from queryeval.stats import compare_records, pair_systems, parse_gate
+from queryeval.stats import parse_gate
 
 
 def load_baseline(
@@ -34,6 +34,8 @@ def load_baseline(
                 where="gates",
             )
         return None
+    from queryeval.stats import pair_systems  # the comparisons, only with a baseline
+
     run = read_log(path)
     if run.summary is None:
         raise InputError("the baseline run has no summary.json (did it finish?)", path=path)
@@ -53,6 +55,8 @@ def compare_with_baseline(
     out_dir: Path,
 ) -> dict[str, Any]:
     """The comparison of this run (B) with the baseline (A), as stored in comparison.json."""
+    from queryeval.stats import compare_records
+
     cfg = suite.baseline
     comparison = compare_records(
         baseline.records,
