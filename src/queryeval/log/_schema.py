@@ -170,7 +170,7 @@ class RunInfo(TypedDict, total=False):
     finished_at: str
     system_calls: dict[str, SystemCalls]
     baseline: str
-    review: dict[str, Any]  # ReviewInfo (typed once the runner writes it so)
+    review: ReviewInfo
     selection: SelectionInfo
     cluster: JSONObject  # an `executor: ray` run: workers and what each actor did
     overlays: list[OverlayInfo]
@@ -301,7 +301,7 @@ class Summary(_SummaryBase, total=False):
     review's counts and judge-human agreement when one was applied."""
 
     gates: list[GateResult]
-    review: dict[str, Any]  # ReviewSummary (typed once the runner writes it so)
+    review: ReviewSummary
 
 
 # -- review.json ------------------------------------------------------------------------------

@@ -23,12 +23,22 @@ applies it, `report` refuses it (it re-scores nothing).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from queryeval.cases import Case, Score
 from queryeval.errors import InputError
 from queryeval.metrics import agreement
 from queryeval.runner._review_file import GoldCorrection, Override, Review
+
+if TYPE_CHECKING:
+    from queryeval.log import (
+        Record,
+        ReviewedRecord,
+        ReviewFile,
+        ReviewSummary,
+        ScoreRecord,
+    )
+    from queryeval.scorers import Scorer
 
 # --- gold corrections -------------------------------------------------------------------
 
@@ -92,15 +102,13 @@ def _corrected(case: Case, fix: GoldCorrection) -> Case:
 # --- verdict overrides ------------------------------------------------------------------
 
 
-def _matches(o: Override, rec: Mapping[str, Any]) -> bool:
+def _matches(o: Override, rec: Record) -> bool:
     return o.case_id == str(rec["case_id"]) and o.system in (None, str(rec["system"]))
 
 
 def apply_overrides(
-    records: Sequence[Mapping[str, Any]],
-    review: Review,
-    scorers: Mapping[str, Any],
-) -> list[dict[str, Any]]:
+    records: Sequence[Record], review: Review, scorers: Mapping[str, Scorer]
+) -> list[Record]:
     """The records with the review's verdicts in place of the scorers' (copies of the
     records it changes; the others are returned as they are). `scorers` (label -> Scorer)
     decides the case verdict again. InputError for an override that matches no record."""
@@ -114,13 +122,13 @@ def apply_overrides(
         if not any(_matches(o, r) for r in records):
             system = f" and system {o.system!r}" if o.system else ""
             raise InputError(f"no record for case {o.case_id!r}{system}", path=o.where)
-    out: list[dict[str, Any]] = []
+    out: list[Record] = []
     for rec in records:
         mine = [o for o in review.overrides if _matches(o, rec)]
         if not mine:
-            out.append(dict(rec))
+            out.append(rec.copy())
             continue
-        scores = {k: dict(v) for k, v in (rec.get("scores") or {}).items()}
+        scores = {k: v.copy() for k, v in (rec.get("scores") or {}).items()}
         for o in mine:
             scores[o.scorer] = _overridden(scores.get(o.scorer), o)
         built = {k: Score.model_construct(**v) for k, v in scores.items()}
@@ -128,8 +136,8 @@ def apply_overrides(
     return out
 
 
-def _overridden(score: Mapping[str, Any] | None, o: Override) -> dict[str, Any]:
-    score = dict(score or {})
+def _overridden(score: ScoreRecord | None, o: Override) -> ScoreRecord:
+    score = score or {"value": None, "status": "ok"}
     details = dict(score.get("details") or {})
     previous = details.pop("review", None)
     original = (previous or {}).get("original") or {
@@ -156,7 +164,7 @@ def _overridden(score: Mapping[str, Any] | None, o: Override) -> dict[str, Any]:
     }
 
 
-def review_agreement(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def review_agreement(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
     """Judge-human agreement per scorer from the overridden scores whose original had a
     verdict: n, accuracy, Cohen's kappa (None when undefined), and how many overrides
     changed the verdict. Reads records that `apply_overrides` returned."""
@@ -174,7 +182,7 @@ def review_agreement(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             judge, human = pairs.setdefault(label, ([], []))
             judge.append(1.0 if original["passed"] else 0.0)
             human.append(1.0 if review["verdict"] == "pass" else 0.0)
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, Any]] = {}
     for label, n in counts.items():
         judge, human = pairs.get(label, ([], []))
         out[label] = {"overrides": n, "compared": len(judge)}
@@ -185,19 +193,19 @@ def review_agreement(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def review_section(review: Review, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def review_section(review: Review, records: Sequence[Record]) -> ReviewSummary:
     """What summary.json holds under `review`: the file, counts and agreement per scorer."""
     return {**review.describe(), "agreement": review_agreement(records)}
 
 
-def reviewed_scores(review: Review, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def reviewed_scores(review: Review, records: Sequence[Record]) -> ReviewFile:
     """What review.json holds: the file, and for each record a review changed, its case
     verdict and overridden scores (`queryeval.log.read_log` puts them over the stored
     records, so comparisons, the run history and the exporters read what the reports show)."""
-    changed = []
+    changed: list[ReviewedRecord] = []
     for rec in records:
         scores = rec.get("scores") or {}
         if mine := {k: s for k, s in scores.items() if (s.get("details") or {}).get("review")}:
-            keys = {"system": rec["system"], "case_id": rec["case_id"], "passed": rec.get("passed")}
-            changed.append({**keys, "scores": mine})
+            system, case_id, passed = rec["system"], rec["case_id"], rec.get("passed")
+            changed.append({"system": system, "case_id": case_id, "passed": passed, "scores": mine})
     return {"file": str(review.path), "records": changed}

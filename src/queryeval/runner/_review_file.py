@@ -9,11 +9,14 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from queryeval._yaml import load_yaml
 from queryeval.cases import Target
 from queryeval.errors import InputError
+
+if TYPE_CHECKING:
+    from queryeval.log import ReviewInfo
 
 _VERDICTS = {"pass": True, "fail": False, "true": True, "false": False, "1": True, "0": False}
 _OVERRIDE_KEYS = {"case_id", "system", "scorer", "verdict", "note", "reviewer"}
@@ -52,7 +55,7 @@ class Review:
     overrides: list[Override] = field(default_factory=list)
     golds: list[GoldCorrection] = field(default_factory=list)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ReviewInfo:
         """What run.json records: the file, its hash and its counts."""
         return {
             "file": str(self.path),
