@@ -447,3 +447,18 @@ def test_ipv4_is_private_as_in_kusto_docs(kql: Engine) -> None:
              "| extend result = ipv4_is_private(ip_string)")  # fmt: skip
     _, result = rows(kql, query)
     assert [r[1] for r in result] == [True, True, False, False, True, False, None]
+
+
+def test_ipv4_is_in_range_as_in_kusto_docs(kql: Engine) -> None:
+    """ipv4-is-in-range-function.md: equal addresses true, 192.168.1.1 in 192.168.1.255/24
+    true (the 24-bit prefix is compared), 192.168.1.6 in 192.168.1.1/24 true, 192.168.1.1 in
+    192.168.2.1/24 false; null when either is not an IPv4 address."""
+    query = ("datatable(a:string, r:string) ['192.168.1.1', '192.168.1.1', '192.168.1.1', "
+             "'192.168.1.255/24', '192.168.1.6', '192.168.1.1/24', '192.168.1.1', "
+             "'192.168.2.1/24', '10.9.8.7', '0.0.0.0/0', 'none', '10.0.0.0/8', '10.0.0.1', "
+             "'10.0.0.300/8'] | extend result = ipv4_is_in_range(a, r)")  # fmt: skip
+    _, result = rows(kql, query)
+    assert [r[2] for r in result] == [True, True, True, False, True, None, None]
+    assert kql.execute("print ipv4_is_in_range('10.0.0.1/8', '10.0.0.0/8')").outcome.kind == (
+        "unsupported"  # an address with a prefix of its own: not in the docs
+    )

@@ -77,6 +77,28 @@ _IPV4_PRIVATE = (
 )
 
 
+# ipv4_is_in_range(address, range): whether the address is in the range in IP-prefix notation
+# (a range without a /prefix is the one address); null when either is not an IPv4 address
+# (Kusto's docs). An address with a /prefix of its own is refused at run time (not in the
+# docs). `_qe_v`: [address as a number, range as a number, prefix length, largest octet].
+_OCTETS = "list_transform(string_split(split_part(trim({x}), '/', 1), '.'), lambda _qe_p: CAST(_qe_p AS BIGINT))"  # noqa: E501
+_NUMBER = f"list_reduce({_OCTETS}, lambda _qe_a, _qe_b: _qe_a * 256 + _qe_b)"
+_IPV4_IN_RANGE = (
+    f"(CASE WHEN regexp_full_match(trim({{0}}), '{_IPV4}') AND strpos({{0}}, '/') > 0 "
+    f"THEN error('{REFUSED_MARKER} ipv4_is_in_range of an address with a /prefix') "
+    f"WHEN NOT regexp_full_match(trim({{0}}), '{_IPV4}') "
+    f"OR NOT regexp_full_match(trim({{1}}), '{_IPV4}') THEN NULL ELSE "
+    "list_transform([[" + _NUMBER.format(x="{0}") + ", " + _NUMBER.format(x="{1}") + ", "
+    "coalesce(TRY_CAST(nullif(split_part(trim({1}), '/', 2), '') AS BIGINT), 32), "
+    "greatest(list_max("
+    + _OCTETS.format(x="{0}")
+    + "), list_max("
+    + _OCTETS.format(x="{1}")
+    + "))]], lambda _qe_v: CASE WHEN _qe_v[4] > 255 OR _qe_v[3] > 32 THEN NULL ELSE "
+    "(_qe_v[1] >> (32 - _qe_v[3])) = (_qe_v[2] >> (32 - _qe_v[3])) END)[1] END)"
+)
+
+
 _TRANSLATE = (
     "translate({2}, {0}, CASE WHEN length({1}) = 0 THEN '' "
     "ELSE rpad({1}, CAST(greatest(length({0}), length({1})) AS INTEGER), right({1}, 1)) END)"
@@ -184,6 +206,7 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         # a fresh random guid per call, as Kusto's (results with it are never comparable)
         scalar("new_guid", "template", "gen_random_uuid()", (0,), (), "queryeval"),
         scalar("ipv4_is_private", "template", _IPV4_PRIVATE, (1,), (), "queryeval"),
+        scalar("ipv4_is_in_range", "template", _IPV4_IN_RANGE, (2,), (), "queryeval"),
         scalar("set_union", "template", _set_union(), (2,), ("R9",), "queryeval"),
         # the NUL character, which duckdb-kql's string literals cannot hold (the rewriter
         # writes a literal argument holding one as strcat(..., queryeval_nul(), ...))
