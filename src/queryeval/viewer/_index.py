@@ -178,6 +178,25 @@ def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
+_BATCH_ROWS = 10_000  # rows held as dicts at once while a part is built (its memory)
+
+
+def _table(rows: list[dict[str, Any]]) -> Any:
+    """An Arrow table of index rows: the columns in the order they first appear, a row
+    without one of them null there (pyarrow builds the columns from the rows in C)."""
+    import pyarrow as pa
+
+    names: dict[str, None] = {}
+    last: tuple[str, ...] = ()
+    for row in rows:
+        keys = tuple(row)
+        if keys != last:  # most rows have the same columns as the one before
+            names.update(dict.fromkeys(keys))
+            last = keys
+    schema = pa.schema([(name, _column_type(pa, name)) for name in names])
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
 def _column_type(pa: Any, name: str) -> Any:
     """The Arrow type of an index column."""
     if name.startswith(("v:", "m:")) or name in ("latency", "cost"):
@@ -327,6 +346,7 @@ class RunIndex:
     def _append(self, results: Path, state: IndexState, size: int) -> None:
         seen = self._keys(state) if state.rows else set()
         rows: list[dict[str, Any]] = []
+        batches: list[Any] = []  # the part's rows so far as Arrow tables, _BATCH_ROWS each
         n = 0
         lineno = state.lines
         offset = state.size
@@ -358,11 +378,16 @@ class RunIndex:
                 row["length"] = len(line)
                 rows.append(row)
                 n += 1
+                if len(rows) >= _BATCH_ROWS or n >= PART_ROWS:
+                    batches.append(_table(rows))
+                    rows = []
                 if n >= PART_ROWS:
-                    self._write_part(rows, state)
-                    rows, n = [], 0
+                    self._write_part(batches, state)
+                    batches, n = [], 0
+        if rows:
+            batches.append(_table(rows))
         if n:
-            self._write_part(rows, state)
+            self._write_part(batches, state)
         state.size = offset
         state.lines = lineno
         self._save(state)
@@ -384,31 +409,23 @@ class RunIndex:
         if len(state.bad) < _MAX_BAD:
             state.bad.append({"line": lineno, "why": why})
 
-    def _write_part(self, rows: list[dict[str, Any]], state: IndexState) -> None:
-        """One Parquet part of `rows`: its columns in the order they first appear, a row
-        without one of them null there (pyarrow builds the columns from the rows in C)."""
+    def _write_part(self, batches: list[Any], state: IndexState) -> None:
+        """One Parquet part of the rows in `batches` (Arrow tables, `_table`): a column that
+        a batch lacks is null there."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        names: dict[str, None] = {}
-        last: tuple[str, ...] = ()
-        for row in rows:
-            keys = tuple(row)
-            if keys != last:  # most rows have the same columns as the one before
-                names.update(dict.fromkeys(keys))
-                last = keys
-        schema = pa.schema([(name, _column_type(pa, name)) for name in names])
+        table = pa.concat_tables(batches, promote_options="default")
         self.folder.mkdir(parents=True, exist_ok=True)
         generation = f"{state.generation}-" if state.generation else ""
         name = f"records-{generation}{len(state.parts):04d}.parquet"
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), self.folder / name,
-                       compression="zstd")  # fmt: skip
+        pq.write_table(table, self.folder / name, compression="zstd")
         state.parts.append(name)
-        state.rows += len(rows)
-        for system in dict.fromkeys(row["system"] for row in rows):
+        state.rows += table.num_rows
+        for system in table.column("system").unique().to_pylist():
             if system not in state.systems:
                 state.systems.append(system)
-        for col in names:
+        for col in table.column_names:
             if col.startswith(("v:", "m:")) and col not in state.columns:
                 state.columns.append(col)
 
