@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -109,7 +109,7 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _mapping(value: Any) -> bool:
+def _mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     return type(value) is dict or isinstance(value, Mapping)
 
 
