@@ -106,6 +106,8 @@ def _databases(suite: SuiteConfig, ctx: Any) -> Problems:
     """Each database: a known engine, its place and options; then each given as a local
     file opens and its catalog reads (a file that is not a database would leave every case
     unscored)."""
+    if not suite.databases:  # engines not imported for a suite without one
+        return
     from queryeval.engines import database_problem
 
     for name, config in suite.databases.items():
