@@ -5,16 +5,18 @@ report asks for `whole_cases`."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from queryeval.cases import Case
 from queryeval.config import ReportConfig, SuiteConfig
-from queryeval.log import RunLog
+from queryeval.log import RunLog, Summary
 from queryeval.reports import ReportInput, register_report, write_reports
 from queryeval.runner._shard_check import CaseStub
 
 _SEEN: dict[str, list[str]] = {}
+_SUMMARY = cast(Summary, {})  # no report here reads it
 
 
 @register_report("test-ids-only")
@@ -46,7 +48,7 @@ def test_whole_cases_load_once_and_only_when_read(tmp_path: Path, whole: int) ->
 
     kinds = ["test-ids-only", *["test-whole-cases"] * whole]
     suite = SuiteConfig(name="s", cases="c.jsonl", systems=[{"name": "a", "predictions": "p"}])
-    log = RunLog("r", tmp_path, summary={})  # type: ignore[typeddict-item]
+    log = RunLog("r", tmp_path, summary=_SUMMARY)
     stubs = [CaseStub("c0", "", []), CaseStub("c1", "", [])]
     extra = [ReportConfig(kind=k) for k in kinds]
     write_reports(suite, log, stubs, {}, load_cases=load, extra=extra)
@@ -56,6 +58,6 @@ def test_whole_cases_load_once_and_only_when_read(tmp_path: Path, whole: int) ->
 
 
 def test_whole_cases_are_the_cases_when_the_run_holds_them(tmp_path: Path) -> None:
-    log = RunLog("r", tmp_path, summary={})  # type: ignore[typeddict-item]
+    log = RunLog("r", tmp_path, summary=_SUMMARY)
     cases = [_case(0)]
     assert list(ReportInput(log, cases, {}).whole_cases) == cases
