@@ -13,7 +13,8 @@ query's limit has passed in wall-clock time, and then every few milliseconds:
   running thread less: whose it was cannot be told. The query is interrupted and run again
   on a quiet slot (alone in the process), where its own cost is measured.
 - `slow`: the wall-clock cap (`Limits.wall_cap_s`) came first, with less CPU time spent
-  than the limit: the machine is too slow, and the case is the evaluator's (unscored).
+  than the limit: the machine is too slow. The query runs once more on a quiet slot
+  (`Engine._attempt`); slow there too, the case is the evaluator's (unscored).
 - otherwise it runs on: the wall clock ran past the limit while the CPU did not (a machine
   busy with other processes).
 
