@@ -153,3 +153,21 @@ def test_when_the_unequal_answer_is_given(
     assert not result.exact
     assert len(seen) == 1 and (seen[0] is not None) is answers
     assert _as_dict(result) == _as_dict(_general(p, g))
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "options"),
+    [  # a decimal past a float's range is read as an infinity by the general path
+        ([(math.inf, "x"), (1.5, "y")], [(Decimal("1e400"), "x"), (1.5, "y")], {}),
+        ([(Decimal("-1E+400"),)], [(-math.inf,)], {"rel_tol": 1e-6, "abs_tol": 0.5}),
+        ([(Decimal("1e400"), "x"), (1.5, "y")], [(math.inf, "x"), (1.5, "y")], {}),
+    ],
+)
+def test_a_decimal_past_a_floats_range_matches_an_infinity(
+    pred: list[tuple[Any, ...]], gold: list[tuple[Any, ...]], options: dict[str, Any]
+) -> None:
+    names = ["a", "b"][: len(pred[0])]
+    p, g = ResultSet(names, pred), ResultSet(names, gold)
+    result = compare_results(p, g, **options)
+    assert result.exact and result.matched_rows == len(gold)
+    assert _as_dict(result) == _as_dict(_general(p, g, **options))

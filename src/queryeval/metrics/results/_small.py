@@ -82,6 +82,20 @@ def small_comparison(
 ) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
     """(alignment, row outcome, notes) as the general path would find them, or None when
     this path cannot be sure."""
+    try:
+        return _small_comparison(p, g, row_policy, columns, options, max_permutations)
+    except OverflowError:  # a decimal past a float's range: the general path reads it
+        return None
+
+
+def _small_comparison(
+    p: ResultSet,
+    g: ResultSet,
+    row_policy: str,
+    columns: str,
+    options: Options,
+    max_permutations: int,
+) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
     if p.arrow is not None or g.arrow is not None or not options.null_equals_null:
         return None
     pred_rows, gold_rows = p.rows, g.rows
@@ -318,7 +332,12 @@ def _gold_numbers(bags: _Bags) -> list[float] | None:
             if held == _FLOAT:
                 found.update(filter(math.isfinite, present))
             elif held == _DECIMAL:  # a signalling NaN raises ValueError
-                found.update(filter(math.isfinite, map(float, present)))
+                for value in present:
+                    number = float(value)
+                    if number - number == 0:
+                        found.add(number)
+                    elif value.is_finite():  # past a float's range: read as an infinity
+                        return None
             elif held == _INT:  # a larger one rounds: OverflowError, or past the limit
                 found.update(map(float, present))
             elif held & _NUMBER_TYPES:  # numbers among other types: value by value
@@ -328,6 +347,8 @@ def _gold_numbers(bags: _Bags) -> list[float] | None:
                         number = float(value)
                         if number - number == 0:  # finite
                             found.add(number)
+                        elif kind is decimal.Decimal and value.is_finite():
+                            return None  # past a float's range: read as an infinity
     except (ValueError, OverflowError):
         return None
     numbers = sorted(found)
@@ -349,17 +370,19 @@ def _isolated(pred_left: Rows, gold_bags: _Bags, options: Options) -> bool:
     wanted = [v for v in cells if (type(v) is float or type(v) is int) and v - v == 0]
     if not wanted:
         return True
+    abs_tol, rel_tol = options.abs_tol, options.rel_tol
+    tiny = 1e-300 / rel_tol if rel_tol else 0.0
+    for x in wanted:  # values it cannot tell about, whatever the gold holds
+        size_x = abs(x)
+        if 0 < size_x < tiny or (type(x) is int and size_x >= _EXACT_FLOAT_INT):
+            return False
     numbers = _gold_numbers(gold_bags)
     if numbers is None:
         return False
     if not numbers:
         return True
-    abs_tol, rel_tol = options.abs_tol, options.rel_tol
-    tiny = 1e-300 / rel_tol if rel_tol else 0.0
     for x in wanted:
         size_x = abs(x)
-        if 0 < size_x < tiny or (type(x) is int and size_x >= _EXACT_FLOAT_INT):
-            return False
         i = bisect_left(numbers, x)
         for y in numbers[i - 1 if i else 0 : i + 2]:  # the neighbours (and x, or one more)
             if y != x:
@@ -566,11 +589,15 @@ def _decimals(column: Sequence[Any], only: bool, options: Options) -> list[Any]:
 
 
 def _decimal(value: decimal.Decimal, policy: Any) -> Any:
-    """A decimal's canonical form (see `_decimals`)."""
+    """A decimal's canonical form (see `_decimals`); OverflowError for a finite one past a
+    float's range (the general path reads it as an infinity within a tolerance: this path
+    then declines)."""
     if value.is_finite():
         f = float(value)
         if -_EXACT_FLOAT_INT < f < _EXACT_FLOAT_INT:
             return f
+        if f - f != 0:
+            raise OverflowError("a decimal past a float's range")
     return canonical(value, policy)
 
 
@@ -578,7 +605,7 @@ def _has_nan(column: Sequence[Any]) -> bool:
     """Whether a column may hold a NaN (True also where it cannot tell cheaply)."""
     try:
         total = sum(filter(None, column), 0.0)  # NaN is truthy; a NaN makes the sum NaN
-    except TypeError:  # strings, decimals' canonical forms: look at each value
+    except (TypeError, OverflowError):  # strings, canonical forms, ints past a float
         return any(v != v for v in column)
     return bool(total != total)
 
