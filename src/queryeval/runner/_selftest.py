@@ -253,8 +253,8 @@ def _scored_golds(
 ) -> Iterator[dict[tuple[str, int], dict[str, Score]]]:  # fmt: skip
     """Every gold of `golds` scored by every scorer as a system's output: the run's worker
     over one unit whose systems are the gold positions (a case without a gold there counts
-    as done); {(case id, position): label -> Score}. The worker's event loop and the
-    context's services are closed after the block."""
+    as done), the scorers already prepared; {(case id, position): label -> Score}. The
+    worker's event loop is closed after the block; the context stays the caller's."""
     from queryeval.runner._plan import SystemRun
 
     names = tuple(map(str, range(max((max(g) + 1 for g in golds.values()), default=0))))
@@ -263,14 +263,14 @@ def _scored_golds(
     worker = Worker("selftest", suite, ctx.cache_dir, (), _Given(ctx), list(cases))
     scores: dict[tuple[str, int], dict[str, Score]] = {}
     try:
-        worker.start(scorers, [SystemRun(n, {}) for n in names])
+        worker.start(scorers, [SystemRun(n, {}) for n in names], prepared=True)
         worker.run(
             Unit(0, names, range(len(cases)), outputs=outputs, done=done),
             lambda s: scores.__setitem__((s.record["case_id"], int(s.record["system"])), s.scores),
         )
         yield scores
     finally:
-        worker.close()
+        worker.close(close_context=False)  # the caller's context stays theirs
 
 
 def _output(attempt: Attempt | None) -> Output | None:

@@ -141,8 +141,9 @@ class _State:
             self.loop = asyncio.new_event_loop()
         return self.loop
 
-    def close(self) -> None:
-        """Close async clients inside their loop, then every service."""
+    def close(self, close_context: bool = True) -> None:
+        """Close async clients inside their loop, then every service (the context's
+        services only when `close_context`: a caller's context stays theirs)."""
         loop, self.loop = self.loop, None
         try:
             if loop is not None:
@@ -151,7 +152,8 @@ class _State:
                 loop.run_until_complete(loop.shutdown_default_executor())
                 loop.close()
         finally:
-            self.ctx.close()
+            if close_context:
+                self.ctx.close()
 
 
 _STATE: _State | None = None  # this process's state (a cluster's worker serves one run)
@@ -183,10 +185,12 @@ class Worker:
         self,
         scorers: Mapping[str, Scorer] | None = None,
         systems: Sequence[SystemRun] | None = None,
+        prepared: bool = False,
     ) -> _State:
         """Build this process's state (once): the given scorers and systems (the driver's
         plan), or the suite's, built here (a cluster's worker, which is sent the outputs
-        of saved predictions); live systems attached, scorers prepared on the cases."""
+        of saved predictions); live systems attached, scorers prepared on the cases
+        (unless the caller has: `prepared`)."""
         global _STATE
         if self._state is not None:
             return self._state
@@ -206,7 +210,7 @@ class Worker:
             systems = system_runs(self.suite, cases, self.text_fields, predictions=False)
         live = [s.callable for s in systems if s.callable is not None]
         attach_systems(live, ctx, use_cache=self.use_cache)
-        if cases:
+        if cases and not prepared:
             for scorer in scorers.values():
                 scorer.prepare(cases, ctx)
         asynchronous = any(s.is_async or s.blocking for s in scorers.values())
@@ -228,11 +232,13 @@ class Worker:
         cases: list[Case] = ray.get(self.cases)
         return cases
 
-    def close(self) -> None:
-        """Close the state's services (the driver's, after the run)."""
+    def close(self, close_context: bool = True) -> None:
+        """Close the state's services (the driver's, after the run); with
+        `close_context=False` only the worker's event loop and its async clients (the
+        context was the caller's: `selftest`)."""
         state, self._state = self._state, None
         if state is not None:
-            state.close()
+            state.close(close_context)
 
     def calls(self) -> dict[str, dict[str, Any]]:
         """Model and endpoint systems' calls, cache hits, tokens and cost in this process."""
