@@ -25,6 +25,15 @@ def _ids_only(report: ReportInput, path: Path | None) -> Path | None:
     return None
 
 
+_ids_only.case_info_only = True  # type: ignore[attr-defined]
+
+
+@register_report("test-plugin-reading-cases")
+def _plugin(report: ReportInput, path: Path | None) -> Path | None:
+    _SEEN["plugin"] = [c.question for c in report.cases]  # type: ignore[attr-defined]
+    return None
+
+
 @register_report("test-whole-cases")
 def _whole(report: ReportInput, path: Path | None) -> Path | None:
     _SEEN.setdefault("questions", []).extend(c.question for c in report.whole_cases)
@@ -61,3 +70,13 @@ def test_whole_cases_are_the_cases_when_the_run_holds_them(tmp_path: Path) -> No
     log = RunLog("r", tmp_path, summary=_SUMMARY)
     cases = [_case(0)]
     assert list(ReportInput(log, cases, {}).whole_cases) == cases
+
+
+def test_a_plugin_report_reads_whole_cases_as_cases(tmp_path: Path) -> None:
+    _SEEN.clear()
+    suite = SuiteConfig(name="s", cases="c.jsonl", systems=[{"name": "a", "predictions": "p"}])
+    log = RunLog("r", tmp_path, summary=_SUMMARY)
+    stubs = [CaseStub("c0", "", []), CaseStub("c1", "", [])]
+    extra = [ReportConfig(kind="test-plugin-reading-cases")]
+    write_reports(suite, log, stubs, {}, load_cases=lambda: [_case(0), _case(1)], extra=extra)
+    assert _SEEN["plugin"] == ["q0", "q1"]

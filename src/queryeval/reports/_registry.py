@@ -65,6 +65,13 @@ def report_options_model(kind: str) -> Any:
     return model() if callable(model) else None
 
 
+def _reads_info(kind: str, writer: ReportWriter) -> bool:
+    """Whether a report reads only the cases' info from `cases` (the built-in ones, and a
+    plugin whose writer carries `case_info_only = True`); any other plugin is given the
+    whole cases as `cases`."""
+    return kind in _BUILTIN or getattr(writer, "case_info_only", False) is True
+
+
 def write_reports(
     suite: SuiteConfig,
     log: RunLog,
@@ -78,7 +85,9 @@ def write_reports(
     a stored and summarised run (`log`; the HTML and Markdown reports show its comparison
     with a baseline when it has one); returns kind -> path for the files written. `cases`:
     the run's cases, or only their info (a large sharded run), when `load_cases` loads the
-    whole ones (once, for the first report that reads them: `ReportInput.whole_cases`)."""
+    whole ones (once, for the first report that reads them: `ReportInput.whole_cases`; a
+    registered plugin's report gets them as `cases` too unless its writer says
+    `case_info_only = True`)."""
     written: dict[str, Path] = {}
     if load_cases is not None:
         load_cases = functools.cache(load_cases)
@@ -92,7 +101,10 @@ def write_reports(
                 where="reports",
             ) from None
         assert log.path is not None, "reports are written into the run directory"
-        report = ReportInput(log, cases, scorers, rep.options, load_cases)
+        given = cases
+        if load_cases is not None and not _reads_info(rep.kind, writer):
+            given = load_cases()  # a plugin's report reads `cases` as whole cases, as before
+        report = ReportInput(log, given, scorers, rep.options, load_cases)
         path = writer(report, (log.path / rep.path) if rep.path else None)
         if path is not None:
             written[rep.kind] = path
