@@ -195,3 +195,23 @@ def test_a_gold_cache_that_cannot_be_written_drops_what_was_pending(
     store.close()
     again = GoldStore(tmp_path).get(key)
     assert again is not None and again.result is not None and again.result.rows == ((2, "b"),)
+
+
+def test_a_gold_cache_that_cannot_be_opened_or_read_is_a_miss(tmp_path: Path) -> None:
+    """A folder that is a file, or a corrupt file: every read is a miss (the gold runs,
+    never a scorer's error) and a put is dropped without an exception."""
+    from queryeval.engines._gold_store import GoldStore
+
+    (tmp_path / "file").write_text("not a folder")
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    for cache_dir in (tmp_path / "file" / "cache", corrupt):
+        store = GoldStore(cache_dir)
+        if cache_dir == corrupt:
+            store.path.write_bytes(b"not a database" * 100)
+        key = ("db", 10, 100, "SELECT 1")
+        assert store.get(key) is None
+        assert store.get_many([key]) == {}
+        store.put(key, _execution([(1, "a")]))
+        store.close()
+        assert store.get_order(("sql", "1", "SELECT 1")) is None

@@ -39,7 +39,9 @@ class GoldStore:
     here and written in one short transaction every `_COMMIT_EVERY` puts (or 8 MiB), so a
     writer holds SQLite's write lock only while it writes, never while it executes queries.
     A cache: a write that fails (a full disk, a lock held past `_BUSY_S`) drops what was
-    pending, and those golds run again next time."""
+    pending, and those golds run again next time; a file that cannot be opened or read (a
+    folder that is a file, a corrupt file) is a miss for every read from then on, and the
+    golds run (never a scorer's error)."""
 
     def __init__(self, cache_dir: Path) -> None:
         self.path = cache_dir / f"gold-v{GOLD_STORE_VERSION}.sqlite"
@@ -48,6 +50,17 @@ class GoldStore:
         self._golds: dict[Key, tuple[str, str, str | bytes]] = {}  # put, not yet written
         self._orders: dict[OrderKey, tuple[int, str]] = {}
         self._pending_bytes = 0
+        self._unusable = False  # the file could not be opened or read: every read a miss
+
+    def _read(self, select: str, params: Any) -> list[Any]:
+        """The rows of one read, or none where the file cannot be opened or read."""
+        if self._unusable:
+            return []
+        try:
+            return self._connection().execute(select, params).fetchall()
+        except (sqlite3.Error, OSError):
+            self._unusable = True
+            return []
 
     def _connection(self) -> sqlite3.Connection:
         if self._con is None:
@@ -73,7 +86,8 @@ class GoldStore:
             found = pending.get(key)
             if found is not None:
                 return found
-            return self._connection().execute(select, key).fetchone()
+            rows = self._read(select, key)
+            return rows[0] if rows else None
 
     def get_many(self, keys: Iterable[Key]) -> dict[Key, Execution]:
         """The stored executions of those `keys` that are stored, one query per batch."""
@@ -82,16 +96,15 @@ class GoldStore:
             groups.setdefault((identity, max_rows, max_bytes), []).append(query)
         found: dict[Key, Execution] = {}
         with self._lock:
-            con = self._connection()
             for head, queries in groups.items():
                 for start in range(0, len(queries), _BATCH):
                     batch = queries[start : start + _BATCH]
-                    rows = con.execute(
+                    rows = self._read(
                         "SELECT query, outcome, columns, rows FROM gold WHERE identity = ? AND "
                         "max_rows = ? AND max_bytes = ? AND query IN "
                         f"({', '.join('?' * len(batch))})",
                         [*head, *batch],
-                    ).fetchall()
+                    )
                     for query, *payload in rows:
                         execution = _decode(*payload)
                         if execution is not None:
@@ -158,7 +171,9 @@ class GoldStore:
             return
         golds, orders = self._golds, self._orders
         self._golds, self._orders, self._pending_bytes = {}, {}, 0
-        with contextlib.suppress(sqlite3.Error):
+        if self._unusable:
+            return
+        with contextlib.suppress(sqlite3.Error, OSError):
             con = self._connection()
             with con:  # one transaction: the write lock is held only for these statements
                 con.executemany(
