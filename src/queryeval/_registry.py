@@ -271,3 +271,38 @@ class Registry(Generic[T]):
                 return self._registered[key]
             value: T = self._adapt(key, obj) if self._adapt is not None else obj
             return self._loaded.setdefault(key, value)
+
+
+LazyNames = Mapping[str, tuple[str, str | None]]
+"""A package's names loaded on first use: name -> (its module, its name there; None: the
+same)."""
+
+
+def lazy_attributes(
+    package: str, names: LazyNames
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's module-level `__getattr__` and `__dir__` for `names`: each imported on
+    first use and then kept in the package's namespace.
+
+    >>> import types
+    >>> pkg = sys.modules["_lazy_demo"] = types.ModuleType("_lazy_demo")
+    >>> pkg.__getattr__, pkg.__dir__ = lazy_attributes("_lazy_demo", {"join": ("os.path", None)})
+    >>> pkg.join("a", "b").replace("\\\\", "/"), "join" in vars(pkg)
+    ('a/b', True)
+    >>> del sys.modules["_lazy_demo"]
+    """
+    namespace = vars(sys.modules[package])
+
+    def __getattr__(name: str) -> Any:
+        try:
+            module, attr = names[name]
+        except KeyError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(module), attr or name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *names})
+
+    return __getattr__, __dir__

@@ -9,8 +9,9 @@ False
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from queryeval._registry import lazy_attributes
 
 if TYPE_CHECKING:
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
@@ -79,15 +80,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr or name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
