@@ -132,6 +132,8 @@ def _databases(suite: SuiteConfig, ctx: Any) -> Problems:
 def _files(suite: SuiteConfig) -> dict[str, str]:
     """The databases this process opens itself (a local file or fixture, `EngineKind.file`),
     with what their `path` is; the others are servers."""
+    if not suite.databases:  # no engine code to import
+        return {}
     from queryeval.engines import engine_kind_entry
 
     kinds = {c.engine: engine_kind_entry(c.engine).file for c in suite.databases.values()}
