@@ -23,6 +23,8 @@ Kusto's docs require of a query); "runs / runnable" leaves them out of the denom
     python bench/bench_kql_coverage.py --from-json a.json --from-json b.json   # of several
     python bench/bench_kql_coverage.py --community /work/.mirror --rows 6 --only-valid \
         --validity-from out.json                # _kql_repos.COMMUNITY, verdicts reused
+    python bench/bench_kql_coverage.py --redo-from a.json --redo-from b.json --rows 6 \
+        --rows-only --json after.json           # only the valid queries that did not run
 
 Skips (exit 0) when the corpus is not there, and under --quick (bench/run_all.py --quick:
 a coverage measurement of several minutes, not a hot-path timing).
@@ -175,6 +177,62 @@ def construct_of(kind: str, message: str) -> str:
     return f"{kind}: {message.splitlines()[0][:60]}"
 
 
+def run_queries(schemas: dict[str, dict[str, str]], rows: list[dict[str, Any]],
+                data_rows: int = 0, only_valid: bool = False, rows_only: bool = False,
+                checkpoint: Path | None = None) -> tuple[float, float]:  # fmt: skip
+    """Run each row's query on the fixture(s) of `schemas` (empty tables, and with
+    `data_rows` rows a table; `rows_only`: only the latter) and store its outcome in the row
+    (`kind`, `message`, and `kind_rows`, `message_rows` for the second pass); (wall s, CPU s)."""
+    passes = (("", 0), ("_rows", data_rows)) if data_rows else (("", 0),)
+    if rows_only:  # one pass, on tables holding data_rows rows: its outcomes are the figures
+        passes = (("", data_rows),)
+    engines = [(suffix, KqlEngine("corpus", fixture(schemas, count), Limits(timeout_s=60),
+                                  "corpus", _NOW)) for suffix, count in passes]  # fmt: skip
+    start, cpu = time.perf_counter(), time.process_time()
+    for done, row in enumerate(rows):  # a query on each fixture in turn: its trees are kept
+        if checkpoint is not None and done % 25 == 0:  # what a run cut short leaves
+            checkpoint.write_text(json.dumps(rows[:done], indent=1))
+            print(f"{done} of {len(rows)} queries, {time.process_time() - cpu:.0f} s CPU",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        for suffix, engine in engines:
+            if not row["valid"] and (suffix or only_valid):
+                row["kind" + suffix] = row["message" + suffix] = ""
+                continue  # only valid queries are measured on rows
+            outcome = engine.execute(row["query"]).outcome
+            row["kind" + suffix], row["message" + suffix] = outcome.kind, outcome.message
+    execute_s, execute_cpu = time.perf_counter() - start, time.process_time() - cpu
+    for _, engine in engines:
+        engine.close()
+    return execute_s, execute_cpu
+
+
+def did_not_run(row: dict[str, Any]) -> bool:
+    """Whether a saved row is a valid query that did not run (on either pass)."""
+    return bool(row.get("valid")) and (
+        row.get("kind") != "ok" or row.get("kind_rows", "ok") != "ok"
+    )
+
+
+def redo(corpus: Path, saved: list[dict[str, Any]], data_rows: int, rows_only: bool,
+         checkpoint: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """The saved rows of earlier `--json` runs with every valid query that did not run
+    (`did_not_run`) run again on this engine (the saved Kusto.Language verdicts are kept: no
+    validator starts); the others keep their saved outcome. `data_rows`/`rows_only` must be
+    the earlier run's `--rows`/`--rows-only`. Prints what moved."""
+    schemas = json.loads((corpus / "table_schemas.json").read_text())
+    rows = [dict(row) for row in saved]
+    todo = [row for row in rows if did_not_run(row)]
+    keys = ("kind", "message", "kind_rows", "message_rows")
+    before = {id(row): [row.get(key) for key in keys] for row in todo}
+    execute_s, execute_cpu = run_queries(schemas, todo, data_rows, True, rows_only, checkpoint)
+    now_run = sum(not did_not_run(row) for row in todo)
+    changed = sum([row.get(key) for key in keys] != before[id(row)] for row in todo)
+    print(f"redone {len(todo)} of {len(rows)} queries (valid, did not run): {now_run} now run, "
+          f"{changed} stopped otherwise or now run; {execute_s:.1f} s wall, {execute_cpu:.1f} s CPU "
+          f"(load {os.getloadavg()[0]:.2f})")  # fmt: skip
+    return rows
+
+
 def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
             data_rows: int = 0, verdicts: dict[str, tuple[bool, bool]] | None = None,
             only_valid: bool = False, rows_only: bool = False,
@@ -215,26 +273,8 @@ def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
                 row["syntax_ok"] = row["valid"] = False
                 row["validity_error"] = str(exc)
     validate_s = time.perf_counter() - start
-    passes = (("", 0), ("_rows", data_rows)) if data_rows else (("", 0),)
-    if rows_only:  # one pass, on tables holding data_rows rows: its outcomes are the figures
-        passes = (("", data_rows),)
-    engines = [(suffix, KqlEngine("corpus", fixture(schemas, count), Limits(timeout_s=60),
-                                  "corpus", _NOW)) for suffix, count in passes]  # fmt: skip
-    start, cpu = time.perf_counter(), time.process_time()
-    for done, row in enumerate(rows):  # a query on each fixture in turn: its trees are kept
-        if checkpoint is not None and done % 25 == 0:  # what a run cut short leaves
-            checkpoint.write_text(json.dumps(rows[:done], indent=1))
-            print(f"{done} of {len(rows)} queries, {time.process_time() - cpu:.0f} s CPU",
-                  file=sys.stderr, flush=True)  # fmt: skip
-        for suffix, engine in engines:
-            if not row["valid"] and (suffix or only_valid):
-                row["kind" + suffix] = row["message" + suffix] = ""
-                continue  # only valid queries are measured on rows
-            outcome = engine.execute(row["query"]).outcome
-            row["kind" + suffix], row["message" + suffix] = outcome.kind, outcome.message
-    execute_s, execute_cpu = time.perf_counter() - start, time.process_time() - cpu
-    for _, engine in engines:
-        engine.close()
+    execute_s, execute_cpu = run_queries(schemas, rows, data_rows, only_valid, rows_only,
+                                         checkpoint)  # fmt: skip
     print(f"validated {len(rows)} queries in {validate_s:.1f} s, executed in {execute_s:.1f} s "
           f"wall, {execute_cpu:.1f} s CPU (load {os.getloadavg()[0]:.2f})")  # fmt: skip
     return rows
@@ -332,6 +372,10 @@ def main() -> int:
     parser.add_argument("--from-json", type=Path, action="append", default=[],
                         help="print the tables of a saved --json run (repeat: of several "
                         "runs together, e.g. one per corpus)")  # fmt: skip
+    parser.add_argument("--redo-from", type=Path, action="append", default=[],
+                        help="a saved --json run (repeat: several): run again only its "
+                        "valid queries that did not run, keep the other outcomes, print the "
+                        "tables of the whole; give the saved run's --rows/--rows-only")  # fmt: skip
     parser.add_argument("--top", type=int, help="construct rows: the top N, and every one "
                         "that stops a non-docs query")  # fmt: skip
     parser.add_argument("--repo", type=Path, action="append", default=[],
@@ -365,6 +409,17 @@ def main() -> int:
     corpus = corpus_dir()
     if corpus is None:
         print("bench_kql_coverage: the KQL corpus (../shared/data/kql) is not here; skipped")
+        return 0
+    if args.redo_from:
+        saved = [row for path in args.redo_from for row in json.loads(path.read_text())]
+        if any("kind_rows" in row for row in saved) and (not args.rows or args.rows_only):
+            parser.error("--redo-from: the saved run measured empty tables and tables with "
+                         "rows: give its --rows N (without --rows-only)")  # fmt: skip
+        partial = args.json.with_suffix(".partial.json") if args.json else None
+        rows = redo(corpus, saved, args.rows, args.rows_only, partial)
+        report(rows, args.top)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
         return 0
     if args.community:
         from _kql_repos import community_paths
