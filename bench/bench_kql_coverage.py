@@ -228,8 +228,8 @@ def redo(corpus: Path, saved: list[dict[str, Any]], data_rows: int, rows_only: b
     now_run = sum(not did_not_run(row) for row in todo)
     changed = sum([row.get(key) for key in keys] != before[id(row)] for row in todo)
     print(f"redone {len(todo)} of {len(rows)} queries (valid, did not run): {now_run} now run, "
-          f"{changed} stopped otherwise or now run; {execute_s:.1f} s wall, {execute_cpu:.1f} s CPU "
-          f"(load {os.getloadavg()[0]:.2f})")  # fmt: skip
+          f"{changed} now run or stopped otherwise; {execute_s:.1f} s wall, "
+          f"{execute_cpu:.1f} s CPU (load {os.getloadavg()[0]:.2f})")  # fmt: skip
     return rows
 
 
