@@ -856,7 +856,57 @@ def _externaldata(q: _Query) -> list[Edit]:
     return []
 
 
+# -- string operators on dynamic arrays -----------------------------------------------------------
+
+_STRING_CALLS = ("tostring",)  # a function whose argument Kusto reads as text
+# the calls whose results duckdb-kql holds as DuckDB lists (the rule looks no further without)
+_LIST_MAKERS = re.compile(
+    r"\b(?:\w*make_?(?:list|set)\w*|split|extract_?all|array_\w+|bag_keys|series_\w+"
+    r"|parse_csv)\s*\(",
+    re.IGNORECASE,
+)
+
+
+def _array_as_text(q: _Query) -> list[Edit]:
+    """A column holding arrays (`summarize v = make_list(x)`, `split`) read as text: the
+    left operand of a string operator (`v has "x"`, `v contains "x"`, `v has_any (...)`,
+    `v matches regex ...`) or `tostring(v)`. Kusto reads a dynamic value as its JSON text
+    there (Kusto.Language types `v has "x"` bool, no diagnostic); duckdb-kql's arrays are
+    DuckDB lists, which its string operators do not take and whose cast to text is not JSON
+    (`[a, b]`): the column is made dynamic first (`todynamic(v)`, JSON text, as a `dynamic`
+    literal there)."""
+    if not _LIST_MAKERS.search(q.text):
+        return []
+    edits = []
+    operands: list[Any] = []
+    for node in q.nodes:
+        kind = _kind(node)
+        kids = _rules(node)
+        if kind == "StringBinaryOperatorExpression" and len(kids) == 2:
+            operands.append(kids[0])
+        elif kind == "EqualityExpression" and len(kids) == 2:
+            if _kind(kids[1]) != "ListEqualityExpression":
+                continue
+            op = next((t.symbol.text.lower() for t in _children(kids[1]) if _is_token(t)), "")
+            if op in ("has_any", "has_all"):
+                operands.append(kids[0])
+    for call in _calls(q.tree):
+        if call.name.lower() in _STRING_CALLS and len(call.args) == 1:
+            operands.append(call.arg_value(0))
+    for operand in operands:
+        column = _as_column(operand)
+        operator = _parent(operand, "PipedOperator")
+        if column is None or operator is None:
+            continue
+        columns = _columns_or_none(q, _operator(operator), "a string operator")
+        if columns is None or not str(columns.get(column, "")).endswith("[]"):
+            continue
+        edits.append(Edit(*_span(_collapse(operand)), f"todynamic({quote_name(column)})"))
+    return edits
+
+
 KUSTO_RULES = (
+    _array_as_text,
     _externaldata,
     _mv_apply,
     _legacy_element,

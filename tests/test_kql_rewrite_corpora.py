@@ -1,0 +1,59 @@
+"""Issue 28: real-world KQL from the community corpora (Sentinel-Queries, KustoQueryLanguage,
+Hunting-Queries-Detection-Rules, KQLAdvancedHunting) that Kusto.Language finds valid and the
+embedded engine did not run, reduced to its construct. Each expected result comes from Kusto's
+documentation or the result type Kusto.Language gives the query, never from the engine's own
+output; a construct whose result Kusto does not define is refused as `unsupported` (the
+evaluator's), with its reason. No Node needed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+
+from kql_support import rows
+from queryeval.engines import Engine, Limits
+from queryeval.engines._kql import KqlEngine
+
+NOW = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="module")
+def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    path = tmp_path_factory.mktemp("corpora") / "t.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE Net (Device VARCHAR, Url VARCHAR, Ts TIMESTAMP)")
+    con.executemany(
+        "INSERT INTO Net VALUES (?, ?, ?)",
+        [
+            ("d1", "sheets.googleapis.com", dt.datetime(2024, 5, 1, 8)),
+            ("d1", "a b", dt.datetime(2024, 5, 1, 9)),
+            ("d2", "ab", dt.datetime(2024, 5, 2, 9)),
+        ],
+    )
+    con.close()
+    engine = KqlEngine("corpora", path, Limits(timeout_s=60), "corpora", NOW)
+    yield engine
+    engine.close()
+
+
+def test_string_operators_read_an_array_as_its_json_text(kql: Engine) -> None:
+    # KustoQueryLanguage GC2_Command_and_Control.md, Sentinel-Queries
+    # Audit-VisualizeSSPRSuccessvsFailure.kql: `make_list(...)` then `has`/`contains`/
+    # `has_any`. Kusto.Language types each a bool; Kusto reads the dynamic array as its JSON
+    # text (the dynamic type's docs: serialized as JSON), so `has` finds whole terms of the
+    # elements ("b" is a term of "a b", not of "ab") and `contains` sees the quotes.
+    _, got = rows(
+        kql,
+        "Net | summarize v = make_list(Url) by Device | order by Device asc "
+        '| project Device, h = v has "b", c = v contains "\\"ab\\"", '
+        'a = v has_any ("sheets.googleapis.com"), s = tostring(v)',
+    )
+    assert got == [
+        ("d1", True, False, True, '["sheets.googleapis.com","a b"]'),
+        ("d2", False, True, False, '["ab"]'),
+    ]
+    _, kept = rows(kql, 'Net | summarize v = make_list(Url) by Device | where v has "googleapis"')
+    assert [r[0] for r in kept] == ["d1"]
