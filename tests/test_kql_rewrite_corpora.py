@@ -57,3 +57,23 @@ def test_string_operators_read_an_array_as_its_json_text(kql: Engine) -> None:
     ]
     _, kept = rows(kql, 'Net | summarize v = make_list(Url) by Device | where v has "googleapis"')
     assert [r[0] for r in kept] == ["d1"]
+
+
+def test_between_bounds_that_are_expressions(kql: Engine) -> None:
+    # KQLAdvancedHunting (benscha) id 59: `between (NetTime .. NetTime + NetworkSpawnWindow)`.
+    # Kusto's between docs: inclusive on both ends, each bound an expression; duckdb-kql's
+    # grammar read only a primary expression there (a syntax error before).
+    at = "datetime(2024-05-01 08:30)"
+    _, inside = rows(kql, f"Net | where Ts between ({at} - 30m .. {at} + 30m) | project Url")
+    assert sorted(r[0] for r in inside) == ["a b", "sheets.googleapis.com"]
+    _, outside = rows(kql, f"Net | where Ts !between ({at} - 1h .. {at}+1h) | project Url")
+    assert outside == [("ab",)]
+
+
+def test_a_query_of_comments_only_is_refused_as_let_only(kql: Engine) -> None:
+    # KustoQueryLanguage mde_stealer.md: `// query here`. Kusto.Language reports no error;
+    # Kusto's docs ("Query statements") require a tabular expression statement of a query:
+    # the evaluator cannot run it (unsupported, the bench's let-only class), not a syntax error.
+    run = kql.execute("// query here\n// and nothing else")
+    assert run.outcome.kind == "unsupported"
+    assert "no query statement found" in run.outcome.message

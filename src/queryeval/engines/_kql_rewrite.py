@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from queryeval.languages.kql import decode_string, quote_name
+from queryeval.languages.kql import decode_string, quote_name, tokenize
 
 
 class Inspector(Protocol):
@@ -377,10 +377,18 @@ def parsed(text: str) -> Any:
 def rewrite_kql(query: str, inspector: Inspector | None = None,
                 functions: tuple[str, ...] = ()) -> Rewritten:  # fmt: skip
     """`query` as KQL duckdb-kql runs with the same answer, or KqlRefused. A query that
-    does not parse is returned unchanged (duckdb-kql reports the syntax error)."""
+    does not parse is returned unchanged (duckdb-kql reports the syntax error); one of
+    comments only is refused as a let-only one is (Kusto.Language finds no error in it, and
+    Kusto's docs require a tabular expression statement of a query)."""
+    if all(t.text == ";" for t in tokenize(query)):
+        raise KqlRefused(
+            "no query statement found (the query is only comments: Kusto's docs require a "
+            "tabular expression statement)"
+        )
     text = query
     hoisted = list(functions)
     for _ in range(_MAX_PASSES):
+        text = syntax_repaired(text)
         tree = parsed(text)
         if tree is None:  # not KQL it parses (a control command, a syntax error): as is
             return Rewritten(text, tuple(hoisted))
@@ -392,6 +400,48 @@ def rewrite_kql(query: str, inspector: Inspector | None = None,
             return Rewritten(text, tuple(hoisted))
         text = _apply(text, edits)
     raise KqlRefused("the query kept changing under rewriting")
+
+
+def syntax_repaired(text: str) -> str:
+    """`text` itself when duckdb-kql parses it; else, when that makes it parse, with the
+    repairs of KQL its grammar does not read but Kusto's does (`_parenthesized_bounds`),
+    which change no meaning.
+
+    >>> syntax_repaired("T | where t between (a - 1h .. a)")
+    'T | where t between ((a - 1h) .. a)'
+    """
+    if parsed(text) is not None:
+        return text
+    repaired = _parenthesized_bounds(text)
+    return repaired if repaired != text and parsed(repaired) is not None else text
+
+
+def _parenthesized_bounds(text: str) -> str:
+    """`x between (A .. B + span)`: each bound that is more than one token parenthesized,
+    `(A) .. (B + span)`, the same expressions in Kusto (`..` separates whole expressions);
+    duckdb-kql's grammar reads only a primary expression there."""
+    tokens = tokenize(text)
+    edits: list[Edit] = []
+    for i, token in enumerate(tokens[:-1]):
+        opener = tokens[i + 1]
+        if token.text.lower() != "between" or opener.text != "(":
+            continue
+        close = next((t for t in tokens[i + 2 :] if t.depth == opener.depth and t.text == ")"),
+                     None)  # fmt: skip
+        if close is None:
+            continue
+        inner = [t for t in tokens[i + 2 :] if t.start < close.start]
+        dots = [k for k in range(len(inner) - 1)
+                if inner[k].text == inner[k + 1].text == "." and inner[k].depth == opener.depth + 1
+                and inner[k].end == inner[k + 1].start]  # fmt: skip
+        if len(dots) != 1:
+            continue
+        low, high = inner[: dots[0]], inner[dots[0] + 2 :]
+        for part in (low, high):
+            if len(part) > 1:
+                edits.append(Edit(part[0].start, part[0].start, "("))
+                edits.append(Edit(part[-1].end, part[-1].end, ")"))
+    return _apply(text, edits) if edits else text
 
 
 def _kusto_rules() -> tuple[Callable[[_Query], list[Edit]], ...]:
