@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from queryeval.runner._plan import RunPlan, cache_dir, plan_run
     from queryeval.runner._ray import with_executor
     from queryeval.runner._review import apply_golds
-    from queryeval.runner._review_file import GoldCorrection, Override, Review, load_review
+    from queryeval.runner._review import GoldCorrection, Override, Review, load_review
     from queryeval.runner._run import (
         RunResult,
         default_out_dir,
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 # own packages (the private-modules contract has them import through here).
 _LAZY: dict[str, tuple[str, str | None]] = {
     "CaseSelection": ("queryeval.runner._select", None),
-    "GoldCorrection": ("queryeval.runner._review_file", None),
-    "Override": ("queryeval.runner._review_file", None),
-    "Review": ("queryeval.runner._review_file", None),
+    "GoldCorrection": ("queryeval.runner._review", None),
+    "Override": ("queryeval.runner._review", None),
+    "Review": ("queryeval.runner._review", None),
     "RunPlan": ("queryeval.runner._plan", None),
     "RunResult": ("queryeval.runner._run", None),
     "SelftestReport": ("queryeval.runner._selftest", None),
@@ -52,7 +52,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "gold_problem": ("queryeval.runner._check", None),
     "live_problem": ("queryeval.runner._check", None),
     "load_baseline": ("queryeval.runner._baseline", None),
-    "load_review": ("queryeval.runner._review_file", None),
+    "load_review": ("queryeval.runner._review", None),
     "load_suite": ("queryeval.runner._check", None),
     "plan_run": ("queryeval.runner._plan", None),
     "reviewed_summary": ("queryeval.runner._run", None),

@@ -1,5 +1,4 @@
-"""Human review: per-case verdict overrides and gold corrections from a review file,
-applied by `queryeval run --review FILE` and `queryeval report --review FILE`.
+"""Human review (`queryeval run|report --review FILE`): verdict overrides and gold corrections.
 
 A review file is YAML:
 
@@ -9,36 +8,169 @@ A review file is YAML:
       - {case_id: q12, gold: "The corrected answer.", note: "...", reviewer: bo}
 
 or CSV with the columns `case_id, system, scorer, verdict, note, reviewer` (one override a
-row; `system` empty or `*`: every system). An override replaces the scorer's verdict
-(value 1.0 for pass, 0.0 for fail, status ok) and keeps the machine's in
-`details.review.original`, so every report can show it as an override; the case verdict is
-recomputed. Overrides whose original score had a verdict measure the judge-human agreement
-(Cohen's kappa per scorer; a reviewer who also confirms verdicts makes it meaningful).
-
-A gold correction replaces the case's main gold (a text: the query of a query suite, the
-answer of a RAG one; or a whole target mapping) before scoring, so it needs scoring: `run`
-applies it, `report` refuses it (it re-scores nothing).
+row; `system` empty or `*`: every system). An override replaces the scorer's verdict (1.0
+pass, 0.0 fail, status ok), keeps the machine's in `details.review.original` and decides
+the case again; overrides of a score that had a verdict give the judge-human agreement.
+A gold correction replaces the case's main gold (a text: its query or answer; or a whole
+target) before scoring: `run` applies it, `report` (which re-scores nothing) refuses it.
 """
 
 from __future__ import annotations
 
+import csv
+import hashlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from queryeval.cases import Case, Score
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from queryeval.cases import Case, Score, Target
 from queryeval.errors import InputError
-from queryeval.metrics import agreement
-from queryeval.runner._review_file import GoldCorrection, Override, Review
 
 if TYPE_CHECKING:
     from queryeval.log import (
         Record,
         ReviewedRecord,
         ReviewFile,
+        ReviewInfo,
         ReviewSummary,
         ScoreRecord,
     )
     from queryeval.scorers import Scorer
+
+E = TypeVar("E", bound="_Entry")
+_VERDICTS = {"pass": True, "fail": False, "true": True, "false": False, "1": True, "0": False}
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    case_id: str = Field(min_length=1)
+    note: str = ""
+    reviewer: str = ""
+    where: str = ""  # file:line, set by `load_review`
+
+    @field_validator("case_id", "note", "reviewer", "scorer", mode="before", check_fields=False)
+    @classmethod
+    def _text(cls, value: Any) -> str:
+        return "" if value is None else str(value).strip()
+
+
+class Override(_Entry):
+    """One human verdict on one scorer's score of one case (system None: every system).
+
+    >>> Override(case_id="q1", system="*", scorer="judge", verdict="pass").system is None
+    True
+    """
+
+    system: str | None = None
+    scorer: str = Field(min_length=1)
+    verdict: bool
+
+    @field_validator("system", mode="before")
+    @classmethod
+    def _every(cls, value: Any) -> str | None:
+        text = "" if value is None else str(value).strip()
+        return None if text in ("", "*") else text
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _verdict(cls, value: Any) -> bool:
+        if (verdict := _VERDICTS.get(str(value).strip().lower())) is None:
+            raise ValueError(f"expected pass or fail, got {value!r}")
+        return verdict
+
+
+class GoldCorrection(_Entry):
+    """A case's gold replaced (a text, or a target mapping), with why and by whom."""
+
+    gold: str | dict[str, Any]
+
+    @field_validator("gold")
+    @classmethod
+    def _target(cls, gold: str | dict[str, Any]) -> str | dict[str, Any]:
+        try:
+            if isinstance(gold, dict):
+                Target.model_validate(gold)
+        except ValidationError as exc:
+            raise ValueError("not a target: " + " ".join(str(exc).splitlines()[:3])) from None
+        return gold
+
+
+@dataclass
+class Review:
+    """The contents of one review file."""
+
+    path: Path
+    overrides: list[Override] = field(default_factory=list)
+    golds: list[GoldCorrection] = field(default_factory=list)
+
+    def describe(self) -> ReviewInfo:
+        """What run.json records: the file, its hash and its counts."""
+        return {
+            "file": str(self.path),
+            "sha256": hashlib.sha256(self.path.read_bytes()).hexdigest(),
+            "overrides": len(self.overrides),
+            "gold_corrections": len(self.golds),
+        }
+
+
+def _entry(model: type[E], entry: Any, path: Path, where: str, line: int | None) -> E:
+    """`entry` read as a `model`; InputError at its file, line and place."""
+    problem = "expected a mapping"
+    if isinstance(entry, Mapping):
+        try:
+            return model.model_validate({**entry, "where": f"{path}:{line}" if line else str(path)})
+        except ValidationError as exc:
+            e = min(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
+            name = ".".join(map(str, e["loc"]))
+            problem = {
+                "extra_forbidden": f"unknown key {name}; expected some of "
+                + ", ".join(k for k in model.model_fields if k != "where"),
+                "missing": f"{name} is required",
+                "string_too_short": f"{name} is required",
+            }.get(e["type"], f"{name}: " + str(e["msg"]).removeprefix("Value error, "))
+    raise InputError(problem, path=path, line=line, where=where)
+
+
+def load_review(path: str | Path) -> Review:
+    """Read a review file (YAML, or CSV by its `.csv` suffix); InputError with the file and
+    line on anything that is not a well-formed override or gold correction."""
+    from queryeval._yaml import load_yaml
+
+    review = Review(path=Path(path))
+    path = review.path
+    if not path.is_file():
+        raise InputError("review file not found", path=path)
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            if missing := {"case_id", "scorer", "verdict"} - set(reader.fieldnames or ()):
+                raise InputError(f"missing column(s) {', '.join(sorted(missing))}", path=path,
+                                 line=1)  # fmt: skip
+            for row in reader:
+                entry = {k: v for k, v in row.items() if k and v not in (None, "")}
+                review.overrides.append(_entry(Override, entry, path, "row", reader.line_num))
+        return review
+    doc = load_yaml(path)
+    data = doc.data or {}
+    if not isinstance(data, Mapping) or set(data) - {"overrides", "golds"}:
+        raise InputError("expected a mapping with `overrides` and/or `golds`", path=path)
+
+    def entries(key: str, model: type[E]) -> list[E]:
+        if not isinstance(items := data.get(key) or [], list):
+            raise InputError("expected a list", path=path, line=doc.line_of((key,)), where=key)
+        return [_entry(model, e, path, f"{key}[{i}]", doc.line_of((key, i)))
+                for i, e in enumerate(items)]  # fmt: skip
+
+    review.overrides, review.golds = (
+        entries("overrides", Override),
+        entries("golds", GoldCorrection),
+    )
+    return review
+
 
 # --- gold corrections -------------------------------------------------------------------
 
@@ -47,25 +179,15 @@ def apply_golds(cases: Sequence[Case], review: Review) -> list[Case]:
     """The cases with the review's golds in place (copies of the corrected cases); each
     corrected case records `metadata.gold_correction` (note, reviewer, the gold it had)."""
     by_id = {g.case_id: g for g in review.golds}
-    unknown = set(by_id) - {c.id for c in cases}
-    if unknown:
-        first = next(g for g in review.golds if g.case_id in unknown)
-        raise InputError(f"gold correction for unknown case {first.case_id!r}", path=first.where)
+    if unknown := [g for g in review.golds if g.case_id not in {c.id for c in cases}]:
+        raise InputError(f"gold correction for unknown case {unknown[0].case_id!r}",
+                         path=unknown[0].where)  # fmt: skip
     return [_corrected(c, by_id[c.id]) if c.id in by_id else c for c in cases]
 
 
-def _gold_of(target: Mapping[str, Any]) -> str:
-    """The main text of a dumped target (query or answer), else its JSON."""
-    for key in ("query", "answer"):
-        value = target.get(key)
-        if isinstance(value, Mapping) and value.get("text"):
-            return str(value["text"])
+def _corrected(case: Case, fix: GoldCorrection) -> Case:
     import orjson
 
-    return orjson.dumps({k: v for k, v in target.items() if v is not None}).decode()
-
-
-def _corrected(case: Case, fix: GoldCorrection) -> Case:
     data = case.model_dump(mode="json", exclude_defaults=False)
     turns = data["conversation"]
     index = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].get("target")), None)
@@ -73,29 +195,19 @@ def _corrected(case: Case, fix: GoldCorrection) -> Case:
         raise InputError(f"case {case.id!r} has no gold to correct", path=fix.where)
     target = turns[index]["target"]
     main = target[0] if isinstance(target, list) else target
+    key = next((k for k in ("query", "answer") if main.get(k)), None)
     if isinstance(fix.gold, dict):
         new = dict(fix.gold)
+    elif key is not None:
+        new = {**main, key: {**main[key], "text": fix.gold}}
     else:
-        new = dict(main)
-        if main.get("query"):
-            new["query"] = {**main["query"], "text": fix.gold}
-        elif main.get("answer"):
-            new["answer"] = {**main["answer"], "text": fix.gold}
-        else:
-            raise InputError(
-                f"case {case.id!r}: a text gold replaces a query or an answer; give a target "
-                "mapping for this case",
-                path=fix.where,
-            )
+        raise InputError(f"case {case.id!r}: a text gold replaces a query or an answer; give "
+                         "a target mapping for this case", path=fix.where)  # fmt: skip
     turns[index]["target"] = [new, *target[1:]] if isinstance(target, list) else new
-    data["metadata"] = {
-        **data.get("metadata", {}),
-        "gold_correction": {
-            "note": fix.note,
-            "reviewer": fix.reviewer,
-            "original": _gold_of(main),
-        },
-    }
+    text = (main.get(key) or {}).get("text") if key else None
+    original = text or orjson.dumps({k: v for k, v in main.items() if v is not None}).decode()
+    correction = {"note": fix.note, "reviewer": fix.reviewer, "original": str(original)}
+    data["metadata"] = {**data.get("metadata", {}), "gold_correction": correction}
     return Case.model_validate(data)
 
 
@@ -109,23 +221,20 @@ def _matches(o: Override, rec: Record) -> bool:
 def apply_overrides(
     records: Sequence[Record], review: Review, scorers: Mapping[str, Scorer]
 ) -> list[Record]:
-    """The records with the review's verdicts in place of the scorers' (copies of the
-    records it changes; the others are returned as they are). `scorers` (label -> Scorer)
-    decides the case verdict again. InputError for an override that matches no record."""
-    from queryeval.runner._pipeline import case_passed
+    """The records with the review's verdicts in place of the scorers' (copies), the case
+    verdict decided again; InputError for an override that matches no record."""
+    from queryeval.scorers import case_passed
 
     for o in review.overrides:
         if o.scorer not in scorers:
-            raise InputError(
-                f"unknown scorer {o.scorer!r}; the run has: {', '.join(scorers)}", path=o.where
-            )
+            raise InputError(f"unknown scorer {o.scorer!r}; the run has: {', '.join(scorers)}",
+                             path=o.where)  # fmt: skip
         if not any(_matches(o, r) for r in records):
             system = f" and system {o.system!r}" if o.system else ""
             raise InputError(f"no record for case {o.case_id!r}{system}", path=o.where)
     out: list[Record] = []
     for rec in records:
-        mine = [o for o in review.overrides if _matches(o, rec)]
-        if not mine:
+        if not (mine := [o for o in review.overrides if _matches(o, rec)]):
             out.append(rec.copy())
             continue
         scores = {k: v.copy() for k, v in (rec.get("scores") or {}).items()}
@@ -139,8 +248,7 @@ def apply_overrides(
 def _overridden(score: ScoreRecord | None, o: Override) -> ScoreRecord:
     score = score or {"value": None, "status": "ok"}
     details = dict(score.get("details") or {})
-    previous = details.pop("review", None)
-    original = (previous or {}).get("original") or {
+    original = (details.pop("review", None) or {}).get("original") or {
         "status": score.get("status", "ok"),
         "value": score.get("value"),
         "passed": score.get("passed"),
@@ -148,12 +256,9 @@ def _overridden(score: ScoreRecord | None, o: Override) -> ScoreRecord:
         **({"explanation": score["explanation"]} if score.get("explanation") else {}),
     }
     details.pop("failure", None)  # the human's verdict stands; the reason stays in `original`
-    details["review"] = {
-        "verdict": "pass" if o.verdict else "fail",
-        "note": o.note,
-        "reviewer": o.reviewer,
-        "original": original,
-    }
+    verdict = "pass" if o.verdict else "fail"
+    details["review"] = {"verdict": verdict, "note": o.note, "reviewer": o.reviewer,
+                         "original": original}  # fmt: skip
     by = f" by {o.reviewer}" if o.reviewer else ""
     return {
         "value": 1.0 if o.verdict else 0.0,
@@ -164,24 +269,23 @@ def _overridden(score: ScoreRecord | None, o: Override) -> ScoreRecord:
     }
 
 
-def review_agreement(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
-    """Judge-human agreement per scorer from the overridden scores whose original had a
-    verdict: n, accuracy, Cohen's kappa (None when undefined), and how many overrides
-    changed the verdict. Reads records that `apply_overrides` returned."""
+def review_section(review: Review, records: Sequence[Record]) -> ReviewSummary:
+    """summary.json's `review`: the file, its counts, and per scorer the judge-human
+    agreement of the overrides whose original had a verdict (n, accuracy, Cohen's kappa,
+    verdicts changed)."""
+    from queryeval.metrics import agreement
+
     pairs: dict[str, tuple[list[float], list[float]]] = {}
     counts: dict[str, int] = {}
     for rec in records:
         for label, score in (rec.get("scores") or {}).items():
-            review = (score.get("details") or {}).get("review")
-            if not review:
-                continue
-            counts[label] = counts.get(label, 0) + 1
-            original = review.get("original") or {}
-            if original.get("status") != "ok" or original.get("passed") is None:
-                continue
-            judge, human = pairs.setdefault(label, ([], []))
-            judge.append(1.0 if original["passed"] else 0.0)
-            human.append(1.0 if review["verdict"] == "pass" else 0.0)
+            if reviewed := (score.get("details") or {}).get("review"):
+                counts[label] = counts.get(label, 0) + 1
+                original = reviewed.get("original") or {}
+                if original.get("status") == "ok" and original.get("passed") is not None:
+                    judge, human = pairs.setdefault(label, ([], []))
+                    judge.append(1.0 if original["passed"] else 0.0)
+                    human.append(1.0 if reviewed["verdict"] == "pass" else 0.0)
     out: dict[str, dict[str, Any]] = {}
     for label, n in counts.items():
         judge, human = pairs.get(label, ([], []))
@@ -190,18 +294,12 @@ def review_agreement(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
             got = agreement(judge, human)
             changed = got.judge_only_positive + got.human_only_positive
             out[label].update(accuracy=got.accuracy, kappa=got.kappa, changed=changed)
-    return out
-
-
-def review_section(review: Review, records: Sequence[Record]) -> ReviewSummary:
-    """What summary.json holds under `review`: the file, counts and agreement per scorer."""
-    return {**review.describe(), "agreement": review_agreement(records)}
+    return {**review.describe(), "agreement": out}
 
 
 def reviewed_scores(review: Review, records: Sequence[Record]) -> ReviewFile:
-    """What review.json holds: the file, and for each record a review changed, its case
-    verdict and overridden scores (`queryeval.log.read_log` puts them over the stored
-    records, so comparisons, the run history and the exporters read what the reports show)."""
+    """review.json: the file, and each changed record's case verdict and overridden scores
+    (`queryeval.log.read_log` puts them over the stored records)."""
     changed: list[ReviewedRecord] = []
     for rec in records:
         scores = rec.get("scores") or {}

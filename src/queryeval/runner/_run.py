@@ -49,7 +49,7 @@ from queryeval.runner._work import Batch
 
 if TYPE_CHECKING:
     from queryeval.runner._pipeline import Scored
-    from queryeval.runner._review_file import Review
+    from queryeval.runner._review import Review
     from queryeval.scorers import ScoringContext
     from queryeval.stats import RunColumns
 
@@ -541,7 +541,7 @@ def run_suite(
 
     rev = None
     if review is not None:
-        from queryeval.runner._review_file import load_review
+        from queryeval.runner._review import load_review
 
         rev = load_review(review)
     golds = rev is not None and bool(rev.golds)
