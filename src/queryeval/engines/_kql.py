@@ -34,6 +34,7 @@ from queryeval.engines._duckdb import (
     run_on_cursor,
 )
 from queryeval.engines._kql_case import CaseIndex, Separated, decode_column, separate_case
+from queryeval.engines._kql_externaldata import ExternalData
 from queryeval.engines._kql_functions import REFUSED_MARKER
 from queryeval.engines._kql_functions import install as install_kql_functions
 from queryeval.engines._kql_rewrite import KqlRefused, Rewritten, rewrite_kql
@@ -149,11 +150,14 @@ class KqlEngine(Engine):
     cpu_in_process = True  # DuckDB's threads: the time limit is on the query's CPU time
 
     def __init__(self, name: str, path: Path, limits: Limits, identity: str,
-                 now: dt.datetime | None = None) -> None:  # fmt: skip
+                 now: dt.datetime | None = None,
+                 externaldata: ExternalData | None = None) -> None:  # fmt: skip
         super().__init__(name, limits, identity)
         import duckdb
 
         self.path = path
+        # `externaldata` URLs mapped to local files (none: every one refused, the evaluator's)
+        self.externaldata = externaldata or ExternalData()
         # Not config-locked: duckdb-kql sets TimeZone=UTC on every query. KQL cannot
         # express a SET, ATTACH or COPY, so the lock would only stop the translator.
         config = duckdb_config(lock=False, limits=limits)
@@ -193,8 +197,8 @@ class KqlEngine(Engine):
         if outermost:
             _PREPARING.since = time.thread_time()
         try:
-            return self._memoised("prepare", query, functions,
-                                  lambda: rewrite_kql(query, self, functions))  # fmt: skip
+            return self._memoised("prepare", query, functions, lambda: rewrite_kql(
+                self.externaldata.substitute(query), self, functions))  # fmt: skip
         finally:
             if outermost:
                 _PREPARING.since = None
@@ -272,10 +276,14 @@ class KqlEngine(Engine):
 
         if self._catalog is None:  # read once: the database is read-only
             self._catalog = schema(cursor)
-        return duckdb_kql.to_sql(
-            prepared.text, schema=self._catalog, allow_write=False, query_now=self.now,
-            functions=list(prepared.functions),
+        named = "\n".join([prepared.text, *prepared.functions])
+        sql = duckdb_kql.to_sql(
+            prepared.text, schema=self.externaldata.catalog(self._catalog, named),
+            allow_write=False, query_now=self.now, functions=list(prepared.functions),
         )  # fmt: skip
+        for table in self.externaldata.named(str(sql)):  # this cursor's temporary tables
+            table.create(cursor)
+        return sql
 
     def _run(self, query: str) -> RawResult:
         separated = self._memoised("case", query, (), lambda: self._separated(query))

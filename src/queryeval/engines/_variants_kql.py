@@ -80,7 +80,9 @@ class KqlScratchCatalog(ScratchCatalog):
         key = (prepared.text + "\0" + "\0".join(prepared.functions), self._catalog_key)
         found = self.scratch.translations.get(key)
         if found is None:
-            translated = duckdb_kql.to_sql(prepared.text, schema=self._catalog_schema,
+            named = "\n".join([prepared.text, *prepared.functions])
+            catalog = origin.externaldata.catalog(self._catalog_schema, named)
+            translated = duckdb_kql.to_sql(prepared.text, schema=catalog,
                                            allow_write=False, query_now=origin.now,
                                            functions=list(prepared.functions))  # fmt: skip
             if translated.unbound:
@@ -88,6 +90,8 @@ class KqlScratchCatalog(ScratchCatalog):
                 raise KqlSchemaError(", ".join(translated.unbound), hint=hint)
             found = (str(translated), translated.parameters)
             self.scratch.translations[key] = found
+        for table in origin.externaldata.named(found[0]):  # `externaldata` rows, unchanged
+            table.create(cursor)
         return found
 
     def classify(self, exc: BaseException) -> tuple[OutcomeKind, str]:
