@@ -169,7 +169,15 @@ def build_kql(spec: EngineSpec) -> Engine:
     path, identity = _local_file(spec, "kql")
     options = spec.options
     pinned = parse_now(options["now"]) if "now" in options else None
-    return KqlEngine(spec.name, path, spec.limits, identity, pinned)  # else: the data's latest
+    external = None
+    if options.get("externaldata"):  # URLs read from local files: the results depend on them
+        from queryeval.engines._kql_externaldata import ExternalData, file_identity, resolve
+
+        files = resolve(options["externaldata"], spec.base_dir)
+        external = ExternalData(files)
+        identity += f":externaldata={file_identity(files)}"
+    return KqlEngine(spec.name, path, spec.limits, identity, pinned,  # else: the data's latest
+                     externaldata=external)  # fmt: skip
 
 
 def build_sqlalchemy(spec: EngineSpec) -> Engine:

@@ -45,6 +45,9 @@ class DatabaseOptions(BaseModel):
     threads: int | None = Field(default=None, ge=1, description="DuckDB's threads")
     settings: dict[str, Any] = Field(default_factory=dict, description="DuckDB settings")
     now: dt.datetime | None = Field(default=None, description="KQL's pinned now()")
+    externaldata: dict[str, str] | None = Field(
+        default=None, description="KQL: externaldata URLs mapped to local files (suite-relative)"
+    )
     database: str | None = None
     auth: Literal["none", "az_cli", "managed_identity"] | None = None
     heap: str = Field(default="1g", pattern=r"^\d+[kKmMgG]?$", description="JVM heap, e.g. 1g")
@@ -119,6 +122,12 @@ def database_problem(
             if not resolved.exists():
                 what = "database file or folder" if place == "path" else "fixture seed"
                 return (place,), f"{what} not found: {resolved}"
+    if config.options.get("externaldata"):
+        from queryeval.engines._kql_externaldata import mapping_problem
+
+        found = mapping_problem(config.options["externaldata"], base_dir)
+        if found is not None:
+            return ("options", "externaldata", *found[0]), found[1]
     return None
 
 

@@ -58,7 +58,7 @@ _BUILTIN: dict[str, EngineKind] = {
     "sqlalchemy": _builtin("build_sqlalchemy", set(), ("url",)),
     "kql": _builtin(
         "build_kql",
-        {"now", "threads"},
+        {"now", "threads", "externaldata"},
         ("path", "fixture"),
         language="kql",
         file=_KQL_FILE,

@@ -44,7 +44,8 @@ def empty_twin(engine: Engine, folder: Path) -> Engine | None:
         duck.close()
         if isinstance(engine, KqlEngine):
             return KqlEngine(
-                engine.name, path, engine.limits, f"empty:{engine.identity}", engine.now
-            )
+                engine.name, path, engine.limits, f"empty:{engine.identity}", engine.now,
+                externaldata=engine.externaldata.emptied(),  # the same URLs, no rows
+            )  # fmt: skip
         return DuckDBEngine(engine.name, path, engine.limits, f"empty:{engine.identity}")
     return None
