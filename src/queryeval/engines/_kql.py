@@ -66,6 +66,10 @@ def classify_kql(exc: BaseException) -> tuple[OutcomeKind, str] | None:
         return "unsupported", str(exc)[str(exc).index(REFUSED_MARKER) :]
     if isinstance(exc, KqlScriptError) and exc.__cause__ is not None:
         return classify_kql(exc.__cause__)
+    if isinstance(exc, ValueError) and _raised_in(exc, "stored_functions"):
+        # duckdb-kql refuses a function definition it does not take (a scalar body with
+        # its own `let` statements, ...): a construct it does not run
+        return "unsupported", f"duckdb-kql's stored functions: {exc}"
     if not isinstance(exc, KqlError):
         return None
     message = str(exc)
@@ -78,6 +82,14 @@ def classify_kql(exc: BaseException) -> tuple[OutcomeKind, str] | None:
             return "refused", describe_refusal(message)
         return "unsupported", message
     return "engine_error", message
+
+
+def _raised_in(exc: BaseException, module: str) -> bool:
+    """Whether `exc` was raised in duckdb_kql's `module`."""
+    trace = exc.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    return trace is not None and trace.tb_frame.f_globals.get("__name__") == f"duckdb_kql.{module}"
 
 
 # names in DuckDB's errors about the SQL duckdb-kql wrote: "X" or `with name X does not exist`

@@ -9,8 +9,10 @@ wrongly (base64 decoding, see below), replaced only while they are the known wro
 Any other code using duckdb_kql in the same process sees the added names too.
 
 Every template follows Kusto's documented behaviour and is tested against hand-computed
-results in tests/test_kql_coverage.py. Runtime refusals raise a DuckDB error whose message
-starts with `REFUSED_MARKER`, which the KQL engine reports as `unsupported`.
+results and the docs' examples in tests/test_kql_coverage.py and tests/test_kql_functions.py.
+Runtime refusals raise a DuckDB error whose message starts with `REFUSED_MARKER`, which the
+KQL engine reports as `unsupported`. One special form of duckdb-kql known to answer wrongly
+(`datetime_diff('week', ...)`, see `_sunday_weeks`) is wrapped while it is the known one.
 """
 
 from __future__ import annotations
@@ -103,6 +105,81 @@ _TRANSLATE = (
     "translate({2}, {0}, CASE WHEN length({1}) = 0 THEN '' "
     "ELSE rpad({1}, CAST(greatest(length({0}), length({1})) AS INTEGER), right({1}, 1)) END)"
 )
+
+
+def _refuse(why: str) -> str:
+    """SQL that stops the query at run time as queryeval's refusal."""
+    return f"error('{REFUSED_MARKER} {why}')"
+
+
+# format_bytes(size, precision = 0, units = ''): size / 1024^k rounded to `precision` digits
+# with the unit's name; k from `units`, else the largest unit not above the size (Kusto's
+# docs: 564 Bytes, 10.1 KB, 19 MB, 19.08 MB, 19541 KB). What the docs leave open is refused:
+# a negative or null size, a tie between two roundings, and a last digit of 0 after the
+# point (whether Kusto writes "10.0 KB" or "10 KB").
+_UNITS = "['Bytes', 'KB', 'MB', 'GB', 'TB', 'PB', 'EB']"
+_AUTO_UNIT = (
+    "CASE " + " ".join(f"WHEN {{0}} >= {1024**k} THEN {k}" for k in range(6, 0, -1)) + " ELSE 0 END"
+)
+_FORMAT_BYTES = (
+    "(CASE WHEN {0} IS NULL OR {1} IS NULL OR {2} IS NULL OR {0} < 0 "
+    f"THEN {_refuse('format_bytes of a null or negative size')} "
+    f"WHEN {{1}} < 0 THEN {_refuse('format_bytes with a negative precision')} "
+    f"WHEN NOT list_contains({_UNITS}, {{2}}) AND {{2}} <> '' "
+    f"THEN {_refuse('format_bytes with units other than Bytes, KB, MB, GB, TB, PB, EB')} "
+    f"ELSE list_transform([CASE WHEN {{2}} = '' THEN {_AUTO_UNIT} "
+    f"ELSE list_position({_UNITS}, {{2}}) - 1 END], lambda _qe_k: list_transform("
+    "[CAST({0} AS DOUBLE) / pow(1024, _qe_k) * pow(10, {1})], lambda _qe_v: "
+    "CASE WHEN _qe_v - floor(_qe_v) = 0.5 "
+    f"THEN {_refuse('format_bytes of a value halfway between two roundings')} "
+    "WHEN {1} > 0 AND round(_qe_v) % 10 = 0 "
+    f"THEN {_refuse('format_bytes whose last digit after the point is 0')} "
+    "ELSE format('{{:.{{}}f}} {{}}', round(_qe_v) / pow(10, {1}), CAST({1} AS INTEGER), "
+    f"{_UNITS}[_qe_k + 1]) END)[1])[1] END)"
+)
+
+
+# format_timespan(timespan, format): the docs' format elements (d-dddddddd, f-fffffff,
+# F-FFFFFFF, H/HH, h/hh as the docs' example uses it, m/mm, s/ss) and delimiters; anything
+# else, a negative or null timespan, and an F element with no digit to write (whether its
+# delimiter stays is not documented) are refused. `_qe_u`: the timespan in microseconds.
+_SPAN_TOKENS = r"(d+|f+|F+|H+|h+|m+|s+|.)"
+_PAD = (
+    "lpad(CAST({v} AS VARCHAR), "
+    "CAST(greatest(length(CAST({v} AS VARCHAR)), length(_qe_t)) AS INTEGER), '0')"
+)
+_FRACTION = "left(lpad(CAST(_qe_u % 1000000 AS VARCHAR), 6, '0') || '0', length(_qe_t))"
+_FORMAT_TIMESPAN = (
+    "(CASE WHEN {0} IS NULL OR {1} IS NULL "
+    f"THEN {_refuse('format_timespan of a null timespan or format')} "
+    "ELSE list_transform([datediff('microsecond', TIMESTAMP '1970-01-01', "
+    "TIMESTAMP '1970-01-01' + {0})], lambda _qe_u: CASE WHEN _qe_u < 0 "
+    f"THEN {_refuse('format_timespan of a negative timespan')} "
+    f"ELSE array_to_string(list_transform(regexp_extract_all({{1}}, '{_SPAN_TOKENS}'), "
+    "lambda _qe_t: CASE "
+    f"WHEN regexp_full_match(_qe_t, 'd{{{{1,8}}}}') THEN {_PAD.format(v='_qe_u // 86400000000')} "
+    f"WHEN regexp_full_match(_qe_t, 'f{{{{1,7}}}}') THEN {_FRACTION} "
+    f"WHEN regexp_full_match(_qe_t, 'F{{{{1,7}}}}') THEN CASE WHEN rtrim({_FRACTION}, '0') = '' "
+    f"THEN {_refuse('format_timespan F element with no digit to write')} "
+    f"ELSE rtrim({_FRACTION}, '0') END "
+    "WHEN regexp_full_match(_qe_t, 'H{{1,2}}|h{{1,2}}') "
+    f"THEN {_PAD.format(v='(_qe_u // 3600000000) % 24')} "
+    f"WHEN regexp_full_match(_qe_t, 'm{{{{1,2}}}}') "
+    f"THEN {_PAD.format(v='(_qe_u // 60000000) % 60')} "
+    f"WHEN regexp_full_match(_qe_t, 's{{{{1,2}}}}') "
+    f"THEN {_PAD.format(v='(_qe_u // 1000000) % 60')} "
+    "WHEN regexp_full_match(_qe_t, '[ /:,._\\[\\]-]') THEN _qe_t "
+    f"ELSE {_refuse('format_timespan format element outside the documented ones')} END), '') "
+    "END)[1] END)"
+)
+
+
+# Functions duckdb-kql renders as special forms (its `_SPECIAL_FORMS`) without a row in its
+# table: `summarize x = datetime_diff('minute', now(), max(T))` is refused there as an unknown
+# aggregate because the summarize path asks the table whether a call is a scalar. A row with
+# this template answers that it is; the special form still renders the call, and were it ever
+# to decline one, the row refuses at run time.
+_SPECIAL_ONLY = ("datetime_diff", "datetime_add", "datetime_part", "bin")
 
 
 def _make_bag(condition: str) -> str:
@@ -223,8 +300,58 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         scalar("pack_dictionary", "template", "json_object({})", (), ("R9",), "queryeval"),
         scalar("set_difference", "template", _set_difference(), (2,), ("R9",), "queryeval"),
         scalar("set_intersect", "template", _set_intersect(), (2,), ("R9",), "queryeval"),
-    ]
+        defaulted(scalar("format_bytes", "template", _FORMAT_BYTES, (1, 2, 3), (),
+                         "queryeval: Kusto's docs' examples"), ("0", "''")),
+        scalar("format_timespan", "template", _FORMAT_TIMESPAN, (2,), (), "queryeval"),
+    ]  # fmt: skip
+    scalars += [
+        scalar(name, "template", _refuse(f"{name}() in a form duckdb-kql does not render"), (),
+               (), "queryeval: a special form of duckdb-kql, summarized")
+        for name in _SPECIAL_ONLY
+    ]  # fmt: skip
     return scalars, aggregates
+
+
+def defaulted(spec: Any, defaults: tuple[str, ...]) -> Any:
+    """`spec` (a FunctionSpec) rendering a call without its last arguments with `defaults`
+    (SQL) in their place: a template names every argument."""
+    import dataclasses
+
+    top = max(spec.arities)
+
+    @dataclasses.dataclass(frozen=True)
+    class Defaulted(type(spec)):  # type: ignore[misc]
+        def render(self, args: list[str]) -> str:
+            missing = top - len(args)
+            if len(args) not in self.arities or not missing:  # as given (or its arity error)
+                return str(super().render(args))
+            return str(super().render([*args, *defaults[len(defaults) - missing :]]))
+
+    return Defaulted(*dataclasses.astuple(spec))
+
+
+def _sunday_weeks(translate: Any) -> None:
+    """duckdb-kql 1.1 renders `datetime_diff('week', a, b)` as DuckDB's `date_diff('week',
+    b, a)`, which counts whole weeks elapsed; Kusto counts the week boundaries between them,
+    its weeks starting on Sunday (its docs: `datetime_diff('week', datetime(2017-10-29
+    00:00), datetime(2017-09-30 23:59))` is 5, DuckDB's 4). Rendered here as the days between
+    the two Sundays that start their weeks, over 7 (a day later, `date_trunc('week')`'s Monday
+    is that Sunday). The special form is wrapped only while it is the known one."""
+    original = translate._SPECIAL_FORMS.get("datetime_diff")
+    if getattr(original, "__qualname__", None) != "_render_datetime_diff":
+        return
+    ir = translate.ir
+
+    def datetime_diff(node: Any) -> str | None:
+        part = node.args[0] if len(node.args) == 3 else None
+        if not (isinstance(part, ir.Literal) and str(part.value).lower() == "week"):
+            return original(node)
+        first, second = (translate.render_expr(a) for a in node.args[1:])
+        return (f"(date_diff('day', date_trunc('week', ({second}) + INTERVAL 1 DAY), "
+                f"date_trunc('week', ({first}) + INTERVAL 1 DAY)) // 7)")  # fmt: skip
+
+    datetime_diff.__qualname__ = "queryeval_datetime_diff"
+    translate._SPECIAL_FORMS["datetime_diff"] = datetime_diff
 
 
 def install() -> None:
@@ -233,9 +360,11 @@ def install() -> None:
     with _LOCK:
         if _INSTALLED:
             return
+        from duckdb_kql import translate
         from duckdb_kql.translate import functions
 
         scalars, aggregates = _rows(functions)
+        _sunday_weeks(translate)
         for spec in scalars:
             functions.SCALAR_FUNCTIONS.setdefault(spec.name, spec)
         for spec in aggregates:

@@ -1,0 +1,112 @@
+"""Single KQL functions on the embedded engine, each against the examples of Kusto's docs
+(their inputs and outputs): format_bytes, format_timespan, datetime_diff over aggregates in
+`summarize`; and what cannot be Kusto's answer is refused as the evaluator's `unsupported`,
+never an engine error (a scalar function with its own `let` statements, parse_user_agent)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("duckdb_kql")
+
+from queryeval.engines import Limits
+from queryeval.engines._kql import KqlEngine
+
+
+@pytest.fixture(scope="module")
+def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KqlEngine]:
+    import duckdb
+
+    path = tmp_path_factory.mktemp("kqlfn") / "t.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE T (Name VARCHAR, Size BIGINT)")
+    con.execute("INSERT INTO T VALUES ('a', 564), ('b', 20010332)")
+    con.close()
+    engine = KqlEngine("t", path, Limits(timeout_s=30), "t", dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
+    yield engine
+    engine.close()
+
+
+def row(engine: KqlEngine, query: str) -> tuple[object, ...]:
+    run = engine.execute(query)
+    assert run.outcome.kind == "ok", run.outcome.message
+    assert run.result is not None
+    return tuple(run.result.rows[0])
+
+
+def refused(engine: KqlEngine, query: str) -> str:
+    run = engine.execute(query)
+    assert run.outcome.kind == "unsupported", (run.outcome.kind, run.outcome.message)
+    return run.outcome.message
+
+
+def test_format_bytes_gives_the_docs_outputs(kql: KqlEngine) -> None:
+    query = ('print v1 = format_bytes(564), v2 = format_bytes(10332, 1), '
+             'v3 = format_bytes(20010332), v4 = format_bytes(20010332, 2), '
+             'v5 = format_bytes(20010332, 0, "KB")')  # fmt: skip
+    assert row(kql, query) == ("564 Bytes", "10.1 KB", "19 MB", "19.08 MB", "19541 KB")
+    # estimate-table-size and materialized-views-monitoring: GB with 2 digits, 0 Bytes
+    assert row(kql, 'print format_bytes(1761782453926, 2, "GB"), format_bytes(0)') == (
+        "1640.79 GB", "0 Bytes")  # fmt: skip
+    assert row(kql, "T | summarize s = format_bytes(sum(Size))") == ("19 MB",)
+
+
+def test_format_bytes_refuses_what_the_docs_leave_open(kql: KqlEngine) -> None:
+    assert "last digit" in refused(kql, "print format_bytes(10240, 1)")  # "10.0 KB" or "10 KB"?
+    assert "halfway" in refused(kql, "print format_bytes(1536)")  # 1.5 KB: which rounding?
+    assert "units" in refused(kql, 'print format_bytes(1, 0, "kb")')
+
+
+def test_format_timespan_gives_the_docs_outputs(kql: KqlEngine) -> None:
+    query = ("let t = time(29.09:00:05.12345);\nprint v1=format_timespan(t, 'dd.hh:mm:ss:FF'),"
+             "\nv2=format_timespan(t, 'ddd.h:mm:ss [fffffff]')")  # fmt: skip
+    assert row(kql, query) == ("29.09:00:05:12", "029.9:00:05 [1234500]")
+    # the format elements' table: 15.13:45:30.6170000 and 15.13:45:30.0001150
+    elements = ("print format_timespan(time(15.13:45:30.617), 'd dd ddd f ff fff F FF FFF H HH "
+                "m mm s ss'),\n"
+                "format_timespan(time(15.13:45:30.0001150), 'fffffff FFFFFFF')")  # fmt: skip
+    assert row(kql, elements) == ("15 15 015 6 61 617 6 61 617 13 13 45 45 30 30", "0001150 000115")
+    assert row(kql, "print format_timespan(14d, 'd')") == ("14",)
+
+
+def test_format_timespan_refuses_undocumented_forms(kql: KqlEngine) -> None:
+    # "(no output)" for an F element: whether its delimiter stays is not documented
+    assert "no digit" in refused(kql, "print format_timespan(time(15.13:45:30.05), 'ss.F')")
+    assert "outside" in refused(kql, "print format_timespan(1d, 'dd mmm')")
+    assert "negative" in refused(kql, "print format_timespan(-1d, 'd')")
+
+
+def test_datetime_diff_over_aggregates_in_summarize(kql: KqlEngine) -> None:
+    # the docs' examples, each pair as the max of one column (week: Kusto counts Sunday week
+    # boundaries, 5; DuckDB's date_diff whole weeks, 4)
+    pairs = {"year": ("2017-01-01", "2000-12-31", 17), "month": ("2017-01-01", "2015-12-30", 13),
+             "week": ("2017-10-29 00:00", "2017-09-30 23:59", 5),
+             "day": ("2017-10-29 00:00", "2017-09-30 23:59", 29),
+             "hour": ("2017-10-31 01:00", "2017-10-30 23:59", 2),
+             "minute": ("2017-10-30 23:05:01", "2017-10-30 23:00:59", 5),
+             "second": ("2017-10-30 23:00:10.100", "2017-10-30 23:00:00.900", 10)}  # fmt: skip
+    columns = ", ".join(f"{p}1:datetime, {p}2:datetime" for p in pairs)
+    values = ", ".join(f"datetime({a}), datetime({b})" for a, b, _ in pairs.values())
+    diffs = ", ".join(f"{p} = datetime_diff('{p}', max({p}1), max({p}2))" for p in pairs)
+    query = f"datatable({columns}) [{values}]\n| summarize {diffs}"
+    assert row(kql, query) == tuple(expected for _, _, expected in pairs.values())
+
+
+def test_a_scalar_function_with_its_own_lets_is_unsupported_not_an_engine_error(
+    kql: KqlEngine,
+) -> None:
+    query = ('let maskUpn = (upn: string) {\n    let atPos = indexof(upn, "@");\n'
+             '    strcat(substring(upn, 0, 2), "***", substring(upn, atPos))\n};\n'
+             "T | extend m = maskUpn(Name)")  # fmt: skip
+    assert "scalar stored function" in refused(kql, query)
+
+
+def test_parse_user_agent_is_unsupported(kql: KqlEngine) -> None:
+    # Kusto's patterns are not published: its docs' answers cannot be reproduced
+    query = ('print useragent = "Mozilla/5.0 (Windows; U; en-US) AppleWebKit/531.9 (KHTML, '
+             'like Gecko) AdobeAIR/2.5.1"\n'
+             '| extend x = parse_user_agent(useragent, "browser")')  # fmt: skip
+    assert "parse_user_agent" in refused(kql, query)
