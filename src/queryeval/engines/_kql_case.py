@@ -96,13 +96,20 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
     """`query` with the spellings of each case-colliding column group kept apart (see the
     module); None when there is no such group to separate. KqlRefused when the query would
     see the encoded names."""
-    from duckdb_kql import parse
-
-    from queryeval.engines._kql_rewrite import KqlRefused, _kind, _rules, _span, _walk
+    from queryeval.engines._kql_rewrite import (
+        KqlRefused,
+        _kind,
+        _rules,
+        _span,
+        _walk,
+        parsed,
+        syntax_repaired,
+    )
 
     tables = {t: cols for t, cols in tables.items() if "." not in t}
-    tree = parse(query).tree
-    if tree is None:
+    query = syntax_repaired(query)  # Kusto's syntax duckdb-kql's grammar does not read
+    tree = parsed(query)
+    if tree is None:  # not parsed (a comment-only text, ...): left to `prepare`'s verdict
         return None
     # the union wildcards, each expanded to its tables (duckdb-kql's name order)
     wildcards: list[tuple[int, int, list[str]]] = []
