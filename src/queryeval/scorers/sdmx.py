@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from queryeval.cases import Case, Output, Score
+from queryeval.cases import Case, CaseInfo, Output, Score
 from queryeval.metrics import TermSelectionResult
 from queryeval.metrics.sdmx import DimensionResult, TermRef, compare_terms
 from queryeval.scorers._base import ScoringContext, ShardableScorer
@@ -169,12 +169,12 @@ class TermSelectionScorer(ShardableScorer):
             "indicator selection details": details_text(score.details) or score.explanation,
         }
 
-    def aggregate(self, cases: Sequence[Case], scores: Sequence[Score]) -> dict[str, Any]:
+    def aggregate(self, cases: Sequence[CaseInfo], scores: Sequence[Score]) -> dict[str, Any]:
         """Seed 001's dataset metrics (mean macro P/R over cases), pooled micro P/R, and
         per-dimension figures across cases."""
         return self.aggregate_merge([self.aggregate_partial(cases, scores)])
 
-    def aggregate_partial(self, cases: Sequence[Case], scores: Sequence[Score]) -> _Partial:
+    def aggregate_partial(self, cases: Sequence[CaseInfo], scores: Sequence[Score]) -> _Partial:
         """Counts and the values to average, of part of the scores (see `aggregate_merge`)."""
         part = _Partial()
         dims = part.dims
