@@ -180,6 +180,11 @@ def compare_results(
     known: dict[Mapping, RowOutcome] = {}  # row outcomes the permutation search computed
     if small is not None:  # small Python rows: the same answer by Counter
         alignment, small_rows, small_notes = small
+        if not alignment.missing and (not alignment.extra or columns == "gold_subset"):
+            return _small_result(
+                small_rows, alignment, p, g, row_policy, columns, tie_columns, legacy_value,
+                (*notes, *small_notes),
+            )  # fmt: skip
         known[alignment.pairs] = small_rows
         notes.extend(small_notes)
     elif columns == "permutation":
@@ -245,6 +250,45 @@ def compare_results(
         last=tolerant,
     )
     return result(compare_rows(encoded, p.num_rows, g.num_rows, row_policy, options), None)
+
+
+def _small_result(
+    rows: RowOutcome,
+    alignment: Alignment,
+    p: ResultSet,
+    g: ResultSet,
+    row_policy: str,
+    columns: str,
+    tie_columns: tuple[int, ...],
+    legacy_value: float | None,
+    notes: tuple[str, ...],
+) -> ComparisonResult:
+    """The ComparisonResult of the fast path's answer (columns that align; every row
+    matched exactly, never greedily), as `compare_results` builds it."""
+    matched, n_pred, n_gold = rows.matched, rows.pred_rows, rows.gold_rows
+    precision, recall, f1 = _prf(matched, n_pred, n_gold)
+    equal = matched == n_pred == n_gold and (row_policy != "ordered" or bool(rows.order_ok))
+    gold_names, pred_names = g.columns, p.columns
+    extra = alignment.extra
+    return ComparisonResult(
+        equal,
+        precision,
+        recall,
+        f1,
+        legacy_value,
+        matched,
+        n_pred,
+        n_gold,
+        row_policy,
+        columns,
+        tuple([(gold_names[gi], pred_names[pj]) for gi, pj in alignment.pairs]),
+        (),
+        tuple([pred_names[j] for j in extra]) if extra else (),
+        tuple([gold_names[i] for i in tie_columns]) if tie_columns else (),
+        rows.order_ok,
+        None if equal else _row_reason(rows),
+        notes,
+    )
 
 
 @functools.lru_cache(maxsize=64)

@@ -25,7 +25,7 @@ import decimal
 import functools
 import math
 import operator
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
@@ -54,8 +54,9 @@ BEST_NOTE = (
 )
 
 Rows = Sequence[tuple[Any, ...]]
-_Bags = list[tuple[Sequence[Any], set[type]]]  # values and the types among them
+_Bags = list[tuple[Sequence[Any], set[type]]]  # the gold's columns and the types in each
 _NONE = type(None)
+_NULL = frozenset({_NONE})
 _EXACT_TYPES = frozenset({int, str, _NONE})  # their own canonical forms
 # types read column by column without `canonical` per cell (see `_plain_columns`)
 _PLAIN_TYPES = frozenset({int, str, _NONE, float, decimal.Decimal, dt.date})
@@ -64,6 +65,7 @@ _NUMBERS = frozenset({int, float, decimal.Decimal, _NONE})
 _EXACT_FLOAT_INT = 2**53  # integers of smaller magnitude are exact as floats
 _INF = float("inf")
 _SCALAR_NEIGHBOURS = 40  # sorted values past this many are checked with NumPy
+_FEW_DECIMALS = 40  # gold rows past this many: their decimals sorted as decimals
 _NOT_FINITE = frozenset({None, NAN, _INF, -_INF})
 # the types of a plain value once converted (`_plain_value`)
 _CONVERTED_TYPES = frozenset({int, str, _NONE, float, dt.date, type(NAN)})
@@ -82,20 +84,6 @@ def small_comparison(
 ) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
     """(alignment, row outcome, notes) as the general path would find them, or None when
     this path cannot be sure."""
-    try:
-        return _small_comparison(p, g, row_policy, columns, options, max_permutations)
-    except OverflowError:  # a decimal past a float's range: the general path reads it
-        return None
-
-
-def _small_comparison(
-    p: ResultSet,
-    g: ResultSet,
-    row_policy: str,
-    columns: str,
-    options: Options,
-    max_permutations: int,
-) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
     if p.arrow is not None or g.arrow is not None or not options.null_equals_null:
         return None
     pred_rows, gold_rows = p.rows, g.rows
@@ -108,7 +96,12 @@ def _small_comparison(
     # compared as given below anyway. Not equal as given, the rows left unmatched are
     # often enough to prove them unequal (`_unequal`), without converting the rest.
     residue: _Residue = _WHOLE
-    if (
+    if len(gold_rows) == 1 == len(pred_rows) and row_policy == "multiset":
+        if types <= _PLAIN_TYPES:  # one row a side (an aggregate, most often)
+            one = _one_row(p, g, columns, options, max_permutations, types)
+            if one is not None:
+                return one
+    elif (
         types <= _PLAIN_TYPES
         and not types <= _EXACT_TYPES
         and _outright_applies(pred_rows, gold_rows, row_policy)
@@ -117,10 +110,13 @@ def _small_comparison(
         if outright is not None:
             return outright
         if isinstance(residue, tuple):  # not equal as given: often not equal at all
-            unequal = _unequal(p, g, residue, columns, options, max_permutations, gold_bags)
+            unequal = _unequal(p, g, residue, columns, options, max_permutations, types, gold_bags)
             if unequal is not None:
                 return unequal
-    both = _canonical_pair(pred_rows, gold_rows, k_pred, k_gold, options, types)
+    try:
+        both = _canonical_pair(pred_rows, gold_rows, k_pred, k_gold, options, types)
+    except OverflowError:  # a decimal past a float's range: the general path reads it
+        return None
     if both is None:  # floats within a tolerance, types read by `canonical` cell by cell
         return _equal_outright(p, g, row_policy, columns, options)
     pred, gold, pending = both
@@ -235,6 +231,49 @@ def _outright_as_given(
     return (alignment, RowOutcome(n, n, n, True if row_policy == "ordered" else None), ()), None
 
 
+def _one_row(
+    p: ResultSet,
+    g: ResultSet,
+    columns: str,
+    options: Options,
+    max_permutations: int,
+    types: set[type],
+) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
+    """`_outright_as_given` and then `_unequal` for one row a side (a multiset of plain
+    types), in one pass: the answer, or None where they leave it to the rest of the path
+    (which then compares the converted row whole, as `_equal_once_converted` would)."""
+    alignment = _outright_alignment(p, g, columns)
+    if alignment is None:
+        return None
+    pred_row, gold_row = p.rows[0], g.rows[0]
+    row = tuple([pred_row[j] for _, j in alignment.pairs])
+    policy = options.policy
+    try:
+        if row == gold_row:
+            return alignment, RowOutcome(1, 1, 1, None), ()
+        pred, gold = _converted(row, policy), _converted(gold_row, policy)
+        if pred == gold:
+            return None  # equal once converted
+        notes: tuple[str, ...] = ()
+        if columns == "permutation":  # as `_unequal` decides
+            k = len(alignment.pairs)
+            if _search_steps(k) > max_permutations:
+                return None
+            if set(pred) == set(gold) and Counter(pred) == Counter(gold):
+                return None
+            names = k > 1 or not align_by_name(g.columns, p.columns).missing
+            notes = (NAMES_NOTE,) if names else (BEST_NOTE,)
+    except (TypeError, ArithmeticError):  # a signalling NaN decimal
+        return None
+    if (
+        options.tolerant
+        and not types.isdisjoint(_FLOATS)
+        and not _isolated([pred], gold_row, options)
+    ):
+        return None
+    return alignment, RowOutcome(0, 1, 1, None), notes
+
+
 def _equal_once_converted(
     residue: tuple[Alignment, list[tuple[Any, ...]], list[tuple[Any, ...]]], n: int, policy: Any
 ) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
@@ -260,6 +299,7 @@ def _unequal(
     columns: str,
     options: Options,
     max_permutations: int,
+    types: set[type],
     gold_bags: _Bags,
 ) -> tuple[Alignment, RowOutcome, tuple[str, ...]] | None:
     """The answer for a multiset of rows of plain types that are not the same once
@@ -306,90 +346,190 @@ def _unequal(
             gold_cells = list(chain.from_iterable(gold_left))
             if set(pred_cells) == set(gold_cells) and Counter(pred_cells) == Counter(gold_cells):
                 return None  # another mapping might make the rows equal: the search
-            names = align_by_name(g.columns, p.columns)
-            notes = (NAMES_NOTE,) if not names.missing and not names.extra else (BEST_NOTE,)
+            # the names pair up where the mapping tried has several columns (see
+            # `_outright_alignment`); one column each is the only mapping, named or not
+            names = len(alignment.pairs) > 1 or not align_by_name(g.columns, p.columns).missing
+            notes = (NAMES_NOTE,) if names else (BEST_NOTE,)
     except (TypeError, ArithmeticError):  # a signalling NaN decimal
         return None
-    if options.tolerant and not _isolated(pred_left, gold_bags, options):
+    # without floats or decimals no column is compared within the tolerance
+    if (
+        options.tolerant
+        and not types.isdisjoint(_FLOATS)
+        and not _isolated(pred_left, gold_bags or g.rows[0], options)  # bags of 2+ rows
+    ):
         return None
     return alignment, RowOutcome(matched, n, n, None), notes
 
 
-def _gold_numbers(bags: _Bags) -> list[float] | None:
-    """The finite numbers of the gold's cells (`bags` of plain types, see `_cell_types`) as
-    floats (a decimal by its float), sorted and distinct; None where one is of magnitude
-    2**53 or more (a float may round it, a decimal's canonical form may then be no float)
-    or a decimal is a signalling NaN. C-level passes where a bag holds one numeric type
-    (and NULLs); all floats, so that the sort compares floats only."""
-    found: set[float] = set()
+def _row_numbers(rows: Iterable[Sequence[Any]]) -> list[float | int] | None:
+    """The finite numbers of `rows` (of plain types) as the general path reads them (a
+    decimal by its float), cell by cell; None where one is of magnitude 2**53 or more (a
+    float may round it, a decimal's canonical form may then be no float), a decimal is past
+    a float's range (read as an infinity) or a signalling NaN."""
+    found: list[float | int] = []
     try:
-        for column, types in bags:
-            held = set(types)
-            present: Iterable[Any] = filter(_IS_VALUE, column) if _NONE in held else column
-            held.discard(_NONE)
-            if not held:
-                continue
-            if held == _FLOAT:
-                found.update(filter(math.isfinite, present))
-            elif held == _DECIMAL:  # a signalling NaN raises ValueError
-                for value in present:
-                    number = float(value)
+        for row in rows:
+            for value in row:
+                kind = type(value)
+                if kind is float or kind is int:
+                    if value - value == 0:  # finite
+                        found.append(value)
+                elif kind is decimal.Decimal:
+                    number = float(value)  # a signalling NaN raises ValueError
                     if number - number == 0:
-                        found.add(number)
+                        found.append(number)
                     elif value.is_finite():  # past a float's range: read as an infinity
                         return None
-            elif held == _INT:  # a larger one rounds: OverflowError, or past the limit
-                found.update(map(float, present))
-            elif held & _NUMBER_TYPES:  # numbers among other types: value by value
-                for value in present:
-                    kind = type(value)
-                    if kind is float or kind is int or kind is decimal.Decimal:
-                        number = float(value)
-                        if number - number == 0:  # finite
-                            found.add(number)
-                        elif kind is decimal.Decimal and value.is_finite():
-                            return None  # past a float's range: read as an infinity
-    except (ValueError, OverflowError):
+    except ValueError:
         return None
-    numbers = sorted(found)
-    if numbers and (numbers[0] <= -_EXACT_FLOAT_INT or numbers[-1] >= _EXACT_FLOAT_INT):
-        return None
-    return numbers
+    for number in found:
+        if not -_EXACT_FLOAT_INT < number < _EXACT_FLOAT_INT:
+            return None
+    return found
 
 
-def _isolated(pred_left: Rows, gold_bags: _Bags, options: Options) -> bool:
+def _gold_numbers(bags: _Bags) -> tuple[list[float], list[decimal.Decimal]] | None:
+    """The finite numbers of the gold `rows` (of plain types), sorted: the floats and ints
+    as floats, the decimals as floats too in a result of a few rows, else as decimals (a
+    decimal's float is monotone in it, so its neighbours are found among the decimals
+    themselves: no conversion of every one); None where `_row_numbers` would give None (or
+    a NaN decimal makes the order unknown). `bags`: the gold's columns and the types in
+    each (see `_cell_types`)."""
+    floats: list[float] = []
+    decimals: list[decimal.Decimal] = []
+    few = bool(bags) and len(bags[0][0]) <= _FEW_DECIMALS
+    for column, types in bags:
+        if types.isdisjoint(_NUMBER_TYPES):
+            continue
+        present = list(filter(_IS_VALUE, column)) if _NONE in types else column
+        held = types - _NULL
+        if held == _FLOAT:
+            total = sum(present, 0.0)
+            if total - total == 0:  # no NaN, no infinity (nor a sum past a float's range)
+                floats.extend(present)
+            else:
+                floats.extend(filter(math.isfinite, present))
+        elif held == _INT:  # a larger one: past the limit, or OverflowError
+            try:
+                floats.extend(map(float, present))
+            except OverflowError:
+                return None
+        elif held == _DECIMAL and not few:
+            decimals.extend(present)
+        elif held == _DECIMAL and _finite_floats(present, floats):
+            pass  # a few rows: their decimals as floats
+        else:  # numbers among other types (or decimals past a float): value by value
+            found = _row_numbers([present])
+            if found is None:
+                return None
+            floats.extend(map(float, found))
+    floats.sort()
+    if floats and (floats[0] <= -_EXACT_FLOAT_INT or floats[-1] >= _EXACT_FLOAT_INT):
+        return None
+    if decimals:
+        try:  # a NaN raises InvalidOperation in the sort or the check below
+            decimals.sort()
+            if decimals[0] <= -_EXACT_FLOAT_INT or decimals[-1] >= _EXACT_FLOAT_INT:
+                return None  # also past a float's range, or an infinity
+        except ArithmeticError:
+            return _decimals_as_floats(floats, decimals)
+    return floats, decimals
+
+
+def _finite_floats(decimals: Sequence[decimal.Decimal], floats: list[float]) -> bool:
+    """Whether every decimal is a finite float within 2**53 (then added to `floats`)."""
+    try:
+        converted = list(map(float, decimals))
+    except ValueError:  # a signalling NaN
+        return False
+    total = sum(converted, 0.0)
+    if (
+        total - total != 0
+        or not -_EXACT_FLOAT_INT < min(converted) <= max(converted) < _EXACT_FLOAT_INT
+    ):
+        return False
+    floats.extend(converted)
+    return True
+
+
+def _decimals_as_floats(
+    floats: list[float], decimals: list[decimal.Decimal]
+) -> tuple[list[float], list[decimal.Decimal]] | None:
+    """`_gold_numbers` where a decimal is a NaN: every decimal by its float."""
+    found = _row_numbers([decimals])
+    if found is None:
+        return None
+    floats = sorted([*floats, *map(float, found)])
+    return floats, []
+
+
+def _isolated(pred_left: Rows, gold: tuple[Any, ...] | _Bags, options: Options) -> bool:
     """Whether no number of the rows `pred_left` (converted) is close to a different number
     of the gold rows (as the general path reads them: floats, a decimal by its float),
     whatever the columns: the nearest gold numbers below and above each are more than
-    twice the tolerance's bound away (a value's close numbers form an interval around it).
-    False where it cannot tell cheaply: integers of 2**53 or more, values so small that the
-    bound may underflow, decimals that are no float."""
-    cells = set(chain.from_iterable(pred_left))
-    if not set(map(type, cells)) <= _CONVERTED_TYPES:
-        return False  # a decimal's canonical form that is no float
-    wanted = [v for v in cells if (type(v) is float or type(v) is int) and v - v == 0]
-    if not wanted:
-        return True
+    twice the tolerance's bound away (a value's close numbers form an interval around it,
+    and a farther number on one side is close only if the nearer one is). False where it
+    cannot tell cheaply: integers of 2**53 or more, values so small that the bound may
+    underflow, decimals that are no float, a decimal whose float is the value itself. The
+    few numbers of one gold row are checked one by one. `gold`: that row (a tuple), or
+    the gold's columns and the types in each (see `_cell_types`)."""
     abs_tol, rel_tol = options.abs_tol, options.rel_tol
     tiny = 1e-300 / rel_tol if rel_tol else 0.0
-    for x in wanted:  # values it cannot tell about, whatever the gold holds
-        size_x = abs(x)
-        if 0 < size_x < tiny or (type(x) is int and size_x >= _EXACT_FLOAT_INT):
-            return False
-    numbers = _gold_numbers(gold_bags)
-    if numbers is None:
-        return False
-    if not numbers:
+    wanted = []  # the finite numbers, once checked for values it cannot tell about
+    for x in set(chain.from_iterable(pred_left)):
+        kind = type(x)
+        if kind is float or kind is int:
+            if x - x == 0:
+                size_x = abs(x)
+                if 0 < size_x < tiny or (kind is int and size_x >= _EXACT_FLOAT_INT):
+                    return False
+                wanted.append(x)
+        elif kind not in _CONVERTED_TYPES:
+            return False  # a decimal's canonical form that is no float
+    if not wanted:
         return True
+    if isinstance(gold, tuple):  # one row: every number, one by one
+        numbers = _row_numbers((gold,))
+        if numbers is None:
+            return False
+        for x in wanted:
+            size_x = abs(x)
+            for y in numbers:
+                if y != x:
+                    size_y = abs(y)
+                    if 0 < size_y < tiny or abs(y - x) <= 2.0 * (
+                        rel_tol * (size_x + size_y) + abs_tol
+                    ):
+                        return False
+        return True
+    found = _gold_numbers(gold)
+    if found is None:
+        return False
+    floats, decimals = found
+    last = len(floats) - 1
     for x in wanted:
         size_x = abs(x)
-        i = bisect_left(numbers, x)
-        for y in numbers[i - 1 if i else 0 : i + 2]:  # the neighbours (and x, or one more)
-            if y != x:
-                size_y = abs(y)
-                bound = 2.0 * (rel_tol * (size_x + size_y) + abs_tol)
-                if 0 < size_y < tiny or abs(y - x) <= bound:
-                    return False
+        near: list[float] = []
+        if floats:
+            i = bisect_left(floats, x)
+            if i:
+                near.append(floats[i - 1])  # the nearest below
+            j = bisect_right(floats, x, i)
+            if j <= last:
+                near.append(floats[j])  # the nearest above
+        if decimals:
+            key = decimal.Decimal(x)  # exact
+            i, j = bisect_left(decimals, key), bisect_right(decimals, key)
+            for d in (decimals[i - 1 : i] if i else []) + decimals[j : j + 1]:
+                number = float(d)
+                if number == x:
+                    return False  # another decimal's float is x: its neighbours unknown
+                near.append(number)
+        for y in near:
+            size_y = abs(y)
+            if 0 < size_y < tiny or abs(y - x) <= 2.0 * (rel_tol * (size_x + size_y) + abs_tol):
+                return False
     return True
 
 
@@ -450,13 +590,13 @@ def _outright_applies(pred_rows: Rows, gold_rows: Rows, row_policy: str) -> bool
 
 
 def _cell_types(pred_rows: Rows, gold_rows: Rows) -> tuple[set[type], _Bags]:
-    """The types of every cell of both sides, and the gold's cells as bags of values with
-    the types each holds (its columns; one row's values as one bag) for `_gold_numbers`."""
+    """The types of every cell of both sides, and the gold's columns with the types each
+    holds (none for one row: `_one_row` reads it as a row) for `_gold_numbers`."""
     types = set(map(type, chain.from_iterable(pred_rows)))
     if len(gold_rows) == 1:
-        bags: _Bags = [(gold_rows[0], set(map(type, gold_rows[0])))]
-    else:
-        bags = [(column, set(map(type, column))) for column in zip(*gold_rows, strict=True)]
+        types.update(map(type, gold_rows[0]))
+        return types, []
+    bags: _Bags = [(column, set(map(type, column))) for column in zip(*gold_rows, strict=True)]
     for _, held in bags:
         types |= held
     return types, bags
