@@ -94,3 +94,41 @@ def test_a_run_without_databases_imports_no_engine_code(tmp_path: Path) -> None:
     base = {f"queryeval.engines.{m}" for m in light}
     assert [m for m in loaded if m not in base] == []
     assert (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_collecting_a_runs_columns_loads_no_numpy() -> None:
+    """A run's rows are collected (and its scorers' error shares counted) without numpy,
+    which only the summary's tables and intervals need."""
+    code = (
+        "from queryeval.stats import RunColumns\ncolumns = RunColumns(['s'])\n"
+        "for i, status in enumerate(['ok', 'error', 'unscored', 'error']):\n"
+        "    columns.add({'system': 's', 'case_id': f'c{i}', 'passed': 1, 'latency_s': 0.5,\n"
+        "                 'scores': {'m': {'status': status, 'value': 1.0}}})\n"
+        "assert columns.system('s').scorers['m'].error_count() == (2, 4)\n"
+    )
+    assert loaded_after(code) == []
+
+
+def test_the_command_reads_no_entry_points_for_pydantic() -> None:
+    """`queryeval` turns pydantic's plugin search off (a read of every installed
+    distribution's metadata before its first model) unless the environment says otherwise."""
+    code = (
+        "import importlib.metadata as metadata, json, sys\nasked = []\n"
+        "real = metadata.entry_points\n"
+        "def entry_points(**params):\n    asked.append(params.get('group'))\n"
+        "    return real(**params)\n"
+        "metadata.entry_points = entry_points\n"
+        "import queryeval.cli\nsys.argv = ['queryeval', '--help']\n"
+        "try:\n    queryeval.cli.main()\nexcept SystemExit:\n    pass\n"
+        "from pydantic import BaseModel\nclass M(BaseModel):\n    x: int\n"
+        "print(json.dumps(asked), file=sys.stderr)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    for setting, searched in ((None, False), ("", True)):
+        if setting is not None:
+            env["PYDANTIC_DISABLE_PLUGINS"] = setting
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        )
+        asked = json.loads(out.stderr.strip().splitlines()[-1])
+        assert ("pydantic" in asked) is searched

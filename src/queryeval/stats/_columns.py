@@ -4,6 +4,9 @@ Records arrive from the run as it goes, from results.jsonl on resume, or as bloc
 forked workers of a large run. Each is reduced to a row of typed arrays (a few bytes a
 record instead of a dict of dicts), blocks are joined by plain concatenation, and
 `finish` puts the rows in case order, so every source gives the same summary.
+
+Collecting needs no numpy (a process that only checks a suite, or collects a run's rows,
+does not import it); `finish` and the tables it makes use it.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import numpy as np
-
 if TYPE_CHECKING:
+    import numpy as np
+
     from queryeval.cases import Case, Score
     from queryeval.scorers import Scorer
 
@@ -147,10 +150,8 @@ class ScorerColumns:
 
     def error_count(self) -> tuple[int, int]:
         """(rows whose scorer broke (`error`), rows that have a score of this scorer)."""
-        status = np.frombuffer(self.status, dtype=np.int8) if len(self.status) else None
-        if status is None:
-            return 0, 0
-        return int(np.count_nonzero(status == ERROR)), int(np.count_nonzero(status != ABSENT))
+        status = self.status
+        return status.count(ERROR), len(status) - status.count(ABSENT)
 
     def extend(self, other: ScorerColumns, offset: int) -> None:
         """Append another block's rows (it starts at row `offset` here)."""
@@ -282,11 +283,15 @@ class ScorerTable:
     @property
     def ok(self) -> np.ndarray:
         """Rows whose score has a value that counts (failures included: they count 0)."""
+        import numpy as np
+
         return (self.status == OK) & ~np.isnan(self.values)
 
     @property
     def failed(self) -> np.ndarray:
         """Rows that are the system's failures."""
+        import numpy as np
+
         mask = np.zeros(len(self.status), dtype=bool)
         if self.failures:
             mask[np.fromiter((r for r, _ in self.failures), dtype=np.int64)] = True
@@ -310,6 +315,8 @@ class SystemTable:
 
 
 def _take(column: array[Any], dtype: type, rows: np.ndarray, n: int, pad: float) -> np.ndarray:
+    import numpy as np
+
     data: np.ndarray = (
         np.frombuffer(column, dtype=dtype) if len(column) else np.empty(0, dtype=dtype)
     )
@@ -329,6 +336,8 @@ def _reorder(sparse: dict[int, T], new_row: dict[int, int] | None) -> list[tuple
 
 def finish(columns: SystemColumns, cases: Sequence[Case]) -> SystemTable:
     """The rows whose case is known, in case order."""
+    import numpy as np
+
     n = len(columns)
     case_ids = [c.id for c in cases]
     new_row: dict[int, int] | None = None
