@@ -54,6 +54,7 @@ from queryeval.engines import KqlSchema, KqlValidator, KqlValidatorError  # noqa
 from queryeval.engines._base import Limits  # noqa: E402
 from queryeval.engines._kql import KqlEngine  # noqa: E402
 from queryeval.engines._kql_externaldata import ExternalData, synthetic_rows  # noqa: E402
+from queryeval.engines._kql_functions import REFUSED_MARKER  # noqa: E402
 
 SOURCES = ("nl2kql_sentinel", "nl2kql_defender", "m365d", "docs_all")
 _DUCKDB_TYPES = {"string": "VARCHAR", "datetime": "TIMESTAMP", "real": "DOUBLE",
@@ -169,6 +170,8 @@ def construct_of(kind: str, message: str) -> str:
         return _NETWORK
     if let_only(message):
         return _LET_ONLY
+    if message.startswith(REFUSED_MARKER):  # a run-time or translation refusal: its subject
+        return "refused: " + re.split(r"\(\)|:", message[len(REFUSED_MARKER) :])[0].strip()[:60]
     match = _CONSTRUCT.search(message)
     if match:
         name = match.group(1) or match.group(2)

@@ -104,9 +104,14 @@ def test_a_scalar_function_with_its_own_lets_is_unsupported_not_an_engine_error(
     assert "scalar stored function" in refused(kql, query)
 
 
-def test_parse_user_agent_is_unsupported(kql: KqlEngine) -> None:
-    # Kusto's patterns are not published: its docs' answers cannot be reproduced
+def test_functions_whose_answers_cannot_be_kustos_are_refused_with_why(kql: KqlEngine) -> None:
+    # parse_user_agent: Kusto's patterns are not published (its docs' first example)
     query = ('print useragent = "Mozilla/5.0 (Windows; U; en-US) AppleWebKit/531.9 (KHTML, '
              'like Gecko) AdobeAIR/2.5.1"\n'
              '| extend x = parse_user_agent(useragent, "browser")')  # fmt: skip
-    assert "parse_user_agent" in refused(kql, query)
+    assert "patterns are Kusto's own" in refused(kql, query)
+    # series_decompose_anomalies / _forecast: the docs name the steps, not the arithmetic
+    for call in ("series_decompose_anomalies(s, 1.5, -1, 'linefit')",
+                 "series_decompose_forecast(s, 3)"):  # fmt: skip
+        message = refused(kql, f"print s = dynamic([1, 2, 3, 40, 5, 6])\n| extend r = {call}")
+        assert "cannot be reproduced exactly" in message

@@ -309,7 +309,38 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
                (), "queryeval: a special form of duckdb-kql, summarized")
         for name in _SPECIAL_ONLY
     ]  # fmt: skip
+    scalars += [_refused_row(functions, name, why) for name, why in UNREPRODUCIBLE.items()]
     return scalars, aggregates
+
+
+# Functions whose answers cannot be Kusto's: refused when the query is translated, with why
+# (duckdb-kql's own message would be "no DuckDB mapping in this wave", as if one were coming).
+_ANOMALY_DOCS = (
+    "Kusto's docs name the steps (series_decompose, series_outliers' Tukey fence, "
+    "series_periods_detect) but not the arithmetic (the percentile interpolation, the score "
+    "scaling, the period detection), so its values cannot be reproduced exactly"
+)
+UNREPRODUCIBLE = {
+    "series_decompose_anomalies": _ANOMALY_DOCS,
+    "series_decompose_forecast": _ANOMALY_DOCS,
+    "series_decompose": _ANOMALY_DOCS,
+    "series_outliers": _ANOMALY_DOCS,
+    "series_periods_detect": _ANOMALY_DOCS,
+    "parse_user_agent": "its user-agent patterns are Kusto's own, not published",
+    "geo_info_from_ip_address": "it reads Kusto's own geolocation database",
+}
+
+
+def _refused_row(functions: Any, name: str, why: str) -> Any:
+    """A FunctionSpec whose every call is refused at translation (`unsupported`)."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Refused(functions.FunctionSpec):
+        def render(self, args: list[str]) -> str:
+            raise ValueError(f"{REFUSED_MARKER} {name}() cannot be Kusto's: {why}")
+
+    return Refused(name, "template", "", (), (), "queryeval: refused")
 
 
 def defaulted(spec: Any, defaults: tuple[str, ...]) -> Any:
