@@ -19,12 +19,9 @@ def load_baseline(
     before anything runs when a gate needs a baseline and there is none, when the baseline
     did not finish, or when its systems cannot be paired with the suite's."""
     needing = [g for g in suite.gates if parse_gate(g).needs_baseline]
-    if override is not None:
-        path: Path | None = Path(override)
-    elif suite.baseline is not None:
+    path = Path(override) if override is not None else None
+    if path is None and suite.baseline is not None:
         path = suite.resolve(suite.baseline.run)
-    else:
-        path = None
     if path is None:
         if needing:
             raise InputError(
@@ -58,14 +55,8 @@ def compare_with_baseline(
     from queryeval.stats import compare_records
 
     cfg = suite.baseline
-    comparison = compare_records(
-        baseline.records,
-        records,
-        systems=(cfg.systems or None) if cfg else None,
-        metrics=(cfg.metrics or None) if cfg else None,
-        alpha=cfg.alpha if cfg else 0.05,
-        seed=suite.seed,
-        label_a=str(baseline.path or baseline.label),
-        label_b=str(out_dir),
-    )
-    return comparison.as_dict()
+    return compare_records(
+        baseline.records, records, systems=(cfg.systems or None) if cfg else None,
+        metrics=(cfg.metrics or None) if cfg else None, alpha=cfg.alpha if cfg else 0.05,
+        seed=suite.seed, label_a=str(baseline.path or baseline.label), label_b=str(out_dir),
+    ).as_dict()  # fmt: skip

@@ -1,22 +1,10 @@
-"""A suite checked before anything runs (`validate`, and the start of `run`): everything it
-references exists and every option can be honoured. Each problem is an InputError naming
-the file, the line and what was expected (exit code 2); a run never starts on a
-configuration it cannot honour.
-
-Checked here, beyond what the suite model checks when it is read (types, unknown keys,
-thresholds in [0, 1], typed settings):
-
-- databases: a known engine, where it lives (the file or fixture seed exists), typed
-  options meant for that engine;
-- the comparison policy (suite and cases): known keys, typed values (`1e-9` a number,
-  `rows` / `columns` one of their choices);
-- the judge and embeddings sections, reports, the baseline run;
-- each scorer's configuration (`Scorer.config_problems`: databases it names, files it
-  reads) and its inputs (`Scorer.check_inputs`: gold queries that must parse ...);
-- gates: readable, naming a metric the scorers report, bounds of means in [0, 1], a
-  baseline for relative gates;
-- cases: databases they name exist; every case has a database when a scorer runs queries.
-"""
+"""A suite checked before anything runs (`validate`, the start of `run`): everything it names
+exists and every option can be honoured, beyond what the suite model checks when read:
+databases (engine, place, options; a local file opens), the comparison policy (suite and
+cases), judge, embeddings, reports, the baseline run, each scorer's configuration and
+inputs, gates (a metric the scorers report, a share's bound in [0, 1], a baseline for a
+relative one), and each case's databases. Each problem is an InputError naming the file,
+the line and what was expected (exit code 2)."""
 
 from __future__ import annotations
 
@@ -38,8 +26,9 @@ if TYPE_CHECKING:
 Loc = tuple[str | int, ...]
 Problems = Iterator[tuple[Loc, str]]  # (place in the suite file, what is wrong and expected)
 Places = Mapping[str, tuple[Path, int | None]]
-_COUNTS = {"system_errors", "cases"}  # gate metrics that are counts, not shares
 GOLD_PRECHECK = 5  # golds per database run before a run: all failing stops it
+# gold failures that say the database or its engine is unusable, as the message words them
+_UNUSABLE = {"engine_error": "an engine error", "schema": "a schema error"}
 
 
 def suite_error(suite: SuiteConfig, loc: Loc, message: str) -> InputError:
@@ -50,24 +39,16 @@ def suite_error(suite: SuiteConfig, loc: Loc, message: str) -> InputError:
     return InputError(message, path=suite.source, line=suite.line_of(loc), where=where or None)
 
 
-def case_error(case_id: str, places: Places, where: str, message: str) -> InputError:
-    """An InputError at the case's place in its file."""
-    path, line = places.get(case_id, (None, None))
-    return InputError(message, path=path, line=line, where=f"case {case_id}: {where}")
-
-
 def _model(at: Loc, model: type[BaseModel], data: Any) -> Problems:
-    """The first problem of `data` as a `model` (a misspelt key before the field it missed),
-    at `at` plus the field's place."""
+    """The first problem of `data` as a `model` (a misspelt key before the field it missed)."""
     try:
         model.model_validate(data if data is not None else {})
     except ValidationError as exc:
         first = min(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
-        loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
         message = str(first["msg"])
         if first["type"] == "extra_forbidden":
             message = f"unknown option; expected some of {', '.join(model.model_fields)}"
-        yield (*at, *loc), message
+        yield (*at, *(p for p in first["loc"] if isinstance(p, str | int))), message
 
 
 def check_suite(
@@ -80,9 +61,10 @@ def check_suite(
 ) -> None:
     """Every check of the module docstring; the first problem raises. `baseline`: a baseline
     run is given on the command line (relative gates need one)."""
+    from queryeval.runner._plan import cache_dir
     from queryeval.scorers import ScoringContext
 
-    ctx = ScoringContext(suite, cache_dir=_cache_dir(suite))  # the checks' engines, closed after
+    ctx = ScoringContext(suite, cache_dir=cache_dir(suite))  # the run's caches; closed after
     try:
         for loc, message in itertools.chain(
             _databases(suite, ctx),
@@ -92,20 +74,19 @@ def check_suite(
             _gates(suite, scorers, baseline=baseline or suite.baseline is not None),
         ):  # fmt: skip
             raise suite_error(suite, loc, message)
-        if cases:
-            for case_id, where, message in _cases(suite, scorers, cases, ctx):
-                raise case_error(case_id, places or {}, where, message)
-            for i, scorer in enumerate(scorers.values()):
-                for loc, message in scorer.dataset_problems(cases):
-                    raise suite_error(suite, ("scorers", i, *loc), message)
+        for case_id, where, message in _cases(suite, scorers, cases, ctx):
+            path, line = (places or {}).get(case_id, (None, None))
+            raise InputError(message, path=path, line=line, where=f"case {case_id}: {where}")
+        for i, scorer in enumerate(scorers.values() if cases else ()):
+            for loc, message in scorer.dataset_problems(cases):
+                raise suite_error(suite, ("scorers", i, *loc), message)
     finally:
         ctx.close()
 
 
 def _databases(suite: SuiteConfig, ctx: Any) -> Problems:
-    """Each database: a known engine, its place and options; then each given as a local
-    file opens and its catalog reads (a file that is not a database would leave every case
-    unscored)."""
+    """Each database: a known engine, its place and options; each local file opens and its
+    catalog reads (a file that is not a database would leave every case unscored)."""
     if not suite.databases:  # engines not imported for a suite without one
         return
     from queryeval.engines import database_problem
@@ -114,7 +95,6 @@ def _databases(suite: SuiteConfig, ctx: Any) -> Problems:
         if (problem := database_problem(config, suite.base_dir)) is not None:
             yield ("databases", name, *problem[0]), problem[1]
     for name, expected in _files(suite).items():
-        why = None
         try:
             if suite.databases[name].path:
                 ctx.engine(name).cached_schema()
@@ -122,7 +102,6 @@ def _databases(suite: SuiteConfig, ctx: Any) -> Problems:
             raise
         except Exception as exc:  # the engine's own error, whatever its library
             why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        if why is not None:
             yield (
                 ("databases", name, "path"),
                 f"cannot read the database: {why}; expected {expected}",
@@ -130,8 +109,8 @@ def _databases(suite: SuiteConfig, ctx: Any) -> Problems:
 
 
 def _files(suite: SuiteConfig) -> dict[str, str]:
-    """The databases this process opens itself (a local file or fixture, `EngineKind.file`),
-    with what their `path` is; the others are servers."""
+    """The databases this process opens itself (`EngineKind.file`), with what their `path`
+    is; the others are servers."""
     if not suite.databases:  # no engine code to import
         return {}
     from queryeval.engines import engine_kind_entry
@@ -140,26 +119,20 @@ def _files(suite: SuiteConfig) -> dict[str, str]:
     return {n: f for n, c in suite.databases.items() if (f := kinds[c.engine]) is not None}
 
 
-# gold failures that say the database or its engine is unusable (a gold is taken as right:
-# one whose tables are all missing reads another database), as the message words them
-_UNUSABLE = {"engine_error": "an engine error", "schema": "a schema error"}
-
-
 def gold_queries(
     suite: SuiteConfig, cases: Sequence[Case], ctx: Any, only: Collection[str] | None = None
 ) -> Iterator[tuple[Case, int, str, Query]]:
-    """Each gold query of `cases` with its position and the database of the suite it runs
-    on (its own, else the case's); golds on no database of the suite, or on one not in
-    `only`, are left out. The one walk over the golds of `validate`, `run` and `selftest`."""
+    """Each gold query of `cases`, its position and the suite's database it runs on (its
+    own, else the case's); golds on no database of the suite (or not in `only`) left out."""
     from queryeval.scorers.execution import case_database, target_query
 
     for case in cases:
         fallback = case_database(case, None, ctx)
         for index, target in enumerate(case.targets):
-            query = target_query(target)
-            name = (query.database or fallback) if query is not None else None
-            if query is not None and name in suite.databases and (only is None or name in only):
-                yield case, index, str(name), query
+            if (query := target_query(target)) is not None:
+                name = query.database or fallback
+                if name in suite.databases and (only is None or name in only):
+                    yield case, index, str(name), query
 
 
 def gold_problem(
@@ -169,57 +142,53 @@ def gold_problem(
     limit: int | None,
     only: Collection[str] | None = None,
 ) -> None:
-    """InputError when every gold query of a database (the first `limit` of them; None:
-    all) fails with an engine or a schema error (a table it reads missing; schema errors
-    only from two golds on, one being that gold's own mistake): the evaluator
-    cannot score a single case there, a configuration that cannot be honoured (at the
-    database's entry of the suite). `only`: the databases to try (None: every one)."""
-    tried: dict[str, list[str]] = {}  # database -> the failures of its golds so far
-    kinds: dict[str, set[str]] = {}  # database -> the kinds of those failures
+    """InputError at a database's entry when every gold query tried there (the first
+    `limit`; None: all) fails with an engine or a schema error (a schema error from two golds
+    on: one is that gold's own mistake): no case could be scored there. `only`: the
+    databases to try (None: every one)."""
+    failures: dict[str, list[tuple[str, str]]] = {}  # database -> (kind, failure) of its golds
     done: set[str] = set()  # databases with a gold that ran, or `limit` golds tried
     for case, _, name, query in gold_queries(suite, cases, ctx, only):
         if name in done:
             continue
         run = ctx.gold_execution(name, query.text)
-        failures = tried.setdefault(name, [])
+        mine = failures.setdefault(name, [])
         if run.ok or run.outcome.kind not in _UNUSABLE:
             done.add(name)
             continue
-        kinds.setdefault(name, set()).add(run.outcome.kind)
-        failures.append(f"case {case.id}: {run.outcome.message.splitlines()[0][:200]}")
-        if limit is not None and len(failures) >= limit:
+        mine.append(
+            (run.outcome.kind, f"case {case.id}: {run.outcome.message.splitlines()[0][:200]}")
+        )
+        if limit is not None and len(mine) >= limit:
             done.add(name)
-    for name, failures in tried.items():
-        if failures and (name not in done or len(failures) == limit):
-            found = kinds[name]
-            if found == {"schema"} and len(failures) < 2:
-                continue  # one gold naming a missing table is that gold's, not the database's
-            what = _UNUSABLE[min(found)] if len(found) == 1 else "an engine or schema error"
-            raise suite_error(
-                suite,
-                ("databases", name),
-                f"every gold query tried on database {name!r} fails with {what} "
-                f"({len(failures)} tried; first: {failures[0]}): the engine or "
-                "the database cannot be used, so no case could be scored",
-            )
+    for name, mine in failures.items():
+        kinds = {kind for kind, _ in mine}
+        if (
+            not mine
+            or (name in done and len(mine) != limit)
+            or (kinds == {"schema"} and len(mine) < 2)
+        ):
+            continue
+        what = _UNUSABLE[min(kinds)] if len(kinds) == 1 else "an engine or schema error"
+        raise suite_error(suite, ("databases", name),
+                          f"every gold query tried on database {name!r} fails with {what} "
+                          f"({len(mine)} tried; first: {mine[0][1]}): the engine or the "
+                          "database cannot be used, so no case could be scored")  # fmt: skip
 
 
 def server_gold_problem(
     suite: SuiteConfig, scorers: Iterable[Scorer], cases: Sequence[Case], ctx: Any
 ) -> None:
-    """`gold_problem` for the databases served by a server (started by the run, or reached
-    by URL: ArcadeDB, Neo4j, PostgreSQL, SQLAlchemy, Kusto), on the first `GOLD_PRECHECK`
-    golds of `cases`, run with the run's own context `ctx` (the servers it starts and the
-    gold results it keeps are the run's: nothing is started twice). When it raises, `ctx`
-    is closed (the run stops there)."""
+    """`gold_problem` for the databases behind a server, on the first `GOLD_PRECHECK` golds
+    of `cases`, with the run's own context `ctx` (nothing started twice); closed when it
+    raises (the run stops there)."""
     servers = set(suite.databases) - set(_files(suite))
-    if not servers or not any(s.needs_database for s in scorers):
-        return
-    try:
-        gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=servers)
-    except BaseException:
-        ctx.close()
-        raise
+    if servers and any(s.needs_database for s in scorers):
+        try:
+            gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=servers)
+        except BaseException:
+            ctx.close()
+            raise
 
 
 def _sections(suite: SuiteConfig) -> Problems:
@@ -231,7 +200,7 @@ def _sections(suite: SuiteConfig) -> Problems:
     for i, system in enumerate(suite.systems):
         if system.predictions and not (path := suite.resolve(system.predictions)).is_file():
             yield ("systems", i, "predictions"), f"predictions file not found: {path}"
-    if (problem := policy_problem(suite.comparison)) is not None:
+    if suite.comparison and (problem := policy_problem(suite.comparison)) is not None:
         yield ("comparison", *problem[0]), problem[1]
     if suite.judge is not None:
         from queryeval.judges import JudgeConfig
@@ -244,47 +213,34 @@ def _sections(suite: SuiteConfig) -> Problems:
         from queryeval.embeddings import EmbeddingsConfig
 
         yield from _model(("embeddings",), EmbeddingsConfig, suite.embeddings)
-    kinds = report_kinds()
     for i, report in enumerate(suite.reports):
-        model = report_options_model(report.kind) if report.kind in kinds else None
-        if report.kind not in kinds:
-            yield (
-                ("reports", i),
-                f"unknown report kind {report.kind!r}; expected one of {', '.join(kinds)}",
-            )
-        elif report.options and model is None:
+        try:  # the kind itself asked: the installed plugins are listed only for an unknown one
+            model = report_options_model(report.kind)
+        except KeyError:
+            kinds = ", ".join(report_kinds())
+            yield ("reports", i), f"unknown report kind {report.kind!r}; expected one of {kinds}"
+            continue
+        if report.options and model is None:
             yield ("reports", i, "options"), f"the {report.kind} report takes no options"
-        elif report.options and model is not None:
+        elif report.options:
             yield from _model(("reports", i, "options"), model, report.options)
-    if (
-        suite.baseline is not None
-        and not (run := suite.resolve(suite.baseline.run) / SUMMARY).is_file()
-    ):
-        yield ("baseline", "run"), f"baseline run not found (no {SUMMARY} in {run.parent})"
-
-
-def metric_names(scorers: Mapping[str, Scorer]) -> tuple[set[str], bool]:
-    """(every metric a gate may name, whether some scorer cannot say its sub-metrics)."""
-    names = {"pass_rate", "system_errors", "cases"}
-    open_ended = False
-    counts: dict[str, int] = {}
-    for label, scorer in scorers.items():
-        names |= {label, f"{label}.mean", f"{label}.pass_rate", f"{label}.unscored_share"}
-        subs = scorer.sub_metrics()
-        open_ended = open_ended or subs is None
-        names |= {f"{label}.{s}" for s in subs or ()}
-        for s in subs or ():
-            counts[s] = counts.get(s, 0) + 1
-    names |= {s for s, n in counts.items() if n == 1}  # a bare name unique across scorers
-    return names, open_ended
+    run = suite.resolve(suite.baseline.run) if suite.baseline is not None else None
+    if run is not None and not (run / SUMMARY).is_file():
+        yield ("baseline", "run"), f"baseline run not found (no {SUMMARY} in {run})"
 
 
 def _gates(suite: SuiteConfig, scorers: Mapping[str, Scorer], *, baseline: bool) -> Problems:
-    """Each gate readable, naming a metric the scorers report, a share's bound in [0, 1],
-    a baseline for a relative gate."""
+    """Each gate readable, naming a metric the scorers report (a bare sub-metric name when
+    one scorer alone reports it), a share's bound in [0, 1], a baseline for a relative one."""
     from queryeval.stats import parse_gate
 
-    known, open_ended = metric_names(scorers)
+    known, open_ended, subs = {"pass_rate", "system_errors", "cases"}, False, []
+    for label, scorer in scorers.items():
+        known |= {label, *(f"{label}.{m}" for m in ("mean", "pass_rate", "unscored_share"))}
+        open_ended = open_ended or (mine := scorer.sub_metrics()) is None
+        subs += list(mine or ())
+        known |= {f"{label}.{s}" for s in mine or ()}
+    known |= {s for s in subs if subs.count(s) == 1}
     for i, text in enumerate(suite.gates):
         try:
             gate = parse_gate(text)
@@ -293,19 +249,16 @@ def _gates(suite: SuiteConfig, scorers: Mapping[str, Scorer], *, baseline: bool)
             continue
         share = gate.metric == "pass_rate" or gate.metric in scorers or gate.metric.endswith(
             (".mean", ".pass_rate", ".unscored_share"))  # fmt: skip
-        if gate.metric not in known and not (
-            open_ended and gate.metric.partition(".")[0] not in _COUNTS
-        ):
+        counts = gate.metric.partition(".")[0] in ("system_errors", "cases")
+        if gate.metric not in known and not (open_ended and not counts):
             shown = ", ".join(sorted(known))
             yield (
                 ("gates", i),
                 f"unknown metric {gate.metric!r} in gate {text!r}; expected one of {shown}",
             )
         elif share and not gate.needs_baseline and not 0 <= gate.bound <= 1:
-            yield (
-                ("gates", i),
-                f"gate {text!r} compares a share with {gate.bound:g}; expected a bound in [0, 1]",
-            )
+            yield ("gates", i), (f"gate {text!r} compares a share with {gate.bound:g}; expected a "
+                                 "bound in [0, 1]")  # fmt: skip
         elif gate.needs_baseline and not baseline:
             yield ("gates", i), (f"gate {text!r} compares with a baseline run; expected "
                                  "'baseline:' in the suite or --baseline RUN_DIR")  # fmt: skip
@@ -315,26 +268,24 @@ def _cases(
     suite: SuiteConfig, scorers: Mapping[str, Scorer], cases: Sequence[Case], ctx: Any
 ) -> Iterator[tuple[str, str, str]]:
     """(case id, place in the case, what is wrong and expected) of each case problem: a
-    database named that the suite does not have, a comparison policy, no database for a
-    scorer that runs queries, the scorers' input checks; and every tried gold of a local
-    database failing (`gold_problem`) raises."""
+    database the suite does not have, a comparison policy, no database for a scorer that
+    runs queries, the scorers' input checks; every tried gold of a local database failing
+    (`gold_problem`) raises."""
     from queryeval.scorers import policy_problem
     from queryeval.scorers.execution import case_database
 
     databases = suite.databases
+    unknown = f"; the suite has: {', '.join(databases) or 'none'}"
     needing = [s for s in scorers.values() if s.needs_database]
     for case in cases:
         for i, target in enumerate(case.targets):
-            named = getattr(target.query, "database", None)
-            if named and named not in databases:
+            if (named := getattr(target.query, "database", None)) and named not in databases:
                 where = "target" if i == 0 else f"alternatives[{i - 1}]"
-                yield case.id, f"{where}.query.database", _unknown_database(named, suite)
-        named = case.metadata.get("database")
-        if named is not None and str(named) not in databases:
-            yield case.id, "metadata.database", _unknown_database(named, suite)
-        if (policy := case.metadata.get("comparison")) is not None and (
-            problem := policy_problem(policy)
-        ) is not None:
+                yield case.id, f"{where}.query.database", f"unknown database {named!r}{unknown}"
+        if (named := case.metadata.get("database")) is not None and str(named) not in databases:
+            yield case.id, "metadata.database", f"unknown database {named!r}{unknown}"
+        policy = case.metadata.get("comparison")
+        if policy is not None and (problem := policy_problem(policy)) is not None:
             yield case.id, ".".join(["metadata.comparison", *map(str, problem[0])]), problem[1]
         for scorer in needing:
             if (
@@ -342,15 +293,14 @@ def _cases(
                 and case_database(case, scorer.database_option, ctx) is None
             ):
                 expected = (
-                    "a 'databases:' entry in the suite"
-                    if not databases
-                    else "metadata.database, a 'database' on the gold query, or the scorer's "
+                    "a 'databases:' entry in the suite" if not databases else
+                    "metadata.database, a 'database' on the gold query, or the scorer's "
                     f"'database' option (the suite has {', '.join(databases)})"
-                )
+                )  # fmt: skip
                 yield case.id, "database", (
                     f"scorer {scorer.label!r} runs queries but no database is named for this "
                     f"case; expected {expected}")  # fmt: skip
-    if needing:  # the first golds of each local database: all failing stops the run
+    if needing and cases:  # the first golds of each local database: all failing stops the run
         gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=_files(suite))
     for scorer in scorers.values():
         for case in cases:
@@ -359,48 +309,27 @@ def _cases(
             except InputError as exc:
                 if exc.path is not None:
                     raise
-                found = (exc.where or "").removeprefix(f"case {case.id}: "), exc.message
-            else:
-                continue
-            yield case.id, *found
+                yield case.id, (exc.where or "").removeprefix(f"case {case.id}: "), exc.message
 
 
 def live_problem(
     suite: SuiteConfig, systems: Sequence[Any], cases: Sequence[Case], *, probe: bool = True
 ) -> None:
-    """What `run` finds only once it calls its live systems, found before (for `validate`):
-    a model's or service's key variable not set, and with `probe`, one small request each
-    (`probe` of the system): a server refusing every connection, a refused key, an unknown
-    model or URL, a service's `output:` that resolves on none of its replies. InputError at
-    the system's entry of the suite."""
+    """What `run` finds only once it calls its live systems, for `validate`: a model's or
+    service's key variable not set, and with `probe` one small request each (a server
+    refusing connections, a refused key, an unknown model or URL, a service's `output:`
+    that resolves on none of its replies). InputError at the system's entry of the suite."""
     names = [c.name for c in suite.systems]
     for system in systems:
         live = system.callable
-        kind = getattr(live, "kind", None)
-        if kind not in ("model", "endpoint"):
+        if (kind := getattr(live, "kind", None)) not in ("model", "endpoint"):
             continue  # saved predictions, callables: nothing to reach
-        index = names.index(system.group or system.name)
-        why = live.setup_problem()
-        if why is not None:
-            raise suite_error(suite, ("systems", index, kind, "api_key_env"), why)
-        why = live.probe(cases) if probe else None
-        if why is not None:
+        at: Loc = ("systems", names.index(system.group or system.name), kind)
+        if (why := live.setup_problem()) is not None:
+            raise suite_error(suite, (*at, "api_key_env"), why)
+        if (why := live.probe(cases) if probe else None) is not None:
             key = "output" if why.startswith("output:") else "url" if kind == "endpoint" else None
-            loc = ("systems", index, kind, *((key,) if key else ()))
-            raise suite_error(suite, loc, why)
-
-
-def _cache_dir(suite: SuiteConfig) -> Path:
-    """The suite's cache folder (as the run's): fixtures and gold results built while
-    checking are the run's."""
-    from queryeval.runner._run import cache_dir
-
-    return cache_dir(suite)
-
-
-def _unknown_database(name: Any, suite: SuiteConfig) -> str:
-    known = ", ".join(suite.databases) or "none"
-    return f"unknown database {name!r}; the suite has: {known}"
+            raise suite_error(suite, (*at, *((key,) if key else ())), why)
 
 
 def load_suite(path: str | Path) -> SuiteConfig:

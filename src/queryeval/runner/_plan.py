@@ -98,11 +98,10 @@ def plan_run(
     baseline: bool = False,
     selection: CaseSelection | None = None,
 ) -> RunPlan:
-    """Load and check everything a run needs (see `queryeval.runner._check`); InputError on
-    any bad input, before anything runs. With `lazy`, cases and predictions are left for the
-    sharded workers to load and check; `baseline`: a baseline run is given on the command
-    line; `selection`: run
-    a subset (every case is still loaded and checked, and so are the predictions)."""
+    """Load and check everything a run needs (`runner._check`): InputError on any bad
+    input, before anything runs. `lazy`: cases and predictions are left for the sharded
+    workers; `baseline`: one is given on the command line; `selection`: a subset is run
+    (every case and prediction is still loaded and checked)."""
     from queryeval.runner._check import check_suite
 
     places: dict[str, tuple[Path, int | None]] = {}
@@ -110,8 +109,7 @@ def plan_run(
         cases = [] if lazy else load_cases(suite.cases, suite.base_dir, places)
     if not cases and not lazy:
         raise InputError("no cases matched", path=suite.source, where="cases")
-    scorers = build_scorers(suite)
-    if not scorers:
+    if not (scorers := build_scorers(suite)):
         raise InputError("no scorers configured (add 'scorers:' or a 'preset:')", path=suite.source)
     check_suite(suite, scorers, cases, places, baseline=baseline)
     check_systems(suite)
@@ -119,22 +117,15 @@ def plan_run(
     files = list(case_files(suite.cases, suite.base_dir))
     files += [suite.resolve(cfg.predictions) for cfg in suite.systems if cfg.predictions]
     systems = system_runs(suite, cases, text_fields, lazy=lazy)
-    if selection is not None and not selection.everything:
+    subset = selection if selection is not None and not selection.everything else None
+    if subset is not None:
         if lazy:
             raise InputError("a subset of cases (--filter, --limit) is run unsharded")
-        cases = selection.apply(cases)
-    config_json = suite.model_dump_json(exclude=_NOT_HASHED)
-    return RunPlan(
-        suite=suite,
-        cases=cases,
-        scorers=scorers,
-        systems=systems,
-        config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
-        inputs_hash=_hash_files(files),
-        input_files=[str(p) for p in files],
-        lazy=lazy,
-        selection=None if selection is None or selection.everything else selection.describe(),
-    )
+        cases = subset.apply(cases)
+    config_hash = hashlib.sha256(suite.model_dump_json(exclude=_NOT_HASHED).encode())
+    inputs_hash, selected = _hash_files(files), subset.describe() if subset else None
+    return RunPlan(suite, cases, scorers, systems, config_hash.hexdigest(), inputs_hash,
+                   [str(p) for p in files], lazy, selected)  # fmt: skip
 
 
 def system_runs(
@@ -157,9 +148,8 @@ def system_runs(
             if lazy and not path.is_file():  # read later by the workers: checked here
                 raise InputError("cannot read predictions (no such file)", path=path)
             with bulk_allocation():
-                preds = (
-                    PredictionsFile(path, known, text_fields) if predictions and not lazy else None
-                )
+                read = predictions and not lazy
+                preds = PredictionsFile(path, known, text_fields) if read else None
             systems.append(SystemRun(cfg.name, {}, predictions=preds))
         elif cfg.callable:
             try:
@@ -168,16 +158,11 @@ def system_runs(
                 raise InputError(
                     exc.message, path=suite.source, where=f"systems[{i}].callable"
                 ) from None
-            for name, params in cfg.configurations():
-                systems.append(
-                    SystemRun(
-                        name,
-                        params,
-                        callable=CallableSystem(fn, params, cfg.timeout_s, text_fields),
-                        concurrency=cfg.concurrency,
-                        group=cfg.name,
-                    )
-                )
+            systems += [
+                SystemRun(name, params, callable=CallableSystem(fn, params, cfg.timeout_s,
+                          text_fields), concurrency=cfg.concurrency, group=cfg.name)
+                for name, params in cfg.configurations()
+            ]  # fmt: skip
         else:  # a model or an endpoint: queryeval calls it
             live = build_system(suite, i, cfg, cases)
             concurrency = getattr(live, "concurrency", cfg.concurrency)

@@ -8,37 +8,25 @@ from typing import Any
 
 
 class Progress:
-    """Counts finished work items and shows it."""
+    """Counts finished work items and shows them: a line every 10 % (a small run: at the
+    end) and at least every 10 s, or a bar on a terminal."""
 
     def __init__(self, total: int, label: str, enabled: bool = True) -> None:
-        self.total = total
-        self.done = 0
-        self.label = label
+        self.total, self.done, self.label = total, 0, label
         self.enabled = enabled and total > 0
         self.quiet_steps = total < 200  # small runs: one line at the end, not ten
         self._rich: Any = None
         self._task: Any = None
-        self._last_log = 0.0
-        self._last_pct = -1
+        self._last_log, self._last_pct = 0.0, -1
 
     def __enter__(self) -> Progress:
         if self.enabled and sys.stderr.isatty():
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-            from rich.progress import Progress as RichProgress
+            from rich import progress as rich
 
-            self._rich = RichProgress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                transient=False,
-            )
+            self._rich = rich.Progress(
+                "[progress.description]{task.description}", rich.BarColumn(),
+                rich.MofNCompleteColumn(), rich.TimeElapsedColumn(), rich.TimeRemainingColumn(),
+            )  # fmt: skip
             self._rich.__enter__()
             self._task = self._rich.add_task(self.label, total=self.total)
         elif self.enabled and not self.quiet_steps:

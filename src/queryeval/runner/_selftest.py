@@ -1,35 +1,24 @@
-"""Self-test of a suite: every gold is scored against its own case by the suite's scorers,
-as if a system had answered with it (the run's one loop, `runner._work.Worker`, with each
-gold as a system's output): execution scorers run the gold query, query-text scorers
-compare its text, Weaviate scorers its query, term selection its selection, keyword answers
-its answer, retrieval its relevant ids. The share of golds that get full marks from every
-scorer is the suite's ceiling; below 1.0 a gold is broken (fails, times out, is
-nondeterministic under the comparison policy, lacks a keyword it expects ...), or the
-metric cannot reach 1 (recall@k with more relevant ids than k).
-
-Scorers that ask a judge or compare embeddings are not self-tested (an answer is similar to
-itself by construction; a judge costs calls): the report names them. A suite whose scorers
-run no query but that has databases still runs every gold (`execution_match`), as before.
-Golds that cannot be executed (no database of the suite for the case) are counted, not listed
-("nothing executable" when none can); a database the evaluator cannot use (a server not
-reachable, a file it cannot open) is reported once, with the golds it left unchecked.
-
-`gold_findings` also flags golds that cannot tell a right prediction from a wrong one
-(`non-discriminating`): a gold that returns no rows (any query returning nothing matches
-it), or one that returns the same result on empty tables of the same schema (a query that
-ignores the data matches it: a `count()` of an empty `ago()` window is 0 either way); and
-golds the language's independent validity check finds invalid against their database's
-schema (`invalid`: KQL by Kusto.Language), even when the engine runs them.
+"""Self-test of a suite: every gold scored against its own case by the suite's scorers, as a
+system's answer (the run's one loop, `runner._work.Worker`, with each gold as an output):
+its query run or compared, its selection, answer or relevant ids. The share of golds with
+full marks from every scorer is the suite's ceiling; below 1.0 a gold is broken (fails,
+times out, nondeterministic under the comparison policy ...) or the metric cannot reach 1.
+Scorers that ask a judge or compare embeddings are not self-tested (the report names them);
+golds with no database of the suite are counted, a database the evaluator cannot use is
+reported once. `gold_findings` flags golds that cannot tell a right prediction from a wrong
+one (no rows; the same result on empty tables), depend on row order, or that the language's
+own validity check rejects (`invalid`: KQL by Kusto.Language) even when the engine runs them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from queryeval.cases import Attempt, Case, Output, Score, Target
 from queryeval.config import ScorerConfig, SuiteConfig
@@ -42,8 +31,7 @@ from queryeval.scorers import Scorer, ScoringContext
 
 @dataclass(frozen=True)
 class SelftestItem:
-    """One gold scored by one scorer: `ok` (full marks), `mismatch` (below), or
-    `gold_error` (the gold fails as a prediction, or could not be scored)."""
+    """One gold scored by one scorer: `ok` (full marks), `mismatch`, or `gold_error`."""
 
     case_id: str
     gold: int
@@ -54,9 +42,7 @@ class SelftestItem:
 
 @dataclass(frozen=True)
 class GoldFinding:
-    """A problem with one gold: `failed` (it does not run), `invalid` (its language's
-    validity check rejects it), non-discriminating (`no_rows`, `same_on_empty`), or
-    `order_dependent` (its result depends on row order or ties: verify.gold_order_problems)."""
+    """A problem with one gold (see the module docstring)."""
 
     case_id: str
     gold: int
@@ -84,10 +70,8 @@ class ScorerCheck:
 
 @dataclass(frozen=True)
 class SelftestReport:
-    """What `selftest` found: each gold's score by each scorer that read it (`items`), the
-    ceiling per scorer and for the suite, the golds flagged by `gold_findings`, and what was
-    not checked and why (cases without a gold the scorers read, scorers not self-tested,
-    golds with no database, databases the evaluator cannot use).
+    """What `selftest` found: each gold's score by each scorer that read it, the ceilings,
+    the golds `gold_findings` flags, and what was not checked and why.
 
     >>> report = SelftestReport([SelftestItem("q1", 0, "ok"), SelftestItem("q2", 0, "mismatch")])
     >>> report.checked, report.ceiling, [i.case_id for i in report.failures]
@@ -111,13 +95,9 @@ class SelftestReport:
 
     @property
     def ceiling(self) -> float | None:
-        """Golds with full marks from every scorer that checked them / golds checked (None
-        when none could be checked)."""
-        golds: dict[tuple[str, int], bool] = {}
-        for i in self.items:
-            key = (i.case_id, i.gold)
-            golds[key] = golds.get(key, True) and i.status == "ok"
-        return sum(golds.values()) / len(golds) if golds else None
+        """Golds with full marks from every scorer that checked them / golds checked."""
+        below = {(i.case_id, i.gold) for i in self.failures}
+        return (self.checked - len(below)) / self.checked if self.checked else None
 
     @property
     def failures(self) -> list[SelftestItem]:
@@ -155,35 +135,31 @@ def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> 
         else:
             golds[case.id] = mine
     todo = [c for c in cases if c.id in golds]
+    scored = _scored_golds(suite, todo, golds, prepared, ctx)
     items: list[SelftestItem] = []
     not_executable = executable = 0
-    with _scored_golds(suite, todo, golds, prepared, ctx) as scored:
-        for case in todo:
-            for label, scorer in prepared.items():
-                if scorer.not_applicable(case) is not None:
+    for case in todo:
+        for label, scorer in prepared.items():
+            if scorer.not_applicable(case) is not None:
+                continue
+            if scorer.needs_database:
+                if case_database(case, scorer.database_option, ctx) not in suite.databases:
+                    not_executable += len(golds[case.id])
                     continue
-                if scorer.needs_database:
-                    if case_database(case, scorer.database_option, ctx) not in suite.databases:
-                        not_executable += len(golds[case.id])
-                        continue
-                    executable += 1
-                for index, attempt in golds[case.id].items():
-                    if _reads(scorer, attempt):
-                        score = scored[case.id, index][label]
-                        items.append(SelftestItem(case.id, index, _status(score),
-                                                  score.explanation, label))  # fmt: skip
-        findings = gold_findings(suite, cases, ctx, skip=trouble)
-    nothing = None
-    if (
-        not executable
-        and not trouble
-        and any(target_query(t) is not None for c in cases for t in c.targets)
-    ):
-        nothing = (
-            "the suite has no database: the gold queries were not run"
-            if not suite.databases
-            else "no case names a database of the suite: the gold queries were not run"
-        )
+                executable += 1
+            for index, attempt in golds[case.id].items():
+                if _reads(scorer, attempt):
+                    score = scored[case.id, index][label]
+                    item = SelftestItem(case.id, index, _status(score), score.explanation, label)
+                    items.append(item)
+    findings = gold_findings(suite, cases, ctx, skip=trouble)
+    runs = any(target_query(t) is not None for c in cases for t in c.targets)
+    where = (
+        "no case names a database of the suite" if suite.databases else "the suite has no database"
+    )
+    nothing = (
+        None if executable or trouble or not runs else f"{where}: the gold queries were not run"
+    )
     return SelftestReport(
         items=items,
         skipped=skipped,
@@ -212,19 +188,15 @@ def gold_attempt(target: Target) -> Attempt | None:
     from queryeval.scorers.execution import target_query
 
     parts: dict[str, Any] = {}
-    query = target_query(target)
-    if query is not None:
+    if (query := target_query(target)) is not None:
         parts.update(query=query.text, language=query.language)
         if query.database:
             parts["database"] = query.database
-    if target.weaviate_query is not None:
-        parts["weaviate_query"] = target.weaviate_query
-    if target.indicator_selection is not None:
-        parts["indicator_selection"] = target.indicator_selection
-    if target.answer is not None:
-        parts["answer"] = (
-            target.answer.text if not isinstance(target.answer, str) else target.answer
-        )
+    for key in ("weaviate_query", "indicator_selection"):
+        if (value := getattr(target, key)) is not None:
+            parts[key] = value
+    if (answer := target.answer) is not None:
+        parts["answer"] = answer if isinstance(answer, str) else answer.text
     if target.relevant:
         relevant = target.relevant
         if isinstance(relevant, dict):  # the best-graded first
@@ -239,26 +211,24 @@ def gold_attempt(target: Target) -> Attempt | None:
 class _Given(LocalServices):
     """The caller's scoring context as the worker's services."""
 
-    ctx: ScoringContext | None = None
+    ctx: Any = None
 
     def context(self, suite: SuiteConfig, cache_dir: Path) -> ScoringContext:
-        assert self.ctx is not None
-        return self.ctx
+        return cast(ScoringContext, self.ctx)
 
 
-@contextlib.contextmanager
 def _scored_golds(
     suite: SuiteConfig, cases: Sequence[Case], golds: Golds, scorers: dict[str, Scorer],
     ctx: ScoringContext,
-) -> Iterator[dict[tuple[str, int], dict[str, Score]]]:  # fmt: skip
-    """Every gold of `golds` scored by every scorer as a system's output: the run's worker
-    over one unit whose systems are the gold positions (a case without a gold there counts
-    as done), the scorers already prepared; {(case id, position): label -> Score}. The
-    worker's event loop is closed after the block; the context stays the caller's."""
+) -> dict[tuple[str, int], dict[str, Score]]:  # fmt: skip
+    """{(case id, gold position): label -> Score} of every gold scored by the (prepared)
+    scorers as a system's output: the run's worker over one unit whose systems are the gold
+    positions (a case without a gold there counts as done), the caller's context kept."""
     from queryeval.runner._plan import SystemRun
 
     names = tuple(map(str, range(max((max(g) + 1 for g in golds.values()), default=0))))
-    outputs = {n: [_output(golds[c.id].get(int(n))) for c in cases] for n in names}
+    outputs = {n: [Output(attempts=[a]) if (a := golds[c.id].get(int(n))) is not None else None
+                   for c in cases] for n in names}  # fmt: skip
     done = {n: frozenset(c.id for c in cases if int(n) not in golds[c.id]) for n in names}
     worker = Worker("selftest", suite, ctx.cache_dir, (), _Given(ctx), list(cases))
     scores: dict[tuple[str, int], dict[str, Score]] = {}
@@ -268,13 +238,9 @@ def _scored_golds(
             Unit(0, names, range(len(cases)), outputs=outputs, done=done),
             lambda s: scores.__setitem__((s.record["case_id"], int(s.record["system"])), s.scores),
         )
-        yield scores
     finally:
         worker.close(close_context=False)  # the caller's context stays theirs
-
-
-def _output(attempt: Attempt | None) -> Output | None:
-    return Output(attempts=[attempt]) if attempt is not None else None
+    return scores
 
 
 def _reads(scorer: Scorer, attempt: Attempt) -> bool:
@@ -296,8 +262,8 @@ def _status(score: Score) -> str:
 
 
 def _check(label: str, items: list[SelftestItem]) -> ScorerCheck:
-    mine = [i for i in items if i.scorer == label]
-    return ScorerCheck(label, len(mine), sum(1 for i in mine if i.status == "ok"))
+    mine = [i.status == "ok" for i in items if i.scorer == label]
+    return ScorerCheck(label, len(mine), sum(mine))
 
 
 # --- which scorers, which databases ------------------------------------------------------------
@@ -347,8 +313,7 @@ def _case_databases(case: Case, scorers: Iterable[Scorer], ctx: ScoringContext) 
 
 
 def _trouble(do: Callable[..., object], *args: object) -> str | None:
-    """Why `do(*args)` failed, the evaluator's trouble (None: it did not); an InputError,
-    the user's, raises."""
+    """Why `do(*args)` failed (None: it did not); an InputError, the user's, raises."""
     try:
         do(*args)
     except InputError:
@@ -364,9 +329,8 @@ def _trouble(do: Callable[..., object], *args: object) -> str | None:
 def gold_findings(
     suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext, *, skip: Collection[str] = ()
 ) -> list[GoldFinding]:
-    """Every gold query run (from the gold cache when it ran before) and checked: does it
-    run, does it return rows, does it return something else than on empty tables (the
-    databases in `skip` are left alone: the evaluator cannot use them)."""
+    """Every gold query run (from the gold cache when it ran before) and checked (see the
+    module docstring); the databases in `skip` are left alone (the evaluator cannot use them)."""
     import tempfile
 
     from queryeval.engines import engine_kind_entry
@@ -375,47 +339,51 @@ def gold_findings(
     found: list[GoldFinding] = []
     twins: dict[str, Engine | None] = {}
     verifiers: dict[int, Any] = {}  # engine id -> its Verifier (variants shared by its golds)
-    scratch = tempfile.TemporaryDirectory(prefix="queryeval-empty-")
-    try:
+    with (
+        tempfile.TemporaryDirectory(prefix="queryeval-empty-") as scratch,
+        contextlib.ExitStack() as stack,
+    ):
         for case, index, name, query in gold_queries(suite, cases, ctx):
             if name in skip:
                 continue
-            invalid = _invalid(ctx.engine(name), query.text)
-            if invalid is not None:
-                found.append(GoldFinding(case.id, index, "invalid", invalid))
+            note = functools.partial(GoldFinding, case.id, index)
+            if (invalid := _invalid(ctx.engine(name), query.text)) is not None:
+                found.append(note("invalid", invalid))
             run = ctx.gold_execution(name, query.text)
             if not run.ok or run.result is None:
-                o = run.outcome
-                found.append(GoldFinding(case.id, index, "failed", f"{o.kind}: {o.message}"))
+                found.append(note("failed", f"{run.outcome.kind}: {run.outcome.message}"))
                 continue
             if not run.result.rows:
-                why = "the gold returns no rows: a query returning nothing matches it"
-                found.append(GoldFinding(case.id, index, "no_rows", why))
+                found.append(
+                    note(
+                        "no_rows", "the gold returns no rows: a query returning nothing matches it"
+                    )
+                )
                 continue
             if name not in twins:
-                twins[name] = empty_twin(ctx.engine(name), Path(scratch.name) / str(len(twins)))
+                twins[name] = twin = empty_twin(ctx.engine(name), Path(scratch) / str(len(twins)))
+                if twin is not None:
+                    stack.callback(twin.close)
             twin = twins[name]
             if twin is None or not (empty := twin.execute(query.text)).ok or empty.result is None:
                 continue
-            policy = dict(suite.comparison)
             override = case.metadata.get("comparison")
-            if isinstance(override, dict):
-                policy.update(override)
+            policy = {**suite.comparison, **(override if isinstance(override, dict) else {})}
             same = compare_results(empty.result, run.result, **policy, gold_query=query.text,
                                    language=twin.dialect)  # fmt: skip
             if same.exact:
-                why = ("the gold gives the same result on empty tables: a query that "
-                       "ignores the data matches it")  # fmt: skip
-                found.append(GoldFinding(case.id, index, "same_on_empty", why))
+                found.append(note("same_on_empty", "the gold gives the same result on empty "
+                                  "tables: a query that ignores the data matches it"))  # fmt: skip
             elif engine_kind_entry(suite.databases[name].engine).variants and (
                 _ORDER_SENSITIVE.search(query.text)
             ):
-                found += _order_findings(case.id, index, ctx.engine(name), query.text, verifiers)
-    finally:
-        for closable in [*verifiers.values(), *twins.values()]:
-            if closable is not None:
-                closable.close()
-        scratch.cleanup()
+                engine = ctx.engine(name)
+                if id(engine) not in verifiers:
+                    from queryeval.verify import Settings, Verifier
+
+                    verifiers[id(engine)] = verifier = Verifier(engine, Settings())
+                    stack.callback(verifier.close)
+                found += _order_findings(note, engine, query.text, verifiers[id(engine)])
     return found
 
 
@@ -428,23 +396,20 @@ _ORDER_SENSITIVE = re.compile(
 
 
 def _order_findings(
-    case_id: str, index: int, engine: Engine, gold: str, verifiers: dict[int, Any]
+    note: Callable[[str, str], GoldFinding], engine: Engine, gold: str, verifier: Any
 ) -> list[GoldFinding]:
     """`order_dependent` when the gold's result changes with the order its rows are stored
     in (ties under ORDER BY ... LIMIT, a LIMIT without ORDER BY): the gold on its own
     database variants, stored forward and reversed (queryeval.verify.gold_order_problems)."""
-    from queryeval.verify import Settings, Verifier, gold_order_problems
+    from queryeval.verify import gold_order_problems
 
-    if id(engine) not in verifiers:
-        verifiers[id(engine)] = Verifier(engine, Settings())
     try:
-        problems = gold_order_problems(engine, gold, verifier=verifiers[id(engine)])
+        problems = gold_order_problems(engine, gold, verifier=verifier)
     except Exception:  # a search the variants cannot make finds nothing
         return []
     return [
-        GoldFinding(case_id, index, "order_dependent",
-                    f"the gold's result depends on {p['kind']}: {p['reason']} (witness: "
-                    f"{p.get('rows')} row(s); a right prediction can fail on it)")
+        note("order_dependent", f"the gold's result depends on {p['kind']}: {p['reason']} "
+             f"(witness: {p.get('rows')} row(s); a right prediction can fail on it)")
         for p in problems[:1]
     ]  # fmt: skip
 

@@ -1,8 +1,5 @@
-"""Seed 004 phase 3: re-score the top N configurations of a grid with the LLM judge and rank
-them again. Without a configured judge the final ranking is `unscored`, with the reason.
-
-A step after a run, above both the scorers it uses (the `answer` scorer's judge) and the
-statistics it ranks with (`stats.leaderboard`); `queryeval grid` calls it."""
+"""Seed 004 phase 3 (`queryeval grid`, after a run): the top N configurations of a grid
+re-scored with the LLM judge and ranked again (`unscored`, with why, without a judge)."""
 
 from __future__ import annotations
 
@@ -71,22 +68,13 @@ async def judge_top_configurations(
 
     results = await asyncio.gather(*(one(cfg, case) for cfg in candidates for case in cases))
     per_config: dict[str, dict[str, float | None]] = {cfg: {} for cfg in candidates}
-    calls = 0
-    costs: list[float] = []
-    for config, case_id, score in results:
-        if score is None:
-            continue
-        calls += 1
-        cost = score.details.get("judge", {}).get("cost")
-        if isinstance(cost, int | float):
-            costs.append(float(cost))
+    judged = [(cfg, case_id, s) for cfg, case_id, s in results if s is not None]
+    for config, case_id, score in judged:
         per_config[config][case_id] = score.value if score.status == "ok" else None
+    costs = [float(c) for *_, s in judged
+             if isinstance(c := s.details.get("judge", {}).get("cost"), int | float)]  # fmt: skip
     final = leaderboard(per_config, n_resamples=n_resamples, seed=seed)
+    message = f"top {len(candidates)} re-scored with the LLM judge"
     return FinalRanking(
-        "ok",
-        f"top {len(candidates)} re-scored with the LLM judge",
-        candidates,
-        final,
-        calls,
-        sum(costs) if costs else None,
+        "ok", message, candidates, final, len(judged), sum(costs) if costs else None
     )
