@@ -1,12 +1,7 @@
-"""Executors carry units of work to the one worker and bring the results back to the driver.
-
-Two implement the same `run(units, worker, emit)` and `map(items, fn, emit)`: this
-module's `LocalExecutor` (the driver's process, or a pool of forked processes) and
-`runner._ray.RayExecutor` (a Ray cluster). `emit` is always called in the driver, which is
-the only writer of results.jsonl. In the driver's process the worker streams each scored
-(system, case) (`Worker.run`); in a worker process it scores the whole unit and returns a
-`Batch` (`Worker.__call__`). `map` applies any picklable function (the input check of a
-large run) and emits the results in the order they finish.
+"""Executors carry units to the one worker and its results back to the driver, the only
+writer: `LocalExecutor` (the driver's process, or forked processes) and
+`runner._ray.RayExecutor` implement the same `run(units, worker, emit)`, and
+`map(items, fn, emit)` for any picklable function (a large run's input check).
 """
 
 from __future__ import annotations
@@ -15,8 +10,9 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Protocol
 
 from queryeval._gc import bulk_allocation
@@ -25,8 +21,7 @@ from queryeval.runner._work import Emit, Unit, Worker
 
 
 class Executor(Protocol):
-    """Carries units to a worker; `stats`: what it did, for run.json (empty: nothing to
-    say)."""
+    """Carries units to a worker; `stats`: what it did, for run.json."""
 
     stats: dict[str, Any]
 
@@ -40,8 +35,7 @@ class Executor(Protocol):
 
 
 def usable_cores() -> int:
-    """CPUs this process may run on (its affinity: a container's or `taskset`'s share),
-    else the machine's.
+    """CPUs this process may run on (its affinity), else the machine's.
 
     >>> usable_cores() >= 1
     True
@@ -56,14 +50,11 @@ _inherited: Worker | None = None
 
 
 class LocalExecutor:
-    """This machine: the units in the driver's process (`workers` 1), or in `workers`
-    forked processes. A pool is forked on first use: for units, once the worker's state is
-    built, so every process inherits it (its prepared scorers, the loaded predictions; the
-    driver's open handles are closed first, and each process's share of the cores is
-    DuckDB's threads where a database sets none); for `map` (a large run's input check),
-    before the driver holds anything large, and the worker then travels with each unit.
-    The processes end with the run's (Linux: the kernel's parent-death signal), so a run
-    killed with SIGKILL leaves none scoring on."""
+    """The units in the driver's process (`workers` 1) or in forked processes, forked on
+    first use: for units once the worker's state is built, so each inherits it (the
+    driver's handles closed first; DuckDB's threads a share of the cores); for `map`
+    before the driver holds anything large (the worker then travels with each unit). They
+    end with the run's process (Linux's parent-death signal), even on SIGKILL."""
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = max(1, workers)
@@ -87,8 +78,7 @@ class LocalExecutor:
             pool.shutdown(wait=True)
 
     def run(self, units: Sequence[Unit], worker: Worker, emit: Emit) -> None:
-        """Score the units here, streaming, or in the pool, emitting each unit's `Batch`
-        in unit order (the records are written as one process writes them)."""
+        """Score the units here (streaming), or in the pool (each `Batch` in unit order)."""
         if self.workers == 1:
             for unit in units:
                 worker.run(unit, emit)
@@ -101,20 +91,38 @@ class LocalExecutor:
                 ctx.engine_threads = max(1, usable_cores() // self.workers)
             self._start(worker)
         try:
-            sent = None if self._inherit is worker else worker
-            self._map([(sent, unit) for unit in units], _apply, _InOrder(emit))
+            self.map(units, None if self._inherit is worker else worker, _InOrder(emit))
         finally:
             ctx.engine_threads = threads
 
-    def map(self, items: Sequence[Any], fn: Callable[[Any], Any], emit: Emit) -> None:
-        """`fn` over the items in the pool (here for one worker)."""
+    def map(self, items: Sequence[Any], fn: Callable[[Any], Any] | None, emit: Emit) -> None:
+        """`fn` over the items (None: the inherited worker's) in the pool, a few per worker
+        in flight, or here for one worker; the first exception (of `fn`, `emit`) stops it."""
         if self.workers == 1:
             for item in items:
-                emit(fn(item))
+                emit(fn(item))  # type: ignore[misc]  # a worker's units go to `run`
             return
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
         if self._pool is None:
             self._start(None)
-        self._map([(fn, item) for item in items], _apply, emit)
+        queue = ((fn, item) for item in items)
+        try:
+            running = {self._pool.submit(_apply, job) for job in islice(queue, self.workers * 2)}
+            while running:
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    emit(future.result())
+                    running |= {self._pool.submit(_apply, job) for job in islice(queue, 1)}
+        except BrokenProcessPool as exc:
+            raise InputError(
+                "a worker process ended abruptly while scoring (killed by the system, out of "
+                f"memory, or a crash inside an engine: {exc}); the records written so far "
+                "are kept: run again with --resume (settings.workers: 1 scores in one "
+                "process)",
+                where="settings.workers",
+            ) from None
 
     def _start(self, worker: Worker | None) -> None:
         import multiprocessing as mp
@@ -128,44 +136,6 @@ class LocalExecutor:
             initargs=(os.getpid(), worker),
         )
 
-    def _map(self, items: Iterable[Any], fn: Callable[[Any], Any], emit: Emit) -> None:
-        """`fn` over `items` in the pool, a few per worker in flight (memory does not grow
-        with the number of items); the first exception (of `fn` or of `emit`) stops it."""
-        from concurrent.futures import FIRST_COMPLETED, wait
-        from concurrent.futures.process import BrokenProcessPool
-
-        queue = iter(items)
-        running: set[Any] = set()
-
-        def submit() -> bool:
-            item = next(queue, _END)
-            if item is _END:
-                return False
-            running.add(self._pool.submit(fn, item))
-            return True
-
-        try:
-            for _ in range(self.workers * 2):
-                if not submit():
-                    break
-            while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    running.discard(future)
-                    emit(future.result())
-                    submit()
-        except BrokenProcessPool as exc:
-            raise InputError(
-                "a worker process ended abruptly while scoring (killed by the system, out of "
-                f"memory, or a crash inside an engine: {exc}); the records written so far "
-                "are kept: run again with --resume (settings.workers: 1 scores in one "
-                "process)",
-                where="settings.workers",
-            ) from None
-
-
-_END: Any = object()
-
 
 @dataclass
 class _InOrder:
@@ -173,9 +143,7 @@ class _InOrder:
 
     emit: Emit
     following: int = 0
-
-    def __post_init__(self) -> None:
-        self.finished: dict[int, Any] = {}
+    finished: dict[int, Any] = field(default_factory=dict)
 
     def __call__(self, batch: Any) -> None:
         self.finished[batch.index] = batch

@@ -1,7 +1,5 @@
-"""One (system, case) scored: every scorer's `score_case` on the output, and its Record.
-
-The one step of a run, taken by the one loop of `runner._work.Worker` on every executor.
-"""
+"""One (system, case) scored: every scorer's `score_case` on the output, and its Record
+(the one step of `runner._work.Worker`'s loop)."""
 
 from __future__ import annotations
 
@@ -16,14 +14,10 @@ from queryeval.scorers import Scorer, ScoringContext, ascore_case, case_passed, 
 
 
 class Scored(NamedTuple):
-    """One scored (system, case): its record as stored, and the scores behind it (the
-    summary's columns and the scorer-error rule read them)."""
+    """One scored (system, case): its record as stored, and the scores behind it."""
 
     record: Record
     scores: dict[str, Score]
-    # the record already encoded as its results.jsonl line (by a forked worker, whose
-    # record then goes without its output): written as it is
-    line: bytes | None = None
 
 
 def _score_json(score: Score) -> ScoreRecord:
@@ -110,7 +104,7 @@ def score_output(
     """Every scorer's score of `output` for `case` (`score_case`: the scoring rule first),
     and the record."""
     scores = {label: score_case(s, case, output, ctx) for label, s in scorers.items()}
-    return _new(Scored, (make_record(system, case, output, scores, scorers), scores, None))
+    return _new(Scored, (make_record(system, case, output, scores, scorers), scores))
 
 
 async def ascore_output(

@@ -1,18 +1,13 @@
-"""How a run is carried out: which executor, which worker, and how its work is cut into
-units. The driver only asks for the schedule and runs it.
+"""How a run is carried out: its executor, its worker, and its work cut into units.
 
-- A large run of saved predictions on local files (`can_shard`: shardable scorers, JSONL
-  cases, at least `settings.shard_min_cases` pairs, two or more workers, or a Ray run of
-  any size): the inputs are cut into byte ranges, checked by the executor's workers
-  (`runner._shard_check`, nothing is written before every line is checked), and each
-  range of cases with every system is a unit the worker reads itself; the driver holds
-  only the cases' stubs.
-- Saved predictions whose scoring runs queries on local database files (`fork_workers`):
-  forked workers, each unit a span of one system's cases.
-- A Ray run of loaded cases: units of `settings.ray.batch_size` cases of one system, their
-  saved outputs sent with them, the services the cluster's actors.
-- Everything else: one unit in the driver's process (live systems and judges on its event
-  loop, each configured system under its own `concurrency`).
+- Saved predictions in local JSONL files, shardable scorers, many pairs (`can_shard`), or
+  any size on Ray: the inputs are cut into byte ranges, checked by the executor's workers
+  (`runner._shard_check`) before anything is written, each range of cases with every
+  system a unit that reads its own cases; the driver holds only the cases' stubs.
+- Saved predictions scored by queries on local database files (`fork_workers`): forked
+  workers, each unit a span of one system's cases.
+- A Ray run of loaded cases: units of `settings.ray.batch_size` cases of one system.
+- Anything else: one unit in the driver's process.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ from queryeval.cases import case_files
 from queryeval.runner._executors import Executor, LocalExecutor, usable_cores
 from queryeval.runner._plan import RunPlan, suite_reads
 from queryeval.runner._ranges import FileRange, split_file
-from queryeval.runner._shard_check import CaseStub, CheckRange, check_inputs
+from queryeval.runner._shard_check import CaseStub, check_inputs
 from queryeval.runner._work import Unit, Worker, done_ids, outputs_of
 from queryeval.scorers import ShardableScorer
 from queryeval.systems import text_fields_for
@@ -40,19 +35,15 @@ if TYPE_CHECKING:
 
 MIN_CASES = 20_000  # below this, a sharded run's forking costs more than it saves
 # below this, forked workers opening the engines again cost more CPU than they save wall
-# time. Measured (bench_sql_scoring.py --workers-ab, 2 cores, load 11-31): two workers
-# against one at 300 cases 0.92x wall, 1.13x CPU; 1,000: 0.58x, 0.98x; 3,000: 0.73x, 0.90x.
-# Busy cores are no reason to stay in one process: each worker gets its own share of them.
+# time (bench_sql_scoring.py --workers-ab, 2 cores, load 11-31: two workers against one at
+# 300 cases 0.92x wall, 1.13x CPU; 1,000: 0.58x, 0.98x; 3,000: 0.73x, 0.90x)
 FORK_MIN_ITEMS = 500
 _ITEMS_PER_WORKER = 100  # at least, so that a worker's start is a small part of its work
-# a shard's bytes of cases: about 5,000 cases of a typical SDMX suite, what one worker holds
-_SHARD_BYTES = 4 << 20
+_SHARD_BYTES = 4 << 20  # of cases: about 5,000 SDMX cases, what one worker holds
 _MIN_SHARD_BYTES = 64 << 10
-_SHARDS_PER_WORKER = 8  # at least: so the last shards of a run end close together
-# a forked span: about `_SPANS_PER_WORKER` a worker, so the last ones end close together
+_SHARDS_PER_WORKER = 8  # at least, and spans: so the last units of a run end close together
 _SPANS_PER_WORKER = 48
-_MIN_SPAN = 4
-_MAX_SPAN = 256
+_MIN_SPAN, _MAX_SPAN = 4, 256
 
 
 @dataclass
@@ -75,23 +66,16 @@ def schedule(
     use_cache: bool,
     key: str,
 ) -> Iterator[Schedule]:
-    """The plan's schedule (see the module docstring); its executor and worker are closed
-    after the block. `done`: (system, case id) of stored records; `stored`: outputs scored
-    again (`run --retry-errors`)."""
+    """The plan's schedule (see the module docstring), closed after the block. `done`:
+    stored (system, case id); `stored`: outputs scored again (`run --retry-errors`)."""
     from queryeval.runner._run import cache_dir
 
     suite, settings = plan.suite, plan.suite.settings
     scorers = list(plan.scorers.values())
-    worker = Worker(
-        key,
-        suite,
-        cache_dir(suite),
-        text_fields_for(suite_reads(scorers)),
-        cases=None if plan.lazy else plan.cases,
-        stored=stored,
-        use_cache=use_cache,
-        width=_width(plan),
-    )
+    fields = text_fields_for(suite_reads(scorers))
+    cases = None if plan.lazy else plan.cases
+    worker = Worker(key, suite, cache_dir(suite), fields, cases=cases, stored=stored)
+    worker.use_cache, worker.width = use_cache, _width(plan)
     todo = len(plan.systems) * len(plan.cases) - len(done)
     with contextlib.ExitStack() as stack:
         stack.callback(worker.close)
@@ -130,15 +114,11 @@ def schedule(
 
 
 def _spans(
-    plan: RunPlan,
-    size: int,
-    done: set[tuple[str, str]],
-    stored: dict[tuple[str, str], Output] | None,
+    plan: RunPlan, size: int, done: set[tuple[str, str]], stored: dict[Any, Output] | None
 ) -> Iterable[Unit]:
-    """Units of `size` cases of one system (0: one unit of everything), without those
-    already done; `stored` (a cluster's units): the outputs go with them."""
-    cases, n = plan.cases, len(plan.cases)
-    judged = plan.suite.judge is not None
+    """Units of `size` cases of one system (0: one unit of everything), less what is done;
+    `stored` (a cluster's units): their outputs go with them."""
+    cases, n, judged = plan.cases, len(plan.cases), plan.suite.judge is not None
     names = tuple(s.name for s in plan.systems)
     if not size:
         yield Unit(0, names, range(n), done=done_ids(names, cases, done), pure=False, count=n)
@@ -146,35 +126,23 @@ def _spans(
     index = 0
     for system in plan.systems:
         for start in range(0, n, size):
-            span = range(start, min(start + size, n))
-            finished = done_ids((system.name,), cases[start : span.stop], done)
+            span = cases[start : start + size]
+            finished = done_ids((system.name,), span, done)
             if len(finished.get(system.name, ())) == len(span):
                 continue
-            outputs = None
-            if stored is not None:
-                outputs = {system.name: outputs_of(system, cases[start : span.stop], stored)}
+            outputs = None if stored is None else {system.name: outputs_of(system, span, stored)}
             pure = system.callable is None and not judged
-            yield Unit(
-                index,
-                (system.name,),
-                span,
-                outputs=outputs,
-                done=finished,
-                pure=pure,
-                count=len(span),
-            )
+            cut = range(start, start + len(span))
+            yield Unit(index, (system.name,), cut, 0, outputs, None, finished, pure, len(span))
             index += 1
 
 
 def _width(plan: RunPlan) -> int:
-    """Items scored at once on the event loop: each configured system's concurrency added
-    up, or the judge's when it asks for more (judged scoring overlaps many calls even
-    when outputs are saved)."""
+    """Items scored at once on the event loop: the systems' concurrency added up, or the
+    judge's when it asks for more."""
     wanted = sum(s.concurrency for s in plan.systems)
     judge = (plan.suite.judge or {}).get("concurrency")
-    if judge:
-        wanted = max(wanted, int(judge))
-    return max(1, min(wanted, 256))
+    return max(1, min(max(wanted, int(judge or 0)), 256))
 
 
 def _embeds(plan: RunPlan) -> bool:
@@ -184,20 +152,15 @@ def _embeds(plan: RunPlan) -> bool:
     )
 
 
-# --- a large run: shards of the input files ----------------------------------------------
-
-
 def workers_for(suite: SuiteConfig) -> int:
-    """How many worker processes the suite's settings give (by default one per core this
-    process may use)."""
+    """The suite's worker processes (by default one per usable core)."""
     return suite.settings.workers or usable_cores()
 
 
 def can_shard(suite: SuiteConfig, *, any_size: bool = False) -> bool:
-    """Whether this run's units read their own cases: saved predictions only, shardable
-    scorers only, JSONL cases, at least `settings.shard_min_cases` (system, case) pairs,
-    two or more workers, and `fork` available. `any_size` (a cluster's executor):
-    whatever the number of cases and of local workers."""
+    """Whether this run's units read their own cases: saved predictions, shardable scorers,
+    JSONL cases, at least `settings.shard_min_cases` (system, case) pairs and two workers
+    with `fork` (`any_size`, a cluster's executor: whatever the sizes)."""
     from queryeval.scorers import scorer_class
 
     if not any_size and (workers_for(suite) < 2 or not hasattr(os, "fork")):
@@ -209,39 +172,24 @@ def can_shard(suite: SuiteConfig, *, any_size: bool = False) -> bool:
     files = case_files(suite.cases, suite.base_dir)
     if not files or any(p.suffix.lower() not in (".jsonl", ".ndjson") for p in files):
         return False
-    if any_size:
-        return True
-    wanted = suite.settings.shard_min_cases or MIN_CASES
-    lines = 0
+    wanted, lines = (suite.settings.shard_min_cases or MIN_CASES) * (not any_size), 0
     for path in files:
-        lines += _count_lines(path, wanted)
-        if lines * len(suite.systems) >= wanted:
-            return True
-    return False
-
-
-def _count_lines(path: Path, enough: int) -> int:
-    """Newlines in a file, read in blocks (stopping once there are `enough`)."""
-    count = 0
-    with path.open("rb") as f:
-        while count < enough and (block := f.read(1 << 20)):
-            count += block.count(b"\n")
-    return count
+        with path.open("rb") as f:  # newlines, in blocks, until there are enough
+            while lines * len(suite.systems) < wanted and (block := f.read(1 << 20)):
+                lines += block.count(b"\n")
+    return lines * len(suite.systems) >= wanted
 
 
 def _ranges(paths: Sequence[Path], workers: int, shards: int | None = None) -> list[FileRange]:
-    """Byte ranges of `paths`: about eight per worker (64 KiB to 4 MiB each), or about
-    `shards` of them in all when given."""
+    """Byte ranges of `paths`: about eight per worker (64 KiB to 4 MiB each), or `shards`."""
     total = sum(p.stat().st_size for p in paths)
-    if shards:
-        size = max(1, total // shards + 1)
-    else:
-        size = total // (workers * _SHARDS_PER_WORKER) + 1
+    size = total // (shards or workers * _SHARDS_PER_WORKER) + 1
+    if not shards:
         size = max(_MIN_SHARD_BYTES, min(_SHARD_BYTES, size))
     return [r for path in paths for r in split_file(path, size)]
 
 
-def _check_job(item: tuple[int, tuple[CheckRange, FileRange]]) -> tuple[int, Any]:
+def _check_job(item: tuple[int, tuple[Any, FileRange]]) -> tuple[int, Any]:
     """A check of the first pass, with its index (results come back in any order)."""
     index, (work, r) = item
     return index, work(r)
@@ -250,31 +198,29 @@ def _check_job(item: tuple[int, tuple[CheckRange, FileRange]]) -> tuple[int, Any
 def _shards(
     plan: RunPlan, executor: Executor, done: set[tuple[str, str]]
 ) -> tuple[list[Unit], list[CaseStub]]:
-    """Check the plan's input files with the executor's workers and cut them into units
-    (ranges of cases, every system); the cases' stubs in case order."""
-    suite = plan.suite
-    workers = getattr(executor, "workers", 1)
+    """The input files checked by the executor's workers and cut into units (ranges of
+    cases, every system); the cases' stubs in case order."""
+    suite, workers = plan.suite, getattr(executor, "workers", 1)
     shards = suite.settings.ray.shards if suite.settings.executor == "ray" else None
-    case_ranges = _ranges(case_files(suite.cases, suite.base_dir), workers, shards)
     paths = {cfg.name: suite.resolve(cfg.predictions or "") for cfg in suite.systems}
-    prediction_ranges = {name: _ranges([path], workers, shards) for name, path in paths.items()}
-
-    def check(jobs: Sequence[tuple[CheckRange, FileRange]], arrived: Any) -> None:
-        executor.map(list(enumerate(jobs)), _check_job, lambda result: arrived(*result))
-
-    checked = check_inputs(case_ranges, prediction_ranges, paths, check, done)
+    checked = check_inputs(
+        _ranges(case_files(suite.cases, suite.base_dir), workers, shards),
+        {name: _ranges([path], workers, shards) for name, path in paths.items()},
+        paths,
+        lambda jobs, arrived: executor.map(
+            list(enumerate(jobs)), _check_job, lambda result: arrived(*result)
+        ),
+        done,
+    )
     return checked.shards, checked.stubs
 
 
 def fork_workers(suite: SuiteConfig, scorers: Iterable[Scorer], items: int) -> int:
-    """How many forked workers score this run of `items` saved predictions (0: none, the
-    driver's process does): saved predictions whose scoring runs every prediction on a
-    database file of this machine (DuckDB, SQLite, duckdb-kql), where the engine's time
-    is most of a run and one process uses one core. `settings.workers` is honoured at any
-    size; by default, one worker per core from `FORK_MIN_ITEMS` items. Not forked: a live
-    system, more workers than the memory holds at each query's bound, a database behind a
-    URL or a server, scorers not marked `Scorer.forks` (judges, embeddings, third-party
-    scorers), `settings.workers: 1`.
+    """How many forked workers score this run of `items` saved predictions (0: the driver
+    does): where every prediction runs on a database file of this machine (DuckDB, SQLite,
+    duckdb-kql) in scorers marked `Scorer.forks`, with no live system, within the memory
+    at each query's bound; `settings.workers` at any size, else one per core from
+    `FORK_MIN_ITEMS` items.
 
     >>> from queryeval.config import SuiteConfig
     >>> suite = SuiteConfig(name="s", cases="c.jsonl", systems=[{"name": "a", "predictions": "p"}])
@@ -284,22 +230,18 @@ def fork_workers(suite: SuiteConfig, scorers: Iterable[Scorer], items: int) -> i
     chosen = suite.settings.workers  # asked for: honoured at any size
     if not hasattr(os, "fork") or (chosen is None and items < FORK_MIN_ITEMS):
         return 0
-    workers = chosen or min(usable_cores(), items // _ITEMS_PER_WORKER)
-    workers = min(workers, items)
-    if workers < 2 or not suite.databases:
-        return 0
-    if not all(cfg.predictions for cfg in suite.systems):  # a live system's calls stay here
+    workers = min(chosen or min(usable_cores(), items // _ITEMS_PER_WORKER), items)
+    if workers < 2 or not suite.databases or not all(c.predictions for c in suite.systems):
         return 0
     if not all(_local_file(db.engine) and not db.url for db in suite.databases.values()):
-        return 0
-    workers = min(workers, _memory_room(suite))
-    if workers < 2:
         return 0
     scorers = list(scorers)
     if not all(s.forks and not (s.is_async or s.blocking) for s in scorers):
         return 0
-    runs_queries = any(s.reads == "query" and s.judged_by_execution for s in scorers)
-    return workers if runs_queries else 0
+    if not any(s.reads == "query" and s.judged_by_execution for s in scorers):
+        return 0
+    workers = min(workers, _memory_room(suite))
+    return workers if workers >= 2 else 0
 
 
 def _local_file(kind: str) -> bool:
@@ -313,9 +255,8 @@ def _local_file(kind: str) -> bool:
 
 
 def _memory_room(suite: SuiteConfig) -> int:
-    """How many workers the machine's memory holds if each ran its hungriest query at
-    once: physical memory over the largest process budget (2 x `memory_limit`) of the
-    suite's databases (a query's bound holds per worker)."""
+    """How many workers the memory holds if each ran its hungriest query at once: physical
+    memory over the largest process budget (2 x `memory_limit`) of the suite's databases."""
     from queryeval.engines import Limits
 
     try:

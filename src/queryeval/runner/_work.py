@@ -1,40 +1,40 @@
 """The unit of work and the one worker that scores it.
 
-A `Unit` is plain, picklable data: which cases (positions in the run's cases, or a byte
-range of a cases file that the worker reads itself), which systems, and where their outputs
-come from (sent with the unit, found by offset in the predictions files, stored by an
-earlier run, saved predictions, or asked of a live system). A `Worker` builds its process's
-state once (scorers, systems, and a scoring context from its services provider) and runs
-the one loop over a unit: each (system, case) not yet stored, its output, every scorer's
-score of it, synchronously unless a system or a scorer is asynchronous. In the driver's
-process the worker streams each `Scored` to the driver (`run`); in another process it
-returns the unit's records encoded and its summary columns (`__call__`, a `Batch`).
+A `Unit` is plain, picklable data: which cases (positions in the run's cases, or a range of
+a cases file), which systems, and where their outputs come from. A `Worker` builds its
+process's state once (scorers, systems, a scoring context from its services) and runs the
+one loop over a unit: every (system, case) not yet stored, its output, every scorer's score,
+on an event loop only where something is asynchronous. In the driver's process it streams
+each `Scored` (`run`); in another it returns the unit's `Batch` (`__call__`).
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import itertools
 import os
+import signal
 import socket
+import threading
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from queryeval._gc import bulk_allocation
 from queryeval._inputs import max_line_bytes
-from queryeval.cases import Case, Output, Score, parse_case_line
+from queryeval.cases import Case, Output
 from queryeval.log import encode_record
 from queryeval.runner._pipeline import Scored, ascore_output, score_output
 from queryeval.runner._plan import import_plugins, system_runs
-from queryeval.runner._ranges import FileRange, numbered, range_lines
+from queryeval.runner._ranges import FileRange, parse_cases
 from queryeval.scorers import Scorer, ScoringContext, ShardableScorer
 from queryeval.stats import RunColumns
-from queryeval.systems import PredictionLine, join_outputs, read_prediction_line
+from queryeval.systems import join_outputs, read_prediction_line
 
 if TYPE_CHECKING:
+    import asyncio
     from contextlib import AbstractAsyncContextManager
 
     from queryeval.config import SuiteConfig
@@ -44,24 +44,27 @@ if TYPE_CHECKING:
 
 @dataclass
 class SystemPredictions:
-    """Where each case's records are in a system's predictions file: for case i, the
-    offset of its record (-1: none) and its line; cases with several records (attempts)
-    list them all, as (offset, line), in `more`."""
+    """Where case i's record is in a system's predictions file: `offsets[i]` (-1: none) and
+    `lines[i]`; a case with several records (attempts) has them all in `more[i]`."""
 
     path: Path
     offsets: array[int]
     lines: array[int]
     more: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
+    def part(self, a: int, b: int) -> SystemPredictions:
+        """Those of cases `a`..`b`, numbered from 0."""
+        more = {i - a: recs for i, recs in self.more.items() if a <= i < b}
+        return SystemPredictions(self.path, self.offsets[a:b], self.lines[a:b], more)
+
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """A shard of a run: `cases` (positions in the worker's cases, or a range of a cases
-    file with `lines_before` lines of its file before it), `systems`, and where outputs come
-    from when the worker does not hold them: `outputs` (per system, one per case: saved or
-    stored, None for a live call), `offsets` (per system, where each case's records are in
-    its predictions file). `done`: per system, the case ids already stored; `pure`: no
-    system or judge is called (a lost unit may be run again)."""
+    """`cases` (positions in the worker's cases, or a range of a cases file with
+    `lines_before` lines before it) with `systems`; their outputs, where the worker holds
+    none, as `outputs` (per system and case; None: a live call) or `offsets` in the
+    predictions files. `done`: per system, the ids already stored; `pure`: nothing is
+    called (a lost unit may be run again)."""
 
     index: int
     systems: tuple[str, ...]
@@ -80,9 +83,9 @@ class Unit:
 
 @dataclass
 class Batch:
-    """A unit scored in another process: its records as JSON lines (in the loop's order),
-    its rows of the summary's columns (with each shardable scorer's partial aggregate where
-    the worker read the cases itself), and the live systems' call counters so far."""
+    """A unit scored in another process: its records' lines in the loop's order, its
+    summary columns (with the scorers' partial aggregates where it read its own cases), and
+    the live systems' call counters so far."""
 
     index: int
     lines: bytes
@@ -97,8 +100,8 @@ Todo = tuple[str, Case, "Output | None"]  # a system, a case, its output (None: 
 
 
 class Services(Protocol):
-    """Where a worker's engines, judge, embedder and live systems' limits come from: this
-    process (`LocalServices`) or the run's Ray actors (`runner._ray_actors.RayServices`)."""
+    """A worker's engines, judge, embedder and live systems' limits: this process's
+    (`LocalServices`) or the run's Ray actors' (`runner._ray.RayExecutor`)."""
 
     def context(self, suite: SuiteConfig, cache_dir: Path) -> ScoringContext:
         """The scoring context whose services these are."""
@@ -111,8 +114,7 @@ class Services(Protocol):
 
 @dataclass(frozen=True)
 class LocalServices:
-    """Services built in each process on first use (`ScoringContext`); each configured
-    system's concurrency is a semaphore of the process's event loop."""
+    """Services built in each process on first use; a system's concurrency a semaphore."""
 
     def context(self, suite: SuiteConfig, cache_dir: Path) -> ScoringContext:
         """A plain scoring context."""
@@ -120,6 +122,8 @@ class LocalServices:
 
     def limit(self, group: str, n: int) -> AbstractAsyncContextManager[Any] | None:
         """A semaphore of `n` (made in the running loop, so one per state)."""
+        import asyncio  # lazily: a run of saved predictions runs no event loop
+
         return asyncio.Semaphore(n)
 
 
@@ -138,12 +142,13 @@ class _State:
 
     def event_loop(self) -> asyncio.AbstractEventLoop:
         if self.loop is None:
+            import asyncio
+
             self.loop = asyncio.new_event_loop()
         return self.loop
 
     def close(self, close_context: bool = True) -> None:
-        """Close async clients inside their loop, then every service (the context's
-        services only when `close_context`: a caller's context stays theirs)."""
+        """Close async clients inside their loop, then (`close_context`) every service."""
         loop, self.loop = self.loop, None
         try:
             if loop is not None:
@@ -161,9 +166,8 @@ _STATE: _State | None = None  # this process's state (a cluster's worker serves 
 
 @dataclass
 class Worker:
-    """What every executor runs over the units (see the module docstring). Plain data,
-    picklable; its state is built in each process on first use (`start`), or adopted from
-    the driver's plan (`start(scorers, systems)`) and inherited by forked workers."""
+    """What every executor runs over the units: plain, picklable data; its state built in
+    each process on first use, or adopted from the driver's plan (and inherited by forks)."""
 
     key: str
     suite: SuiteConfig
@@ -179,18 +183,14 @@ class Worker:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_state": None}
 
-    # --- the state -----------------------------------------------------------------
-
     def start(
         self,
         scorers: Mapping[str, Scorer] | None = None,
         systems: Sequence[SystemRun] | None = None,
         prepared: bool = False,
     ) -> _State:
-        """Build this process's state (once): the given scorers and systems (the driver's
-        plan), or the suite's, built here (a cluster's worker, which is sent the outputs
-        of saved predictions); live systems attached, scorers prepared on the cases
-        (unless the caller has: `prepared`)."""
+        """This process's state, built once: the given scorers and systems (the driver's)
+        or the suite's; live systems attached, scorers prepared unless `prepared`."""
         global _STATE
         if self._state is not None:
             return self._state
@@ -214,8 +214,7 @@ class Worker:
             for scorer in scorers.values():
                 scorer.prepare(cases, ctx)
         asynchronous = any(s.is_async or s.blocking for s in scorers.values())
-        by_name = {s.name: s for s in systems}
-        state = _State(self.key, cases, scorers, by_name, ctx, asynchronous)
+        state = _State(self.key, cases, scorers, {s.name: s for s in systems}, ctx, asynchronous)
         if adopted:
             self._state = state  # the driver's own: not this process's cache
         else:
@@ -233,9 +232,8 @@ class Worker:
         return cases
 
     def close(self, close_context: bool = True) -> None:
-        """Close the state's services (the driver's, after the run); with
-        `close_context=False` only the worker's event loop and its async clients (the
-        context was the caller's: `selftest`)."""
+        """Close the state's services (`close_context=False`: only its event loop and
+        async clients, the context being the caller's)."""
         state, self._state = self._state, None
         if state is not None:
             state.close(close_context)
@@ -249,12 +247,9 @@ class Worker:
             if hasattr(system.callable, "run_stats")
         }
 
-    # --- the one loop ---------------------------------------------------------------
-
     def run(self, unit: Unit, emit: Callable[[Scored], None]) -> list[Todo]:
-        """Score every (system, case) of `unit` not yet stored, `emit` each: in order, or
-        as they finish where something is asynchronous (a live system, a judge); returns
-        what was scored, in order."""
+        """Score every (system, case) of `unit` not yet stored and `emit` each (as they
+        finish where something is asynchronous); returns what was scored, in order."""
         state = self.start()
         cases = self._unit_cases(state, unit)
         todo: list[Todo] = []
@@ -267,7 +262,9 @@ class Worker:
                 if not done or case.id not in done
             ]
         if _streamed(state, todo):
-            state.event_loop().run_until_complete(self._all(state, todo, emit))
+            loop = state.event_loop()
+            with _interruptible(loop):
+                loop.run_until_complete(self._all(state, todo, emit))
             return todo
         scorers, ctx = state.scorers, state.ctx
         with bulk_allocation():
@@ -276,12 +273,9 @@ class Worker:
                 emit(score_output(name, case, output, scorers, ctx))
         return todo
 
-    async def _all(
-        self,
-        state: _State,
-        todo: Sequence[Todo],
-        emit: Callable[[Scored], None],
-    ) -> None:
+    async def _all(self, state: _State, todo: Sequence[Todo], emit: Emit) -> None:
+        import asyncio
+
         queue = iter(todo)
 
         async def one_at_a_time() -> None:
@@ -300,22 +294,15 @@ class Worker:
         group = system.group or system.name
         if group not in state.limits:
             state.limits[group] = self.services.limit(group, system.concurrency)
-        limit = state.limits[group]
-        if limit is None:
-            return await system.callable.generate(case)
-        async with limit:
+        async with state.limits[group] or contextlib.nullcontext():
             return await system.callable.generate(case)
 
     def _unit_cases(self, state: _State, unit: Unit) -> list[Case]:
-        """The unit's cases: positions in the run's, or its range of a cases file, read and
-        the scorers prepared on them."""
+        """The unit's cases (a range of a file read, the scorers prepared on them)."""
         if isinstance(unit.cases, range):
             return state.cases[unit.cases.start : unit.cases.stop]
         r = unit.cases
-        cases = [
-            parse_case_line(raw, r.path, unit.lines_before + number)
-            for number, raw in numbered(range_lines(r.read(), r))
-        ]
+        cases = [case for _, case in parse_cases(r.lines()[1], r.path, unit.lines_before)]
         for scorer in state.scorers.values():
             scorer.prepare(cases, state.ctx)
         return cases
@@ -323,45 +310,39 @@ class Worker:
     def _outputs(
         self, state: _State, unit: Unit, system: str, cases: Sequence[Case]
     ) -> Sequence[Output | None]:
-        """The one output lookup: sent with the unit, read at the unit's offsets, stored by
-        an earlier run (`--retry-errors`), saved predictions; None: a live system's call."""
+        """The one output lookup: sent with the unit, read at its offsets, stored by an
+        earlier run, saved; None: a live system's call."""
         if unit.outputs is not None and system in unit.outputs:
             return unit.outputs[system]
         if unit.offsets is not None:
             return read_outputs(unit.offsets[system], len(cases), self.text_fields)
         return outputs_of(state.systems[system], cases, self.stored)
 
-    # --- in another process -------------------------------------------------------------
-
     def __call__(self, unit: Unit) -> Batch:
-        """Score `unit` (in a worker process): its records encoded, in the loop's order,
-        and its summary columns."""
-        got: list[Scored] = []
+        """Score `unit` in a worker process: its `Batch`."""
+        got: dict[tuple[str, str], Scored] = {}
+
+        def keep(s: Scored) -> None:
+            got[s.record["system"], s.record["case_id"]] = s
+
         state = self.start()
         try:
-            todo = self.run(unit, got.append)
+            todo = self.run(unit, keep)
         finally:
             state.ctx.flush()  # a worker may be ended without notice once idle
-        if _streamed(state, todo):  # as they came
-            at = {(name, case.id): i for i, (name, case, _) in enumerate(todo)}
-            got.sort(key=lambda s: at[_key(s)])
         partial = not isinstance(unit.cases, range)  # the driver holds no cases to aggregate
-        lines: list[bytes] = []
-        columns = RunColumns()
-        kept: dict[str, tuple[list[Case], dict[str, list[Score]]]] = {}
-        for (name, case, _), scored in zip(todo, got, strict=True):
+        lines, columns = [], RunColumns()
+        for name, case, _ in todo:
+            scored = got[name, case.id]
             lines.append(encode_record(scored.record))
             columns.system(name).add(scored.record, scored.scores, keep_views=not partial)
-            if partial:
-                cases, scores = kept.setdefault(name, ([], {}))
-                cases.append(case)
-                for label, score in scored.scores.items():
-                    scores.setdefault(label, []).append(score)
-        for name, (cases, scores) in kept.items():
-            table = columns.system(name).scorers
-            for label, scorer in state.scorers.items():
+        for name in unit.systems if partial else ():
+            cases = [case for system, case, _ in todo if system == name]
+            for label, scorer in state.scorers.items() if cases else ():
                 assert isinstance(scorer, ShardableScorer), "a unit reading its cases is shardable"
-                table[label].partials.append(scorer.aggregate_partial(cases, scores[label]))
+                scores = [got[name, case.id].scores[label] for case in cases]
+                part = scorer.aggregate_partial(cases, scores)
+                columns.system(name).scorers[label].partials.append(part)
         calls = self.calls() if not unit.pure else {}
         where = f"{socket.gethostname()}:{os.getpid()}"
         return Batch(unit.index, b"".join(lines), columns, len(lines), where, calls)
@@ -370,12 +351,34 @@ class Worker:
 def done_ids(
     names: Sequence[str], cases: Sequence[Any], done: set[tuple[str, str]]
 ) -> dict[str, frozenset[str]]:
-    """Per system of `names`, the ids of `cases` (anything with an id) already stored
-    (`done`: (system, case id)); systems with none left out (a `Unit.done`)."""
+    """Per system of `names` with any, the ids of `cases` in `done` (a `Unit.done`)."""
     if not done:
         return {}
     out = {name: frozenset(c.id for c in cases if (name, c.id) in done) for name in names}
     return {name: ids for name, ids in out.items() if ids}
+
+
+@contextlib.contextmanager
+def _interruptible(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """Ctrl-C wakes the loop (a SIGINT just before its `epoll_wait` would wait for the next
+    timer: a hung callable's timeout): the loop's own handler raises KeyboardInterrupt in
+    it, then the default handler is back. Only in the main thread, where SIGINT has
+    Python's default handler (a caller's own is left alone)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def interrupt() -> None:
+        raise KeyboardInterrupt
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)  # default_int_handler, wakeup fd reset
 
 
 def _streamed(state: _State, todo: Sequence[Todo]) -> bool:
@@ -383,15 +386,10 @@ def _streamed(state: _State, todo: Sequence[Todo]) -> bool:
     return state.asynchronous or any(output is None for _, _, output in todo)
 
 
-def _key(scored: Scored) -> tuple[str, str]:
-    return scored.record["system"], scored.record["case_id"]
-
-
 def outputs_of(
     system: SystemRun, cases: Sequence[Case], stored: Mapping[tuple[str, str], Output]
 ) -> list[Output | None]:
-    """Each case's output held here: stored by an earlier run, else the saved prediction,
-    else None (a live system's call)."""
+    """Each case's output stored by an earlier run, else saved, else None (a live call)."""
     name, predictions = system.name, system.predictions
     out: list[Output | None] = []
     for case in cases:
@@ -402,58 +400,36 @@ def outputs_of(
     return out
 
 
-# --- a unit's saved outputs, read at the offsets the input check found --------------------
-
 _MISSING = "no prediction for this case"
 
 
 def read_outputs(where: SystemPredictions, n: int, text_fields: TextFields) -> list[Output]:
-    """The outputs of a shard's `n` cases, in case order, from their records' offsets
-    (checked by the first pass: every record there is a well-formed line of a known case)."""
-    path = where.path
-    raws = _records(where, n)
+    """The outputs of a unit's `n` cases, read at their records' offsets (checked)."""
     outputs: list[Output] = []
-    for i in range(n):
-        raw = raws[i]
-        if raw is None:
-            outputs.append(Output(error=_MISSING, failure="missing"))
-            continue
-        line = read_prediction_line(raw, path, where.lines[i], text_fields)
-        more = where.more.get(i)
-        if more is None:
-            outputs.append(line.output)
-            continue
-        joined: list[tuple[int, PredictionLine]] = [(where.lines[i], line)]
-        with path.open("rb") as f:
-            for offset, number in more[1:]:
-                joined.append((number, read_prediction_line(_line_at(f, offset), path, number)))
-        outputs.append(join_outputs(joined))
+    with where.path.open("rb") as f:
+        for i, raw in enumerate(_records(where, n)):
+            if raw is None:
+                outputs.append(Output(error=_MISSING, failure="missing"))
+                continue
+            read = [(where.lines[i], raw)]
+            read += [(line, _line_at(f, at)) for at, line in where.more.get(i, [])[1:]]
+            lines = [(n, read_prediction_line(r, where.path, n, text_fields)) for n, r in read]
+            outputs.append(join_outputs(lines))
     return outputs
 
 
 def _records(where: SystemPredictions, n: int) -> list[bytes | None]:
-    """Each case's (first) record line: one read of the span when the records follow the
-    cases in order (a file written by a run over the cases), else one seek per record."""
+    """Each case's (first) record: one read of the span when they follow in case order,
+    else one seek each."""
     offsets = where.offsets
     present = [o for o in offsets if o >= 0]
-    if not present:
-        return [None] * n
     with where.path.open("rb") as f:
-        if all(a < b for a, b in itertools.pairwise(present)):
-            first = present[0]
-            end = present[-1] + len(_line_at(f, present[-1])) + 1
-            f.seek(first)
-            span = f.read(end - first)
-            out: list[bytes | None] = []
-            for o in offsets:
-                if o < 0:
-                    out.append(None)
-                    continue
-                at = o - first
-                stop = span.find(b"\n", at)
-                out.append(span[at : stop if stop >= 0 else len(span)])
-            return out
-        return [None if o < 0 else _line_at(f, o) for o in offsets]
+        if not present or not all(a < b for a, b in itertools.pairwise(present)):
+            return [None if o < 0 else _line_at(f, o) for o in offsets]
+        first, last = present[0], present[-1]
+        f.seek(first)
+        span = f.read(last - first) + _line_at(f, last) + b"\n"
+        return [None if o < 0 else span[o - first : span.index(b"\n", o - first)] for o in offsets]
 
 
 def _line_at(f: Any, offset: int) -> bytes:
