@@ -77,3 +77,20 @@ def test_a_query_of_comments_only_is_refused_as_let_only(kql: Engine) -> None:
     run = kql.execute("// query here\n// and nothing else")
     assert run.outcome.kind == "unsupported"
     assert "no query statement found" in run.outcome.message
+
+
+def test_a_union_of_every_table_of_a_large_database_is_the_evaluators_cost(kql: Engine) -> None:
+    # Hunting-Queries-Detection-Rules TheArtOfKnowingYourData.md: `union withsource=TableName *
+    # | summarize count() by TableName` over the 695 tables of a Sentinel schema ran past 60 s
+    # of CPU in the evaluator's own per-input rewriting and was scored as the query's timeout.
+    # Past MAX_UNION_INPUTS inputs it is refused (unsupported: unscored), decided by the
+    # input count alone (the same verdict on a loaded machine), before any parsing.
+    from queryeval.engines._kql_rewrite import MAX_UNION_INPUTS
+
+    wide = "union " + ", ".join(["Net"] * (MAX_UNION_INPUTS + 1)) + " | count"
+    run = kql.execute(wide)
+    assert run.outcome.kind == "unsupported"
+    assert f"a union of {MAX_UNION_INPUTS + 1} inputs" in run.outcome.message
+    assert run.outcome.elapsed_s < 5
+    _, counted = rows(kql, "union withsource=T Net, Net | summarize n = count() by T")
+    assert counted == [("Net", 6)]

@@ -34,7 +34,12 @@ type it cannot know, an option it cannot honour). Rules and what they do:
   (duckdb-kql's `functions=`), which it expands where they are called as Kusto does;
 - `split(s, d, i)`, `indexof(s, x, start)`, `extract_json(path, text[, typeof(T)])`,
   single-level `top-nested`, `join ... on A and B`, `pack` with computed keys, and a
-  parenthesized pipeline head: the KQL duckdb-kql reads for them.
+  parenthesized pipeline head: the KQL duckdb-kql reads for them;
+- `between (A - 1h .. B + span)`: the bounds parenthesized (`syntax_repaired`).
+
+Refused before any rule: a query of comments only (no query statement, as a let-only one),
+and a union of more than `MAX_UNION_INPUTS` inputs (`union *` over hundreds of tables: the
+per-input rewriting is the evaluator's cost, past a query's time limit).
 
     >>> rewrite_kql("T | summarize makeset(a) by b").text
     'T | summarize queryeval_make_set(a, 128) by b'
@@ -380,7 +385,16 @@ def rewrite_kql(query: str, inspector: Inspector | None = None,
     does not parse is returned unchanged (duckdb-kql reports the syntax error); one of
     comments only is refused as a let-only one is (Kusto.Language finds no error in it, and
     Kusto's docs require a tabular expression statement of a query)."""
-    if all(t.text == ";" for t in tokenize(query)):
+    tokens = tokenize(query)
+    width = _union_width(tokens)
+    if width > MAX_UNION_INPUTS:
+        raise KqlRefused(
+            f"a union of {width} inputs (`union *` or `search *` over a database of that many "
+            f"tables): the embedded engine rewrites and translates each input in Python, about "
+            f"0.4 s of CPU apiece, past a query's time limit beyond {MAX_UNION_INPUTS} inputs; "
+            f"the evaluator's cost, not the query's (Kusto runs it)"
+        )
+    if all(t.text == ";" for t in tokens):
         raise KqlRefused(
             "no query statement found (the query is only comments: Kusto's docs require a "
             "tabular expression statement)"
@@ -400,6 +414,30 @@ def rewrite_kql(query: str, inspector: Inspector | None = None,
             return Rewritten(text, tuple(hoisted))
         text = _apply(text, edits)
     raise KqlRefused("the query kept changing under rewriting")
+
+
+MAX_UNION_INPUTS = 64  # inputs of one union the embedded engine is given (see rewrite_kql)
+
+
+def _union_width(tokens: list[Any]) -> int:
+    """The most inputs of any `union` in the query (0 without one): its commas at its own
+    depth, up to the pipe, `;` or closing bracket that ends it, plus one.
+
+    >>> _union_width(tokenize("union (A | take 1), B, (C) | take 1; union D"))
+    3
+    """
+    widest = 0
+    for i, token in enumerate(tokens):
+        if token.kind != "word" or token.text.lower() != "union":
+            continue
+        commas = 0
+        for later in tokens[i + 1 :]:
+            if later.depth < token.depth or (later.depth == token.depth and later.text in "|;"):
+                break  # a bracket closing around the union, or its end
+            if later.depth == token.depth and later.text == ",":
+                commas += 1
+        widest = max(widest, commas + 1)
+    return widest
 
 
 def syntax_repaired(text: str) -> str:
