@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from queryeval.cases import Case, Output, Score
+from queryeval.cases import Case, CaseInfo, Output, Score
 from queryeval.scorers._context import ScoringContext
 
 if TYPE_CHECKING:
@@ -206,13 +206,18 @@ class AsyncScorer(Scorer):
 
 class ShardableScorer(Scorer):
     """A scorer that may run in the forked workers of large runs: pure, local and cheap,
-    its `aggregate` reading only id, name, tags, metadata and labels of the cases. Workers
-    aggregate their own slices (`aggregate_partial`) and the driver joins the parts
-    (`aggregate_merge`), which must give exactly `aggregate` of the whole in any order."""
+    its `aggregate` reading only what `CaseInfo` has of the cases (a large sharded run holds
+    no more). Workers aggregate their own slices (`aggregate_partial`) and the driver joins
+    the parts (`aggregate_merge`), which must give exactly `aggregate` of the whole in any
+    order."""
 
     forks = True
 
-    def aggregate_partial(self, cases: Sequence[Case], scores: Sequence[Score]) -> Any:
+    def aggregate(self, cases: Sequence[CaseInfo], scores: Sequence[Score]) -> dict[str, Any]:
+        """Dataset-level figures beyond mean/CI of the values. Default: none."""
+        return {}
+
+    def aggregate_partial(self, cases: Sequence[CaseInfo], scores: Sequence[Score]) -> Any:
         """`aggregate`'s work on part of the scores, to be joined by `aggregate_merge`.
         Default: keeps the scores (override both to send less)."""
         return (list(cases), list(scores))
