@@ -91,6 +91,6 @@ def test_a_union_of_every_table_of_a_large_database_is_the_evaluators_cost(kql: 
     run = kql.execute(wide)
     assert run.outcome.kind == "unsupported"
     assert f"a union of {MAX_UNION_INPUTS + 1} inputs" in run.outcome.message
-    assert run.outcome.elapsed_s < 5
+    assert (run.outcome.elapsed_s or 0.0) < 5
     _, counted = rows(kql, "union withsource=T Net, Net | summarize n = count() by T")
     assert counted == [("Net", 6)]
