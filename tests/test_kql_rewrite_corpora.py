@@ -94,3 +94,18 @@ def test_a_union_of_every_table_of_a_large_database_is_the_evaluators_cost(kql: 
     assert (run.outcome.elapsed_s or 0.0) < 5
     _, counted = rows(kql, "union withsource=T Net, Net | summarize n = count() by T")
     assert counted == [("Net", 6)]
+
+
+def test_as_names_the_rows_for_a_later_toscalar(kql: Engine) -> None:
+    # Sentinel-Queries Data-CalculatePercentageperTable.kql: `... | as T | extend p = 100.0 *
+    # x / toscalar(T | summarize sum(x))`. The `as` docs: it binds a name to its input as a
+    # `let` statement does; each device's share of all rows is its count over the total (3).
+    _, got = rows(
+        kql,
+        "Net | summarize n = count() by Device | as T "
+        "| extend share = round(100.0 * n / toscalar(T | summarize sum(n)), 2) "
+        "| order by Device asc",
+    )
+    assert got == [("d1", 2, 66.67), ("d2", 1, 33.33)]
+    nested = kql.execute("Net | join (Net | as U | where Url in ((U | project Url))) on Url")
+    assert nested.outcome.kind == "unsupported"

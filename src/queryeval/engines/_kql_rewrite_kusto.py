@@ -594,11 +594,34 @@ def _as_operator(q: _Query) -> list[Edit]:
         if name is None or piped is None:
             raise KqlRefused("as with a name it cannot read")
         rest = q.text[: _span(piped)[0]] + q.text[_span(piped)[1] :]
-        if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", rest):
-            raise KqlRefused(f"as {name}: the query refers to {name}")
-        a, b = _span(piped)
-        edits.append(Edit(a, b, ""))
+        named = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+        if not named.search(rest):
+            a, b = _span(piped)
+            edits.append(Edit(a, b, ""))
+            continue
+        edits.append(_as_let(q, node, piped, name, named))
     return edits
+
+
+def _as_let(q: _Query, node: Any, piped: Any, name: str, named: re.Pattern[str]) -> Edit:
+    """`X | as T | rest` where rest names T, the query's own statement: `let T = X; T | rest`
+    (the `as` docs: it binds a name as a `let` statement does). Refused elsewhere (in a
+    subquery, a `let` or function body) or when T is named before the `as`."""
+    pipe = _parent(node, "PipeExpression")
+    statement = _parent(pipe, "Statement") if pipe is not None else None
+    if (
+        pipe is None
+        or statement is None
+        or _parent(statement, "Statement") is not None
+        or _parent(pipe, "PipeExpression", "LetFunctionBody", "LetVariableDeclaration") is not None
+        or any(_kind(p) not in ("AsOperator",) for p in _rules(node) if _as_column(p) is None)
+    ):
+        raise KqlRefused(f"as {name}: the query refers to {name} from a subquery or a let")
+    start = _span(pipe)[0]
+    head = q.text[start : _span(piped)[0]].rstrip()
+    if named.search(q.text[:start]) or named.search(head):
+        raise KqlRefused(f"as {name}: {name} is also named before the as")
+    return Edit(start, _span(piped)[1], f"let {quote_name(name)} = {head};\n{quote_name(name)}")
 
 
 # -- where * has "x", T | search "x" ----------------------------------------------------------
