@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,9 +62,9 @@ class Pair:
     pred_values: np.ndarray | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RowOutcome:
-    """Row counts of one comparison (after set de-duplication) and the order verdict."""
+class RowOutcome(NamedTuple):
+    """Row counts of one comparison (after set de-duplication) and the order verdict (a
+    named tuple: made for every comparison, several times in a permutation search)."""
 
     matched: int
     pred_rows: int
