@@ -422,7 +422,10 @@ def test_parse_with_a_pattern_that_starts_with_a_capture(kql: Engine) -> None:
 
 def test_as_without_a_later_reference_passes_the_rows_on(kql: Engine) -> None:
     assert rows(kql, "E | as Events | count") == (["Count"], [(3,)])
-    assert "as Events" in refused(kql, "E | as Events | join (Events) on Dev")
+    # the name at the top level: `let Events = E; Events | join (Events) ...` (the as docs);
+    # innerunique: one left row per Dev (a, b), the right's a x2 and b x1
+    assert rows(kql, "E | as Events | join (Events) on Dev | count") == (["Count"], [(3,)])
+    assert "as U" in refused(kql, "E | join (E | as U | where Dev in ((U | project Dev))) on Dev")
 
 
 def test_star_predicates_and_search_test_every_column(kql: Engine) -> None:
