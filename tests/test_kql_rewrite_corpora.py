@@ -109,3 +109,17 @@ def test_as_names_the_rows_for_a_later_toscalar(kql: Engine) -> None:
     assert got == [("d1", 2, 66.67), ("d2", 1, 33.33)]
     nested = kql.execute("Net | join (Net | as U | where Url in ((U | project Url))) on Url")
     assert nested.outcome.kind == "unsupported"
+
+
+def test_plugins_whose_output_kusto_does_not_define_are_refused_with_the_reason(
+    kql: Engine,
+) -> None:
+    # Sentinel-Queries (5 queries) `evaluate pivot(Col, count(), By)`: the pivot docs give
+    # the columns from the data and leave their order open (their example: ARKANSAS before
+    # ARIZONA); ipv4_lookup (Hunting-Queries-Detection-Rules) joins on IP prefixes.
+    for query, reason in [
+        ("Net | evaluate pivot(Device, count(), Url)", "evaluate pivot: its output columns"),
+        ("Net | evaluate ipv4_lookup(Net, Url, Url)", "evaluate ipv4_lookup: a join on IPv4"),
+    ]:
+        run = kql.execute(query)
+        assert (run.outcome.kind, reason in run.outcome.message) == ("unsupported", True)

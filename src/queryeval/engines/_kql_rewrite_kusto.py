@@ -928,7 +928,36 @@ def _array_as_text(q: _Query) -> list[Edit]:
     return edits
 
 
+# -- evaluate plugins ------------------------------------------------------------------------------
+
+_PLUGIN_REASONS = {
+    "pivot": "its output columns come from the data, in an order Kusto's docs do not define "
+    "(the docs' own example puts ARKANSAS before ARIZONA)",
+    "ipv4_lookup": "a join on IPv4 ranges (each row matched to the lookup table's prefixes), "
+    "which the embedded engine does not translate",
+    "narrow": "its rows come from every column's text, in an order Kusto's docs do not define",
+}
+
+
+def _evaluate_plugins(q: _Query) -> list[Edit]:
+    """`evaluate plugin(...)` other than `bag_unpack` (rewritten in `_kql_rewrite`): refused
+    with the reason, as duckdb-kql runs no plugin ("EvaluateOperator ... not implemented")."""
+    if "evaluate" not in q.text.lower():
+        return []
+    for node in q.nodes:
+        if _kind(node) != "EvaluateOperator":
+            continue
+        calls = [c for c in _calls(node) if _collapse(_rules(node)[-1]) is c.node]
+        name = calls[0].name.lower() if calls else "?"
+        if name == "bag_unpack":
+            continue
+        reason = _PLUGIN_REASONS.get(name, "a plugin the embedded engine does not run")
+        raise KqlRefused(f"evaluate {name}: {reason}")
+    return []
+
+
 KUSTO_RULES = (
+    _evaluate_plugins,
     _array_as_text,
     _externaldata,
     _mv_apply,
