@@ -123,3 +123,19 @@ def test_plugins_whose_output_kusto_does_not_define_are_refused_with_the_reason(
     ]:
         run = kql.execute(query)
         assert (run.outcome.kind, reason in run.outcome.message) == ("unsupported", True)
+
+
+def test_a_scalar_function_with_lets_of_its_own(kql: Engine) -> None:
+    # KQLAdvancedHunting "Masking Account Names and UPNs for Demos.md": a scalar function
+    # whose body has `let` statements (`visible` a keyword-like name). By the indexof,
+    # substring, iif and strcat docs: "ann.lee@contoso.com" keeps "an" before the domain; a
+    # text without "@" keeps its first two characters.
+    query = """let maskUpn = (upn: string) {
+        let atPos = indexof(upn, "@");
+        let localPart = iif(atPos > 0, substring(upn, 0, atPos), upn);
+        let domain = iif(atPos > 0, substring(upn, atPos), "");
+        let visible = iif(strlen(localPart) >= 3, substring(localPart, 0, 2), localPart);
+        strcat(visible, "***", domain)
+    };
+    print a = maskUpn("ann.lee@contoso.com"), b = maskUpn("bob"), c = maskUpn("xy@d.e")"""
+    assert rows(kql, query) == (["a", "b", "c"], [("an***@contoso.com", "bo***", "xy***@d.e")])

@@ -1222,6 +1222,76 @@ def _hoist_functions(q: _Query) -> list[Edit]:
 
 
 _LET_DECLARATIONS = ("LetVariableDeclaration", "LetFunctionDeclaration", "LetViewDeclaration")
+# calls that make a table, not a scalar (a body ending in one is left as it is)
+_TABULAR_CALLS = {"range", "datatable", "table", "materialize", "view", "union", "print",
+                  "toscalar", "externaldata", "find", "search", "database", "cluster"}  # fmt: skip
+
+
+def _scalar_body_lets(q: _Query) -> list[Edit]:
+    """A scalar `let` function whose body has `let` statements of its own (`{ let a = e1;
+    let b = f(a); g(a, b) }`), which duckdb-kql refuses: the lets inlined into the final
+    expression in order, each name (not a property, call or argument name) replaced by its
+    parenthesized value, `{ g((e1), (f((e1)))) }`; the same value, as a `let` of a scalar
+    names an expression."""
+    edits = []
+    for declaration in q.nodes:
+        if _kind(declaration) != "LetFunctionDeclaration":
+            continue
+        body = next((c for c in _rules(declaration) if _kind(c) == "LetFunctionBody"), None)
+        if body is None:
+            continue
+        parts = _rules(body)
+        lets = [c for c in parts if _kind(c) == "LetFunctionBodyStatement"]
+        last = parts[-1] if parts else None
+        if not lets or last is None or _kind(last) != "Expression" or len(parts) != len(lets) + 1:
+            continue
+        declared = [_rules(c)[0] if _rules(c) else None for c in lets]
+        declared = [_collapse(d) if d is not None else None for d in declared]
+        if any(d is None or _kind(d) != "LetVariableDeclaration" for d in declared):
+            continue
+        pieces = [last, *(next(r for r in _rules(d) if _kind(r) == "Expression") for d in declared)]
+        if any(_kind(n) in ("PipedOperator", "LetFunctionBody") for p in pieces for n in _walk(p)):
+            continue
+        final = _collapse(last)
+        calls = [c for c in _calls(final) if c.node is final]
+        if _kind(final) not in _SCALAR_KINDS and not (
+            calls and calls[0].name.lower() not in _TABULAR_CALLS
+        ):
+            continue
+        values: dict[str, str] = {}
+        for d in declared:
+            name = _declared_name(d) or _plain_name(_rules(d)[0])
+            value = next(r for r in _rules(d) if _kind(r) == "Expression")
+            if name is None:
+                break
+            values[name] = "(" + _substituted(q.source(value), values) + ")"
+        else:
+            start, stop = _span(body)
+            edits.append(Edit(start, stop, "{ " + _substituted(q.source(last), values) + " }"))
+    return edits
+
+
+def _plain_name(node: Any) -> str | None:
+    """The name a name node spells when it is one plain word (`visible`, which the grammar
+    reads as a keyword)."""
+    text = "".join(t.symbol.text for t in _tokens(node)) if not _is_token(node) else ""
+    return text if _IDENT.match(text) else None
+
+
+def _substituted(text: str, values: dict[str, str]) -> str:
+    """`text` with each word naming a key of `values` (not after `.`, not a call or a
+    `name =`) replaced by its value."""
+    tokens = tokenize(text)
+    edits = []
+    for i, token in enumerate(tokens):
+        if token.kind != "word" or token.text not in values:
+            continue
+        before = tokens[i - 1].text if i else ""
+        after = [t.text for t in tokens[i + 1 : i + 3]]
+        if before == "." or after[:1] == ["("] or (after[:1] == ["="] and after[1:] != ["="]):
+            continue
+        edits.append(Edit(token.start, token.end, values[token.text]))
+    return _apply(text, edits)
 
 
 def _declared_name(declaration: Any) -> str | None:
@@ -1639,4 +1709,5 @@ RULES: tuple[Callable[[_Query], list[Edit]], ...] = (
     _pack_keys,
     _parenthesized_source,
     _extract_json,
+    _scalar_body_lets,
 )
