@@ -152,16 +152,21 @@ def test_the_scorers_give_no_verdict_as_unscored_and_cpu_cost_as_timeout(
     def output(query: str) -> Output:
         return Output(attempts=[Attempt(query=query, language="kql")])
 
+    # the CPU-cost check on a helper with a distant wall-clock cap: at load 25 on 2 cores
+    # the helper gets ~8 % of a core, 0.04 s of CPU in 0.5 s of wall clock, and BURN's
+    # verdict would be the slow machine's instead of the query's
+    patient = fake_validator(tmp_path, timeout_s=0.2, max_wall_s=60.0)
     try:
         scorer.prepare([case], ctx)
         slow = scorer.score(case, output("SLEEP 1.2"), ctx)
         assert slow.status == "unscored" and slow.failure_reason is None, slow
-        time.sleep(1.0)  # the slow request answered meanwhile (its answer is dropped)
+        monkeypatch.setattr(kusto_language, "_SHARED", patient)
         busy = scorer.score(case, output("BURN 2"), ctx)
-        assert busy.failure_reason == "timeout" and busy.value == 0.0
+        assert busy.failure_reason == "timeout" and busy.value == 0.0, busy
         assert scorer.score(case, output("print 3"), ctx).value == 1.0
     finally:
         validator.close()
+        patient.close()
 
 
 def test_process_cpu_counts_cpu_not_sleep() -> None:
