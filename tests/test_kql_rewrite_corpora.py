@@ -139,3 +139,16 @@ def test_a_scalar_function_with_lets_of_its_own(kql: Engine) -> None:
     };
     print a = maskUpn("ann.lee@contoso.com"), b = maskUpn("bob"), c = maskUpn("xy@d.e")"""
     assert rows(kql, query) == (["a", "b", "c"], [("an***@contoso.com", "bo***", "xy***@d.e")])
+
+
+def test_abs_of_a_timespan(kql: Engine) -> None:
+    # Sentinel-Queries Identity-AADRiskEventCorrelation.kql: `abs(SigninTime - RiskTime)`.
+    # The abs docs take a timespan and give its magnitude: d2's row is a day before
+    # 2024-05-03 09:00, d1's first 30 minutes after 2024-05-01 07:30.
+    _, got = rows(
+        kql,
+        "Net | where Url in ('ab', 'sheets.googleapis.com') | extend t = Ts "
+        "| project Device, d = abs(t - iif(Device == 'd2', datetime(2024-05-03 09:00), "
+        "datetime(2024-05-01 07:30))) | order by Device asc",
+    )
+    assert got == [("d1", dt.timedelta(minutes=30)), ("d2", dt.timedelta(days=1))]

@@ -928,6 +928,34 @@ def _array_as_text(q: _Query) -> list[Edit]:
     return edits
 
 
+# -- abs of a timespan ----------------------------------------------------------------------------
+
+
+def _abs_timespan(q: _Query) -> list[Edit]:
+    """`abs(x)` of a timespan (`abs(SigninTime - RiskTime)`; the abs docs take a timespan):
+    `iif((x) < 0s, 0s - (x), (x))`, where duckdb-kql's abs mixed an interval and an integer
+    (a translation error). The type of x is asked of the engine, on the operator's input."""
+    if "abs" not in q.text.lower():
+        return []
+    edits = []
+    for call in _calls(q.tree):
+        if call.name.lower() != "abs" or len(call.args) != 1 or any(call.arg_names()):
+            continue
+        operator = _parent(call.node, "PipedOperator")
+        if operator is None:
+            continue
+        text = q.source(call.arg_value(0))
+        try:
+            inspector, prefix = q._before(_operator(operator), "abs")
+            columns = inspector.columns(f"{prefix} | project __qe_abs = {text}", tuple(q.functions))
+        except Exception:  # not asked here (a function body, a name the operator defines)
+            continue
+        if [kind.upper() for _, kind in columns] != ["INTERVAL"]:
+            continue
+        edits.append(Edit(*_span(call.node), f"iif(({text}) < 0s, 0s - ({text}), ({text}))"))
+    return edits
+
+
 # -- evaluate plugins ------------------------------------------------------------------------------
 
 _PLUGIN_REASONS = {
@@ -958,6 +986,7 @@ def _evaluate_plugins(q: _Query) -> list[Edit]:
 
 KUSTO_RULES = (
     _evaluate_plugins,
+    _abs_timespan,
     _array_as_text,
     _externaldata,
     _mv_apply,
