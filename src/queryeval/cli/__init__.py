@@ -1,6 +1,6 @@
 """Command line interface (typer). `queryeval --help` is answered without importing typer
 (`_help.HELP`); every other command line goes to the typer app (`app`, imported on first
-use)."""
+use), built with only the command the line names (`_app.app_for`)."""
 
 from __future__ import annotations
 
