@@ -152,3 +152,17 @@ def test_abs_of_a_timespan(kql: Engine) -> None:
         "datetime(2024-05-01 07:30))) | order by Device asc",
     )
     assert got == [("d1", dt.timedelta(minutes=30)), ("d2", dt.timedelta(days=1))]
+
+
+def test_parse_where_with_a_capture_name_that_is_not_a_word(kql: Engine) -> None:
+    # Sentinel-Queries SecurityAlert-VisualizeTopPhishingDomains.kql: `parse-where u with *
+    # "//" ['Malicious Domain'] "/" *`. parse-where docs: as parse, and a row whose text does
+    # not match the pattern is dropped; a leading capture takes the text from the start.
+    query = (
+        "print s = dynamic(['https://a.b/c', 'nourl', 'x.y/z']) | mv-expand s to typeof(string) "
+        "| parse-where s with * '//' ['Malicious Domain'] '/' * | parse-where s with host '.' rest"
+    )
+    assert rows(kql, query) == (
+        ["s", "Malicious Domain", "host", "rest"],
+        [("https://a.b/c", "a.b", "https://a", "b/c")],
+    )

@@ -529,12 +529,13 @@ _SENTINEL = "\\uE000"
 
 
 def _parse_leading_capture(q: _Query) -> list[Edit]:
-    """`parse X with c 'sep' ...` (default kind): c captures from the start of X. duckdb-kql
-    takes a pattern starting with `*` or a literal only, so the text is prefixed with a
-    sentinel character and the pattern with `* '<sentinel>'`: the same captures."""
+    """`parse X with c 'sep' ...` (default kind; `parse-where` too): c captures from the
+    start of X. duckdb-kql takes a pattern starting with `*` or a literal only, so the text
+    is prefixed with a sentinel character and the pattern with `* '<sentinel>'`: the same
+    captures."""
     edits = []
     for node in q.nodes:
-        if _kind(node) != "ParseOperator":
+        if _kind(node) not in ("ParseOperator", "ParseWhereOperator"):
             continue
         kids = _rules(node)
         if len(kids) != 2 or _kind(kids[1]) != "ParseOperatorPattern":
@@ -550,13 +551,13 @@ def _parse_leading_capture(q: _Query) -> list[Edit]:
 
 
 def _parse_capture_names(q: _Query) -> list[Edit]:
-    """`parse x with ... ['Attribute Set Name'] ...`: duckdb-kql names its regex groups after
-    the columns, and DuckDB's RE2 rejects a group name that is not a word; such a capture is
-    made under a word name, then renamed in place (`project-rename`: the same column where
-    Kusto puts it)."""
+    """`parse x with ... ['Attribute Set Name'] ...` (and `parse-where`): duckdb-kql names
+    its regex groups after the columns, and DuckDB's RE2 rejects a group name that is not a
+    word; such a capture is made under a word name, then renamed in place (`project-rename`:
+    the same column where Kusto puts it)."""
     edits = []
     for node in q.nodes:
-        if _kind(node) != "ParseOperator":
+        if _kind(node) not in ("ParseOperator", "ParseWhereOperator"):
             continue
         piped = _parent(node, "PipedOperator")
         renames: list[str] = []
