@@ -14,12 +14,12 @@ from __future__ import annotations
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, cast
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from queryeval.cases import Case, Score
+    from queryeval.cases import Case, CaseInfo, Score
     from queryeval.scorers import Scorer
 
 OK, UNSCORED, ERROR, ABSENT = 0, 1, 2, -1
@@ -309,8 +309,8 @@ class SystemTable:
     cost: np.ndarray
     scorers: dict[str, ScorerTable]
 
-    def cases(self, all_cases: Sequence[Case], rows: list[int]) -> list[Case]:
-        """The cases of the rows."""
+    def cases(self, all_cases: Sequence[CaseInfo], rows: list[int]) -> list[CaseInfo]:
+        """The cases (or the cases' infos) of the rows."""
         return [all_cases[i] for i in self.case_index[rows].tolist()]
 
 
@@ -334,7 +334,7 @@ def _reorder(sparse: dict[int, T], new_row: dict[int, int] | None) -> list[tuple
     return kept
 
 
-def finish(columns: SystemColumns, cases: Sequence[Case]) -> SystemTable:
+def finish(columns: SystemColumns, cases: Sequence[CaseInfo]) -> SystemTable:
     """The rows whose case is known, in case order."""
     import numpy as np
 
@@ -373,20 +373,33 @@ def finish(columns: SystemColumns, cases: Sequence[Case]) -> SystemTable:
     )
 
 
-def aggregate_of(scorer: Scorer, table: SystemTable, cases: Sequence[Case]) -> dict[str, Any]:
+def _whole(cases: Sequence[CaseInfo]) -> TypeGuard[Sequence[Case]]:
+    """Whether every case is a whole `Case` (not a sharded run's stub)."""
+    from queryeval.cases import Case
+
+    return all(isinstance(c, Case) for c in cases)
+
+
+def aggregate_of(scorer: Scorer, table: SystemTable, cases: Sequence[CaseInfo]) -> dict[str, Any]:
     """The scorer's own dataset-level figures: from its rows' scores, merged with partial
-    aggregates made elsewhere (sharded workers) when there are any."""
+    aggregates made elsewhere (sharded workers) when there are any. A shardable scorer is
+    given the cases' infos as they are; any other scorer only ever sees whole cases (a run
+    holds stubs only when every scorer is shardable)."""
+    from queryeval.scorers import ShardableScorer
+
     column = table.scorers.get(scorer.label)
     if column is None:
         return scorer.aggregate([], [])
     rows = [r for r, _ in column.views]
     scores = [s for _, s in column.views]
+    picked = table.cases(cases, rows)
+    if not isinstance(scorer, ShardableScorer):
+        assert not column.partials, "only shardable scorers send partials"
+        assert _whole(picked), "case stubs only reach shardable scorers"
+        return scorer.aggregate(picked, scores)
     if not column.partials:
-        return scorer.aggregate(table.cases(cases, rows), scores)
-    from queryeval.scorers import ShardableScorer
-
-    assert isinstance(scorer, ShardableScorer), "only shardable scorers send partials"
+        return scorer.aggregate(picked, scores)
     partials = list(column.partials)
     if scores:
-        partials.append(scorer.aggregate_partial(table.cases(cases, rows), scores))
+        partials.append(scorer.aggregate_partial(picked, scores))
     return scorer.aggregate_merge(partials)

@@ -26,7 +26,7 @@ from queryeval.stats._columns import (
 )
 
 if TYPE_CHECKING:
-    from queryeval.cases import Case
+    from queryeval.cases import CaseInfo
     from queryeval.scorers import Scorer
 
 
@@ -77,7 +77,7 @@ def _flagged_view(values: np.ndarray, n: int, pass_rate: float | None) -> dict[s
 
 def summarize_scorer(
     scorer: Scorer | None,
-    cases: Sequence[Case],
+    cases: Sequence[CaseInfo],
     table: SystemTable,
     seed: int,
     max_unscored_share: float = DEFAULT_MAX_UNSCORED_SHARE,
@@ -166,7 +166,7 @@ _EMPTY_I = np.empty(0, dtype=np.int8)
 
 def summarize(
     suite_name: str,
-    cases: Sequence[Case],
+    cases: Sequence[CaseInfo],
     records: Iterable[Mapping[str, Any]] | RunColumns,
     scorers: Mapping[str, Scorer],
     system_names: Sequence[str],
@@ -225,7 +225,7 @@ def summarize(
     return {"suite": suite_name, "n_cases": len(cases), "systems": systems}
 
 
-def _by_tag(cases: Sequence[Case], table: SystemTable, labels: list[str]) -> dict:
+def _by_tag(cases: Sequence[CaseInfo], table: SystemTable, labels: list[str]) -> dict:
     groups: dict[str, list[int]] = {}
     for row, case_tags in enumerate([cases[i].tags for i in table.case_index.tolist()]):
         for tag in case_tags:
