@@ -170,8 +170,9 @@ def construct_of(kind: str, message: str) -> str:
         return _NETWORK
     if let_only(message):
         return _LET_ONLY
-    if message.startswith(REFUSED_MARKER):  # a run-time or translation refusal: its subject
-        return "refused: " + re.split(r"\(\)|:", message[len(REFUSED_MARKER) :])[0].strip()[:60]
+    if REFUSED_MARKER in message:  # a run-time or translation refusal (maybe nested): its subject
+        rest = message[message.index(REFUSED_MARKER) + len(REFUSED_MARKER) :]
+        return "refused: " + re.split(r"\(\)|:", rest)[0].strip()[:60]
     match = _CONSTRUCT.search(message)
     if match:
         name = match.group(1) or match.group(2)
