@@ -1,7 +1,9 @@
 """A small synthetic sales database (DuckDB) and text-to-SQL cases on it, seeded, for
 bench_sql_scoring: distinct gold queries of five everyday shapes (a count, a GROUP BY, an
 ordered listing, a join with ORDER BY and LIMIT, a range scan), and predictions that are
-right in other words, right with columns reordered, wrong, or failing to run."""
+right in other words, right with columns reordered, wrong, or failing to run. Two more
+suite shapes (`SHAPES`): ten templates on a 3,000-row table with `max_rows` 100,000, and
+results of thousands of rows through Arrow."""
 
 from __future__ import annotations
 
@@ -82,22 +84,131 @@ def _pair(k: int, rng: random.Random) -> tuple[str, str]:
     return gold, pred
 
 
-def write_suite(folder: Path, n: int, seed: int = 7) -> Path:
+SHAPES = {
+    "bench": "five shapes on 500 customers and 20,000 orders (the default limits)",
+    "templates": "ten templates on a 3,000-row sales table, max_rows 100,000 (small results, "
+    "numbers and strings as Arrow, dates as rows; floats, decimals, dates, NULLs)",
+    "large": "results of 2,000-40,000 rows of a 60,000-row sales table, max_rows 100,000 "
+    "(through Arrow)",
+}
+REGIONS = ["north", "south", "east", "west", "centre", None]
+PRODUCTS = [f"p{i:02d}" for i in range(40)]
+
+
+def build_sales(path: Path, rows: int, seed: int = 7) -> None:
+    """sales (`rows` rows: an id, a region with NULLs, a product, a quantity, a DECIMAL
+    price, a DOUBLE amount, a day) in a DuckDB file, from DuckDB's seeded random()."""
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute(f"SELECT setseed({seed % 1000 / 1000})")
+    regions = "[" + ", ".join(f"'{r}'" if r else "NULL" for r in REGIONS) + "]"
+    con.execute(
+        "CREATE TABLE sales AS SELECT i::INTEGER AS id, "
+        f"{regions}[1 + floor(random() * {len(REGIONS)})::INTEGER] AS region, "
+        f"printf('p%02d', floor(random() * {len(PRODUCTS)})::INTEGER) AS product, "
+        "(1 + floor(random() * 20))::INTEGER AS qty, "
+        "round(1 + random() * 999, 2)::DECIMAL(10, 2) AS price, "
+        "round(random() * 1000, 3)::DOUBLE AS amount, "
+        "DATE '2024-01-01' + floor(random() * 365)::INTEGER AS day "
+        f"FROM range({rows}) t(i) ORDER BY i"
+    )
+    con.close()
+
+
+def _template_pair(k: int, rng: random.Random) -> tuple[str, str]:
+    """Gold and predicted SQL of case `k` of the ten-template shape: right in other words
+    or with columns reordered, wrong in a parameter (25%), failing (10%)."""
+    region = REGIONS[k % 5]
+    product = PRODUCTS[(k // 10) % len(PRODUCTS)]
+    q, d, a = k % 17 + 1, (k * 7) % 300, (k * 13) % 2900
+    fate = rng.random()
+    w = fate < 0.25
+    templates = [
+        (f"SELECT count(*) FROM sales WHERE region = '{region}' AND qty > {q}",
+         f"SELECT COUNT(id) AS n FROM sales WHERE qty > {q + w} AND region = '{region}'"),
+        (f"SELECT product, sum(qty) AS units FROM sales WHERE region = '{region}' "
+         f"AND qty <= {q} GROUP BY product",
+         f"SELECT sum(qty), product FROM sales WHERE qty <= {q - w} AND region = '{region}' "
+         "GROUP BY product"),
+        (f"SELECT avg(amount) FROM sales WHERE product = '{product}' AND qty >= {q}",
+         f"SELECT avg(amount) AS mean FROM sales WHERE qty >= {q + 2 * w} "
+         f"AND product = '{product}'"),
+        (f"SELECT id, amount FROM sales WHERE qty = {q} AND region = '{region}' ORDER BY id",
+         f"SELECT s.id, s.amount FROM sales s WHERE s.region = '{region}' AND s.qty = {q} "
+         f"ORDER BY s.id{' DESC' if w else ''}"),
+        (f"SELECT region, max(price) AS top FROM sales WHERE day >= DATE '2024-01-01' + {d} "
+         "GROUP BY region",
+         f"SELECT max(price), region FROM sales WHERE day >= DATE '2024-01-01' + {d + 40 * w} "
+         "GROUP BY region"),
+        (f"SELECT day, count(*) AS n FROM sales WHERE product = '{product}' "
+         f"AND day >= DATE '2024-01-01' + {d} GROUP BY day ORDER BY day LIMIT 10",
+         f"SELECT day, count(*) FROM sales WHERE product = '{product}' AND "
+         f"day > DATE '2024-01-01' + {d - 1 + 3 * w} GROUP BY 1 ORDER BY 1 LIMIT 10"),
+        (f"SELECT product, avg(price) AS mean FROM sales WHERE qty > {q} GROUP BY product "
+         f"HAVING count(*) > {q}",
+         f"SELECT product, avg(price) FROM sales WHERE qty > {q} GROUP BY product "
+         f"HAVING count(*) > {q + 5 * w}"),
+        (f"SELECT id, region, product FROM sales WHERE id BETWEEN {a} AND {a + 30}",
+         f"SELECT product, id, region FROM sales WHERE id >= {a} AND id <= {a + 30 - w}"),
+        (f"SELECT sum(amount) FROM sales WHERE region = '{region}' "
+         f"AND day < DATE '2024-01-01' + {d}",
+         f"SELECT sum(amount) AS total FROM sales WHERE day < DATE '2024-01-01' + {d + w} "
+         f"AND region = '{region}'"),
+        ("SELECT region, product, count(*) AS n FROM sales WHERE qty > "
+         f"{q} GROUP BY region, product ORDER BY n DESC, region, product LIMIT 5",
+         "SELECT region, product, count(*) AS n FROM sales WHERE qty > "
+         f"{q + w} GROUP BY ALL ORDER BY 3 DESC, 1, 2 LIMIT 5"),
+    ]  # fmt: skip
+    gold, pred = templates[k % 10]
+    if 0.25 <= fate < 0.35:  # does not run
+        pred = pred.replace("qty", "quantity") if k % 2 else pred.replace("SELECT", "SELEC", 1)
+    return gold, pred
+
+
+def _large_pair(k: int, rng: random.Random) -> tuple[str, str]:
+    """Gold and predicted SQL returning 2,000-40,000 rows of the 60,000-row table."""
+    low = (k * 997) % 20_000
+    size = 2_000 + (k * 3_571) % 38_000
+    fate = rng.random()
+    w = fate < 0.25
+    if k % 2:
+        gold = f"SELECT id, qty, amount FROM sales WHERE id >= {low} AND id < {low + size}"
+        pred = f"SELECT amount, id, qty FROM sales WHERE id BETWEEN {low} AND {low + size - 1 - w}"
+    else:
+        gold = (f"SELECT product, region, qty, count(*) AS n FROM sales WHERE id < {low + size} "
+                "GROUP BY ALL")  # fmt: skip
+        pred = (f"SELECT count(*), product, region, qty FROM sales WHERE id <= {low + size - 1} "
+                f"AND qty > {int(w)} GROUP BY product, region, qty")  # fmt: skip
+    if 0.25 <= fate < 0.35:
+        pred = pred.replace("SELECT", "SELEC", 1)
+    return gold, pred
+
+
+def write_suite(folder: Path, n: int, seed: int = 7, shape: str = "bench") -> Path:
     """shop.duckdb, cases.jsonl, predictions.jsonl and suite.yaml (executes,
-    execution_match, results_f1; json report) with `n` cases; returns the suite path."""
+    execution_match, results_f1; json report) with `n` cases of a shape (`SHAPES`); returns
+    the suite path."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
-    build_database(folder / "shop.duckdb", seed)
+    options = ""
+    if shape == "bench":
+        build_database(folder / "shop.duckdb", seed)
+        pair = _pair
+    else:
+        build_sales(folder / "shop.duckdb", 3_000 if shape == "templates" else 60_000, seed)
+        pair = _template_pair if shape == "templates" else _large_pair
+        options = ", options: {max_rows: 100000}"
     with (folder / "cases.jsonl").open("w") as cf, (folder / "predictions.jsonl").open("w") as pf:
         for k in range(n):
-            gold, pred = _pair(k, rng)
+            gold, pred = pair(k, rng)
             turn = {"role": "user", "content": f"question {k}", "target": {"query": gold}}
             case = {"id": f"c{k}", "conversation": [turn]}
             cf.write(json.dumps(case) + "\n")
             pf.write(json.dumps({"case_id": f"c{k}", "query": pred, "language": "sql"}) + "\n")
     (folder / "suite.yaml").write_text(
         "name: bench-sql\ncases: cases.jsonl\n"
-        "databases:\n  shop: {engine: duckdb, path: shop.duckdb}\n"
+        f"databases:\n  shop: {{engine: duckdb, path: shop.duckdb{options}}}\n"
         "systems:\n  - {name: sys, predictions: predictions.jsonl}\n"
         "scorers: [executes, execution_match, results_f1]\nreports: [json]\n"
     )
