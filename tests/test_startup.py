@@ -69,7 +69,9 @@ def test_a_plain_codelist_file_is_read_without_sdmx1() -> None:
 def test_a_run_without_databases_imports_no_engine_code(tmp_path: Path) -> None:
     """`queryeval run` of the SDMX example (JSON report) imports no engine module and no
     engine, parser or report library: engines are imported by name when a database needs
-    one (`queryeval.engines` is lazy)."""
+    one (`queryeval.engines` is lazy). Nor does it import asyncio (no system is called), the
+    result comparison (no query is compared, the suite sets no `comparison` policy) or read
+    any distribution's entry points (the report kinds are built in)."""
     for name in ("cases", "predictions"):
         shutil.copytree(EXAMPLE / name, tmp_path / name)
     shutil.copy(EXAMPLE / "codelists.xml", tmp_path)
@@ -79,20 +81,29 @@ def test_a_run_without_databases_imports_no_engine_code(tmp_path: Path) -> None:
     (tmp_path / "suite.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     argv = ["queryeval", "run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run"),
             "--no-progress"]  # fmt: skip
+    prefixes = ("queryeval.engines.", "duckdb", "sqlglot", "scipy", "pyarrow", "xlsxwriter",
+                "jinja2", "sdmx", "pandas", "asyncio", "queryeval.metrics.results")  # fmt: skip
     code = (
+        "import importlib.metadata as metadata\nasked = []\nreal = metadata.entry_points\n"
+        "def entry_points(**params):\n    asked.append(params.get('group'))\n"
+        "    return real(**params)\n"
+        "metadata.entry_points = entry_points\n"
         f"import sys, queryeval.cli\nsys.argv = {argv!r}\n"
         "try:\n    queryeval.cli.main()\nexcept SystemExit as exc:\n    assert not exc.code\n"
-        "import json\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith("
-        "('queryeval.engines.', 'duckdb', 'sqlglot', 'scipy', 'pyarrow', 'xlsxwriter', "
-        "'jinja2', 'sdmx', 'pandas')))), file=sys.stderr)"
+        "import json\nprint(json.dumps([sorted(m for m in sys.modules if m.startswith("
+        f"{prefixes!r})), asked]), file=sys.stderr)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = json.loads(out.stderr.strip().splitlines()[-1])
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    loaded, asked = json.loads(out.stderr.strip().splitlines()[-1])
     # the engine base class and its guards (queryeval.runner._selftest imports Engine at its
     # top) and the databases' option check (runner._check asks it even with no database)
     light = ("_base", "_cost", "_memory", "_watchdog", "_twin", "_options")
     base = {f"queryeval.engines.{m}" for m in light}
     assert [m for m in loaded if m not in base] == []
+    assert asked == []
     assert (tmp_path / "run" / "summary.json").is_file()
 
 

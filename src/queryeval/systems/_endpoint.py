@@ -9,7 +9,6 @@ output) are the system's; a refused key (401/403) or a wrong URL (404/405) stops
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -172,6 +171,8 @@ class EndpointSystem:
             finally:
                 await self.client.aclose()
             return problem
+
+        import asyncio  # lazily: a run of saved predictions runs no event loop
 
         return asyncio.run(ask())
 
