@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from queryeval import __version__
 from queryeval._gc import bulk_allocation, run_scope
-from queryeval.cases import Case, Output, load_cases
+from queryeval.cases import Case, CaseInfo, Output, load_cases
 from queryeval.config import ReportConfig, SuiteConfig
 from queryeval.errors import InputError
 from queryeval.log import (
@@ -109,6 +109,7 @@ class Runner:
         from queryeval.stats import RunColumns
 
         self.plan, self.progress, self.use_cache = plan, progress, use_cache
+        self.cases: Sequence[CaseInfo] = plan.cases  # a sharded run's: the units' stubs
         self.review = review  # the review file applied (run.json records it)
         # what the summary needs of every record, kept in memory so it is not read back
         self.columns = RunColumns([s.name for s in plan.systems])
@@ -215,6 +216,8 @@ class Runner:
             plan, done=self.done, stored=self.retry, use_cache=self.use_cache, key=run_key
         ) as scheduled:
             self.executor = scheduled.executor
+            if scheduled.stubs is not None:  # the units read their own cases
+                self.cases = scheduled.stubs
             if not plan.lazy:  # the first golds of each server database still to score, on
                 # the worker's engines (a cluster's are its actors), before anything is written
                 names = {s.name for s in plan.systems}
@@ -234,8 +237,6 @@ class Runner:
                                            lambda done: bar.advance(self._keep(done)))  # fmt: skip
             finally:
                 store.close()
-            if scheduled.stubs is not None:  # the units read their own cases
-                plan.cases = cast(list[Case], scheduled.stubs)
             if not self._calls:  # else the calls were made in the workers
                 self._calls = {"": scheduled.worker.calls()}
         for index in sorted(self._blocks):
@@ -278,7 +279,7 @@ class Runner:
     def _count_error(self, label: str, n: int, explanation: str) -> None:
         before, first = self._errors.get(label, (0, explanation))
         self._errors[label] = (n := before + n), first
-        planned = len(self.plan.systems) * len(self.plan.cases)
+        planned = len(self.plan.systems) * len(self.cases)
         _check_errors(self.plan.suite, [(label, n, planned, first)], "planned ")
 
     def finish(self, baseline: RunLog | None = None) -> Summary:
@@ -290,7 +291,7 @@ class Runner:
             for label, column in self.columns.system(name).scorers.items()
         ])  # fmt: skip
         if self.review is None:
-            summary = summarized(self.plan, self.columns, baseline)
+            summary = summarized(self.plan, self.columns, baseline, self.cases)
             self.store.write_json(SUMMARY, summary)
         else:
             summary = reviewed_summary(self.plan, self.store, self.review, baseline)
@@ -339,15 +340,18 @@ def _check_errors(
 
 
 def summarized(
-    plan: RunPlan, records: RunColumns | Iterable[Mapping[str, Any]], baseline: RunLog | None
+    plan: RunPlan,
+    records: RunColumns | Iterable[Mapping[str, Any]],
+    baseline: RunLog | None,
+    cases: Sequence[CaseInfo] | None = None,
 ) -> Summary:
-    """The summary of a run's records (or their columns), its gates checked (relative ones
-    against the `baseline` run's summary)."""
+    """The summary of a run's records (or their columns) over `cases` (the plan's by
+    default), its gates checked (relative ones against the `baseline` run's summary)."""
     from queryeval.stats import check_gates, summarize
 
-    suite = plan.suite
+    suite, cases = plan.suite, plan.cases if cases is None else cases
     with bulk_allocation():
-        summary = summarize(suite.name, plan.cases, records, plan.scorers,
+        summary = summarize(suite.name, cases, records, plan.scorers,
                             [s.name for s in plan.systems], seed=suite.seed,
                             max_unscored_share=suite.settings.max_unscored_share)  # fmt: skip
     base = baseline.summary if baseline is not None else None
@@ -402,7 +406,11 @@ def _added(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         mine = out.get(key)
         if isinstance(value, dict):
             out[key] = _added(mine if isinstance(mine, dict) else {}, value)
-        elif isinstance(mine, int | float) and type(value) in (int, float):
+        elif (
+            isinstance(mine, int | float)
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+        ):
             out[key] = max(mine, value) if key in _NOT_ADDED else mine + value
         else:
             out[key] = value
@@ -497,7 +505,7 @@ def run_suite(
             loads = functools.partial(load_cases, suite.cases, suite.base_dir)
             load = loads if plan.lazy else None
             reports = _write(
-                suite, log, plan.cases, plan.scorers, load_cases=load, extra=extra_reports
+                suite, log, runner.cases, plan.scorers, load_cases=load, extra=extra_reports
             )
         return RunResult(out, summary, summary["gates"], reports, new, skipped, overlays)
 
