@@ -72,8 +72,10 @@ def _json_only(suite: Any) -> Any:
     return suite
 
 
-@pytest.mark.parametrize("example", ["sdmx", "sql", "weaviate"])
+@pytest.mark.parametrize("example", ["sdmx", "sql", "weaviate", "tasks"])
 def test_example_suite_on_ray_gives_the_local_summary(tmp_path: Path, example: str) -> None:
+    """The local run's records and summary; tasks (a disposable copy of the database per
+    case) are scored in the workers, on engines of their own."""
     suite = _json_only(load_suite(ROOT / "examples" / example / "suite.yaml"))
     local = run_suite(suite, tmp_path / "local", progress=False)
     on_ray = run_suite(with_executor(suite, "ray"), tmp_path / "ray", progress=False)
@@ -89,6 +91,10 @@ def test_example_suite_on_ray_gives_the_local_summary(tmp_path: Path, example: s
         assert set(cluster["engines"]) == {"sales", "sales_sqlite"}
         assert sum(e["calls"] for e in cluster["engines"].values()) > 0
         assert all(e["peak"] <= 4 for e in cluster["engines"].values())
+    if example == "tasks":
+        assert "engines" not in cluster
+        scored = json.loads(_summary(tmp_path / "ray"))["systems"]["baseline"]["scorers"]
+        assert scored["task_tests"]["ok"] == 4  # not unscored
 
 
 def test_rag_grid_on_ray_gives_the_local_summary(
