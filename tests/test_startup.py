@@ -70,8 +70,9 @@ def test_a_run_without_databases_imports_no_engine_code(tmp_path: Path) -> None:
     """`queryeval run` of the SDMX example (JSON report) imports no engine module and no
     engine, parser or report library: engines are imported by name when a database needs
     one (`queryeval.engines` is lazy). Nor does it import asyncio (no system is called), the
-    result comparison (no query is compared, the suite sets no `comparison` policy) or read
-    any distribution's entry points (the report kinds are built in)."""
+    result comparison (no query is compared, the suite sets no `comparison` policy) or the
+    viewer's web app (the run's index is written), or read any distribution's entry points
+    (the report kinds are built in)."""
     for name in ("cases", "predictions"):
         shutil.copytree(EXAMPLE / name, tmp_path / name)
     shutil.copy(EXAMPLE / "codelists.xml", tmp_path)
@@ -82,7 +83,8 @@ def test_a_run_without_databases_imports_no_engine_code(tmp_path: Path) -> None:
     argv = ["queryeval", "run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run"),
             "--no-progress"]  # fmt: skip
     prefixes = ("queryeval.engines.", "duckdb", "sqlglot", "scipy", "pyarrow", "xlsxwriter",
-                "jinja2", "sdmx", "pandas", "asyncio", "queryeval.metrics.results")  # fmt: skip
+                "jinja2", "sdmx", "pandas", "asyncio", "queryeval.metrics.results",
+                "queryeval.viewer._app", "queryeval.viewer._serve")  # fmt: skip
     code = (
         "import importlib.metadata as metadata\nasked = []\nreal = metadata.entry_points\n"
         "def entry_points(**params):\n    asked.append(params.get('group'))\n"

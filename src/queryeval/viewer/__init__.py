@@ -7,25 +7,50 @@ directory, queried with DuckDB) so that pages, `queryeval compare` and `queryeva
 stay fast and small at 200,000 cases.
 """
 
-from queryeval.viewer._app import build_app, case_view, run_view, text_diff
-from queryeval.viewer._catalog import Catalog, Run, run_id
-from queryeval.viewer._compare import (
-    compare_dirs,
-    compare_indexed,
-    index_diff,
-    indexed,
-    side_by_side,
-)
-from queryeval.viewer._index import (
-    RunIndex,
-    default_index_root,
-    index_run,
-    iter_run_dirs,
-    record_row,
-)
-from queryeval.viewer._query import CaseFilter, cases_page, facets
-from queryeval.viewer._review import add_gold, add_override, review_file
-from queryeval.viewer._serve import Viewer, serve
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from queryeval._registry import lazy_attributes
+
+if TYPE_CHECKING:
+    from queryeval.viewer._app import build_app, case_view, run_view, text_diff
+    from queryeval.viewer._catalog import Catalog, Run, run_id
+    from queryeval.viewer._compare import (
+        compare_dirs,
+        compare_indexed,
+        index_diff,
+        indexed,
+        side_by_side,
+    )
+    from queryeval.viewer._index import (
+        RunIndex,
+        default_index_root,
+        index_run,
+        iter_run_dirs,
+        record_row,
+    )
+    from queryeval.viewer._query import CaseFilter, cases_page, facets
+    from queryeval.viewer._review import add_gold, add_override, review_file
+    from queryeval.viewer._serve import Viewer, serve
+
+# module -> the names it defines, imported on first use: `queryeval run` indexes its run at
+# its end (`index_run`) without importing the web app, the comparisons or the review writer
+# (issue 31)
+_MODULES = {
+    "_app": "build_app case_view run_view text_diff",
+    "_catalog": "Catalog Run run_id",
+    "_compare": "compare_dirs compare_indexed index_diff indexed side_by_side",
+    "_index": "RunIndex default_index_root index_run iter_run_dirs record_row",
+    "_query": "CaseFilter cases_page facets",
+    "_review": "add_gold add_override review_file",
+    "_serve": "Viewer serve",
+}
+_LAZY: dict[str, tuple[str, str | None]] = {
+    name: (f"queryeval.viewer.{module}", None)
+    for module, names in _MODULES.items()
+    for name in names.split()
+}
 
 __all__ = [
     "CaseFilter",
@@ -54,3 +79,5 @@ __all__ = [
     "side_by_side",
     "text_diff",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
