@@ -166,3 +166,21 @@ def test_parse_where_with_a_capture_name_that_is_not_a_word(kql: Engine) -> None
         ["s", "Malicious Domain", "host", "rest"],
         [("https://a.b/c", "a.b", "https://a", "b/c")],
     )
+
+
+def test_a_function_given_a_table_name_or_a_count(kql: Engine) -> None:
+    # Hunting-Queries-Detection-Rules ListEntraIDSignIns.md: `let f = (tableName: string,
+    # email: string) { table(tableName) | where ... }; union isfuzzy=true f("SigninLogs", u),
+    # ...`; LastPowerShellExecutions.md: `top Results by Timestamp` of a parameter. Kusto
+    # expands a function at its call (table() docs: the table its string names); isfuzzy only
+    # drops inputs that do not resolve (union docs), and every input here does.
+    query = """let f = (tableName: string, who: string) { table(tableName) | where Device == who };
+    let a = f("Net", "d1");
+    union isfuzzy=true a, (f('Net', "d2")) | summarize n = count() by Device | order by Device asc"""
+    assert rows(kql, query) == (["Device", "n"], [("d1", 2), ("d2", 1)])
+    latest = "let g = (k: int) { Net | top k by Ts | project Url }; g(2)"
+    assert rows(kql, latest) == (["Url"], [("ab",), ("a b",)])
+    typed = "union isfuzzy=true (Net | take 1 | project D = Device), (print D = 1)"
+    assert rows(kql, typed)[0] == ["D_string", "D_long"]
+    refused = kql.execute('let f = (t: string) { table(t) | count }; f(strcat("N", "et"))')
+    assert refused.outcome.kind == "unsupported"

@@ -411,6 +411,9 @@ def rewrite_kql(query: str, inspector: Inspector | None = None,
         if not edits:  # the rest done: function bodies are final, hand them over
             edits = _edits(q, (_hoist_functions,))
         if not edits:
+            if _TABLE_PARAMETER in text:
+                raise KqlRefused("table() of a function parameter that a call does not give "
+                                 "as a string literal")  # fmt: skip
             return Rewritten(text, tuple(hoisted))
         text = _apply(text, edits)
     raise KqlRefused("the query kept changing under rewriting")
@@ -450,8 +453,30 @@ def syntax_repaired(text: str) -> str:
     """
     if parsed(text) is not None:
         return text
-    repaired = _parenthesized_bounds(text)
+    repaired = _parenthesized_bounds(_table_calls(text))
     return repaired if repaired != text and parsed(repaired) is not None else text
+
+
+_TABLE_PARAMETER = "queryeval_table_of_"  # table(p) of a parameter p, until the call gives p
+
+
+def _table_calls(text: str) -> str:
+    """`table("T")` as the name T (the table docs: the table the string names), and
+    `table(p)` of a name (a function's parameter) as a placeholder name that
+    `_inline_parameter_calls` replaces by the table the call names (refused otherwise)."""
+    tokens = tokenize(text)
+    edits = []
+    for i in range(len(tokens) - 3):
+        word, opener, arg, closer = tokens[i : i + 4]
+        if word.text.lower() != "table" or opener.text != "(" or closer.text != ")":
+            continue
+        if i and tokens[i - 1].text == ".":
+            continue
+        if arg.kind == "string" and arg.text[:1] in "'\"":
+            edits.append(Edit(word.start, closer.end, quote_name(_literal_value(arg.text))))
+        elif arg.kind == "word" and _IDENT.match(arg.text):
+            edits.append(Edit(word.start, closer.end, _TABLE_PARAMETER + arg.text))
+    return _apply(text, edits) if edits else text
 
 
 def _parenthesized_bounds(text: str) -> str:
@@ -1271,6 +1296,67 @@ def _scalar_body_lets(q: _Query) -> list[Edit]:
     return edits
 
 
+def _inline_parameter_calls(q: _Query) -> list[Edit]:
+    """Calls of a tabular `let` function that uses a parameter where duckdb-kql needs a
+    literal (`table(p)`, `top p by ...`, `take p`), each call given literal arguments:
+    the call replaced by the body with each parameter replaced by its argument (`table("T")`
+    by T), the declaration dropped; the expansion Kusto makes of a function at its call
+    (every `let` name of the query unique, so the body's names mean the same there)."""
+    edits = []
+    for declaration in q.nodes:
+        if _kind(declaration) != "LetFunctionDeclaration":
+            continue
+        body = next((c for c in _rules(declaration) if _kind(c) == "LetFunctionBody"), None)
+        plist = next(
+            (c for c in _rules(declaration) if _kind(c) == "LetFunctionParameterList"), None
+        )
+        if body is None or plist is None or not _tabular_body(body):
+            continue
+        if any(_kind(c) == "LetFunctionBodyStatement" for c in _rules(body)):
+            continue
+        if any(_kind(p) != "ScalarParameter" for p in _rules(plist)):
+            continue
+        params = [_plain_name(_rules(p)[0]) for p in _rules(plist)]
+        start, stop = _span(body)
+        text = q.text[start + 1 : stop - 1]
+        if None in params:
+            continue
+        named = "|".join(re.escape(p) for p in params if p)
+        if _TABLE_PARAMETER not in text and not re.search(
+            rf"\b(?:top|take|limit)\s+(?:{named})\b", text, re.IGNORECASE
+        ):
+            continue
+        name = _declared_name(declaration) or _plain_name(_rules(declaration)[0])
+        lets = [_declared_name(d) for d in q.nodes if _kind(d) in _LET_DECLARATIONS]
+        if name is None or len(set(lets)) != len(lets):
+            raise KqlRefused("a function with a table() or count parameter among repeated lets")
+        calls = [c for c in _calls(q.tree) if c.name == name]
+        for call in calls:
+            if len(call.args) != len(params) or any(call.arg_names()):
+                raise KqlRefused(f"{name}: a call with named or default arguments")
+            values: dict[str, str] = {}
+            inlined = text
+            for i, param in enumerate(params):
+                assert param is not None
+                value = _collapse(call.arg_value(i))
+                source = q.source(value)
+                literal = _kind(value).endswith("LiteralExpression")
+                placeholder = _TABLE_PARAMETER + param
+                if placeholder in inlined:
+                    if _kind(value) != "StringLiteralExpression":
+                        raise KqlRefused(f"{name}: table({param}) of an argument that is not "
+                                         "a string literal")  # fmt: skip
+                    table = quote_name(_literal_value(source))
+                    inlined = re.sub(rf"\b{re.escape(placeholder)}\b", table, inlined)
+                values[param] = source if literal else f"({source})"
+            edits.append(Edit(*_span(call.node), f"({_substituted(inlined, values)})"))
+        statement = _parent(declaration, "Statement")
+        a, b = _span(statement if statement is not None else declaration)
+        semicolon = re.match(r"\s*;", q.text[b:])
+        edits.append(Edit(a, b + (semicolon.end() if semicolon else 0), ""))
+    return edits
+
+
 def _plain_name(node: Any) -> str | None:
     """The name a name node spells when it is one plain word (`visible`, which the grammar
     reads as a keyword)."""
@@ -1710,4 +1796,5 @@ RULES: tuple[Callable[[_Query], list[Edit]], ...] = (
     _parenthesized_source,
     _extract_json,
     _scalar_body_lets,
+    _inline_parameter_calls,
 )

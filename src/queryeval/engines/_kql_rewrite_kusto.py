@@ -47,7 +47,9 @@ from queryeval.engines._kql_rewrite import (
     _rules,
     _span,
     _walk,
+    parsed,
     rewrite_kql,
+    syntax_repaired,
 )
 from queryeval.languages.kql import quote_name
 
@@ -196,8 +198,11 @@ def _union_types(q: _Query) -> list[Edit]:
         clash = {name for name, kinds in types.items() if len(kinds) > 1}
         if not clash and not (source is not None and let_leg):
             continue
-        if any(opt not in (("kind", "outer"), ("isfuzzy", "false")) for opt in options):
-            raise KqlRefused("union with kind=inner or isfuzzy over differently typed inputs")
+        # isfuzzy=true only drops inputs that do not resolve (the union docs); every input's
+        # columns were found above, so it is the plain union here
+        allowed = (("kind", "outer"), ("isfuzzy", "false"), ("isfuzzy", "true"))
+        if any(opt not in allowed for opt in options):
+            raise KqlRefused("union with kind=inner over differently typed inputs")
         if piped is not None and source is not None:
             raise KqlRefused("a piped union with withsource over let views or typed columns")
         if source is not None and any(name is None for _, name in inputs):
@@ -703,10 +708,9 @@ def searches_as_unions(query: str) -> str:
     >>> searches_as_unions('search in (A, B) "x" | count')
     'union withsource=queryeval_search_table A, B | search "x" | count'
     """
-    from duckdb_kql import parse
-
-    tree = parse(query).tree
-    if tree is None:
+    query = syntax_repaired(query)
+    tree = parsed(query)
+    if tree is None:  # not KQL duckdb-kql parses: prepare gives its verdict
         return query
     q = _Query(query, tree, None)
     edits = [(*_span(n), _search(q, n)) for n in _walk(tree)
