@@ -176,7 +176,8 @@ def test_a_function_given_a_table_name_or_a_count(kql: Engine) -> None:
     # drops inputs that do not resolve (union docs), and every input here does.
     query = """let f = (tableName: string, who: string) { table(tableName) | where Device == who };
     let a = f("Net", "d1");
-    union isfuzzy=true a, (f('Net', "d2")) | summarize n = count() by Device | order by Device asc"""
+    union isfuzzy=true a, (f('Net', "d2"))
+    | summarize n = count() by Device | order by Device asc"""
     assert rows(kql, query) == (["Device", "n"], [("d1", 2), ("d2", 1)])
     latest = "let g = (k: int) { Net | top k by Ts | project Url }; g(2)"
     assert rows(kql, latest) == (["Url"], [("ab",), ("a b",)])
