@@ -15,7 +15,8 @@ column by column into values equal exactly when their canonical forms are (a flo
 itself unless NaN, a decimal its float, a date itself when no other temporal type is
 present): a date or a decimal costs no call of `canonical` per cell. Rows of plain types
 are first compared as given (equal cells have equal canonical forms): an equal result is
-answered there, and a wrong one mostly from the few rows left unmatched (`_unequal`).
+answered there, and a wrong one mostly from the few rows left unmatched (`_unequal`; one
+row a side, an aggregate most often, in one pass: `_one_row`).
 """
 
 from __future__ import annotations
