@@ -12,13 +12,17 @@ with the load around the rounds:
 - ``queryeval run`` on the SDMX example (examples/sdmx: 2 systems, its codelist file) with
   a JSON report only (target: under 0.5 s of CPU).
 
-The package is byte-compiled first, as a wheel install leaves it.
+The package is byte-compiled first, as a wheel install leaves it. ``--against SRC`` adds
+both queryeval sides run from another checkout's ``src`` folder (e.g. ``git archive
+COMMIT src | tar -x -C /tmp/before``), interleaved with this one's: a before/after.
 
-Usage: ``python bench/bench_startup.py [--rounds R] [--quick]``.
+Usage: ``python bench/bench_startup.py [--rounds R] [--quick] [--against SRC]``.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import resource
 import shutil
 import subprocess
@@ -37,11 +41,17 @@ EXAMPLE = h.ROOT / "examples" / "sdmx"
 TARGETS = {"queryeval --help": 0.15, "queryeval run (SDMX example, JSON report)": 0.5}
 
 
-def measured(cmd: Sequence[str], ok: tuple[int, ...] = (0,)) -> dict[str, float]:
-    """Wall and CPU seconds (the process tree's user + system) of one run of `cmd`."""
+def measured(
+    cmd: Sequence[str], ok: tuple[int, ...] = (0,), src: Path | None = None
+) -> dict[str, float]:
+    """Wall and CPU seconds (the process tree's user + system) of one run of `cmd` (`src`:
+    queryeval imported from that folder)."""
+    env = None if src is None else {**os.environ, "PYTHONPATH": str(src)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    done = subprocess.run(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, env=env
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in ok:
@@ -64,10 +74,19 @@ def example_suite(folder: Path) -> Path:
 
 
 def main() -> None:
-    args = h.options(__doc__.splitlines()[0], full={"rounds": 11}, quick={"rounds": 5})
+    def against(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--against", type=Path, help="another checkout's src folder")
+
+    args = h.options(
+        __doc__.splitlines()[0], full={"rounds": 11}, quick={"rounds": 5}, extra=against
+    )
     import compileall
 
     compileall.compile_dir(str(h.ROOT / "src" / "queryeval"), quiet=1)
+    if args.against is not None:
+        args.against = args.against.resolve()
+        assert (args.against / "queryeval" / "__init__.py").is_file(), "--against: a src folder"
+        compileall.compile_dir(str(args.against / "queryeval"), quiet=1)
     py = sys.executable
     print(f"fixed cost of a process; {h.machine()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,6 +105,13 @@ def main() -> None:
             h.Side("queryeval run (SDMX example, JSON report)",
                    lambda: measured(run, ok=(0, 1)), 1),
         ]  # fmt: skip
+        if args.against is not None:
+            src = args.against
+            sides += [
+                h.Side("queryeval --help (against)",
+                       lambda: measured([py, "-m", "queryeval", "--help"], src=src), 1),
+                h.Side("queryeval run (against)", lambda: measured(run, ok=(0, 1), src=src), 1),
+            ]  # fmt: skip
         timings = h.interleaved(sides, args.rounds)
         assert (folder / "out" / "summary.json").exists()
     print(h.table(timings, reference="python -c pass"))
