@@ -927,10 +927,18 @@ def _array_as_text(q: _Query) -> list[Edit]:
         if column is None or operator is None:
             continue
         columns = _columns_or_none(q, _operator(operator), "a string operator")
-        if columns is None or not str(columns.get(column, "")).endswith("[]"):
+        kind = str(columns.get(column, "")).upper() if columns is not None else ""
+        if not kind.endswith("[]"):
             continue
+        if kind[:-2] not in _JSON_ELEMENTS:  # datetimes, timespans: not Kusto's JSON text
+            raise KqlRefused(f"an array of {kind[:-2]} read as text: Kusto's JSON text of "
+                             "its elements is not reproduced")  # fmt: skip
         edits.append(Edit(*_span(_collapse(operand)), f"todynamic({quote_name(column)})"))
     return edits
+
+
+# list element types whose JSON text DuckDB writes as Kusto does
+_JSON_ELEMENTS = {"VARCHAR", "BIGINT", "INTEGER", "DOUBLE", "BOOLEAN"}
 
 
 # -- abs of a timespan ----------------------------------------------------------------------------
