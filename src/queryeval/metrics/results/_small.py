@@ -252,9 +252,12 @@ def _one_row(
     try:
         if row == gold_row:
             return alignment, RowOutcome(1, 1, 1, None), ()
-        pred, gold = _converted(row, policy), _converted(gold_row, policy)
-        if pred == gold:
-            return None  # equal once converted
+        if types.isdisjoint(_FLOATS):  # ints, strings, NULLs, dates: converted as they are
+            pred, gold = row, gold_row
+        else:
+            pred, gold = _converted(row, policy), _converted(gold_row, policy)
+            if pred == gold:
+                return None  # equal once converted
         notes: tuple[str, ...] = ()
         if columns == "permutation":  # as `_unequal` decides
             k = len(alignment.pairs)
