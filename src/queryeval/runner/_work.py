@@ -411,10 +411,14 @@ def read_outputs(where: SystemPredictions, n: int, text_fields: TextFields) -> l
             if raw is None:
                 outputs.append(Output(error=_MISSING, failure="missing"))
                 continue
-            read = [(where.lines[i], raw)]
-            read += [(line, _line_at(f, at)) for at, line in where.more.get(i, [])[1:]]
+            first = read_prediction_line(raw, where.path, where.lines[i], text_fields)
+            more = where.more.get(i)  # its other attempts
+            if more is None:
+                outputs.append(first.output)
+                continue
+            read = [(n, _line_at(f, at)) for at, n in more[1:]]
             lines = [(n, read_prediction_line(r, where.path, n, text_fields)) for n, r in read]
-            outputs.append(join_outputs(lines))
+            outputs.append(join_outputs([(where.lines[i], first), *lines]))
     return outputs
 
 
