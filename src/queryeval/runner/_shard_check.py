@@ -61,7 +61,10 @@ def check_cases(r: FileRange) -> Found:
         for number, case in parse_cases(lines, r.path):
             found.numbers.append(number)
             shared = tags.setdefault(tuple(case.tags), case.tags)
-            found.items.append((case.id, case.name, shared, case.metadata, case.labels))
+            fields: tuple[Any, ...] = (case.id, case.name, shared)
+            if case.metadata or case.labels:  # else the stub's shared empty mappings
+                fields += (case.metadata, case.labels)
+            found.items.append(fields)
     except InputError as exc:
         found.error = exc
     return found
