@@ -258,10 +258,12 @@ def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
             data_rows: int = 0, verdicts: dict[str, tuple[bool, bool]] | None = None,
             only_valid: bool = False, rows_only: bool = False,
             checkpoint: Path | None = None,
-            shard: tuple[int, int] = (0, 1)) -> list[dict[str, Any]]:  # fmt: skip
+            shard: tuple[int, int] = (0, 1),
+            skip: set[tuple[str, str]] | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Every query's validity and outcomes (see the module); `checkpoint`: the queries
     measured so far are written there every 25 queries; `shard` (i, n): only every n-th
-    query from the i-th (several processes share a corpus; `--from-json` joins them)."""
+    query from the i-th (several processes share a corpus; `--from-json` joins them);
+    `skip`: (source, id) of queries a saved run measured, left out before sharding."""
     schemas = json.loads((corpus / "table_schemas.json").read_text())
     rows: list[dict[str, Any]] = []
     for source in sources:
@@ -276,6 +278,8 @@ def measure(corpus: Path, sources: list[str], repos: list[Path] | None = None,
         name = repo.parent.name if repo.name in ("repo", ".git") else repo.name
         for record in repo_queries(repo, name.split("+")[-1].removesuffix(".git")):
             rows.append({**record, "source": record["repo"]})
+    if skip:
+        rows = [row for row in rows if (row["source"], str(row["id"])) not in skip]
     rows = rows[shard[0] :: shard[1]]
     schema = KqlSchema.from_tables(schemas)
     start = time.perf_counter()
@@ -416,6 +420,9 @@ def main() -> int:
                         "on tables with rows (its outcomes are the table's runs)")  # fmt: skip
     parser.add_argument("--shard", default="0/1", help="i/n: measure only every n-th query "
                         "from the i-th (0-based), to share a corpus between processes")  # fmt: skip
+    parser.add_argument("--skip-from", type=Path, action="append", default=[],
+                        help="a saved --json run (repeat: several): leave out the queries it "
+                        "measured (to finish a run cut short; --from-json joins both)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="skip (for run_all.py --quick)")
     args = parser.parse_args()
     if args.quick:
@@ -456,7 +463,9 @@ def main() -> int:
     if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
         parser.error(f"--shard {args.shard!r}: expected i/n with 0 <= i < n")
     rows = measure(corpus, sources, args.repo, args.rows, verdicts, args.only_valid,
-                   args.rows_only, partial, (int(index), int(count)))  # fmt: skip
+                   args.rows_only, partial, (int(index), int(count)),
+                   {(row["source"], str(row["id"])) for path in args.skip_from
+                    for row in json.loads(path.read_text())})  # fmt: skip
     report(rows, args.top)
     record(rows)
     if args.json:
