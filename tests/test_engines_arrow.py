@@ -56,6 +56,22 @@ def test_arrow_fetch_cuts_where_python_rows_are_cut(con: Any, seed: int) -> None
     assert got == rows
 
 
+@pytest.mark.parametrize("limit", [0, 1, 57, FAST_MAX_ROWS])
+def test_a_small_whole_result_comes_as_the_python_rows(con: Any, limit: int) -> None:
+    """A result the comparator's fast path takes (at most FAST_MAX_ROWS rows, not cut) comes
+    as Python rows equal, value for value and type for type, to DuckDB's own fetch."""
+    query = f"SELECT i, s, d, b, k, d::FLOAT AS f FROM t ORDER BY i LIMIT {limit}"
+    cursor = con.cursor()
+    expected = cursor.execute(query).fetchall()
+    limits = Limits(max_rows=ROWS * 2, max_bytes=64 * 2**20)
+    raw = _duckdb.run_on_cursor(con.cursor(), lambda: None, limits, query)
+    assert raw.table is None and not raw.truncated
+    assert raw.rows == expected
+    assert [[type(v) for v in row] for row in raw.rows] == [
+        [type(v) for v in row] for row in expected
+    ]
+
+
 def test_other_types_keep_python_rows(con: Any) -> None:
     """A column whose Python size is its repr (dates, decimals, lists, ...) is not counted
     on Arrow: the query runs for rows, as before."""

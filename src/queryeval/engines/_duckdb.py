@@ -125,7 +125,8 @@ _ARROW_BATCH = _BATCH
 
 def _arrow_result(cursor: Any, query: str, limits: Limits) -> RawResult | None:
     """The query's result as an Arrow table when every column is of a type `arrow_fetch`
-    bounds exactly; None for the caller to run it for rows: other types (planned, not run),
+    bounds exactly (as Python rows when it is whole and has at most `FAST_MAX_ROWS` rows);
+    None for the caller to run it for rows: other types (planned, not run),
     or a query DuckDB refuses while planning (the cursor's run reports it, with the
     context of its message)."""
     import duckdb
@@ -146,6 +147,11 @@ def _arrow_result(cursor: Any, query: str, limits: Limits) -> RawResult | None:
     # `to_arrow_reader` since DuckDB 2.0; `fetch_arrow_reader` before
     read = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
     table, truncated = arrow_fetch(read(_ARROW_BATCH), strings, limits)
+    if not truncated and table.num_rows <= FAST_MAX_ROWS:
+        # small enough for the comparator's fast path on Python rows (a vectorised compare
+        # costs ms even for one row); these types' Arrow values are DuckDB's Python values
+        rows = list(zip(*(column.to_pylist() for column in table.columns), strict=True))
+        return RawResult(list(relation.columns), rows, False)
     return RawResult(list(relation.columns), [], truncated, table=table)
 
 
