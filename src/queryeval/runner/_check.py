@@ -234,7 +234,8 @@ def _gates(suite: SuiteConfig, scorers: Mapping[str, Scorer], *, baseline: bool)
     one scorer alone reports it), a share's bound in [0, 1], a baseline for a relative one."""
     from queryeval.stats import parse_gate
 
-    known, open_ended, subs = {"pass_rate", "system_errors", "cases"}, False, []
+    known = {"pass_rate", "system_errors", "cases"}
+    open_ended, subs = False, []
     for label, scorer in scorers.items():
         known |= {label, *(f"{label}.{m}" for m in ("mean", "pass_rate", "unscored_share"))}
         open_ended = open_ended or (mine := scorer.sub_metrics()) is None

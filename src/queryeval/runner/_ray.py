@@ -209,7 +209,9 @@ class RayExecutor:
         lost for good (its slots given back) stops the run when the others have finished."""
         ray, s = import_ray(), self.settings
         self._check_fits()
-        task, fn_ref, queue, pending, lost = _remote_apply(), ray.put(fn), iter(items), {}, []
+        task, fn_ref, queue = _remote_apply(), ray.put(fn), iter(items)
+        pending: dict[Any, Any] = {}
+        lost: list[Any] = []
 
         def submit() -> None:
             for item in itertools.islice(queue, 1):

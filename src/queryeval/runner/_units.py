@@ -133,7 +133,15 @@ def _spans(
             outputs = None if stored is None else {system.name: outputs_of(system, span, stored)}
             pure = system.callable is None and not judged
             cut = range(start, start + len(span))
-            yield Unit(index, (system.name,), cut, 0, outputs, None, finished, pure, len(span))
+            yield Unit(
+                index,
+                (system.name,),
+                cut,
+                outputs=outputs,
+                done=finished,
+                pure=pure,
+                count=len(span),
+            )
             index += 1
 
 
@@ -172,7 +180,8 @@ def can_shard(suite: SuiteConfig, *, any_size: bool = False) -> bool:
     files = case_files(suite.cases, suite.base_dir)
     if not files or any(p.suffix.lower() not in (".jsonl", ".ndjson") for p in files):
         return False
-    wanted, lines = (suite.settings.shard_min_cases or MIN_CASES) * (not any_size), 0
+    wanted = 0 if any_size else suite.settings.shard_min_cases or MIN_CASES
+    lines = 0
     for path in files:
         with path.open("rb") as f:  # newlines, in blocks, until there are enough
             while lines * len(suite.systems) < wanted and (block := f.read(1 << 20)):
