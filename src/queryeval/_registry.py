@@ -278,6 +278,22 @@ LazyNames = Mapping[str, tuple[str, str | None]]
 same)."""
 
 
+def names_by_module(
+    modules: Mapping[str, str | Iterable[str]], package: str = ""
+) -> dict[str, tuple[str, str | None]]:
+    """`lazy_attributes`' names from {module: its names (an iterable, or one string split on
+    spaces)}; a module named from "_" is `package`'s own.
+
+    >>> names_by_module({"_a": "x y", "os.path": ["join"]}, "pkg")
+    {'x': ('pkg._a', None), 'y': ('pkg._a', None), 'join': ('os.path', None)}
+    """
+    return {
+        name: (f"{package}.{module}" if module.startswith("_") else module, None)
+        for module, names in modules.items()
+        for name in (names.split() if isinstance(names, str) else names)
+    }
+
+
 def lazy_attributes(
     package: str, names: LazyNames
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from queryeval._registry import lazy_attributes
+from queryeval._registry import lazy_attributes, names_by_module
 
 if TYPE_CHECKING:
     from queryeval.runner._baseline import compare_with_baseline, load_baseline
@@ -44,11 +44,7 @@ _MODULES = {
     "_select": "CaseSelection",
     "_selftest": "SelftestReport gold_findings selftest",
 }
-_LAZY: dict[str, tuple[str, str | None]] = {
-    name: (f"queryeval.runner.{module}", None)
-    for module, names in _MODULES.items()
-    for name in names.split()
-}
+_LAZY = names_by_module(_MODULES, __name__)
 _LAZY["case_passed"] = ("queryeval.scorers", None)
 
 # What users call: load and run a suite (a subset, on another executor), where its run goes,

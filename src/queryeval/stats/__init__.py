@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from queryeval._registry import lazy_attributes
+from queryeval._registry import lazy_attributes, names_by_module
 
 if TYPE_CHECKING:
     from queryeval.metrics.aggregate import mean_or_none
@@ -90,9 +90,7 @@ _MODULES = {
 # name -> (the module defining it, its name there when another); the names left out of
 # `__all__` are for queryeval's own packages (the private-modules contract has them import
 # through here), not a public interface
-_LAZY: dict[str, tuple[str, str | None]] = {
-    name: (module, None) for module, names in _MODULES.items() for name in names
-}
+_LAZY = names_by_module(_MODULES)
 
 # What users call; the package's other names are for queryeval's own packages.
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from queryeval._registry import lazy_attributes
+from queryeval._registry import lazy_attributes, names_by_module
 
 if TYPE_CHECKING:
     from queryeval.viewer._app import build_app, case_view, run_view, text_diff
@@ -46,11 +46,7 @@ _MODULES = {
     "_review": "add_gold add_override review_file",
     "_serve": "Viewer serve",
 }
-_LAZY: dict[str, tuple[str, str | None]] = {
-    name: (f"queryeval.viewer.{module}", None)
-    for module, names in _MODULES.items()
-    for name in names.split()
-}
+_LAZY = names_by_module(_MODULES, __name__)
 
 __all__ = [
     "CaseFilter",
