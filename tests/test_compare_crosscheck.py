@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from compare_support import as_dict, general, shuffled_columns
 from queryeval.metrics import ResultSet, compare_results
-from queryeval.metrics.results import ValuePolicy, _compare, _small
+from queryeval.metrics.results import ValuePolicy, _small
 from queryeval.metrics.results._rows import Options
 
 KINDS = ["int", "float", "decimal", "date", "str"]
@@ -86,29 +87,7 @@ def _pair(rng: random.Random, n: int) -> tuple[ResultSet, ResultSet]:
         i, j = rng.randrange(n), rng.randrange(k)
         cell = _moved(rng, pred[i][j], kinds[j], numbers)
         pred[i] = (*pred[i][:j], cell, *pred[i][j + 1 :])
-    order = list(range(k))
-    rng.shuffle(order)
-    names = ["a", "b", "c", "d"][:k]
-    pred_names = [f"p{i}" if rng.random() < 0.1 else names[i] for i in order]
-    return (ResultSet(pred_names, [tuple(r[i] for i in order) for r in pred]),
-            ResultSet(names, rows))  # fmt: skip
-
-
-def _general(pred: ResultSet, gold: ResultSet, **options: Any) -> Any:
-    original = _compare.small_comparison
-    _compare.small_comparison = lambda *a, **k: None
-    try:
-        return compare_results(pred, gold, **options)
-    finally:
-        _compare.small_comparison = original
-
-
-def _as_dict(result: Any) -> dict[str, Any]:
-    data = result.to_dict()
-    for key in ("precision", "recall", "f1"):
-        if isinstance(data[key], float) and math.isnan(data[key]):
-            data[key] = "nan"
-    return data
+    return shuffled_columns(rng, pred, rows, 0.1)
 
 
 @pytest.mark.parametrize(("sizes", "seed"), [((1,), 1), ((2, 3, 5, 12), 2), ((41, 48, 60), 3)])
@@ -126,7 +105,7 @@ def test_the_fast_path_is_the_general_path_on_wrong_typed_rows(
                   "columns": rng.choice(["permutation", "by_name"])}
         )  # fmt: skip
         fast = compare_results(pred, gold, **options)
-        assert _as_dict(fast) == _as_dict(_general(pred, gold, **options)), (pred, gold, options)
+        assert as_dict(fast) == as_dict(general(pred, gold, **options)), (pred, gold, options)
         opts = Options(options.get("abs_tol", 0.0), options.get("rel_tol", 1e-9), True,
                        ValuePolicy())  # fmt: skip
         columns = options.get("columns", "permutation")
@@ -157,4 +136,4 @@ def test_the_decimals_of_a_larger_gold(pred: Any, gold: Any, isolated: bool) -> 
     _, bags = _small._cell_types(p.rows, g.rows)
     wrong = _small._converted((many, pred), opts.policy)
     assert _small._isolated([wrong], bags, opts) is isolated
-    assert _as_dict(compare_results(p, g)) == _as_dict(_general(p, g))
+    assert as_dict(compare_results(p, g)) == as_dict(general(p, g))

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from compare_support import as_dict, general, shuffled_columns
 from queryeval.metrics import ResultSet, compare_results
-from queryeval.metrics.results import _compare, _small
+from queryeval.metrics.results import _small
 
 NEAR = [0.0, 0.4e-9, 0.9e-9, 1e-9, 1.1e-9, 2e-9, 2.1e-9, 3e-9, 1e-6, 0.5]
 SPECIAL = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1e-300, 5e-324, 2.0**53, None]
@@ -73,29 +74,7 @@ def _pair(rng: random.Random) -> tuple[ResultSet, ResultSet]:
         else:
             j = rng.randrange(k)
             pred[i] = (*pred[i][:j], _changed(rng, pred[i][j], kinds[j]), *pred[i][j + 1 :])
-    order = list(range(k))
-    rng.shuffle(order)
-    names = ["a", "b", "c", "d"][:k]
-    pred_names = [f"p{i}" if rng.random() < 0.15 else names[i] for i in order]
-    return (ResultSet(pred_names, [tuple(r[i] for i in order) for r in pred]),
-            ResultSet(names, rows))  # fmt: skip
-
-
-def _general(pred: ResultSet, gold: ResultSet, **options: Any) -> Any:
-    original = _compare.small_comparison
-    _compare.small_comparison = lambda *a, **k: None
-    try:
-        return compare_results(pred, gold, **options)
-    finally:
-        _compare.small_comparison = original
-
-
-def _as_dict(result: Any) -> dict[str, Any]:
-    data = result.to_dict()
-    for key in ("precision", "recall", "f1"):  # NaN-free, but compare NaN as equal anyway
-        if isinstance(data[key], float) and math.isnan(data[key]):
-            data[key] = "nan"
-    return data
+    return shuffled_columns(rng, pred, rows, 0.15)
 
 
 def test_the_unequal_answer_is_the_general_paths(monkeypatch: Any) -> None:
@@ -120,7 +99,7 @@ def test_the_unequal_answer_is_the_general_paths(monkeypatch: Any) -> None:
             "max_permutations": rng.choice([10_000, 10_000, 2]),
         }
         fast = compare_results(pred, gold, **options)
-        assert _as_dict(fast) == _as_dict(_general(pred, gold, **options)), (pred, gold, options)
+        assert as_dict(fast) == as_dict(general(pred, gold, **options)), (pred, gold, options)
     assert answered >= 12 and declined >= 6, (answered, declined)  # both sides exercised
 
 
@@ -152,7 +131,7 @@ def test_when_the_unequal_answer_is_given(
     result = compare_results(p, g)
     assert not result.exact
     assert len(seen) == 1 and (seen[0] is not None) is answers
-    assert _as_dict(result) == _as_dict(_general(p, g))
+    assert as_dict(result) == as_dict(general(p, g))
 
 
 @pytest.mark.parametrize(
@@ -170,4 +149,4 @@ def test_a_decimal_past_a_floats_range_matches_an_infinity(
     p, g = ResultSet(names, pred), ResultSet(names, gold)
     result = compare_results(p, g, **options)
     assert result.exact and result.matched_rows == len(gold)
-    assert _as_dict(result) == _as_dict(_general(p, g, **options))
+    assert as_dict(result) == as_dict(general(p, g, **options))
