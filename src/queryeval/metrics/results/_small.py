@@ -265,15 +265,10 @@ def _one_row(
                 return None
             if set(pred) == set(gold) and Counter(pred) == Counter(gold):
                 return None
-            names = k > 1 or not align_by_name(g.columns, p.columns).missing
-            notes = (NAMES_NOTE,) if names else (BEST_NOTE,)
+            notes = _permutation_notes(alignment, g, p)
     except (TypeError, ArithmeticError):  # a signalling NaN decimal
         return None
-    if (
-        options.tolerant
-        and not types.isdisjoint(_FLOATS)
-        and not _isolated([pred], gold_row, options)
-    ):
+    if _tolerance_may_match(options, types, [pred], gold_row):
         return None
     return alignment, RowOutcome(0, 1, 1, None), notes
 
@@ -350,20 +345,28 @@ def _unequal(
             gold_cells = list(chain.from_iterable(gold_left))
             if set(pred_cells) == set(gold_cells) and Counter(pred_cells) == Counter(gold_cells):
                 return None  # another mapping might make the rows equal: the search
-            # the names pair up where the mapping tried has several columns (see
-            # `_outright_alignment`); one column each is the only mapping, named or not
-            names = len(alignment.pairs) > 1 or not align_by_name(g.columns, p.columns).missing
-            notes = (NAMES_NOTE,) if names else (BEST_NOTE,)
+            notes = _permutation_notes(alignment, g, p)
     except (TypeError, ArithmeticError):  # a signalling NaN decimal
         return None
-    # without floats or decimals no column is compared within the tolerance
-    if (
-        options.tolerant
-        and not types.isdisjoint(_FLOATS)
-        and not _isolated(pred_left, gold_bags or g.rows[0], options)  # bags of 2+ rows
-    ):
+    if _tolerance_may_match(options, types, pred_left, gold_bags or g.rows[0]):  # 2+ rows: bags
         return None
     return alignment, RowOutcome(matched, n, n, None), notes
+
+
+def _permutation_notes(alignment: Alignment, g: ResultSet, p: ResultSet) -> tuple[str, ...]:
+    """The note of an unequal answer under the permutation policy: the names pair up where
+    the mapping tried has several columns (see `_outright_alignment`); one column each is the
+    only mapping, named or not."""
+    named = len(alignment.pairs) > 1 or not align_by_name(g.columns, p.columns).missing
+    return (NAMES_NOTE,) if named else (BEST_NOTE,)
+
+
+def _tolerance_may_match(
+    options: Options, types: set[type], pred: Rows, gold: tuple[Any, ...] | _Bags
+) -> bool:
+    """Whether a number left unmatched might match a gold number within the tolerance
+    (`_isolated` cannot prove otherwise); without floats or decimals none is compared so."""
+    return options.tolerant and not types.isdisjoint(_FLOATS) and not _isolated(pred, gold, options)
 
 
 def _row_numbers(rows: Iterable[Sequence[Any]]) -> list[float | int] | None:
