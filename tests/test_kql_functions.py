@@ -119,3 +119,69 @@ def test_functions_whose_answers_cannot_be_kustos_are_refused_with_why(kql: KqlE
                  "series_decompose_forecast(s, 3)"):  # fmt: skip
         message = refused(kql, f"print s = dynamic([1, 2, 3, 40, 5, 6])\n| extend r = {call}")
         assert "cannot be reproduced exactly" in message
+
+
+def test_unicode_codepoints_and_jaccard_index_give_the_docs_outputs(kql: KqlEngine) -> None:
+    assert row(kql, 'print arr = unicode_codepoints_from_string("⒦⒰⒮⒯⒪")') == (
+        [9382, 9392, 9390, 9391, 9386],)  # fmt: skip
+    assert row(kql, 'print to_utf8("קוסטו - Kusto")') == (
+        [1511, 1493, 1505, 1496, 1493, 32, 45, 32, 75, 117, 115, 116, 111],)  # fmt: skip
+    query = 'print str = unicode_codepoints_to_string(unicode_codepoints_from_string("Kusto"))'
+    assert row(kql, query) == ("Kusto",)
+    query = "print s=dynamic([1,2,3]), t=dynamic([1,2,3,4])\n| extend j=jaccard_index(s, t)"
+    assert row(kql, query)[2] == 0.75
+    assert "two empty sets" in refused(kql, "print jaccard_index(dynamic([]), dynamic([]))")
+
+
+def test_time_zone_conversions_give_the_docs_outputs(kql: KqlEngine) -> None:
+    query = ("datatable(local_dt: datetime, tz: string)\n"
+             "[ datetime(2020-02-02 20:02:20), 'US/Pacific',\n"
+             "  datetime(2020-02-02 20:02:20), 'America/Chicago',\n"
+             "  datetime(2020-02-02 20:02:20), 'Europe/Paris']\n"
+             "| extend utc_dt = datetime_local_to_utc(local_dt, tz)")  # fmt: skip
+    run = kql.execute(query)
+    assert run.result is not None, run.outcome.message
+    assert [r[2] for r in run.result.rows] == [dt.datetime(2020, 2, 3, 4, 2, 20),
+                                               dt.datetime(2020, 2, 3, 2, 2, 20),
+                                               dt.datetime(2020, 2, 2, 19, 2, 20)]  # fmt: skip
+    # the DST note: 02:00 in Brussels was skipped (Kusto: 00:00 UTC; ICU alone gives 01:00)
+    query = ("range Local from datetime(2022-03-27 01:00:00) to datetime(2022-03-27 04:00:00) "
+             "step 1h\n| extend UTC=datetime_local_to_utc(Local, 'Europe/Brussels')\n"
+             "| extend BackToLocal=datetime_utc_to_local(UTC, 'Europe/Brussels')")  # fmt: skip
+    run = kql.execute(query)
+    assert run.result is not None, run.outcome.message
+    assert [(r[1].hour, r[2].hour) for r in run.result.rows] == [(0, 1), (0, 1), (1, 3), (2, 4)]
+    query = ("print dt=datetime(2022-07-11 22:18:48.4678620)\n| extend p = "
+             "datetime_utc_to_local(dt, 'US/Pacific'), c = datetime_utc_to_local(dt, "
+             "'Australia/Canberra')\n| extend diff = p - c")  # fmt: skip
+    assert row(kql, query)[1:] == (dt.datetime(2022, 7, 11, 15, 18, 48, 467862),
+                                   dt.datetime(2022, 7, 12, 8, 18, 48, 467862),
+                                   -dt.timedelta(hours=17))  # fmt: skip
+    # a local time the clocks repeat is not documented
+    assert "repeat" in refused(kql, "print datetime_local_to_utc(datetime(2022-10-30 02:30), "
+                                    "'Europe/Brussels')")  # fmt: skip
+
+
+def test_parse_path_command_line_and_xml_give_the_docs_outputs(kql: KqlEngine) -> None:
+    query = ('datatable(p:string)\n[@"C:\\temp\\file.txt", @"temp\\file.txt",\n'
+             '"file://C:/temp/file.txt:some.exe", @"\\\\shared\\users\\temp\\file.txt.gz",\n'
+             '"/usr/lib/temp/file.txt"]\n| extend path_parts = parse_path(p)')  # fmt: skip
+    run = kql.execute(query)
+    assert run.result is not None, run.outcome.message
+    keys = ("Scheme", "RootPath", "DirectoryPath", "DirectoryName", "Filename", "Extension",
+            "AlternateDataStreamName")  # fmt: skip
+    assert [tuple(r[1].values()) for r in run.result.rows] == [
+        ("", "C:", "C:\\temp", "temp", "file.txt", "txt", ""),
+        ("", "", "temp", "temp", "file.txt", "txt", ""),
+        ("file", "C:", "C:/temp", "temp", "file.txt", "txt", "some.exe"),
+        ("", "", "\\\\shared\\users\\temp", "temp", "file.txt.gz", "gz", ""),
+        ("", "", "/usr/lib/temp", "temp", "file.txt", "txt", ""),
+    ]
+    assert all(tuple(r[1]) == keys for r in run.result.rows)
+    assert "do not show" in refused(kql, 'print parse_path("file.txt")')
+    assert row(kql, 'print parse_command_line("echo \\"hello world!\\"", "windows")') == (
+        ["echo", "hello world!"],)  # fmt: skip
+    assert "quirks" in refused(kql, 'print parse_command_line(@"a\\"" b", "windows")')
+    # parse_xml: null for text that is not XML ("" is not); XML text itself is refused
+    assert row(kql, 'print isnull(parse_xml(""))') == (True,)
+    assert "documented only" in refused(kql, 'print parse_xml("<e>text</e>")')

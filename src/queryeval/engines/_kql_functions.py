@@ -174,6 +174,124 @@ _FORMAT_TIMESPAN = (
 )
 
 
+# unicode_codepoints_from_string (deprecated alias to_utf8): the code points of the string's
+# characters as a dynamic array; unicode_codepoints_to_string its inverse (Kusto's docs)
+_CODEPOINTS = (
+    "to_json(list_transform(string_split(coalesce({0}, ''), ''), lambda _qe_c: unicode(_qe_c)))"
+)
+_FROM_CODEPOINTS = (
+    "(CASE WHEN json_type(TRY_CAST(to_json({0}) AS JSON)) IS DISTINCT FROM 'ARRAY' "
+    f"THEN {_refuse('unicode_codepoints_to_string of a value that is not an array')} "
+    "ELSE array_to_string(list_transform(CAST(to_json({0}) AS BIGINT[]), "
+    "lambda _qe_c: chr(CAST(_qe_c AS INTEGER))), '') END)"
+)
+
+# jaccard_index(set1, set2): |set1 ∩ set2| / |set1 ∪ set2|, duplicates ignored (Kusto's docs);
+# two empty sets (0 / 0), null elements and arguments that are not arrays are refused (not
+# documented). `_qe_s`: both sets, distinct, as JSON values.
+_JSON_SET = "list_distinct(CAST(to_json({x}) AS JSON[]))"
+_JACCARD = (
+    "(CASE WHEN json_type(TRY_CAST(to_json({0}) AS JSON)) IS DISTINCT FROM 'ARRAY' "
+    "OR json_type(TRY_CAST(to_json({1}) AS JSON)) IS DISTINCT FROM 'ARRAY' "
+    f"THEN {_refuse('jaccard_index of a value that is not an array')} "
+    "ELSE list_transform([[" + _JSON_SET.format(x="{0}") + ", " + _JSON_SET.format(x="{1}") + "]], "
+    "lambda _qe_s: CASE WHEN len(list_filter(list_concat(_qe_s[1], _qe_s[2]), "
+    "lambda _qe_e: json_type(_qe_e) = 'NULL')) > 0 "
+    f"THEN {_refuse('jaccard_index of sets holding null')} "
+    "WHEN len(_qe_s[1]) + len(_qe_s[2]) = 0 "
+    f"THEN {_refuse('jaccard_index of two empty sets')} "
+    "ELSE len(list_intersect(_qe_s[1], _qe_s[2])) / "
+    "len(list_distinct(list_concat(_qe_s[1], _qe_s[2]))) END)[1] END)"
+)
+
+# datetime_utc_to_local / datetime_local_to_utc(from, timezone) with DuckDB's ICU time zones
+# (IANA names, as Kusto's); a name ICU does not know is refused. Local to UTC: a local time
+# has one UTC instant except near a DST change; one the clocks skipped takes the offset after
+# the change (the docs' Europe/Brussels example: 02:00 -> 00:00 UTC), one they repeated is
+# ambiguous and refused (not documented). `_qe_u`: the local time less the offset a day
+# before and a day after (at most one change between them); the first that maps back wins.
+_TZ_KNOWN = "{1} IN (SELECT name FROM pg_timezone_names())"
+
+
+def _local(utc: str) -> str:
+    return f"timezone({{1}}, timezone('UTC', {utc}))"
+
+
+_UTC_TO_LOCAL = (
+    "(CASE WHEN {0} IS NULL OR {1} IS NULL THEN NULL "
+    f"WHEN NOT ({_TZ_KNOWN}) THEN {_refuse('datetime_utc_to_local with an unknown time zone')} "
+    f"ELSE {_local('CAST({0} AS TIMESTAMP)')} END)"
+)
+_DAY = "INTERVAL 1 DAY"
+_LOCAL_TO_UTC = (
+    "(CASE WHEN {0} IS NULL OR {1} IS NULL THEN NULL "
+    f"WHEN NOT ({_TZ_KNOWN}) THEN {_refuse('datetime_local_to_utc with an unknown time zone')} "
+    "ELSE list_transform([[{0} - (" + _local(f"({{0}} - {_DAY})") + f" - ({{0}} - {_DAY})), "
+    "{0} - (" + _local(f"({{0}} + {_DAY})") + f" - ({{0}} + {_DAY}))]], lambda _qe_u: CASE "
+    f"WHEN {_local('_qe_u[1]')} = {{0}} AND {_local('_qe_u[2]')} = {{0}} AND _qe_u[1] <> _qe_u[2] "
+    f"THEN {_refuse('datetime_local_to_utc of a local time the clocks repeat (DST)')} "
+    f"WHEN {_local('_qe_u[1]')} = {{0}} THEN _qe_u[1] ELSE _qe_u[2] END)[1] END)"
+)
+
+# parse_command_line(command_line, "windows"): CommandLineToArgvW's arguments (Kusto's docs):
+# split at spaces and tabs outside double quotes, the quotes dropped. What CommandLineToArgvW's
+# documentation leaves to its quirks is refused: a backslash before a quote, two quotes in a
+# row, an unclosed quote, leading white space, line breaks, a quote inside the program name
+# (its own rule), an empty command line (the current executable's path).
+_ARGV_QUIRKS = r'\\"|""|[\r\n\v\f]|^[ \t]|^[^ \t"]+"|^"[^"]*"[^ \t]'
+_PARSE_COMMAND_LINE = (
+    "(CASE WHEN {1} IS DISTINCT FROM 'windows' "
+    f"THEN {_refuse('parse_command_line with a parser other than windows')} "
+    f"WHEN coalesce({{0}}, '') = '' THEN {_refuse('parse_command_line of an empty command line')} "
+    f"WHEN regexp_matches({{0}}, '{_ARGV_QUIRKS}') "
+    "OR (length({0}) - length(replace({0}, '\"', ''))) % 2 = 1 "
+    f"THEN {_refuse('parse_command_line of quoting documented only by its quirks')} "
+    'ELSE to_json(list_transform(regexp_extract_all({0}, \'(?:[^ \\t"]|"[^"]*")+\'), '
+    "lambda _qe_a: replace(_qe_a, '\"', ''))) END)"
+)
+
+# parse_path(path): Scheme, RootPath, DirectoryPath, DirectoryName, Filename, Extension,
+# AlternateDataStreamName (Kusto's docs' five examples): an optional `scheme://` (then a
+# drive must follow), a drive `X:` as the root (a share's `\\server` is not), the directory up
+# to the last slash or backslash, its last name, the file name up to a `:stream`, the
+# extension after its last dot; a part that is absent is "" (as the examples' Scheme and
+# stream). Forms the examples do not show are refused: long and device paths (`\\?\`,
+# `\\.\`), no slash at all, an empty file or directory name, a directory that is only the
+# root, a colon elsewhere, a file name starting or ending with a dot.
+_P = "regexp_replace({0}, '^[A-Za-z][A-Za-z0-9+.-]*://', '')"
+_PARTS = (
+    "struct_pack(s := regexp_extract({0}, '^([A-Za-z][A-Za-z0-9+.-]*)://', 1), "
+    f"r := regexp_extract({_P}, '^([A-Za-z]:)', 1), "
+    f"d := regexp_extract({_P}, '^(.*)[/\\\\][^/\\\\]*$', 1), "
+    f"f := regexp_extract({_P}, '[/\\\\]([^/\\\\]*)$', 1))"
+)
+_PARSE_PATH = (
+    f"(CASE WHEN coalesce({{0}}, '') = '' THEN {_refuse('parse_path of an empty path')} "
+    f"ELSE list_transform([{_PARTS}], lambda _qe_p: CASE "
+    f"WHEN regexp_matches({_P}, '^[/\\\\][/\\\\][?.][/\\\\]') "
+    "OR (_qe_p.s <> '' AND _qe_p.r = '') "
+    "OR NOT regexp_matches(" + _P + ", '[/\\\\]') "
+    "OR regexp_extract(_qe_p.d, '([^/\\\\]*)$', 1) IN ('', _qe_p.r) "
+    "OR strpos(substring(_qe_p.d, length(_qe_p.r) + 1), ':') > 0 "
+    "OR NOT regexp_full_match(_qe_p.f, '[^:.][^:]*[^:.](:[^:]+)?|[^:.](:[^:]+)?') "
+    f"THEN {_refuse('parse_path of a form its docs do not show')} "
+    "ELSE json_object('Scheme', _qe_p.s, 'RootPath', _qe_p.r, 'DirectoryPath', _qe_p.d, "
+    "'DirectoryName', regexp_extract(_qe_p.d, '([^/\\\\]*)$', 1), "
+    "'Filename', split_part(_qe_p.f, ':', 1), "
+    "'Extension', regexp_extract(split_part(_qe_p.f, ':', 1), '\\.([^.]*)$', 1), "
+    "'AlternateDataStreamName', split_part(_qe_p.f, ':', 2)) END)[1] END)"
+)
+
+# parse_xml(xml): dynamic, null for text that is not well-formed XML (Kusto's docs): the empty
+# string is none. Converting XML to JSON is documented only by a table of forms (how numbers,
+# white space, mixed content, namespaces come out is not), so any other text is refused.
+_PARSE_XML = (
+    "(CASE WHEN coalesce({0}, '') = '' THEN CAST(NULL AS JSON) "
+    f"ELSE CAST({_refuse('parse_xml of XML text (its JSON form is documented only by examples)')}"
+    " AS JSON) END)"
+)
+
+
 # Functions duckdb-kql renders as special forms (its `_SPECIAL_FORMS`) without a row in its
 # table: `summarize x = datetime_diff('minute', now(), max(T))` is refused there as an unknown
 # aggregate because the summarize path asks the table whether a call is a scalar. A row with
@@ -303,6 +421,18 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         defaulted(scalar("format_bytes", "template", _FORMAT_BYTES, (1, 2, 3), (),
                          "queryeval: Kusto's docs' examples"), ("0", "''")),
         scalar("format_timespan", "template", _FORMAT_TIMESPAN, (2,), (), "queryeval"),
+        scalar("unicode_codepoints_from_string", "template", _CODEPOINTS, (1,), ("R9",),
+               "queryeval"),
+        scalar("to_utf8", "template", _CODEPOINTS, (1,), ("R9",), "queryeval: deprecated alias"),
+        scalar("unicode_codepoints_to_string", "template", _FROM_CODEPOINTS, (1,), (),
+               "queryeval"),
+        scalar("jaccard_index", "template", _JACCARD, (2,), (), "queryeval"),
+        scalar("datetime_utc_to_local", "template", _UTC_TO_LOCAL, (2,), (), "queryeval: ICU"),
+        scalar("datetime_local_to_utc", "template", _LOCAL_TO_UTC, (2,), (), "queryeval: ICU"),
+        scalar("parse_command_line", "template", _PARSE_COMMAND_LINE, (2,), ("R9",),
+               "queryeval: CommandLineToArgvW's documented rules"),
+        scalar("parse_path", "template", _PARSE_PATH, (1,), ("R9",), "queryeval"),
+        scalar("parse_xml", "template", _PARSE_XML, (1,), ("R9",), "queryeval: '' only"),
     ]  # fmt: skip
     scalars += [
         scalar(name, "template", _refuse(f"{name}() in a form duckdb-kql does not render"), (),
