@@ -11,15 +11,17 @@ A URL matches as written in the query, or without its `?query` part (a SAS token
 rows follow Kusto's documentation (`externaldata` operator; "Data formats supported for
 ingestion"; "Data mappings", identity mapping):
 
-- the format is the `with (format=...)` property, else the URL's file extension (a `.gz`
-  after it is the compression), else CSV; `ignoreFirstRecord=true` skips each file's first
-  record;
+- the format is the `with (format=...)` property, else the one the URL's file extension
+  names (a `.gz` or `.zip` after it is the compression), else CSV; `ignoreFirstRecord=true`
+  skips each file's first record;
 - CSV (RFC 4180), TSV, PSV, SCSV, SOHsv: one record a line, fields mapped to the declared
   columns in order (or by an ingestionMapping's `Ordinal`/`ConstValue`);
 - JSON (one property bag a line) and MultiJSON (bags, or arrays of bags, separated by
   whitespace): columns mapped to the fields of the same name, case-sensitive (or by an
-  ingestionMapping's `Path`, `$.a.b` / `$['a']`), a missing field null;
-- TXT: one record a line, empty lines skipped; RAW: the whole file, one value (one column).
+  ingestionMapping's `Path`, `$.a.b` / `$['a']`, a `Path` without `$` a constant), a
+  missing field null;
+- TXT: one record a line, empty lines skipped; RAW: the whole file, one value (one column,
+  or a mapping of `Ordinal` 0 and constants).
 
 Each value is read as its declared type; an empty field is null (an empty string for a
 `string` column, which Kusto's strings cannot be null). What the documentation leaves open
@@ -61,6 +63,10 @@ _TYPE_ALIASES = {"double": "real", "boolean": "bool", "date": "datetime", "time"
                  "uniqueid": "guid", "int64": "long", "int32": "int"}  # fmt: skip
 _DELIMITED = {"csv": ",", "tsv": "\t", "psv": "|", "scsv": ";", "sohsv": "\x01"}
 _FORMATS = (*_DELIMITED, "txt", "raw", "json", "multijson")
+# the file extensions of "Data formats supported for ingestion" (a format named by its
+# extension that is not read is refused, never read as the default CSV)
+_EXTENSIONS = {**{f: f for f in _FORMATS}, "avro": "avro", "orc": "orc", "parquet": "parquet",
+               "log": "w3clogfile"}  # fmt: skip
 MAX_FILE_BYTES = 100 * 2**20  # Kusto's docs: externaldata is for reference tables to 100 MB
 TABLE_PREFIX = "queryeval_externaldata_"
 NETWORK_REFUSAL = "externaldata reads its rows from a URL, which an offline evaluator"
@@ -83,8 +89,8 @@ class Found:
 
     @property
     def format(self) -> str:
-        """The data format: the `format` property, else the first URL's extension (a
-        compression extension skipped), else csv."""
+        """The data format: the `format` property, else the one of the first URL's
+        extension (a compression extension skipped), else csv."""
         given = dict(self.properties).get("format")
         if given:
             return given.lower()
@@ -93,7 +99,7 @@ class Found:
         if len(parts) > 1 and parts[-1] in ("gz", "zip"):
             parts = parts[:-1]
         ext = parts[-1] if len(parts) > 1 else ""
-        return ext if ext in _FORMATS else "csv"
+        return _EXTENSIONS.get(ext, "csv")
 
 
 @dataclass(frozen=True)
@@ -315,7 +321,9 @@ def _records(text: str, delimiter: str) -> list[list[str]]:
 def _bags(text: str, multi: bool) -> list[Any]:
     """The property bags of a JSON (one a line) or MultiJSON text."""
     if not multi:
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        # objects delimited by \n or \r\n (the formats' docs): not at U+2028 and the other
+        # line breaks of str.splitlines, which a JSON string may hold unescaped
+        return [json.loads(line) for line in text.split("\n") if line.strip()]
     decoder, at = json.JSONDecoder(), 0
     bags: list[Any] = []
     while True:
@@ -327,13 +335,15 @@ def _bags(text: str, multi: bool) -> list[Any]:
         bags.extend(value if isinstance(value, list) else [value])
 
 
-_STEP = re.compile(r"\.([^.\[\]\s]+)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]")
+_STEP = re.compile(r"\.([^.\[\]\s]+)|\.?\[\s*'([^']*)'\s*\]|\.?\[\s*\"([^\"]*)\"\s*\]|\.?\[(\d+)\]")
 
 
 def _json_path(bag: Any, path: str) -> Any:
-    """The value at a mapping's path (`$`, `$.a.b`, `$['a']`, `$.a[0]`), None when absent."""
+    """The value at a mapping's path (`$`, `$.a.b`, `$['a']`, `$.['a']`, `$.a[0]`), None
+    when absent. Kusto's JSON mapping docs: a path that does not start with `$` is a constant
+    value (returned as it is)."""
     if not path.startswith("$"):
-        raise ValueError(f"an ingestionMapping path that does not start with $: {path}")
+        return path
     value, at = bag, 1
     while at < len(path):
         step = _STEP.match(path, at)
@@ -393,33 +403,56 @@ def read_rows(found: Found, files: list[Path]) -> list[tuple[Any, ...]]:
     skip = dict(found.properties).get("ignorefirstrecord", "false").lower() == "true"
     rows: list[tuple[Any, ...]] = []
     for path in files:
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":  # gzip, as a `.gz` artifact is
-            data = gzip.decompress(data)
-        if len(data) > MAX_FILE_BYTES:
-            raise KqlRefused(f"externaldata file over {MAX_FILE_BYTES // 2**20} MB: {path}")
-        text = data.decode("utf-8-sig", "strict")
         try:
+            text = _text(path.read_bytes())
             rows += _file_rows(found, fmt, kinds, text, skip)
-        except (ValueError, IndexError, KeyError, TypeError) as exc:
+        except (ValueError, IndexError, KeyError, TypeError, OSError, EOFError) as exc:
             raise KqlRefused(f"externaldata {path.name} ({fmt}): {exc}") from None
     return rows
+
+
+def _text(data: bytes) -> str:
+    """A file's text: gzip (a `.gz` artifact) or zip (a `.zip` one, "archive or single
+    file": an archive of several files is refused, which of them Kusto reads not being
+    documented) decompressed, UTF-8 decoded (ValueError when not UTF-8)."""
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    elif data[:4] == b"PK\x03\x04":
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                members = [m for m in archive.infolist() if not m.is_dir()]
+                if len(members) != 1:
+                    raise ValueError(f"a zip archive of {len(members)} files")
+                data = archive.read(members[0])
+        except zipfile.BadZipFile as exc:
+            raise ValueError(f"a zip file that does not read: {exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"a file over {MAX_FILE_BYTES // 2**20} MB")
+    return data.decode("utf-8-sig", "strict")
 
 
 def _file_rows(found: Found, fmt: str, kinds: list[str], text: str,
                skip: bool) -> list[tuple[Any, ...]]:  # fmt: skip
     mapping = _mapping(found)
     if fmt in ("txt", "raw"):
-        if len(kinds) != 1 or mapping is not None:
+        # CSV mapping docs: "For TXT and RAW formats, only Ordinal 0 can be mapped"
+        if mapping is None and len(kinds) != 1:
             raise ValueError(f"{fmt} holds one field a record: declare one column")
         if fmt == "raw":
             records = [[text]]
         else:
             records = [[line.removesuffix("\r")] for line in text.split("\n")]
             records = [r for r in records if r[0] != ""]
-        return [(from_text(r[0], kinds[0]),) for r in records[skip:]]
-    if fmt in _DELIMITED:
+        if mapping is not None and any(
+            "constvalue" not in spec and str(spec.get("ordinal")) != "0" for spec in mapping
+        ):
+            raise ValueError(f"an ingestionMapping of {fmt} other than Ordinal 0 or ConstValue")
+        records = records[skip:]
+    elif fmt in _DELIMITED:
         records = _records(text, _DELIMITED[fmt])[skip:]
+    if fmt in _DELIMITED or fmt in ("txt", "raw"):
         out = []
         for number, record in enumerate(records, 1 + skip):
             if mapping is None and len(record) != len(kinds):
@@ -443,13 +476,15 @@ def _file_rows(found: Found, fmt: str, kinds: list[str], text: str,
             raise ValueError("a JSON record that is not a property bag")
         values = []
         for i, (name, kind) in enumerate(found.columns):
-            spec = mapping[i] if mapping is not None else {}
+            spec = mapping[i] if mapping is not None else {"path": None}
             if "constvalue" in spec:
                 values.append(from_text(str(spec["constvalue"]), kind))
-            elif "path" in spec:
+            elif spec.get("path") is not None:
                 values.append(from_json(_json_path(bag, str(spec["path"])), kind))
-            else:
+            elif mapping is None:  # identity: the field of the same name
                 values.append(from_json(bag.get(name), kind))
+            else:  # what a mapping that leaves a column out gives is not documented
+                raise ValueError(f"the ingestionMapping does not map column {name!r}")
         out.append(tuple(values))
     return out
 
