@@ -5,6 +5,7 @@ files directly (no engine)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import zipfile
@@ -89,3 +90,14 @@ def test_a_txt_mapping_of_ordinal_0_and_constants(tmp_path: Path) -> None:
     assert rows_of(query, tmp_path / "ips.txt") == [("10.0.0.1", "ipsum"), ("10.0.0.2", "ipsum")]
     with pytest.raises(KqlRefused, match="Ordinal 0"):
         rows_of(query.replace('"Ordinal": "0"', '"Ordinal": "1"'), tmp_path / "ips.txt")
+
+
+def test_a_timespan_field_in_the_days_hours_minutes_seconds_form(tmp_path: Path) -> None:
+    # the timespan type's form days.hours:minutes:seconds: 25:00:00 is not of it (what Kusto
+    # makes of it is not documented), refused rather than read as 25 hours
+    (tmp_path / "t.csv").write_text("1.02:03:04.5\n")
+    query = 'externaldata (t:timespan) ["https://x/t.csv"]'
+    assert rows_of(query, tmp_path / "t.csv") == [(dt.timedelta(days=1, seconds=7384.5),)]
+    (tmp_path / "t.csv").write_text("25:00:00\n")
+    with pytest.raises(KqlRefused, match="hours over 23"):
+        rows_of(query, tmp_path / "t.csv")

@@ -245,6 +245,8 @@ def _timespan(text: str) -> dt.timedelta:
     if match is None:
         raise ValueError("not a timespan ([d.]hh:mm[:ss[.fffffff]])")
     minus, days, h, mi, s, frac = match.groups()
+    if int(h) > 23 or int(mi) > 59 or int(s or 0) > 59:  # days.hours:minutes:seconds
+        raise ValueError("a timespan with hours over 23 or minutes or seconds over 59")
     span = dt.timedelta(days=int(days or 0), hours=int(h), minutes=int(mi),
                         seconds=int(s or 0), microseconds=_fraction(frac))  # fmt: skip
     return -span if minus else span
