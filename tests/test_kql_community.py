@@ -194,6 +194,8 @@ def test_bag_unpack_column_absent_from_this_data_is_the_querys_schema_error(kql:
     for query in (
         unpack.format("> 100") + "| project k",  # no row gives the key here
         unpack.format("== 1") + "| project garbage",  # a key the data never has
+        unpack.format("== 1") + "| project Type",  # a column of another table (Activity)
+        unpack.format("== 1") + "| where TimeGenerated > ago(1d)",
         "Names | where Typo == 1 | extend b = bag_pack('k', x) | evaluate bag_unpack(b)",
         "NoSuchTable | evaluate bag_unpack(b) | project k",
     ):

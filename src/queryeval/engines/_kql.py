@@ -121,6 +121,39 @@ def translation_outcome(message: str, query: str, known: set[str]) -> tuple[Outc
     return "unsupported", f"duckdb-kql's translation failed: {message}"
 
 
+# plugins whose output columns come from the data (Kusto's docs: bag_unpack, pivot)
+DATA_COLUMNS = "bag_unpack or pivot"
+_PLUGIN = re.compile(r"\bevaluate\s+(bag_unpack|pivot)\s*\(", re.I)
+
+
+def _column_from_the_data(message: str, query: str, tables: dict[str, list[str]]) -> str | None:
+    """The column a failed translation names when it can only come from a `bag_unpack` /
+    `pivot` of the query: DuckDB's binder did not find it, the query names it after the
+    plugin and defines it nowhere (`name = ...`), and no table the query reads has it.
+
+    >>> _column_from_the_data('Binder Error: Referenced column "Signer" not found in FROM '
+    ...     'clause!', "T | evaluate bag_unpack(B) "
+    ...     '| where Signer startswith "X"', {"T": ["B"], "U": ["Signer"]})
+    'Signer'
+    """
+    plugin = _PLUGIN.search(query)
+    if plugin is None:
+        return None
+    binder = re.search(r'Binder Error: (?:Referenced column|Column) "([^"\n]+)"', message)
+    if binder is None:
+        return None
+    name = binder.group(1)
+    after = query[plugin.end() :]
+    if not re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", after):
+        return None
+    if re.search(rf"(?<![\w.]){re.escape(name)}\s*=(?!=)", query):
+        return None  # defined in the query
+    read = [t for t in tables if re.search(rf"(?<![\w.]){re.escape(t)}(?!\w)", query)]
+    if not read or any(name in tables[t] for t in read):
+        return None
+    return name
+
+
 _PREPARING = threading.local()  # since: this thread's CPU time when its query's rewrite began
 _MEMO_SIZE = 4096  # rewrites and input columns kept per engine
 _TIME_TYPES = ("TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_NS", "TIMESTAMP_MS",
@@ -363,10 +396,16 @@ class KqlEngine(Engine):
     def outcome_of(self, exc: BaseException, query: str) -> tuple[OutcomeKind, str]:
         kind, message = self.classify(exc)
         if classify_kql(exc) is None and kind in ("syntax", "schema", "unsupported"):
+            # A column named after `bag_unpack` / `pivot` that this data does not give is the
+            # query's `schema` error: those plugins' columns come from the data (Kusto's
+            # docs), and the verdict is on this database, where Kusto would not find it
+            # either (even when another table has a column of that name).
+            name = _column_from_the_data(message, query, self._tables())
+            if name is not None:
+                return "schema", (f"column {name!r} is neither a column of the tables the "
+                                  f"query reads nor one that {DATA_COLUMNS} give on these "
+                                  f"rows ({message})")  # fmt: skip
             kind, message = translation_outcome(message, query, self._known_names())
-        # A column named after `bag_unpack` / `pivot` that this data does not give stays the
-        # query's `schema` error: those plugins' columns come from the data (Kusto's docs),
-        # and the verdict is on this database, where Kusto would not find it either.
         return kind, message
 
     def _known_names(self) -> set[str]:
