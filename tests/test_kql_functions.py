@@ -128,6 +128,13 @@ def test_unicode_codepoints_and_jaccard_index_give_the_docs_outputs(kql: KqlEngi
         [1511, 1493, 1505, 1496, 1493, 32, 45, 32, 75, 117, 115, 116, 111],)  # fmt: skip
     query = 'print str = unicode_codepoints_to_string(unicode_codepoints_from_string("Kusto"))'
     assert row(kql, query) == ("Kusto",)
+    # unicode_codepoints_to_string: values or arrays of them (alias make_string), null for a
+    # value that is no code point; base64_decode_toarray's "S3VzdG8=" ('K', 'u', 's', 't', 'o')
+    assert row(kql, "print unicode_codepoints_to_string(75, 117, 115, 116, 111), "
+                    "make_string(dynamic([75, 117, 115, 116, 111])), "
+                    "isnull(unicode_codepoints_to_string(dynamic([55296])))") == (
+        "Kusto", "Kusto", True)  # fmt: skip
+    assert row(kql, 'print Quine=base64_decode_toarray("S3VzdG8=")') == ([75, 117, 115, 116, 111],)
     query = "print s=dynamic([1,2,3]), t=dynamic([1,2,3,4])\n| extend j=jaccard_index(s, t)"
     assert row(kql, query)[2] == 0.75
     assert "two empty sets" in refused(kql, "print jaccard_index(dynamic([]), dynamic([]))")

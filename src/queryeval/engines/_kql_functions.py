@@ -40,6 +40,17 @@ _BASE64_DECODE = (
     "(what Kusto answers is not established)') END)"
 )
 
+# base64_decode_toarray: the decoded bytes as an array of longs (the docs' "S3VzdG8=" ->
+# [75,117,115,116,111]); text that is not base64 is refused, as for base64_decode_tostring
+_BASE64_ARRAY = (
+    f"(CASE WHEN regexp_full_match(coalesce({{0}}, ''), '{_BASE64_TEXT}') "
+    "THEN to_json(list_transform([hex(from_base64(coalesce({0}, '')))], lambda _qe_h: "
+    "list_transform(range(0, length(_qe_h) // 2), lambda _qe_i: "
+    "CAST('0x' || substring(_qe_h, 2 * _qe_i + 1, 2) AS BIGINT)))[1]) "
+    f"ELSE error('{REFUSED_MARKER} base64_decode_toarray of text that is not base64 "
+    "(what Kusto answers is not established)') END)"
+)
+
 
 _INTEGERS = "('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER')"
 _RANGE = (
@@ -179,12 +190,39 @@ _FORMAT_TIMESPAN = (
 _CODEPOINTS = (
     "to_json(list_transform(string_split(coalesce({0}, ''), ''), lambda _qe_c: unicode(_qe_c)))"
 )
-_FROM_CODEPOINTS = (
-    "(CASE WHEN json_type(TRY_CAST(to_json({0}) AS JSON)) IS DISTINCT FROM 'ARRAY' "
-    f"THEN {_refuse('unicode_codepoints_to_string of a value that is not an array')} "
-    "ELSE array_to_string(list_transform(CAST(to_json({0}) AS BIGINT[]), "
-    "lambda _qe_c: chr(CAST(_qe_c AS INTEGER))), '') END)"
+# unicode_codepoints_to_string(values...) (deprecated alias make_string): up to 64 code points
+# or arrays of them; null when one is not a valid code point (Kusto's docs); an element that
+# is null or not an integer is refused (not documented). `_qe_l`: each argument as a list.
+_AS_CODEPOINTS = (
+    "(CASE WHEN json_type(TRY_CAST(to_json({x}) AS JSON)) = 'ARRAY' "
+    "THEN TRY_CAST(to_json({x}) AS BIGINT[]) ELSE [TRY_CAST({x} AS BIGINT)] END)"
 )
+_FROM_CODEPOINTS = (
+    "list_transform([[{lists}]], lambda _qe_l: CASE WHEN len(list_filter(_qe_l, lambda _qe_a: "
+    "_qe_a IS NULL OR len(list_filter(_qe_a, lambda _qe_c: _qe_c IS NULL)) > 0)) > 0 "
+    f"THEN {_refuse('unicode_codepoints_to_string of a value that is not an integer')} "
+    "WHEN len(list_filter(flatten(_qe_l), lambda _qe_c: _qe_c < 0 OR _qe_c > 1114111 "
+    "OR _qe_c BETWEEN 55296 AND 57343)) > 0 THEN NULL "
+    "ELSE array_to_string(list_transform(flatten(_qe_l), "
+    "lambda _qe_c: chr(CAST(_qe_c AS INTEGER))), '') END)[1]"
+)
+
+
+def _codepoints_row(functions: Any, name: str) -> Any:
+    """unicode_codepoints_to_string's row: each of its 1-64 arguments as a list of code
+    points (a template names a fixed number of arguments)."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Codepoints(functions.FunctionSpec):
+        def render(self, args: list[str]) -> str:
+            if not 1 <= len(args) <= 64:
+                raise ValueError(f"{name}() takes 1 to 64 arguments, got {len(args)}")
+            lists = ", ".join(_AS_CODEPOINTS.format(x=arg) for arg in args)
+            return _FROM_CODEPOINTS.replace("{lists}", lists)
+
+    return Codepoints(name, "template", "", (), (), "queryeval: 1-64 arguments")
+
 
 # jaccard_index(set1, set2): |set1 ∩ set2| / |set1 ∪ set2|, duplicates ignored (Kusto's docs);
 # two empty sets (0 / 0), null elements and arguments that are not arrays are refused (not
@@ -424,8 +462,9 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         scalar("unicode_codepoints_from_string", "template", _CODEPOINTS, (1,), ("R9",),
                "queryeval"),
         scalar("to_utf8", "template", _CODEPOINTS, (1,), ("R9",), "queryeval: deprecated alias"),
-        scalar("unicode_codepoints_to_string", "template", _FROM_CODEPOINTS, (1,), (),
-               "queryeval"),
+        _codepoints_row(functions, "unicode_codepoints_to_string"),
+        _codepoints_row(functions, "make_string"),
+        scalar("base64_decode_toarray", "template", _BASE64_ARRAY, (1,), ("R9",), "queryeval"),
         scalar("jaccard_index", "template", _JACCARD, (2,), (), "queryeval"),
         scalar("datetime_utc_to_local", "template", _UTC_TO_LOCAL, (2,), (), "queryeval: ICU"),
         scalar("datetime_local_to_utc", "template", _LOCAL_TO_UTC, (2,), (), "queryeval: ICU"),
