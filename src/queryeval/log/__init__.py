@@ -28,6 +28,7 @@ from queryeval.log._read import (
     read_run_info,
     read_summary,
 )
+from queryeval.log._rows import RecordColumns, cut_text
 from queryeval.log._schema import (
     COMPARISON,
     LOCK,
@@ -81,6 +82,7 @@ __all__ = [
     "MetricSummary",
     "OverlayInfo",
     "Record",
+    "RecordColumns",
     "ReviewFile",
     "ReviewInfo",
     "ReviewSummary",
@@ -97,6 +99,7 @@ __all__ = [
     "SystemSummary",
     "TagSummary",
     "as_log",
+    "cut_text",
     "encode_record",
     "iter_records",
     "json_default",

@@ -24,7 +24,7 @@ import orjson
 from queryeval.errors import InputError
 from queryeval.viewer._catalog import Catalog, Run, headline, reviewed_headline, trends
 from queryeval.viewer._compare import compare_indexed, side_by_side
-from queryeval.viewer._index import gold_text
+from queryeval.viewer._gold import gold_text
 from queryeval.viewer._query import CaseFilter, cases_page, facets, verdicts
 from queryeval.viewer._review import add_gold, add_override, review_file
 

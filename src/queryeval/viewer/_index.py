@@ -28,16 +28,16 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import orjson
 
 from queryeval._gc import bulk_allocation
-from queryeval.log import LOCK, RESULTS, RUN, LogWriter, read_json
+from queryeval.log import LOCK, RESULTS, RUN, LogWriter, RecordColumns, cut_text, read_json
+from queryeval.viewer._gold import Unusual, case_fields, gold_text
 
 VERSION = 1
 PART_ROWS = 50_000  # rows per Parquet part: bounds the memory of indexing a large run
-TEXT_CHARS = 2_000  # prediction, question and gold kept for search and the table (cut)
 _META = "meta.json"
 _CASES_PREFIX = "cases-"
 _MAX_BAD = 50  # bad lines listed (all are counted)
@@ -82,37 +82,6 @@ def default_index_root() -> Path:
     return Path(cache) / "queryeval" / "index"
 
 
-def _cut(text: str, limit: int = TEXT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _attempt_text(attempt: Mapping[str, Any]) -> str:
-    for key in ("query", "answer"):
-        value = attempt.get(key)
-        if value:
-            return str(value)
-    for key in ("weaviate_query", "indicator_selection"):
-        value = attempt.get(key)
-        if value is not None:
-            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    return ""
-
-
-def _number(value: Any) -> float | None:
-    kind = type(value)  # the exact types first: this runs a dozen times a record
-    if kind is float:
-        return value if value == value else None
-    if kind is int:
-        return float(value)
-    if value is None or kind is bool or not isinstance(value, int | float) or value != value:
-        return None
-    return float(value)
-
-
-def _mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    return type(value) is dict or isinstance(value, Mapping)
-
-
 def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
     """The index's row of one record (without its place in the file).
 
@@ -123,91 +92,12 @@ def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
     >>> row["status"], row["reason"], row["prediction"], row["v:em"], row["m:em.f1"]
     ('fail', 'wrong result', 'SELECT 1', 0.0, 0.5)
     """
-    from queryeval.cases import failure_label
-
-    output = rec.get("output") or {}
-    attempts = output.get("attempts") if _mapping(output) else None
-    attempts = [a for a in attempts if _mapping(a)] if type(attempts) is list else []
-    passed = rec.get("passed")
-    error = rec.get("error")
-    latency = _number(rec.get("latency_s"))
-    if latency is None:
-        times = [t for a in attempts if (t := _number(a.get("latency_s"))) is not None]
-        latency = sum(times) if times else None
-    tokens_in = [t for a in attempts if (t := _number(a.get("tokens_in"))) is not None]
-    tokens_out = [t for a in attempts if (t := _number(a.get("tokens_out"))) is not None]
-    row: dict[str, Any] = {
-        "system": str(rec.get("system")),
-        "case_id": str(rec.get("case_id")),
-        "passed": None if passed is None else bool(passed),
-        "error": _cut(str(error), 500) if error else None,
-        "latency": latency,
-        "cost": _number(rec.get("cost")),
-        "tokens_in": int(sum(tokens_in)) if tokens_in else None,
-        "tokens_out": int(sum(tokens_out)) if tokens_out else None,
-        "attempts": len(attempts),
-        "prediction": _cut(_attempt_text(attempts[-1])) if attempts else "",
-    }
-    reason: str | None = "system error" if error else None
-    scores = rec.get("scores") or {}
-    for label, score in scores.items() if _mapping(scores) else ():
-        if not _mapping(score):
-            continue
-        status = score.get("status", "ok")
-        value = _number(score.get("value"))
-        found = score.get("details")
-        details: Mapping[str, Any] = found if _mapping(found) else {}
-        if status != "ok" or value is None:
-            if reason is None:
-                first = str(score.get("explanation") or status).split("\n")[0]
-                reason = _cut(f"{status}: {first}", 120)
-            continue
-        row[f"v:{label}"] = value
-        failure = details.get("failure")
-        if reason is None and score.get("passed") is False:
-            reason = failure_label(str(failure)) if failure else f"{label} did not pass"
-        metrics = details.get("metrics")
-        if _mapping(metrics):
-            for name, v in metrics.items():
-                if (number := _number(v)) is not None:
-                    row[f"m:{label}.{name}"] = number
-    row["reason"] = reason
-    row["status"] = (
-        "error" if error else "pass" if passed is True else "fail" if passed is False else "none"
-    )
-    return row
+    columns = RecordColumns()
+    columns.add(rec)
+    return columns.row(0)
 
 
-_BATCH_ROWS = 10_000  # rows held as dicts at once while a part is built (its memory)
-
-
-def _table(rows: list[dict[str, Any]]) -> Any:
-    """An Arrow table of index rows: the columns in the order they first appear, a row
-    without one of them null there (pyarrow builds the columns from the rows in C)."""
-    import pyarrow as pa
-
-    names: dict[str, None] = {}
-    last: tuple[str, ...] = ()
-    for row in rows:
-        keys = tuple(row)
-        if keys != last:  # most rows have the same columns as the one before
-            names.update(dict.fromkeys(keys))
-            last = keys
-    schema = pa.schema([(name, _column_type(pa, name)) for name in names])
-    return pa.Table.from_pylist(rows, schema=schema)
-
-
-def _column_type(pa: Any, name: str) -> Any:
-    """The Arrow type of an index column."""
-    if name.startswith(("v:", "m:")) or name in ("latency", "cost"):
-        return pa.float64()
-    if name in ("row", "offset", "tokens_in", "tokens_out"):
-        return pa.int64()
-    if name in ("length", "attempts"):
-        return pa.int32()
-    if name == "passed":
-        return pa.bool_()
-    return pa.string()
+_BATCH_ROWS = 10_000  # rows held as Python lists at once while a part is built (its memory)
 
 
 @dataclass
@@ -259,8 +149,13 @@ class RunIndex:
     0.5
     """
 
-    def __init__(self, run_dir: Path, root: Path | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, root: Path | None = None, *, cases_checked: bool = False
+    ) -> None:
         self.run_dir = Path(run_dir).resolve()
+        # the case files were validated by the run just finished: their cases are read from
+        # their JSON for the index (a second validation was a third of the index's time)
+        self.cases_checked = cases_checked
         digest = hashlib.sha256(str(self.run_dir).encode()).hexdigest()[:16]
         self.folder = (root or default_index_root()) / f"{self.run_dir.name[:40]}-{digest}"
         self._lock = threading.Lock()
@@ -345,13 +240,20 @@ class RunIndex:
 
     def _append(self, results: Path, state: IndexState, size: int) -> None:
         seen = self._keys(state) if state.rows else set()
-        rows: list[dict[str, Any]] = []
+        columns = RecordColumns()
+        place: dict[str, list[int]] = {"row": [], "offset": [], "length": []}
         batches: list[Any] = []  # the part's rows so far as Arrow tables, _BATCH_ROWS each
         n = 0
         lineno = state.lines
         offset = state.size
         self.torn_tail = False
-        # a part's rows are thousands of acyclic dicts: the cyclic collector is paused
+
+        def batch() -> None:
+            nonlocal columns, place
+            batches.append(columns.table(place))
+            columns, place = RecordColumns(), {"row": [], "offset": [], "length": []}
+
+        # a batch's rows are thousands of acyclic lists: the cyclic collector is paused
         with bulk_allocation(), results.open("rb") as f:
             f.seek(offset)
             while offset < size:
@@ -368,24 +270,22 @@ class RunIndex:
                 rec = self._parse(line, lineno, state)
                 if rec is None:
                     continue
-                row = record_row(rec)
-                key = (row["system"], row["case_id"])
+                columns.add(rec)
+                key = (columns.fixed["system"][-1], columns.fixed["case_id"][-1])
                 if key in seen:
                     state.duplicates += 1
                 seen.add(key)
-                row["row"] = state.rows + n
-                row["offset"] = start
-                row["length"] = len(line)
-                rows.append(row)
+                place["row"].append(state.rows + n)
+                place["offset"].append(start)
+                place["length"].append(len(line))
                 n += 1
-                if len(rows) >= _BATCH_ROWS or n >= PART_ROWS:
-                    batches.append(_table(rows))
-                    rows = []
+                if len(columns) >= _BATCH_ROWS or n >= PART_ROWS:
+                    batch()
                 if n >= PART_ROWS:
                     self._write_part(batches, state)
                     batches, n = [], 0
-        if rows:
-            batches.append(_table(rows))
+        if len(columns):
+            batch()
         if n:
             self._write_part(batches, state)
         state.size = offset
@@ -517,19 +417,26 @@ class RunIndex:
         ids, questions, golds, tags, texts = columns
         seen: set[str] = set()
 
-        def add(case: Any, raw: bytes | None = None) -> None:
-            """One case; `raw`: its JSONL line, kept as it is (the case validated from it
-            again is this case: no second serialisation of every case)."""
-            if case.id in seen:
-                raise InputError(f"duplicate case id {case.id!r}")
-            seen.add(case.id)
-            ids.append(case.id)
-            questions.append(_cut(case.question))
-            golds.append(_cut(gold_text(case)))
-            tags.append(list(case.tags))
-            texts.append(
-                raw.decode() if raw is not None else case.model_dump_json(exclude_defaults=True)
-            )
+        def add(case_id: str, question: str, gold: str, case_tags: list[str], text: str) -> None:
+            if case_id in seen:
+                raise InputError(f"duplicate case id {case_id!r}")
+            seen.add(case_id)
+            ids.append(case_id)
+            questions.append(cut_text(question))
+            golds.append(cut_text(gold))
+            tags.append(case_tags)
+            texts.append(text)
+
+        def line(raw: bytes, file: Path, lineno: int) -> None:
+            """One JSONL line, kept as it is (the case validated from it is this case: no
+            second serialisation of every case); a case the run validated is read from
+            its JSON (`case_fields`), unless its shape is one for the model."""
+            if self.cases_checked:
+                with contextlib.suppress(orjson.JSONDecodeError, Unusual):
+                    add(*case_fields(orjson.loads(raw)), raw.decode())
+                    return
+            case = parse_case_line(raw, file, lineno)
+            add(case.id, case.question, gold_text(case), list(case.tags), raw.decode())
 
         try:
             with (
@@ -547,12 +454,13 @@ class RunIndex:
                 for file in case_files(patterns, base):
                     if file.suffix.lower() in (".jsonl", ".ndjson"):
                         for lineno, raw in jsonl_lines(file):
-                            add(parse_case_line(raw, file, lineno), raw)
+                            line(raw, file, lineno)
                             if len(columns[0]) >= PART_ROWS:
                                 flush()
                     else:
                         for case in load_cases_file(file):
-                            add(case)
+                            add(case.id, case.question, gold_text(case), list(case.tags),
+                                case.model_dump_json(exclude_defaults=True))  # fmt: skip
                     flush()
         except InputError as exc:
             temporary.unlink(missing_ok=True)
@@ -641,7 +549,8 @@ def index_run(run_dir: Path, root: Path | None = None, min_bytes: int | None = N
     ready), when its results.jsonl has at least `min_bytes` (default
     `INDEX_AT_END_MIN_BYTES`: a smaller one is indexed by its first reader). Never raises:
     the index is a cache beside the run, so a failure to write it is returned as one line
-    (None when done or not needed), and whoever reads the run builds it then.
+    (None when done or not needed), and whoever reads the run builds it then. The run has
+    validated its case files: their cases are not validated again (`case_fields`).
 
     >>> import tempfile
     >>> from queryeval.log import LogWriter
@@ -658,7 +567,7 @@ def index_run(run_dir: Path, root: Path | None = None, min_bytes: int | None = N
     try:
         if (Path(run_dir) / RESULTS).stat().st_size < least:
             return None
-        RunIndex(run_dir, root).refresh()
+        RunIndex(run_dir, root, cases_checked=True).refresh()
     except OSError as exc:
         where = exc.filename if exc.filename is not None else root or "the index folder"
         return f"cannot write {where}: {exc.strerror or exc}"
@@ -666,27 +575,6 @@ def index_run(run_dir: Path, root: Path | None = None, min_bytes: int | None = N
         first = str(exc).splitlines()[0] if str(exc) else ""
         return f"{type(exc).__name__}: {first}"
     return None
-
-
-def gold_text(case: Any) -> str:
-    """Every accepted gold of a case as text (query, answer, call or rows), the main first."""
-    lines = []
-    for i, target in enumerate(case.targets):
-        parts: list[str] = []
-        if target.query is not None:
-            parts.append(target.query if isinstance(target.query, str) else target.query.text)
-        if target.answer is not None:
-            parts.append(target.answer if isinstance(target.answer, str) else target.answer.text)
-        for extra in (target.weaviate_query, target.indicator_selection):
-            if extra is not None:
-                parts.append(
-                    orjson.dumps(extra, default=lambda o: o.model_dump(mode="json")).decode()
-                )
-        if target.result is not None:
-            parts.append(f"expected rows ({', '.join(target.result.columns)})")
-        text = "\n".join(parts)
-        lines.append(text if i == 0 else f"or: {text}")
-    return "\n".join(line for line in lines if line)
 
 
 def iter_run_dirs(roots: list[Path]) -> Iterator[Path]:
