@@ -76,6 +76,13 @@ def test_case_variants_where_names_are_data_are_refused(kql: Engine) -> None:
     run = kql.execute("union Activity, Storage | extend b = pack_all()")
     assert run.outcome.kind == "unsupported"
     assert "differ only in case" in run.outcome.message
+    run = kql.execute("union Activity, Storage | project-keep CallerIp*")  # a wildcard list
+    assert "differ only in case" in run.outcome.message
+    # a multiplication in `project` reads no names (reprise99's Data-TableSizePerMDEDevice:
+    # `['Size per Entry'] = 1.0 * Size / Entries`): one row per table (union operator docs)
+    query = ("union withsource=T Activity, Storage | summarize n = count() by T "
+             "| project T, s = 1.0 * n | order by T asc")  # fmt: skip
+    assert rows(kql, query) == (["T", "s"], [("Activity", 1.0), ("Storage", 1.0)])
 
 
 def test_case_scheme_leaves_other_queries_alone() -> None:

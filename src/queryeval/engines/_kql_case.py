@@ -31,7 +31,9 @@ _SUFFIX = re.compile(r"__qe\d+$")
 # what reads column names as data: the encoded names would show
 _NAME_READERS = re.compile(
     r"\b(pack_all|column_ifexists|columnifexists|getschema|bag_unpack|narrow|pivot|"
-    r"buildschema|pack\s*\(\s*\*|bag_pack\s*\(\s*\*)\b|\bproject(-away|-keep|-reorder)?\b[^|]*\*",
+    # wildcard column lists: project-away/keep/reorder (`project` takes none: a `*` there is
+    # a multiplication, `1.0 * Size`)
+    r"buildschema|pack\s*\(\s*\*|bag_pack\s*\(\s*\*)\b|\bproject-(away|keep|reorder)\b[^|]*\*",
     re.I,
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
