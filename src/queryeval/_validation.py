@@ -4,7 +4,7 @@ and the checks configurations share."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,43 @@ def duplicates(names: Iterable[str]) -> list[str]:
     return sorted(name for name, n in Counter(names).items() if n > 1)
 
 
-def _where(loc: Sequence[str | int]) -> str:
+def where(loc: Loc) -> str:
+    """A location as the messages write it.
+
+    >>> where(("systems", 0, "predictions"))
+    'systems[0].predictions'
+    """
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
+
+
+def first_problem(
+    exc: ValidationError, unknown: str = "", *, unknown_first: bool = False
+) -> tuple[Loc, str, str]:
+    """(location, pydantic's error type, message) of the first problem of `exc`; `unknown`:
+    the message of an unknown key, with `unknown_first` put before the field it left
+    missing (the misspelt name explains both). The one reading of a ValidationError.
+
+    >>> from pydantic import BaseModel, ConfigDict
+    >>> class M(BaseModel):
+    ...     model_config = ConfigDict(extra="forbid")
+    ...     size: int
+    >>> try:
+    ...     M.model_validate({"sise": 1})
+    ... except ValidationError as exc:
+    ...     first_problem(exc, "unknown option", unknown_first=True)
+    (('sise',), 'extra_forbidden', 'unknown option')
+    """
+    errors = exc.errors(include_url=False)
+    first = (
+        min(errors, key=lambda e: e["type"] != "extra_forbidden") if unknown_first else errors[0]
+    )
+    kind, message = first["type"], str(first["msg"])
+    if kind == "extra_forbidden" and unknown:
+        message = unknown
+    return tuple(p for p in first["loc"] if isinstance(p, str | int)), kind, message
 
 
 def input_error(
@@ -35,17 +67,17 @@ def input_error(
     line: int | None = None,
 ) -> InputError:
     """The first validation problem as an InputError (with a count of the others)."""
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    loc: Loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
+    loc, kind, message = first_problem(exc, "unknown field (check its spelling)")
     if located is not None:
         loc = _drop_type_tags(loc, _walk(located.data, base))
-    if located is not None:
         line = located.line_of((*base, *loc))
-    message = _describe(first)
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return InputError(message, path=path, line=line, where=_where(loc) or None)
+    if kind == "missing":
+        message = "missing required field"
+    elif kind != "extra_forbidden":
+        message = message[0].lower() + message[1:] if message else kind
+    if (n := len(exc.errors()) - 1) > 0:
+        message += f" (and {n} more problem{'s' if n > 1 else ''})"
+    return InputError(message, path=path, line=line, where=where(loc) or None)
 
 
 def _walk(data: Any, loc: Loc) -> Any:
@@ -71,13 +103,3 @@ def _drop_type_tags(loc: Loc, data: Any) -> Loc:
         elif i == len(loc) - 1 or not isinstance(data, dict | list):
             out.append(part)
     return tuple(out)
-
-
-def _describe(error: Any) -> str:
-    kind = error["type"]
-    if kind == "missing":
-        return "missing required field"
-    if kind == "extra_forbidden":
-        return "unknown field (check its spelling)"
-    msg = str(error["msg"])
-    return msg[0].lower() + msg[1:] if msg else kind

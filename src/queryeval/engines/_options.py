@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from queryeval._validation import first_problem
 from queryeval.engines._base import parse_size
 
 if TYPE_CHECKING:
@@ -138,11 +139,9 @@ def _model_problem(
     try:
         model.model_validate(options)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        loc = ("options", *(p for p in first["loc"] if isinstance(p, str | int)))
-        if first["type"] == "extra_forbidden":
-            return loc, f"unknown option; expected some of {', '.join(_allowed(names))}"
-        return loc, str(first["msg"])
+        unknown = f"unknown option; expected some of {', '.join(_allowed(names))}"
+        loc, _, message = first_problem(exc, unknown)
+        return ("options", *loc), message
     return None
 
 

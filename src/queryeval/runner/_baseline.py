@@ -9,27 +9,18 @@ from typing import Any
 from queryeval.config import SuiteConfig
 from queryeval.errors import InputError
 from queryeval.log import RunLog, read_log
-from queryeval.stats import parse_gate
 
 
 def load_baseline(
     suite: SuiteConfig, override: Path | None, system_names: Sequence[str]
 ) -> RunLog | None:
     """The baseline run (`--baseline` wins over the suite's `baseline:`), or None. Fails
-    before anything runs when a gate needs a baseline and there is none, when the baseline
-    did not finish, or when its systems cannot be paired with the suite's."""
-    needing = [g for g in suite.gates if parse_gate(g).needs_baseline]
+    before anything runs when the baseline did not finish, or when its systems cannot be
+    paired with the suite's (a relative gate without a baseline: `runner._check`)."""
     path = Path(override) if override is not None else None
     if path is None and suite.baseline is not None:
         path = suite.resolve(suite.baseline.run)
     if path is None:
-        if needing:
-            raise InputError(
-                f"gate(s) {', '.join(repr(g) for g in needing)} compare with a baseline run; "
-                "pass --baseline RUN_DIR or set 'baseline:' in the suite",
-                path=suite.source,
-                where="gates",
-            )
         return None
     from queryeval.stats import pair_systems  # the comparisons, only with a baseline
 

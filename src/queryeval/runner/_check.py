@@ -8,6 +8,7 @@ the line and what was expected (exit code 2)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from queryeval._validation import first_problem, where
+from queryeval._yaml import Loc
 from queryeval.errors import InputError
 from queryeval.log import SUMMARY
 
@@ -23,7 +26,6 @@ if TYPE_CHECKING:
     from queryeval.config import SuiteConfig
     from queryeval.scorers import Scorer
 
-Loc = tuple[str | int, ...]
 Problems = Iterator[tuple[Loc, str]]  # (place in the suite file, what is wrong and expected)
 Places = Mapping[str, tuple[Path, int | None]]
 GOLD_PRECHECK = 5  # golds per database run before a run: all failing stops it
@@ -33,10 +35,7 @@ _UNUSABLE = {"engine_error": "an engine error", "schema": "a schema error"}
 
 def suite_error(suite: SuiteConfig, loc: Loc, message: str) -> InputError:
     """An InputError at `loc` of the suite file."""
-    where = ""
-    for part in loc:
-        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
-    return InputError(message, path=suite.source, line=suite.line_of(loc), where=where or None)
+    return InputError(message, path=suite.source, line=suite.line_of(loc), where=where(loc) or None)
 
 
 def _model(at: Loc, model: type[BaseModel], data: Any) -> Problems:
@@ -44,11 +43,9 @@ def _model(at: Loc, model: type[BaseModel], data: Any) -> Problems:
     try:
         model.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        first = min(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
-        message = str(first["msg"])
-        if first["type"] == "extra_forbidden":
-            message = f"unknown option; expected some of {', '.join(model.model_fields)}"
-        yield (*at, *(p for p in first["loc"] if isinstance(p, str | int))), message
+        unknown = f"unknown option; expected some of {', '.join(model.model_fields)}"
+        loc, _, message = first_problem(exc, unknown, unknown_first=True)
+        yield (*at, *loc), message
 
 
 def check_suite(
@@ -64,8 +61,7 @@ def check_suite(
     from queryeval.runner._plan import cache_dir
     from queryeval.scorers import ScoringContext
 
-    ctx = ScoringContext(suite, cache_dir=cache_dir(suite))  # the run's caches; closed after
-    try:
+    with contextlib.closing(ScoringContext(suite, cache_dir=cache_dir(suite))) as ctx:
         for loc, message in itertools.chain(
             _databases(suite, ctx),
             _sections(suite),
@@ -74,14 +70,12 @@ def check_suite(
             _gates(suite, scorers, baseline=baseline or suite.baseline is not None),
         ):  # fmt: skip
             raise suite_error(suite, loc, message)
-        for case_id, where, message in _cases(suite, scorers, cases, ctx):
+        for case_id, at, message in _cases(suite, scorers, cases, ctx):
             path, line = (places or {}).get(case_id, (None, None))
-            raise InputError(message, path=path, line=line, where=f"case {case_id}: {where}")
+            raise InputError(message, path=path, line=line, where=f"case {case_id}: {at}")
         for i, scorer in enumerate(scorers.values() if cases else ()):
             for loc, message in scorer.dataset_problems(cases):
                 raise suite_error(suite, ("scorers", i, *loc), message)
-    finally:
-        ctx.close()
 
 
 def _databases(suite: SuiteConfig, ctx: Any) -> Problems:
@@ -152,22 +146,16 @@ def gold_problem(
         if name in done:
             continue
         run = ctx.gold_execution(name, query.text)
-        mine = failures.setdefault(name, [])
-        if run.ok or run.outcome.kind not in _UNUSABLE:
+        if run.ok or (kind := run.outcome.kind) not in _UNUSABLE:
             done.add(name)
             continue
-        mine.append(
-            (run.outcome.kind, f"case {case.id}: {run.outcome.message.splitlines()[0][:200]}")
-        )
-        if limit is not None and len(mine) >= limit:
+        mine = failures.setdefault(name, [])
+        mine.append((kind, f"case {case.id}: {run.outcome.message.splitlines()[0][:200]}"))
+        if len(mine) == limit:
             done.add(name)
     for name, mine in failures.items():
         kinds = {kind for kind, _ in mine}
-        if (
-            not mine
-            or (name in done and len(mine) != limit)
-            or (kinds == {"schema"} and len(mine) < 2)
-        ):
+        if (name in done and len(mine) != limit) or (kinds == {"schema"} and len(mine) < 2):
             continue
         what = _UNUSABLE[min(kinds)] if len(kinds) == 1 else "an engine or schema error"
         raise suite_error(suite, ("databases", name),
@@ -176,19 +164,17 @@ def gold_problem(
                           "database cannot be used, so no case could be scored")  # fmt: skip
 
 
-def server_gold_problem(
-    suite: SuiteConfig, scorers: Iterable[Scorer], cases: Sequence[Case], ctx: Any
-) -> None:
-    """`gold_problem` for the databases behind a server, on the first `GOLD_PRECHECK` golds
-    of `cases`, with the run's own context `ctx` (nothing started twice); closed when it
-    raises (the run stops there)."""
-    servers = set(suite.databases) - set(_files(suite))
-    if servers and any(s.needs_database for s in scorers):
-        try:
-            gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=servers)
-        except BaseException:
-            ctx.close()
-            raise
+def gold_precheck(
+    suite: SuiteConfig, scorers: Iterable[Scorer], cases: Sequence[Case], ctx: Any, *,
+    servers: bool = False,
+) -> None:  # fmt: skip
+    """`gold_problem` on the first `GOLD_PRECHECK` golds of each local database of scorers
+    that run queries (`servers`: of each database behind a server, with the run's own
+    context `ctx`: nothing started twice)."""
+    files = set(_files(suite))
+    only = set(suite.databases) - files if servers else files
+    if only and cases and any(s.needs_database for s in scorers):
+        gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=only)
 
 
 def _sections(suite: SuiteConfig) -> Problems:
@@ -252,11 +238,8 @@ def _gates(suite: SuiteConfig, scorers: Mapping[str, Scorer], *, baseline: bool)
             (".mean", ".pass_rate", ".unscored_share"))  # fmt: skip
         counts = gate.metric.partition(".")[0] in ("system_errors", "cases")
         if gate.metric not in known and not (open_ended and not counts):
-            shown = ", ".join(sorted(known))
-            yield (
-                ("gates", i),
-                f"unknown metric {gate.metric!r} in gate {text!r}; expected one of {shown}",
-            )
+            yield ("gates", i), (f"unknown metric {gate.metric!r} in gate {text!r}; expected "
+                                 f"one of {', '.join(sorted(known))}")  # fmt: skip
         elif share and not gate.needs_baseline and not 0 <= gate.bound <= 1:
             yield ("gates", i), (f"gate {text!r} compares a share with {gate.bound:g}; expected a "
                                  "bound in [0, 1]")  # fmt: skip
@@ -278,31 +261,28 @@ def _cases(
     databases = suite.databases
     unknown = f"; the suite has: {', '.join(databases) or 'none'}"
     needing = [s for s in scorers.values() if s.needs_database]
+    expected = (
+        "a 'databases:' entry in the suite" if not databases else
+        "metadata.database, a 'database' on the gold query, or the scorer's 'database' "
+        f"option (the suite has {', '.join(databases)})"
+    )  # fmt: skip
     for case in cases:
         for i, target in enumerate(case.targets):
             if (named := getattr(target.query, "database", None)) and named not in databases:
-                where = "target" if i == 0 else f"alternatives[{i - 1}]"
-                yield case.id, f"{where}.query.database", f"unknown database {named!r}{unknown}"
+                at = "target" if i == 0 else f"alternatives[{i - 1}]"
+                yield case.id, f"{at}.query.database", f"unknown database {named!r}{unknown}"
         if (named := case.metadata.get("database")) is not None and str(named) not in databases:
             yield case.id, "metadata.database", f"unknown database {named!r}{unknown}"
         policy = case.metadata.get("comparison")
         if policy is not None and (problem := policy_problem(policy)) is not None:
             yield case.id, ".".join(["metadata.comparison", *map(str, problem[0])]), problem[1]
         for scorer in needing:
-            if (
-                scorer.not_applicable(case) is None
-                and case_database(case, scorer.database_option, ctx) is None
-            ):
-                expected = (
-                    "a 'databases:' entry in the suite" if not databases else
-                    "metadata.database, a 'database' on the gold query, or the scorer's "
-                    f"'database' option (the suite has {', '.join(databases)})"
-                )  # fmt: skip
+            fallback = scorer.database_option
+            if scorer.not_applicable(case) is None and case_database(case, fallback, ctx) is None:
                 yield case.id, "database", (
                     f"scorer {scorer.label!r} runs queries but no database is named for this "
                     f"case; expected {expected}")  # fmt: skip
-    if needing and cases:  # the first golds of each local database: all failing stops the run
-        gold_problem(suite, cases, ctx, GOLD_PRECHECK, only=_files(suite))
+    gold_precheck(suite, needing, cases, ctx)  # all failing stops the run
     for scorer in scorers.values():
         for case in cases:
             try:

@@ -1,24 +1,15 @@
-"""Human review (`queryeval run|report --review FILE`): verdict overrides and gold corrections.
-
-A review file is YAML:
-
-    overrides:
-      - {case_id: q07, system: rag, scorer: judge, verdict: pass, note: "...", reviewer: ana}
-    golds:
-      - {case_id: q12, gold: "The corrected answer.", note: "...", reviewer: bo}
-
-or CSV with the columns `case_id, system, scorer, verdict, note, reviewer` (one override a
-row; `system` empty or `*`: every system). An override replaces the scorer's verdict (1.0
-pass, 0.0 fail, status ok), keeps the machine's in `details.review.original` and decides
-the case again; overrides of a score that had a verdict give the judge-human agreement.
-A gold correction replaces the case's main gold (a text: its query or answer; or a whole
-target) before scoring: `run` applies it, `report` (which re-scores nothing) refuses it.
+"""Human review (`queryeval run|report --review FILE`, docs/reports.md): a review file (YAML:
+`overrides` and `golds`; or CSV: overrides) read into pydantic models; a gold correction
+replaces a case's main gold before scoring (`run`; `report` re-scores nothing and refuses
+it); an override replaces a scorer's verdict after, the machine's kept in
+`details.review.original`, and gives the judge-human agreement.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from queryeval._validation import first_problem
 from queryeval.cases import Case, Score, Target
 from queryeval.errors import InputError
 
@@ -72,8 +64,7 @@ class Override(_Entry):
     @field_validator("system", mode="before")
     @classmethod
     def _every(cls, value: Any) -> str | None:
-        text = "" if value is None else str(value).strip()
-        return None if text in ("", "*") else text
+        return None if (text := cls._text(value)) in ("", "*") else text
 
     @field_validator("verdict", mode="before")
     @classmethod
@@ -124,14 +115,14 @@ def _entry(model: type[E], entry: Any, path: Path, where: str, line: int | None)
         try:
             return model.model_validate({**entry, "where": f"{path}:{line}" if line else str(path)})
         except ValidationError as exc:
-            e = min(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
-            name = ".".join(map(str, e["loc"]))
+            keys = ", ".join(k for k in model.model_fields if k != "where")
+            loc, kind, message = first_problem(exc, unknown_first=True)
+            name = ".".join(map(str, loc))
             problem = {
-                "extra_forbidden": f"unknown key {name}; expected some of "
-                + ", ".join(k for k in model.model_fields if k != "where"),
+                "extra_forbidden": f"unknown key {name}; expected some of {keys}",
                 "missing": f"{name} is required",
                 "string_too_short": f"{name} is required",
-            }.get(e["type"], f"{name}: " + str(e["msg"]).removeprefix("Value error, "))
+            }.get(kind, f"{name}: " + message.removeprefix("Value error, "))
     raise InputError(problem, path=path, line=line, where=where)
 
 
@@ -269,41 +260,36 @@ def _overridden(score: ScoreRecord | None, o: Override) -> ScoreRecord:
     }
 
 
-def review_section(review: Review, records: Sequence[Record]) -> ReviewSummary:
-    """summary.json's `review`: the file, its counts, and per scorer the judge-human
-    agreement of the overrides whose original had a verdict (n, accuracy, Cohen's kappa,
-    verdicts changed)."""
+def reviewed(review: Review, records: Sequence[Record]) -> tuple[ReviewSummary, ReviewFile]:
+    """summary.json's `review` (the file, its counts, and per scorer the judge-human
+    agreement of the overrides whose original had a verdict: n, accuracy, Cohen's kappa,
+    verdicts changed) and review.json (each changed record's case verdict and overridden
+    scores, which `queryeval.log.read_log` puts over the stored records)."""
     from queryeval.metrics import agreement
 
-    pairs: dict[str, tuple[list[float], list[float]]] = {}
-    counts: dict[str, int] = {}
-    for rec in records:
-        for label, score in (rec.get("scores") or {}).items():
-            if reviewed := (score.get("details") or {}).get("review"):
-                counts[label] = counts.get(label, 0) + 1
-                original = reviewed.get("original") or {}
-                if original.get("status") == "ok" and original.get("passed") is not None:
-                    judge, human = pairs.setdefault(label, ([], []))
-                    judge.append(1.0 if original["passed"] else 0.0)
-                    human.append(1.0 if reviewed["verdict"] == "pass" else 0.0)
-    out: dict[str, dict[str, Any]] = {}
-    for label, n in counts.items():
-        judge, human = pairs.get(label, ([], []))
-        out[label] = {"overrides": n, "compared": len(judge)}
-        if judge:
-            got = agreement(judge, human)
-            changed = got.judge_only_positive + got.human_only_positive
-            out[label].update(accuracy=got.accuracy, kappa=got.kappa, changed=changed)
-    return {**review.describe(), "agreement": out}
-
-
-def reviewed_scores(review: Review, records: Sequence[Record]) -> ReviewFile:
-    """review.json: the file, and each changed record's case verdict and overridden scores
-    (`queryeval.log.read_log` puts them over the stored records)."""
     changed: list[ReviewedRecord] = []
+    pairs: dict[str, tuple[list[float], list[float]]] = {}  # scorer -> judge's, human's
     for rec in records:
         scores = rec.get("scores") or {}
-        if mine := {k: s for k, s in scores.items() if (s.get("details") or {}).get("review")}:
-            system, case_id, passed = rec["system"], rec["case_id"], rec.get("passed")
-            changed.append({"system": system, "case_id": case_id, "passed": passed, "scores": mine})
-    return {"file": str(review.path), "records": changed}
+        if not (
+            mine := {k: s for k, s in scores.items() if (s.get("details") or {}).get("review")}
+        ):
+            continue
+        system, case_id, passed = rec["system"], rec["case_id"], rec.get("passed")
+        changed.append({"system": system, "case_id": case_id, "passed": passed, "scores": mine})
+        for label, score in mine.items():
+            verdict = score["details"]["review"]
+            judge, human = pairs.setdefault(label, ([], []))
+            original = verdict.get("original") or {}
+            if original.get("status") == "ok" and original.get("passed") is not None:
+                judge.append(1.0 if original["passed"] else 0.0)
+                human.append(1.0 if verdict["verdict"] == "pass" else 0.0)
+    counts = Counter(label for r in changed for label in r["scores"])
+    out: dict[str, dict[str, Any]] = {}
+    for label, (judge, human) in pairs.items():
+        out[label] = {"overrides": counts[label], "compared": len(judge)}
+        if judge:
+            got = agreement(judge, human)
+            changed_verdicts = got.judge_only_positive + got.human_only_positive
+            out[label].update(accuracy=got.accuracy, kappa=got.kappa, changed=changed_verdicts)
+    return {**review.describe(), "agreement": out}, {"file": str(review.path), "records": changed}

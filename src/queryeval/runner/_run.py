@@ -43,7 +43,7 @@ from queryeval.log import (
     run_lock,
 )
 from queryeval.runner._plan import RunPlan, SystemRun, cache_dir, plan_run
-from queryeval.runner._progress import Progress
+from queryeval.runner._progress import progress
 from queryeval.runner._select import CaseSelection
 from queryeval.runner._work import Batch
 
@@ -142,11 +142,8 @@ class Runner:
             status=status,
             updated_at=now,
         ))  # fmt: skip
-        calls: dict[str, Any] = {}
-        for per_system in self._calls.values():  # every worker's counters, added up
-            for name, stats in per_system.items():
-                calls[name] = _added(calls.get(name, {}), stats)
-        if calls:  # model and endpoint systems: calls, cache hits, tokens, cost of this run
+        # model and endpoint systems' calls, cache hits, tokens, cost: every worker's added up
+        if calls := functools.reduce(_added, self._calls.values(), dict[str, Any]()):
             info["system_calls"] = calls
         for key in ("cluster", "review", "selection"):  # this run's, when it has them
             info.pop(key, None)  # type: ignore[misc]
@@ -198,16 +195,13 @@ class Runner:
         """Generate and score every (system, case) not yet stored; (new, skipped).
         `retry_errors` (a resume): stored records with a score in `error` or `unscored` are
         scored again from their stored outputs (the system is not called again)."""
-        from queryeval.runner._check import server_gold_problem
+        from queryeval.runner._check import gold_precheck
         from queryeval.runner._units import schedule
 
         resume, store, plan = resume or retry_errors, self.store, self.plan
         if store.has_results() and not (resume or overwrite):
-            raise InputError(
-                "this directory already holds a run; pass --resume to continue "
-                "it or --overwrite to replace it",
-                path=store.results_path,
-            )
+            raise InputError("this directory already holds a run; pass --resume to continue it "
+                             "or --overwrite to replace it", path=store.results_path)  # fmt: skip
         if overwrite and not resume:
             store.clear()
         kept = self._resumed(retry_errors) if resume else []
@@ -222,8 +216,8 @@ class Runner:
                 # the worker's engines (a cluster's are its actors), before anything is written
                 names = {s.name for s in plan.systems}
                 left = [c for c in plan.cases if any((n, c.id) not in self.done for n in names)]
-                ctx = scheduled.worker.start().ctx
-                server_gold_problem(plan.suite, plan.scorers.values(), left, ctx)
+                ctx = scheduled.worker.start().ctx  # closed with the worker
+                gold_precheck(plan.suite, plan.scorers.values(), left, ctx, servers=True)
                 self._print_estimate()
             if self.retry:  # the retried records leave the file; their new ones are appended
                 store.rewrite(kept)
@@ -232,9 +226,9 @@ class Runner:
             todo = sum(unit.todo() for unit in scheduled.units)
             store.open_for_append()
             try:
-                with Progress(todo, plan.suite.name, self.progress) as bar:
+                with progress(todo, plan.suite.name, self.progress) as advance:
                     scheduled.executor.run(scheduled.units, scheduled.worker,
-                                           lambda done: bar.advance(self._keep(done)))  # fmt: skip
+                                           lambda done: advance(self._keep(done)))  # fmt: skip
             finally:
                 store.close()
             if not self._calls:  # else the calls were made in the workers
@@ -365,13 +359,13 @@ def reviewed_summary(
     """The summary of the stored records with the review's overrides (its `review` section:
     counts and judge-human agreement) into summary.json; review.json gets the overridden
     scores (what `log.read_log` puts over the stored records), run.json the review file."""
-    from queryeval.runner._review import apply_overrides, review_section, reviewed_scores
+    from queryeval.runner._review import apply_overrides, reviewed
 
     _whole_cases(plan)
     records = apply_overrides(list(iter_records(store.dir)), review, plan.scorers)
     summary = summarized(plan, records, baseline)
-    summary["review"] = review_section(review, records)
-    store.write_json(REVIEW, reviewed_scores(review, records))
+    summary["review"], scores = reviewed(review, records)
+    store.write_json(REVIEW, scores)
     store.write_json(SUMMARY, summary)
     info = read_run_info(store.dir) or {}
     info["review"] = review.describe()

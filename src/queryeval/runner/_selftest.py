@@ -1,13 +1,9 @@
-"""Self-test of a suite: every gold scored against its own case by the suite's scorers, as a
-system's answer (the run's one loop, `runner._work.Worker`, with each gold as an output):
-its query run or compared, its selection, answer or relevant ids. The share of golds with
-full marks from every scorer is the suite's ceiling; below 1.0 a gold is broken (fails,
-times out, nondeterministic under the comparison policy ...) or the metric cannot reach 1.
-Scorers that ask a judge or compare embeddings are not self-tested (the report names them);
-golds with no database of the suite are counted, a database the evaluator cannot use is
-reported once. `gold_findings` flags golds that cannot tell a right prediction from a wrong
-one (no rows; the same result on empty tables), depend on row order, or that the language's
-own validity check rejects (`invalid`: KQL by Kusto.Language) even when the engine runs them.
+"""Self-test of a suite: every gold scored as a system's answer to its own case by the suite's
+scorers (the run's `Worker` over one `Unit`). The share of golds with full marks from every
+scorer is the suite's ceiling: below 1.0 a gold is broken or the metric cannot reach 1.
+Scorers that ask a judge or compare embeddings are not self-tested; a database the evaluator
+cannot use is reported once. `gold_findings` flags golds that cannot tell a right prediction
+from a wrong one, depend on row order, or fail the language's own validity check.
 """
 
 from __future__ import annotations
@@ -113,21 +109,19 @@ def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> 
     from queryeval.scorers import build_scorers
     from queryeval.scorers.execution import case_database, target_query
 
-    testable, not_tested = _testable(build_scorers(suite), suite, cases, ctx)
-    needed = set().union(*(_case_databases(c, testable.values(), ctx) for c in cases))
+    scorers, not_tested = _testable(build_scorers(suite), suite, cases, ctx)
+    needed = set().union(*(_case_databases(c, scorers.values(), ctx) for c in cases))
     trouble = {n: why for n in suite.databases if n in needed if (why := _trouble(ctx.engine, n))}
-    prepared: dict[str, Scorer] = {}
-    for label, scorer in testable.items():  # one not prepared is reported, the others go on
+    for label, scorer in list(scorers.items()):  # one not prepared is reported, the others go on
         if (why := _trouble(scorer.prepare, cases, ctx)) is not None:
             not_tested[label] = f"could not be prepared: {why}"
-        else:
-            prepared[label] = scorer
+            del scorers[label]
     golds: Golds = {}
     skipped: list[str] = []
     left = dict.fromkeys(trouble, 0)
     for case in cases:
         mine = {i: a for i, t in enumerate(case.targets) if (a := gold_attempt(t))}
-        bad = sorted(_case_databases(case, prepared.values(), ctx) & set(trouble))
+        bad = sorted(_case_databases(case, scorers.values(), ctx) & set(trouble))
         if not mine:
             skipped.append(case.id)
         elif bad:
@@ -135,11 +129,11 @@ def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> 
         else:
             golds[case.id] = mine
     todo = [c for c in cases if c.id in golds]
-    scored = _scored_golds(suite, todo, golds, prepared, ctx)
+    scored = _scored_golds(suite, todo, golds, scorers, ctx)
     items: list[SelftestItem] = []
     not_executable = executable = 0
     for case in todo:
-        for label, scorer in prepared.items():
+        for label, scorer in scorers.items():
             if scorer.not_applicable(case) is not None:
                 continue
             if scorer.needs_database:
@@ -152,22 +146,19 @@ def selftest(suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext) -> 
                     score = scored[case.id, index][label]
                     item = SelftestItem(case.id, index, _status(score), score.explanation, label)
                     items.append(item)
-    findings = gold_findings(suite, cases, ctx, skip=trouble)
-    runs = any(target_query(t) is not None for c in cases for t in c.targets)
+    # gold queries, none run: no case names a database of the suite, or it has none
+    unrun = not (executable or trouble) and any(target_query(t) for c in cases for t in c.targets)
     where = (
         "no case names a database of the suite" if suite.databases else "the suite has no database"
-    )
-    nothing = (
-        None if executable or trouble or not runs else f"{where}: the gold queries were not run"
     )
     return SelftestReport(
         items=items,
         skipped=skipped,
-        findings=[f for f in findings if f.kind != "failed"],
-        scorers=[_check(label, items) for label in prepared],
+        findings=[f for f in gold_findings(suite, cases, ctx, skip=trouble) if f.kind != "failed"],
+        scorers=[_check(label, items) for label in scorers],
         not_tested=not_tested,
         not_executable=not_executable,
-        nothing_executable=nothing,
+        nothing_executable=f"{where}: the gold queries were not run" if unrun else None,
         trouble=[(name, why, left[name]) for name, why in trouble.items()],
     )
 
@@ -338,7 +329,7 @@ def gold_findings(
 
     found: list[GoldFinding] = []
     twins: dict[str, Engine | None] = {}
-    verifiers: dict[int, Any] = {}  # engine id -> its Verifier (variants shared by its golds)
+    verifiers: dict[str, Any] = {}  # database -> its Verifier (variants shared by its golds)
     with (
         tempfile.TemporaryDirectory(prefix="queryeval-empty-") as scratch,
         contextlib.ExitStack() as stack,
@@ -354,16 +345,12 @@ def gold_findings(
                 found.append(note("failed", f"{run.outcome.kind}: {run.outcome.message}"))
                 continue
             if not run.result.rows:
-                found.append(
-                    note(
-                        "no_rows", "the gold returns no rows: a query returning nothing matches it"
-                    )
-                )
+                found.append(note("no_rows", "the gold returns no rows: a query returning "
+                                  "nothing matches it"))  # fmt: skip
                 continue
             if name not in twins:
-                twins[name] = twin = empty_twin(ctx.engine(name), Path(scratch) / str(len(twins)))
-                if twin is not None:
-                    stack.callback(twin.close)
+                twin = empty_twin(ctx.engine(name), Path(scratch) / str(len(twins)))
+                twins[name] = stack.enter_context(twin) if twin is not None else None
             twin = twins[name]
             if twin is None or not (empty := twin.execute(query.text)).ok or empty.result is None:
                 continue
@@ -377,13 +364,12 @@ def gold_findings(
             elif engine_kind_entry(suite.databases[name].engine).variants and (
                 _ORDER_SENSITIVE.search(query.text)
             ):
-                engine = ctx.engine(name)
-                if id(engine) not in verifiers:
+                if name not in verifiers:
                     from queryeval.verify import Settings, Verifier
 
-                    verifiers[id(engine)] = verifier = Verifier(engine, Settings())
-                    stack.callback(verifier.close)
-                found += _order_findings(note, engine, query.text, verifiers[id(engine)])
+                    verifier = Verifier(ctx.engine(name), Settings())
+                    verifiers[name] = stack.enter_context(contextlib.closing(verifier))
+                found += _order_findings(note, ctx.engine(name), query.text, verifiers[name])
     return found
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from queryeval._validation import first_problem
+
 # set by the scorers from the gold, the engine and the scorers configured, never by a suite
 SET_BY_SCORER = frozenset({"gold_query", "language", "legacy"})
 _BOUNDS: dict[str, dict[str, Any]] = {
@@ -63,10 +65,7 @@ def policy_problem(data: Any) -> tuple[tuple[str | int, ...], str] | None:
     try:
         comparison_policy(data)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
-        if first["type"] == "extra_forbidden":
-            expected = ", ".join(sorted(comparison_keys()))
-            return loc, f"unknown comparison option; expected one of {expected}"
-        return loc, str(first["msg"])
+        keys = ", ".join(sorted(comparison_keys()))
+        loc, _, message = first_problem(exc, f"unknown comparison option; expected one of {keys}")
+        return loc, message
     return None
