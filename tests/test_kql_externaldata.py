@@ -176,3 +176,17 @@ def test_the_option_resolves_files_and_a_missing_one_stops_the_run(tmp_path: Pat
     place, message = database_problem(missing, tmp_path) or ((), "")
     assert place == ("options", "externaldata", "https://x/a.csv")
     assert "externaldata file not found" in message and str(tmp_path / "no.csv") in message
+
+
+def test_columns_whose_names_differ_only_in_case_are_two_columns(kql: KqlEngine) -> None:
+    # Kusto's names are case-sensitive (m4nbat's ransomware.live victims declare `country` and
+    # `Country`): CSV fields map to the declared columns in order (identity mapping)
+    source = f'externaldata (Event:string, event:string) [h@"{BLOB}/data.csv"]'
+    run = kql.execute(f"{source}\n| where strlen(Event) > 10")
+    assert run.result is not None, run.outcome.message
+    assert list(run.result.columns) == ["Event", "event"]
+    assert sorted(run.result.rows) == [("2024-01-01T10:00:00Z", "Login"),
+                                       ("2024-01-02 11:30:00+01:00", "Log, out")]  # fmt: skip
+    # naming the second spelling (DuckDB folds case: it would read the first) is refused
+    run = kql.execute(f"{source}\n| where event == 'Login'")
+    assert run.outcome.kind == "unsupported" and "differ only in case" in run.outcome.message

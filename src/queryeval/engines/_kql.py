@@ -333,8 +333,11 @@ class KqlEngine(Engine):
     def _run(self, query: str) -> RawResult:
         separated = self._memoised("case", query, (), lambda: self._separated(query))
         if separated is None:
-            return self._run_prepared(query)
-        raw = self._run_prepared(separated.text)
+            raw = self._run_prepared(query)
+            if "externaldata" not in query.lower():
+                return raw  # else its columns may be encoded (`physical_columns`)
+        else:
+            raw = self._run_prepared(separated.text)
         return dataclasses.replace(raw, columns=[decode_column(c) for c in raw.columns])
 
     def _separated(self, query: str) -> Separated | None:

@@ -29,7 +29,7 @@ from queryeval.languages.kql import quote_name
 
 _SUFFIX = re.compile(r"__qe\d+$")
 # what reads column names as data: the encoded names would show
-_NAME_READERS = re.compile(
+NAME_READERS = re.compile(
     r"\b(pack_all|column_ifexists|columnifexists|getschema|bag_unpack|narrow|pivot|"
     # wildcard column lists: project-away/keep/reorder (`project` takes none: a `*` there is
     # a multiplication, `1.0 * Size`)
@@ -133,7 +133,7 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
     groups = [sorted(g) for g in spellings.values() if len(g) > 1 and g & table_columns]
     if not groups:
         return None
-    if _NAME_READERS.search(query):
+    if NAME_READERS.search(query):
         raise KqlRefused("columns whose names differ only in case, in a query that reads "
                          "column names as data")  # fmt: skip
     renamed: dict[str, str] = {}

@@ -493,6 +493,39 @@ def _file_rows(found: Found, fmt: str, kinds: list[str], text: str,
 
 # -- the engine's side -------------------------------------------------------------------------
 
+
+def physical_columns(columns: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Declared columns as stored: a spelling that differs only in case from an earlier one
+    gets `_kql_case`'s suffix (`country`, `Country` -> `country`, `Country__qe1`).
+
+    >>> physical_columns((("country", "string"), ("Country", "string"), ("x", "long")))
+    (('country', 'string'), ('Country__qe1', 'string'), ('x', 'long'))
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for name, kind in columns:
+        count = seen.get(name.casefold(), 0)
+        seen[name.casefold()] = count + 1
+        out.append((f"{name}__qe{count}" if count else name, kind))
+    return tuple(out)
+
+
+def _check_encoded(query: str, found: Found, table: Table) -> None:
+    """Refuse a query that would see an encoded column under its other spelling: one that
+    names it (DuckDB would read the first spelling's column: names fold case there) or reads
+    column names as data."""
+    from queryeval.engines._kql_case import NAME_READERS
+
+    encoded = [d for (d, _), (p, _) in zip(found.columns, table.columns, strict=True) if d != p]
+    if not encoded:
+        return
+    rest = query[: found.start] + query[found.stop :]
+    named = [n for n in encoded if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", rest)]
+    if named or NAME_READERS.search(rest):
+        raise KqlRefused("externaldata columns whose names differ only in case, named in the "
+                         "query or read as data")  # fmt: skip
+
+
 RowSource = Callable[[Found], list[tuple[Any, ...]]]
 
 
@@ -518,10 +551,9 @@ class ExternalData:
         raise KqlRefused(f"{NETWORK_REFUSAL} does not fetch ({url[:80]}): {HOW_TO_MAP}")
 
     def table(self, found: Found) -> Table:
-        """The table of one expression (read once per engine)."""
-        names = [name.lower() for name, _ in found.columns]
-        if len(set(names)) != len(names):
-            raise KqlRefused("externaldata columns whose names differ only in case")
+        """The table of one expression (read once per engine); columns whose names differ
+        only in case (two columns to Kusto, one name to DuckDB) hold the later spellings
+        under `_kql_case`'s encoded names (`Country__qe1`, named back in the result)."""
         files: list[Path] = []
         if self.files or self.rows is None:  # a row source alone takes any URL
             files = [self._file(url) for url in found.urls]
@@ -533,7 +565,7 @@ class ExternalData:
             if name in self._tables:
                 return self._tables[name]
         rows = self.rows(found) if self.rows is not None else read_rows(found, files)
-        table = Table(name, found.columns, tuple(rows))
+        table = Table(name, physical_columns(found.columns), tuple(rows))
         with self._lock:
             self._tables[name] = table
         return table
@@ -547,7 +579,9 @@ class ExternalData:
                 continue
             # a parenthesized tabular expression wherever the operator stands (a bare name
             # would be a column inside `in (...)`, and a function body duckdb-kql refuses)
-            name = f"({self.table(item).name} | where true)"
+            table = self.table(item)
+            _check_encoded(query, item, table)
+            name = f"({table.name} | where true)"
             out += [query[at : item.start], name]
             at = item.stop
         return "".join(out) + query[at:] if found else query
