@@ -11,8 +11,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from itertools import islice
+from itertools import repeat
 from typing import Any, Protocol
 
 from queryeval._gc import bulk_allocation
@@ -30,7 +29,7 @@ class Executor(Protocol):
         ...
 
     def map(self, items: Sequence[Any], fn: Callable[[Any], Any], emit: Emit) -> None:
-        """Apply a picklable `fn` to every item, `emit` each result as it comes."""
+        """Apply a picklable `fn` to every item, `emit` each result in item order."""
         ...
 
 
@@ -91,30 +90,24 @@ class LocalExecutor:
                 ctx.engine_threads = max(1, usable_cores() // self.workers)
             self._start(worker)
         try:
-            self.map(units, None if self._inherit is worker else worker, _InOrder(emit))
+            self.map(units, None if self._inherit is worker else worker, emit)
         finally:
             ctx.engine_threads = threads
 
     def map(self, items: Sequence[Any], fn: Callable[[Any], Any] | None, emit: Emit) -> None:
-        """`fn` over the items (None: the inherited worker's) in the pool, a few per worker
-        in flight, or here for one worker; the first exception (of `fn`, `emit`) stops it."""
+        """`fn` over the items (None: the inherited worker's) in the pool, or here for one
+        worker; results emitted in item order; the first exception (of `fn`, `emit`) stops it."""
         if self.workers == 1:
             for item in items:
                 emit(fn(item))  # type: ignore[misc]  # a worker's units go to `run`
             return
-        from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
         if self._pool is None:
             self._start(None)
-        queue = ((fn, item) for item in items)
         try:
-            running = {self._pool.submit(_apply, job) for job in islice(queue, self.workers * 2)}
-            while running:
-                finished, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    emit(future.result())
-                    running |= {self._pool.submit(_apply, job) for job in islice(queue, 1)}
+            for result in self._pool.map(_apply, repeat(fn), items):
+                emit(result)
         except BrokenProcessPool as exc:
             raise InputError(
                 "a worker process ended abruptly while scoring (killed by the system, out of "
@@ -137,24 +130,8 @@ class LocalExecutor:
         )
 
 
-@dataclass
-class _InOrder:
-    """`emit` of the batches in unit order, whatever order they finish in."""
-
-    emit: Emit
-    following: int = 0
-    finished: dict[int, Any] = field(default_factory=dict)
-
-    def __call__(self, batch: Any) -> None:
-        self.finished[batch.index] = batch
-        while self.following in self.finished:
-            self.emit(self.finished.pop(self.following))
-            self.following += 1
-
-
-def _apply(item: tuple[Callable[[Any], Any] | None, Any]) -> Any:
+def _apply(fn: Callable[[Any], Any] | None, arg: Any) -> Any:
     """In a forked worker: `fn(arg)`; None: the inherited worker scores the unit."""
-    fn, arg = item
     fn = fn or _inherited
     assert fn is not None, "a LocalExecutor's worker"
     with bulk_allocation():  # thousands of acyclic objects, freed when the item ends

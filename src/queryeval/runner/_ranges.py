@@ -10,7 +10,6 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from queryeval._inputs import BOM, decode_utf8, line_too_long, max_line_bytes
 from queryeval.cases import Case, parse_case_line
@@ -71,23 +70,10 @@ def split_file(path: Path, size: int) -> list[FileRange]:
     ranges: list[FileRange] = []
     with path.open("rb") as f:
         while start < total:
-            end = total if total - start <= size else _line_end(f, start + size - 1, cap)
+            # after the first newline past start + size, or a line longer than the cap cut
+            # past the cap (its range reports it): no range exceeds size + cap
+            f.seek(start + size - 1)
+            end = total if total - start <= size else f.tell() + len(f.readline(cap + 1))
             ranges.append(FileRange(path, start, min(end, total)))
             start = min(end, total)
     return ranges
-
-
-def _line_end(f: BinaryIO, at: int, cap: int) -> int:
-    """The offset after the first newline at or past `at`; a line longer than the cap is
-    cut past the cap (its range then reports it), so no range exceeds size + cap."""
-    f.seek(at)
-    read = 0
-    while read <= cap:
-        chunk = f.read(min(1 << 20, cap + 1 - read))
-        if not chunk:
-            return at + read
-        newline = chunk.find(b"\n")
-        if newline >= 0:
-            return at + read + newline + 1
-        read += len(chunk)
-    return at + read

@@ -18,14 +18,12 @@ import asyncio
 import contextlib
 import functools
 import inspect
-import itertools
 import logging
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,6 +33,8 @@ from queryeval.runner._work import Emit, Unit, Worker
 from queryeval.scorers import ScoringContext
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from queryeval.config import RaySettings, SuiteConfig
 
 T = TypeVar("T")
@@ -148,11 +148,13 @@ class RayExecutor:
         cpus = float(import_ray().cluster_resources().get("CPU", 1.0))
         return max(1, int(cpus / self.settings.task_cpus + 1e-9))
 
-    def provider(self, suite: SuiteConfig, cache_dir: Path, *,
-                 concurrency: Mapping[str, int], embeddings: bool) -> RayExecutor:  # fmt: skip
+    def provider(
+        self, suite: SuiteConfig, cache_dir: Path, concurrency: Mapping[str, int]
+    ) -> RayExecutor:
         """Start the run's actors, each service built on first use (no engine actors where a
-        scorer copies databases: the workers build their own); the executor is then the
-        workers' services (`runner._work.Services`), a picklable handle."""
+        scorer copies databases: the workers build their own; an embedder where the suite
+        embeds texts); the executor is then the workers' services (`runner._work.Services`),
+        a picklable handle. `concurrency`: the live systems' groups and their limits."""
         import ray
 
         from queryeval.engines import build_engine
@@ -169,7 +171,7 @@ class RayExecutor:
         ]  # fmt: skip
         if suite.judge is not None:
             hosted.append(("judge", build_judge, (suite, cache_dir), 0, _judge_report))
-        if embeddings:
+        if suite.embeddings is not None or any(c.name == "answer" for c in suite.scorers):
             embedder = lambda: ScoringContext(suite, cache_dir=cache_dir).embedder()  # noqa: E731
             report = lambda e: {"model_id": e.model_id, **vars(e.stats)}  # noqa: E731
             hosted.append(("embedder", embedder, (), 0, report))
@@ -192,55 +194,43 @@ class RayExecutor:
         ctx.actors = self.actors
         return ctx
 
-    def limit(self, group: str, n: int) -> _Slot | None:
+    def limit(self, group: str, n: int) -> AbstractAsyncContextManager[None] | None:
         """The cluster-wide slots of a live system's `group` (None: no limit)."""
-        return _Slot(actor) if (actor := self.actors.get(f"systems.{group}")) else None
+        return _slot(actor) if (actor := self.actors.get(f"systems.{group}")) else None
 
     def share(self, value: Any) -> Any:
         """`value` in the cluster's object store, sent once to every worker (a reference)."""
         return import_ray().put(value)
 
     def run(self, units: Sequence[Unit], worker: Worker, emit: Emit) -> None:
-        """Each unit a task; each `Batch` emitted here as it finishes."""
+        """Each unit a task; each `Batch` emitted here in unit order."""
         self.map(units, worker, emit)
 
     def map(self, items: Sequence[Any], fn: Callable[[Any], Any], emit: Emit) -> None:
-        """`fn(item)` a task each, a few per worker in flight, emitted as they finish; a task
-        lost for good (its slots given back) stops the run when the others have finished."""
+        """`fn(item)` a task each, emitted in item order; a task lost for good (its slots
+        given back) stops the run when the others have finished."""
         ray, s = import_ray(), self.settings
         self._check_fits()
-        task, fn_ref, queue = _remote_apply(), ray.put(fn), iter(items)
-        pending: dict[Any, Any] = {}
-        lost: list[Any] = []
-
-        def submit() -> None:
-            for item in itertools.islice(queue, 1):
-                retries = s.max_retries if not isinstance(item, Unit) or item.pure else 0
-                options = task.options(num_cpus=s.task_cpus, max_retries=retries,
-                                       retry_exceptions=False, **_env(self.env))  # fmt: skip
-                pending[options.remote(fn_ref, item)] = item
-
+        task, fn_ref, lost = _remote_apply(), ray.put(fn), list[str]()
+        refs = [task.options(num_cpus=s.task_cpus, retry_exceptions=False, **_env(self.env),
+                             max_retries=s.max_retries if getattr(item, "pure", True) else 0,
+                             ).remote(fn_ref, item) for item in items]  # fmt: skip
+        i = 0
         try:
-            for _ in range(2 * self.workers):
-                submit()
-            while pending:
-                [ref], _ = ray.wait(list(pending), num_returns=1)
-                item = pending.pop(ref)
+            for i, (ref, item) in enumerate(zip(refs, items, strict=True)):
                 try:
                     with unwrapped():
                         node, result = ray.get(ref)
                 except Lost as exc:
-                    name = f"unit {item.index}" if isinstance(item, Unit) else type(item).__name__
-                    lost.append(f"{name}: {exc}")
+                    lost.append(f"unit {getattr(item, 'index', i)}: {exc}")
                     for name, actor in self.actors.items():
                         if name.startswith("systems."):
                             call(actor, "release", ref.task_id().hex(), True)
                 else:
                     self.batches_per_node.update([node] if isinstance(item, Unit) else [])
                     emit(result)
-                submit()
         except BaseException:
-            for ref in pending:
+            for ref in refs[i:]:
                 ray.cancel(ref, force=True)
             raise
         if lost:
@@ -410,17 +400,15 @@ class Slots:
         return {"slots": self.n, "peak": self.peak}
 
 
-@dataclass
-class _Slot:
+@contextlib.asynccontextmanager
+async def _slot(actor: Any) -> AsyncIterator[None]:
     """A slot of a live system's `Slots`, held by the running task."""
-
-    actor: Any
-
-    async def __aenter__(self) -> None:
-        await acall(self.actor, "acquire", str(import_ray().get_runtime_context().get_task_id()))
-
-    async def __aexit__(self, *exc: object) -> None:
-        await acall(self.actor, "release", str(import_ray().get_runtime_context().get_task_id()))
+    task = str(import_ray().get_runtime_context().get_task_id())
+    await acall(actor, "acquire", task)
+    try:
+        yield
+    finally:
+        await acall(actor, "release", task)
 
 
 class Proxy:

@@ -20,7 +20,7 @@ from typing import Any
 from queryeval.cases import duplicate_case
 from queryeval.errors import InputError
 from queryeval.runner._ranges import FileRange, parse_cases, placed
-from queryeval.runner._work import SystemPredictions, Unit, done_ids
+from queryeval.runner._work import SystemPredictions, Unit, cut_units
 from queryeval.systems import empty_predictions, prediction_key, repeated_record, unknown_case
 
 _NO_EXTRA: dict[str, Any] = {}
@@ -52,31 +52,21 @@ class Found:
     error: InputError | None = None
 
 
-def check_cases(r: FileRange) -> Found:
-    """Validate a range of a cases file (the first pass's work on it)."""
-    found, tags = Found(), dict[tuple[str, ...], list[str]]()
+def check_range(job: tuple[bool, FileRange]) -> Found:
+    """The first pass's work on a range: `(True, r)` validates the cases of a cases file's
+    range, `(False, r)` reads the keys of the records of a predictions file's."""
+    (cases, r), found, tags = job, Found(), dict[tuple[str, ...], list[str]]()
     try:
-        _, lines = r.lines()
+        offset, lines = r.lines()
         found.lines = len(lines)
-        for number, case in parse_cases(lines, r.path):
+        for number, case in parse_cases(lines, r.path) if cases else ():
             found.numbers.append(number)
             shared = tags.setdefault(tuple(case.tags), case.tags)
             fields: tuple[Any, ...] = (case.id, case.name, shared)
             if case.metadata or case.labels:  # else the stub's shared empty mappings
                 fields += (case.metadata, case.labels)
             found.items.append(fields)
-    except InputError as exc:
-        found.error = exc
-    return found
-
-
-def check_predictions(r: FileRange) -> Found:
-    """The keys of the records in a range of a predictions file."""
-    found = Found()
-    try:
-        offset, lines = r.lines()
-        found.lines = len(lines)
-        for number, raw in enumerate(lines, start=1):
+        for number, raw in enumerate(lines if not cases else (), start=1):
             at, offset = offset, offset + len(raw) + 1
             if raw.strip():
                 case_id, attempt = prediction_key(raw, r.path, number)
@@ -90,56 +80,38 @@ def check_predictions(r: FileRange) -> Found:
     return found
 
 
-@dataclass
-class CheckedInputs:
-    """The first pass's outcome: the second pass's units and the cases' stubs in order."""
-
-    shards: list[Unit]
-    stubs: list[CaseStub]
-
-
-Check = Callable[[Sequence[tuple[Callable[[FileRange], Found], FileRange]], Any], None]
-
-
 def check_inputs(
     case_ranges: Sequence[FileRange],
     prediction_ranges: Mapping[str, Sequence[FileRange]],
     paths: Mapping[str, Path],
-    check: Check,
+    map_: Callable[[list[Any], Callable[[Any], Found], Callable[[Found], None]], None],
     done: set[tuple[str, str]],
-) -> CheckedInputs:
+) -> tuple[list[Unit], list[CaseStub]]:
     """Run the first pass and apply every input check in file order (InputError on the
-    first problem). `check(jobs, arrived)` applies each (function, range) pair in any
-    executor and calls `arrived(index, result)` here as each ends (the cases are taken in
-    as they come). `paths`: each system's predictions file; `done`: stored (system, id)."""
-    jobs: list[Any] = [(check_cases, r) for r in case_ranges]
-    jobs += [(check_predictions, r) for ranges in prediction_ranges.values() for r in ranges]
-    results: list[Any] = [None] * len(jobs)
-    cases = _Cases(case_ranges)
-
-    def arrived(index: int, result: Found) -> None:
-        results[index] = result
-        while cases.taken < len(case_ranges) and results[cases.taken] is not None:
-            cases.take(results[cases.taken])
-
-    check(jobs, arrived)
+    first problem): the second pass's units, and the cases' stubs in order.
+    `map_(jobs, check_range, arrived)` (an executor's `map`) checks the ranges anywhere and
+    calls `arrived` here in job order: the cases are taken in as they come. `paths`: each
+    system's predictions file; `done`: stored (system, id)."""
+    jobs = [(True, r) for r in case_ranges]
+    jobs += [(False, r) for ranges in prediction_ranges.values() for r in ranges]
+    cases, found = _Cases(case_ranges), list[Found]()
+    map_(
+        jobs,
+        check_range,
+        lambda got: cases.take(got) if cases.taken < len(case_ranges) else found.append(got),
+    )
     if not cases.stubs:
         path = case_ranges[0].path if case_ranges else None
         raise InputError("no cases matched", path=path, where="cases")
-    at, per_system = len(case_ranges), {}
+    per_system = {}
     for system, ranges in prediction_ranges.items():
-        found = results[at : at + len(ranges)]
-        at += len(ranges)
-        per_system[system] = _grouped(paths[system], found, cases.positions)
-    names, units = tuple(per_system), list[Unit]()
-    for k, r in enumerate(case_ranges):
-        a, b = cases.starts[k], cases.starts[k + 1]
-        if a < b:
-            offsets = {name: where.part(a, b) for name, where in per_system.items()}
-            finished = done_ids(names, cases.stubs[a:b], done)
-            before = cases.before[k]
-            units.append(Unit(len(units), names, r, before, None, offsets, finished, count=b - a))
-    return CheckedInputs(units, cases.stubs)
+        per_system[system] = _grouped(paths[system], found[: len(ranges)], cases.positions)
+        del found[: len(ranges)]
+    parts, starts = [], cases.starts
+    for k, (r, a, b) in enumerate(zip(case_ranges, starts, starts[1:], strict=False)):
+        outputs = {name: where.part(a, b) for name, where in per_system.items()}
+        parts.append((tuple(per_system), r, cases.stubs[a:b], outputs, cases.before[k]))
+    return cut_units(parts, done), cases.stubs
 
 
 class _Cases:

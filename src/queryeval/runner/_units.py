@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,13 +24,14 @@ from queryeval.runner._executors import Executor, LocalExecutor, usable_cores
 from queryeval.runner._plan import RunPlan, suite_reads
 from queryeval.runner._ranges import FileRange, split_file
 from queryeval.runner._shard_check import CaseStub, check_inputs
-from queryeval.runner._work import Unit, Worker, done_ids, outputs_of
+from queryeval.runner._work import Part, Unit, Worker, cut_units
 from queryeval.scorers import ShardableScorer
 from queryeval.systems import text_fields_for
 
 if TYPE_CHECKING:
-    from queryeval.cases import Output
+    from queryeval.cases import Case, Output
     from queryeval.config import SuiteConfig
+    from queryeval.runner._plan import SystemRun
     from queryeval.scorers import Scorer
 
 MIN_CASES = 20_000  # below this, a sharded run's forking costs more than it saves
@@ -74,8 +75,8 @@ def schedule(
     scorers = list(plan.scorers.values())
     fields = text_fields_for(suite_reads(scorers))
     cases = None if plan.lazy else plan.cases
-    worker = Worker(key, suite, cache_dir(suite), fields, cases=cases, stored=stored)
-    worker.use_cache, worker.width = use_cache, _width(plan)
+    worker = Worker(key, suite, cache_dir(suite), fields, cases=cases, use_cache=use_cache)
+    worker.width = _width(plan)
     todo = len(plan.systems) * len(plan.cases) - len(done)
     with contextlib.ExitStack() as stack:
         stack.callback(worker.close)
@@ -87,9 +88,7 @@ def schedule(
             executor: Any = ray
             if not plan.lazy:
                 live = {s.group or s.name: s.concurrency for s in plan.systems if s.callable}
-                worker.services = ray.provider(
-                    suite, worker.cache_dir, concurrency=live, embeddings=_embeds(plan)
-                )
+                worker.services = ray.provider(suite, worker.cache_dir, live)
                 worker.width = max(worker.width, settings.ray.batch_size)
         else:
             n = workers_for(suite) if plan.lazy else fork_workers(suite, scorers, todo)
@@ -107,42 +106,36 @@ def schedule(
         else:
             per_system = -(-todo // (workers * _SPANS_PER_WORKER * len(plan.systems)))
             size = max(_MIN_SPAN, min(_MAX_SPAN, per_system))
-        units = list(_spans(plan, size, done, stored if remote else None))
-        if remote:
-            worker.stored = {}  # the stored outputs travel with their units
-        yield Schedule(executor, worker, units)
+        calls = {s.name for s in plan.systems if s.callable or plan.suite.judge is not None}
+        yield Schedule(executor, worker, cut_units(_spans(plan, size, stored), done, calls))
 
 
-def _spans(
-    plan: RunPlan, size: int, done: set[tuple[str, str]], stored: dict[Any, Output] | None
-) -> Iterable[Unit]:
-    """Units of `size` cases of one system (0: one unit of everything), less what is done;
-    `stored` (a cluster's units): their outputs go with them."""
-    cases, n, judged = plan.cases, len(plan.cases), plan.suite.judge is not None
-    names = tuple(s.name for s in plan.systems)
+def _spans(plan: RunPlan, size: int, stored: Mapping[tuple[str, str], Output]) -> Iterator[Part]:
+    """Spans of `size` cases of one system (0: one of every system), with their outputs."""
+    cases, n = plan.cases, len(plan.cases)
     if not size:
-        yield Unit(0, names, range(n), done=done_ids(names, cases, done), pure=False, count=n)
+        outputs = {s.name: outputs_of(s, cases, stored) for s in plan.systems}
+        yield tuple(outputs), range(n), cases, outputs, 0
         return
-    index = 0
     for system in plan.systems:
         for start in range(0, n, size):
             span = cases[start : start + size]
-            finished = done_ids((system.name,), span, done)
-            if len(finished.get(system.name, ())) == len(span):
-                continue
-            outputs = None if stored is None else {system.name: outputs_of(system, span, stored)}
-            pure = system.callable is None and not judged
-            cut = range(start, start + len(span))
-            yield Unit(
-                index,
-                (system.name,),
-                cut,
-                outputs=outputs,
-                done=finished,
-                pure=pure,
-                count=len(span),
-            )
-            index += 1
+            outputs = {system.name: outputs_of(system, span, stored)}
+            yield (system.name,), range(start, start + len(span)), span, outputs, 0
+
+
+def outputs_of(
+    system: SystemRun, cases: Sequence[Case], stored: Mapping[tuple[str, str], Output]
+) -> list[Output | None]:
+    """Each case's output stored by an earlier run, else saved, else None (a live call)."""
+    name, predictions = system.name, system.predictions
+    out: list[Output | None] = []
+    for case in cases:
+        output = stored.get((name, case.id)) if stored else None
+        if output is None and predictions is not None:
+            output = predictions.get(case.id)
+        out.append(output)
+    return out
 
 
 def _width(plan: RunPlan) -> int:
@@ -151,13 +144,6 @@ def _width(plan: RunPlan) -> int:
     wanted = sum(s.concurrency for s in plan.systems)
     judge = (plan.suite.judge or {}).get("concurrency")
     return max(1, min(max(wanted, int(judge or 0)), 256))
-
-
-def _embeds(plan: RunPlan) -> bool:
-    """Whether the run may embed texts (an `embeddings:` section, or an answer scorer)."""
-    return plan.suite.embeddings is not None or any(
-        getattr(s, "name", "") == "answer" for s in plan.scorers.values()
-    )
 
 
 def workers_for(suite: SuiteConfig) -> int:
@@ -198,12 +184,6 @@ def _ranges(paths: Sequence[Path], workers: int, shards: int | None = None) -> l
     return [r for path in paths for r in split_file(path, size)]
 
 
-def _check_job(item: tuple[int, tuple[Any, FileRange]]) -> tuple[int, Any]:
-    """A check of the first pass, with its index (results come back in any order)."""
-    index, (work, r) = item
-    return index, work(r)
-
-
 def _shards(
     plan: RunPlan, executor: Executor, done: set[tuple[str, str]]
 ) -> tuple[list[Unit], list[CaseStub]]:
@@ -212,16 +192,13 @@ def _shards(
     suite, workers = plan.suite, getattr(executor, "workers", 1)
     shards = suite.settings.ray.shards if suite.settings.executor == "ray" else None
     paths = {cfg.name: suite.resolve(cfg.predictions or "") for cfg in suite.systems}
-    checked = check_inputs(
+    return check_inputs(
         _ranges(case_files(suite.cases, suite.base_dir), workers, shards),
         {name: _ranges([path], workers, shards) for name, path in paths.items()},
         paths,
-        lambda jobs, arrived: executor.map(
-            list(enumerate(jobs)), _check_job, lambda result: arrived(*result)
-        ),
+        executor.map,
         done,
     )
-    return checked.shards, checked.stubs
 
 
 def fork_workers(suite: SuiteConfig, scorers: Iterable[Scorer], items: int) -> int:

@@ -11,14 +11,13 @@ each `Scored` (`run`); in another it returns the unit's `Batch` (`__call__`).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import signal
 import socket
 import threading
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -57,21 +56,37 @@ class SystemPredictions:
         more = {i - a: recs for i, recs in self.more.items() if a <= i < b}
         return SystemPredictions(self.path, self.offsets[a:b], self.lines[a:b], more)
 
+    def read(self, text_fields: TextFields) -> list[Output]:
+        """Each case's output, read at its records' offsets (checked)."""
+        outputs, path = list[Output](), self.path
+        with path.open("rb") as f:
+            for i, at in enumerate(self.offsets):
+                if at < 0:
+                    outputs.append(Output(error="no prediction for this case", failure="missing"))
+                elif (more := self.more.get(i)) is None:
+                    line = read_prediction_line(_line_at(f, at), path, self.lines[i], text_fields)
+                    outputs.append(line.output)
+                else:  # its attempts' records
+                    lines = [
+                        (n, read_prediction_line(_line_at(f, o), path, n, text_fields))
+                        for o, n in more
+                    ]
+                    outputs.append(join_outputs(lines))
+        return outputs
+
 
 @dataclass(frozen=True, slots=True)
 class Unit:
     """`cases` (positions in the worker's cases, or a range of a cases file with
-    `lines_before` lines before it) with `systems`; their outputs, where the worker holds
-    none, as `outputs` (per system and case; None: a live call) or `offsets` in the
-    predictions files. `done`: per system, the ids already stored; `pure`: nothing is
-    called (a lost unit may be run again)."""
+    `lines_before` lines before it) with `systems` and their `outputs` (per system and
+    case, None a live call; or where a predictions file has them). `done`: per system, the
+    ids already stored; `pure`: nothing is called (a lost unit may be run again)."""
 
     index: int
     systems: tuple[str, ...]
     cases: range | FileRange
     lines_before: int = 0
-    outputs: Mapping[str, Sequence[Output | None]] | None = None
-    offsets: Mapping[str, SystemPredictions] | None = None
+    outputs: Mapping[str, Sequence[Output | None] | SystemPredictions] = field(default_factory=dict)
     done: Mapping[str, frozenset[str]] = field(default_factory=dict)
     pure: bool = True
     count: int = 0  # cases in the unit
@@ -79,6 +94,29 @@ class Unit:
     def todo(self) -> int:
         """(system, case) pairs left to score."""
         return self.count * len(self.systems) - sum(len(ids) for ids in self.done.values())
+
+
+Part = tuple[tuple[str, ...], "range | FileRange", Sequence[Any], Mapping[str, Any], int]
+
+
+def cut_units(
+    parts: Iterable[Part], done: set[tuple[str, str]], calls: Set[str] = frozenset()
+) -> list[Unit]:
+    """The units of `parts` (systems, cases, the cases or their stubs, outputs, lines
+    before), each with the ids of its pairs in `done`, but none whose pairs all are; a
+    unit is pure unless one of its systems is in `calls` (live, or judged)."""
+    units: list[Unit] = []
+    for names, where, cases, outputs, before in parts:
+        finished = {}
+        for name in names if done else ():
+            if ids := frozenset(c.id for c in cases if (name, c.id) in done):
+                finished[name] = ids
+        if sum(map(len, finished.values())) < len(names) * len(cases):
+            pure = calls.isdisjoint(names)
+            units.append(
+                Unit(len(units), names, where, before, outputs, finished, pure, len(cases))
+            )
+    return units
 
 
 @dataclass
@@ -114,11 +152,14 @@ class Services(Protocol):
 
 @dataclass(frozen=True)
 class LocalServices:
-    """Services built in each process on first use; a system's concurrency a semaphore."""
+    """Services built in each process on first use, or the caller's context (`ctx`); a
+    system's concurrency a semaphore."""
+
+    ctx: ScoringContext | None = None
 
     def context(self, suite: SuiteConfig, cache_dir: Path) -> ScoringContext:
-        """A plain scoring context."""
-        return ScoringContext(suite, cache_dir=cache_dir)
+        """The given context, or a plain one."""
+        return self.ctx if self.ctx is not None else ScoringContext(suite, cache_dir=cache_dir)
 
     def limit(self, group: str, n: int) -> AbstractAsyncContextManager[Any] | None:
         """A semaphore of `n` (made in the running loop, so one per state)."""
@@ -128,46 +169,10 @@ class LocalServices:
 
 
 @dataclass
-class _State:
-    """A process's scorers, systems, context and event loop for one run."""
-
-    key: str
-    cases: list[Case]
-    scorers: dict[str, Scorer]
-    systems: dict[str, SystemRun]
-    ctx: ScoringContext
-    asynchronous: bool  # a scorer awaits or blocks: scored on the event loop
-    loop: asyncio.AbstractEventLoop | None = None
-    limits: dict[str, Any] = field(default_factory=dict)
-
-    def event_loop(self) -> asyncio.AbstractEventLoop:
-        if self.loop is None:
-            import asyncio
-
-            self.loop = asyncio.new_event_loop()
-        return self.loop
-
-    def close(self, close_context: bool = True) -> None:
-        """Close async clients inside their loop, then (`close_context`) every service."""
-        loop, self.loop = self.loop, None
-        try:
-            if loop is not None:
-                loop.run_until_complete(self.ctx.aclose())
-                loop.run_until_complete(loop.shutdown_asyncgens())
-                loop.run_until_complete(loop.shutdown_default_executor())
-                loop.close()
-        finally:
-            if close_context:
-                self.ctx.close()
-
-
-_STATE: _State | None = None  # this process's state (a cluster's worker serves one run)
-
-
-@dataclass
 class Worker:
-    """What every executor runs over the units: plain, picklable data; its state built in
-    each process on first use, or adopted from the driver's plan (and inherited by forks)."""
+    """What every executor runs over the units: plain, picklable data; its state (`ctx`,
+    `scorers`, `systems`) built by `start` in each process, or adopted from the driver's
+    plan (and inherited by forks); one per process and run key where units are sent."""
 
     key: str
     suite: SuiteConfig
@@ -175,105 +180,124 @@ class Worker:
     text_fields: TextFields
     services: Services = field(default_factory=LocalServices)
     cases: Any = None  # the run's cases (a list, or a Ray ObjectRef); None: units read theirs
-    stored: Mapping[tuple[str, str], Output] = field(default_factory=dict)
     use_cache: bool = True
     width: int = 1  # items scored at once on the event loop
-    _state: _State | None = field(default=None, repr=False, compare=False)
+    # this process's state, never pickled
+    ctx: ScoringContext = field(init=False, repr=False, compare=False)
+    scorers: dict[str, Scorer] = field(init=False, repr=False, compare=False)
+    systems: dict[str, SystemRun] = field(init=False, repr=False, compare=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_state": None}
+        return {k: v for k, v in vars(self).items() if k in _PLAIN}
 
     def start(
         self,
         scorers: Mapping[str, Scorer] | None = None,
         systems: Sequence[SystemRun] | None = None,
         prepared: bool = False,
-    ) -> _State:
+    ) -> Worker:
         """This process's state, built once: the given scorers and systems (the driver's)
         or the suite's; live systems attached, scorers prepared unless `prepared`."""
-        global _STATE
-        if self._state is not None:
-            return self._state
-        if _STATE is not None and _STATE.key == self.key:
-            self._state = _STATE
-            return _STATE
+        if "ctx" in vars(self):
+            return self
         from queryeval.scorers import build_scorers
         from queryeval.systems import attach_systems
 
-        adopted = scorers is not None and systems is not None
-        if not adopted:
+        if scorers is None or systems is None:
             import_plugins(self.suite)  # a forked worker has them; a cluster's imports them
-        cases = self._cases()
-        ctx = self.services.context(self.suite, self.cache_dir)
-        scorers = dict(scorers) if scorers is not None else build_scorers(self.suite)
+        if self.cases is not None and not isinstance(self.cases, list):
+            import ray  # the cases in the cluster's object store
+
+            self.cases = ray.get(self.cases)
+        cases: list[Case] = self.cases or []
+        self.ctx = self.services.context(self.suite, self.cache_dir)
+        self.scorers = dict(scorers) if scorers is not None else build_scorers(self.suite)
         if systems is None:
             systems = system_runs(self.suite, cases, self.text_fields, predictions=False)
+        self.systems = {s.name: s for s in systems}
         live = [s.callable for s in systems if s.callable is not None]
-        attach_systems(live, ctx, use_cache=self.use_cache)
+        attach_systems(live, self.ctx, use_cache=self.use_cache)
         if cases and not prepared:
-            for scorer in scorers.values():
-                scorer.prepare(cases, ctx)
-        asynchronous = any(s.is_async or s.blocking for s in scorers.values())
-        state = _State(self.key, cases, scorers, {s.name: s for s in systems}, ctx, asynchronous)
-        if adopted:
-            self._state = state  # the driver's own: not this process's cache
-        else:
-            if _STATE is not None:
-                _STATE.close()
-            self._state = _STATE = state
-        return state
-
-    def _cases(self) -> list[Case]:
-        if self.cases is None or isinstance(self.cases, list):
-            return self.cases or []
-        import ray
-
-        cases: list[Case] = ray.get(self.cases)
-        return cases
+            for scorer in self.scorers.values():
+                scorer.prepare(cases, self.ctx)
+        self._limits: dict[str, Any] = {}
+        self._asynchronous = any(s.is_async or s.blocking for s in self.scorers.values())
+        return self
 
     def close(self, close_context: bool = True) -> None:
-        """Close the state's services (`close_context=False`: only its event loop and
-        async clients, the context being the caller's)."""
-        state, self._state = self._state, None
-        if state is not None:
-            state.close(close_context)
+        """Close async clients inside their loop, then (`close_context`) every service; the
+        next `start` builds the state again."""
+        if "ctx" not in vars(self):
+            return
+        ctx, loop, self._loop = vars(self).pop("ctx"), self._loop, None
+        try:
+            if loop is not None:
+                loop.run_until_complete(ctx.aclose())
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.run_until_complete(loop.shutdown_default_executor())
+                loop.close()
+        finally:
+            if close_context:
+                ctx.close()
 
     def calls(self) -> dict[str, dict[str, Any]]:
         """Model and endpoint systems' calls, cache hits, tokens and cost in this process."""
-        state = self.start()
         return {
             name: getattr(system.callable, "run_stats")()  # noqa: B009 - model/endpoint only
-            for name, system in state.systems.items()
+            for name, system in self.start().systems.items()
             if hasattr(system.callable, "run_stats")
         }
 
     def run(self, unit: Unit, emit: Callable[[Scored], None]) -> list[Todo]:
         """Score every (system, case) of `unit` not yet stored and `emit` each (as they
         finish where something is asynchronous); returns what was scored, in order."""
-        state = self.start()
-        cases = self._unit_cases(state, unit)
-        todo: list[Todo] = []
-        for name in unit.systems:
-            done = unit.done.get(name, frozenset())
-            outputs = self._outputs(state, unit, name, cases)
-            todo += [
-                (name, case, output)
-                for case, output in zip(cases, outputs, strict=True)
-                if not done or case.id not in done
-            ]
-        if _streamed(state, todo):
-            loop = state.event_loop()
-            with _interruptible(loop):
-                loop.run_until_complete(self._all(state, todo, emit))
+        todo = self._todo(unit)
+        if self._asynchronous or any(output is None for _, _, output in todo):
+            if self._loop is None:
+                import asyncio
+
+                self._loop = asyncio.new_event_loop()
+            with _interruptible(self._loop):
+                self._loop.run_until_complete(self._all(todo, emit))
             return todo
-        scorers, ctx = state.scorers, state.ctx
+        scorers, ctx = self.scorers, self.ctx
         with bulk_allocation():
             for name, case, output in todo:
                 assert output is not None
                 emit(score_output(name, case, output, scorers, ctx))
         return todo
 
-    async def _all(self, state: _State, todo: Sequence[Todo], emit: Emit) -> None:
+    async def arun(self, unit: Unit, emit: Callable[[Scored], None]) -> list[Todo]:
+        """`run` on the caller's event loop: every item on it, as they finish."""
+        todo = self._todo(unit)
+        await self._all(todo, emit)
+        return todo
+
+    def _todo(self, unit: Unit) -> list[Todo]:
+        """The unit's (system, case, output)s not yet stored (a range of a file read, the
+        scorers prepared on its cases; outputs in a predictions file read)."""
+        self.start()
+        if isinstance(unit.cases, range):
+            cases = self.cases[unit.cases.start : unit.cases.stop]
+        else:
+            r = unit.cases
+            cases = [case for _, case in parse_cases(r.lines()[1], r.path, unit.lines_before)]
+            for scorer in self.scorers.values():
+                scorer.prepare(cases, self.ctx)
+        todo: list[Todo] = []
+        for name in unit.systems:
+            done, outputs = unit.done.get(name, frozenset()), unit.outputs[name]
+            if isinstance(outputs, SystemPredictions):
+                outputs = outputs.read(self.text_fields)
+            todo += [
+                (name, case, output)
+                for case, output in zip(cases, outputs, strict=True)
+                if not done or case.id not in done
+            ]
+        return todo
+
+    async def _all(self, todo: Sequence[Todo], emit: Emit) -> None:
         import asyncio
 
         queue = iter(todo)
@@ -281,55 +305,43 @@ class Worker:
         async def one_at_a_time() -> None:
             for name, case, output in queue:
                 if output is None:
-                    output = await self._generate(state, name, case)
-                emit(await ascore_output(name, case, output, state.scorers, state.ctx))
+                    output = await self._generate(name, case)
+                emit(await ascore_output(name, case, output, self.scorers, self.ctx))
 
         width = max(1, min(len(todo), self.width))
         await asyncio.gather(*(one_at_a_time() for _ in range(width)))
 
-    async def _generate(self, state: _State, name: str, case: Case) -> Output:
+    async def _generate(self, name: str, case: Case) -> Output:
         """A live system's output, under its configured system's concurrency."""
-        system = state.systems[name]
+        system = self.systems[name]
         assert system.callable is not None, "a saved prediction is never generated"
         group = system.group or system.name
-        if group not in state.limits:
-            state.limits[group] = self.services.limit(group, system.concurrency)
-        async with state.limits[group] or contextlib.nullcontext():
+        if group not in self._limits:
+            self._limits[group] = self.services.limit(group, system.concurrency)
+        async with self._limits[group] or contextlib.nullcontext():
             return await system.callable.generate(case)
 
-    def _unit_cases(self, state: _State, unit: Unit) -> list[Case]:
-        """The unit's cases (a range of a file read, the scorers prepared on them)."""
-        if isinstance(unit.cases, range):
-            return state.cases[unit.cases.start : unit.cases.stop]
-        r = unit.cases
-        cases = [case for _, case in parse_cases(r.lines()[1], r.path, unit.lines_before)]
-        for scorer in state.scorers.values():
-            scorer.prepare(cases, state.ctx)
-        return cases
-
-    def _outputs(
-        self, state: _State, unit: Unit, system: str, cases: Sequence[Case]
-    ) -> Sequence[Output | None]:
-        """The one output lookup: sent with the unit, read at its offsets, stored by an
-        earlier run, saved; None: a live system's call."""
-        if unit.outputs is not None and system in unit.outputs:
-            return unit.outputs[system]
-        if unit.offsets is not None:
-            return read_outputs(unit.offsets[system], len(cases), self.text_fields)
-        return outputs_of(state.systems[system], cases, self.stored)
-
     def __call__(self, unit: Unit) -> Batch:
-        """Score `unit` in a worker process: its `Batch`."""
+        """Score `unit` in a worker process: its `Batch` (a unit sent here is scored by
+        this process's worker of the run, started once)."""
+        global _STARTED
+        if "ctx" in vars(self):
+            worker = self  # inherited, started
+        elif _STARTED is not None and _STARTED.key == self.key:
+            worker = _STARTED
+        else:
+            if _STARTED is not None:
+                _STARTED.close()
+            worker = _STARTED = self.start()
         got: dict[tuple[str, str], Scored] = {}
 
         def keep(s: Scored) -> None:
             got[s.record["system"], s.record["case_id"]] = s
 
-        state = self.start()
         try:
-            todo = self.run(unit, keep)
+            todo = worker.run(unit, keep)
         finally:
-            state.ctx.flush()  # a worker may be ended without notice once idle
+            worker.ctx.flush()  # a worker may be ended without notice once idle
         partial = not isinstance(unit.cases, range)  # the driver holds no cases to aggregate
         lines, columns = [], RunColumns()
         for name, case, _ in todo:
@@ -338,24 +350,18 @@ class Worker:
             columns.system(name).add(scored.record, scored.scores, keep_views=not partial)
         for name in unit.systems if partial else ():
             cases = [case for system, case, _ in todo if system == name]
-            for label, scorer in state.scorers.items() if cases else ():
+            for label, scorer in worker.scorers.items() if cases else ():
                 assert isinstance(scorer, ShardableScorer), "a unit reading its cases is shardable"
                 scores = [got[name, case.id].scores[label] for case in cases]
                 part = scorer.aggregate_partial(cases, scores)
                 columns.system(name).scorers[label].partials.append(part)
-        calls = self.calls() if not unit.pure else {}
+        calls = worker.calls() if not unit.pure else {}
         where = f"{socket.gethostname()}:{os.getpid()}"
         return Batch(unit.index, b"".join(lines), columns, len(lines), where, calls)
 
 
-def done_ids(
-    names: Sequence[str], cases: Sequence[Any], done: set[tuple[str, str]]
-) -> dict[str, frozenset[str]]:
-    """Per system of `names` with any, the ids of `cases` in `done` (a `Unit.done`)."""
-    if not done:
-        return {}
-    out = {name: frozenset(c.id for c in cases if (name, c.id) in done) for name in names}
-    return {name: ids for name, ids in out.items() if ids}
+_PLAIN = frozenset(f.name for f in fields(Worker) if f.init)  # what a Worker pickles
+_STARTED: Worker | None = None  # this process's worker of its current run (units sent here)
 
 
 @contextlib.contextmanager
@@ -379,61 +385,6 @@ def _interruptible(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
         yield
     finally:
         loop.remove_signal_handler(signal.SIGINT)  # default_int_handler, wakeup fd reset
-
-
-def _streamed(state: _State, todo: Sequence[Todo]) -> bool:
-    """Whether the items are scored on the event loop (and finish in any order)."""
-    return state.asynchronous or any(output is None for _, _, output in todo)
-
-
-def outputs_of(
-    system: SystemRun, cases: Sequence[Case], stored: Mapping[tuple[str, str], Output]
-) -> list[Output | None]:
-    """Each case's output stored by an earlier run, else saved, else None (a live call)."""
-    name, predictions = system.name, system.predictions
-    out: list[Output | None] = []
-    for case in cases:
-        output = stored.get((name, case.id)) if stored else None
-        if output is None and predictions is not None:
-            output = predictions.get(case.id)
-        out.append(output)
-    return out
-
-
-_MISSING = "no prediction for this case"
-
-
-def read_outputs(where: SystemPredictions, n: int, text_fields: TextFields) -> list[Output]:
-    """The outputs of a unit's `n` cases, read at their records' offsets (checked)."""
-    outputs: list[Output] = []
-    with where.path.open("rb") as f:
-        for i, raw in enumerate(_records(where, n)):
-            if raw is None:
-                outputs.append(Output(error=_MISSING, failure="missing"))
-                continue
-            first = read_prediction_line(raw, where.path, where.lines[i], text_fields)
-            more = where.more.get(i)  # its other attempts
-            if more is None:
-                outputs.append(first.output)
-                continue
-            read = [(n, _line_at(f, at)) for at, n in more[1:]]
-            lines = [(n, read_prediction_line(r, where.path, n, text_fields)) for n, r in read]
-            outputs.append(join_outputs([(where.lines[i], first), *lines]))
-    return outputs
-
-
-def _records(where: SystemPredictions, n: int) -> list[bytes | None]:
-    """Each case's (first) record: one read of the span when they follow in case order,
-    else one seek each."""
-    offsets = where.offsets
-    present = [o for o in offsets if o >= 0]
-    with where.path.open("rb") as f:
-        if not present or not all(a < b for a, b in itertools.pairwise(present)):
-            return [None if o < 0 else _line_at(f, o) for o in offsets]
-        first, last = present[0], present[-1]
-        f.seek(first)
-        span = f.read(last - first) + _line_at(f, last) + b"\n"
-        return [None if o < 0 else span[o - first : span.index(b"\n", o - first)] for o in offsets]
 
 
 def _line_at(f: Any, offset: int) -> bytes:
