@@ -63,9 +63,7 @@ def cache_dir(suite: SuiteConfig) -> Path:
     '.queryeval-cache'
     """
     configured = suite.settings.cache_dir
-    if configured:
-        return suite.resolve(str(configured))
-    return Path.cwd() / ".queryeval-cache"
+    return suite.resolve(str(configured)) if configured else Path.cwd() / ".queryeval-cache"
 
 
 def _hash_files(paths: Sequence[Path]) -> str:
@@ -155,9 +153,8 @@ def system_runs(
             try:
                 fn = import_callable(cfg.callable, suite.base_dir)
             except InputError as exc:
-                raise InputError(
-                    exc.message, path=suite.source, where=f"systems[{i}].callable"
-                ) from None
+                where = f"systems[{i}].callable"
+                raise InputError(exc.message, path=suite.source, where=where) from None
             systems += [
                 SystemRun(name, params, callable=CallableSystem(fn, params, cfg.timeout_s,
                           text_fields), concurrency=cfg.concurrency, group=cfg.name)

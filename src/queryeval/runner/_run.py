@@ -466,7 +466,7 @@ def run_suite(
     from queryeval.runner._units import can_shard
 
     rev = None
-    if review is not None:
+    if review is not None:  # the reader imported only for a review file (issue 31)
         from queryeval.runner._review import apply_golds, load_review
 
         rev = load_review(review)
@@ -496,11 +496,9 @@ def run_suite(
         if write_reports:
             from queryeval.reports import write_reports as _write
 
-            loads = functools.partial(load_cases, suite.cases, suite.base_dir)
-            load = loads if plan.lazy else None
-            reports = _write(
-                suite, log, runner.cases, plan.scorers, load_cases=load, extra=extra_reports
-            )
+            load = functools.partial(load_cases, suite.cases, suite.base_dir) if plan.lazy else None
+            reports = _write(suite, log, runner.cases, plan.scorers, load_cases=load,
+                             extra=extra_reports)  # fmt: skip
         return RunResult(out, summary, summary["gates"], reports, new, skipped, overlays)
 
 

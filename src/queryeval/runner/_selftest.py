@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from queryeval.cases import Attempt, Case, Output, Score, Target
 from queryeval.config import ScorerConfig, SuiteConfig
@@ -198,16 +198,6 @@ def gold_attempt(target: Target) -> Attempt | None:
     return Attempt(**parts) if parts else None
 
 
-@dataclass(frozen=True)
-class _Given(LocalServices):
-    """The caller's scoring context as the worker's services."""
-
-    ctx: Any = None
-
-    def context(self, suite: SuiteConfig, cache_dir: Path) -> ScoringContext:
-        return cast(ScoringContext, self.ctx)
-
-
 def _scored_golds(
     suite: SuiteConfig, cases: Sequence[Case], golds: Golds, scorers: dict[str, Scorer],
     ctx: ScoringContext,
@@ -221,7 +211,7 @@ def _scored_golds(
     outputs = {n: [Output(attempts=[a]) if (a := golds[c.id].get(int(n))) is not None else None
                    for c in cases] for n in names}  # fmt: skip
     done = {n: frozenset(c.id for c in cases if int(n) not in golds[c.id]) for n in names}
-    worker = Worker("selftest", suite, ctx.cache_dir, (), _Given(ctx), list(cases))
+    worker = Worker("selftest", suite, ctx.cache_dir, (), LocalServices(ctx), list(cases))
     scores: dict[tuple[str, int], dict[str, Score]] = {}
     try:
         worker.start(scorers, [SystemRun(n, {}) for n in names], prepared=True)

@@ -3,13 +3,13 @@ re-scored with the LLM judge and ranked again (`unscored`, with why, without a j
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from queryeval.cases import Case, Output, Score
-from queryeval.scorers import ScoringContext, ascore_case
+from queryeval.config import SuiteConfig
+from queryeval.scorers import ScoringContext
 from queryeval.scorers.answer import AnswerOptions, AnswerScorer
 from queryeval.stats import Leaderboard, leaderboard
 
@@ -51,30 +51,37 @@ async def judge_top_configurations(
     """Judge (`answer_correctness` rubric) every case of the `top_n` best configurations of
     `board`; `outputs` maps configuration -> case id -> Output. Costs top_n x cases calls
     (fewer when the judge's cache has them)."""
+    from queryeval.runner._plan import SystemRun
+    from queryeval.runner._work import LocalServices, Unit, Worker
+
     candidates = tuple(board.top(top_n))
     scorer = AnswerScorer(AnswerOptions(evaluation_method="llm_judge"))
     scorer.prepare(cases, ctx)
-    missing = scorer.judge_missing
-    if missing is not None:
+    if (missing := scorer.judge_missing) is not None:
         return FinalRanking("unscored", missing, candidates, None, 0, None)
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(config: str, case: Case) -> tuple[str, str, Score | None]:
-        output = outputs.get(config, {}).get(case.id)
-        if output is None:
-            return config, case.id, None
-        async with gate:
-            return config, case.id, await ascore_case(scorer, case, output, ctx)
-
-    results = await asyncio.gather(*(one(cfg, case) for cfg in candidates for case in cases))
-    per_config: dict[str, dict[str, float | None]] = {cfg: {} for cfg in candidates}
-    judged = [(cfg, case_id, s) for cfg, case_id, s in results if s is not None]
-    for config, case_id, score in judged:
-        per_config[config][case_id] = score.value if score.status == "ok" else None
-    costs = [float(c) for *_, s in judged
+    # the run's one loop on this event loop, `concurrency` at once: each candidate a system
+    # whose outputs are the stored ones (a case without one counts as done)
+    given = {cfg: [outputs.get(cfg, {}).get(c.id) for c in cases] for cfg in candidates}
+    done = {
+        cfg: frozenset(c.id for c in cases if c.id not in outputs.get(cfg, {})) for cfg in given
+    }
+    suite = cast(SuiteConfig, ctx.suite)  # read by a worker only to build what it is given here
+    worker = Worker("grid", suite, ctx.cache_dir, (), LocalServices(ctx), list(cases))
+    worker.width = concurrency
+    worker.start({"judge": scorer}, [SystemRun(cfg, {}) for cfg in candidates], prepared=True)
+    got: dict[tuple[str, str], Score] = {}
+    try:
+        await worker.arun(Unit(0, candidates, range(len(cases)), outputs=given, done=done),
+                          lambda s: got.__setitem__((s.record["system"], s.record["case_id"]),
+                                                    s.scores["judge"]))  # fmt: skip
+    finally:
+        worker.close(close_context=False)  # the caller's context stays theirs
+    judged = {cfg: {c.id: got[cfg, c.id] for c in cases if (cfg, c.id) in got} for cfg in given}
+    per_config = {cfg: {i: s.value if s.status == "ok" else None for i, s in mine.items()}
+                  for cfg, mine in judged.items()}  # fmt: skip
+    costs = [float(c) for mine in judged.values() for s in mine.values()
              if isinstance(c := s.details.get("judge", {}).get("cost"), int | float)]  # fmt: skip
     final = leaderboard(per_config, n_resamples=n_resamples, seed=seed)
     message = f"top {len(candidates)} re-scored with the LLM judge"
-    return FinalRanking(
-        "ok", message, candidates, final, len(judged), sum(costs) if costs else None
-    )
+    calls, cost = sum(map(len, judged.values())), sum(costs) if costs else None
+    return FinalRanking("ok", message, candidates, final, calls, cost)
