@@ -55,7 +55,11 @@ import _harness as h  # noqa: E402
 from queryeval.engines import KqlSchema, KqlValidator, KqlValidatorError  # noqa: E402
 from queryeval.engines._base import Limits  # noqa: E402
 from queryeval.engines._kql import KqlEngine  # noqa: E402
-from queryeval.engines._kql_externaldata import ExternalData, synthetic_rows  # noqa: E402
+from queryeval.engines._kql_externaldata import (  # noqa: E402
+    ExternalData,
+    physical_columns,
+    synthetic_rows,
+)
 from queryeval.engines._kql_functions import REFUSED_MARKER  # noqa: E402
 
 SOURCES = ("nl2kql_sentinel", "nl2kql_defender", "m365d", "docs_all")
@@ -101,18 +105,16 @@ def synthetic(kind: str, i: int) -> Any:
 
 def build_fixture(schemas: dict[str, dict[str, str]], path: Path, rows: int = 0) -> None:
     """Tables with the documented columns (KQL types as DuckDB types), empty or holding
-    `rows` synthetic rows each."""
+    `rows` synthetic rows each. Columns whose names differ only in case (IdentityInfo's
+    AccountUPN and AccountUpn: two to Kusto, one name to DuckDB) store the later spellings
+    under the KQL engine's encoded names (`AccountUpn__qe1`), which it reads as those."""
     import duckdb
 
     con = duckdb.connect(str(path))
     con.execute("BEGIN TRANSACTION")  # one commit: a commit per table took minutes under load
     for table, columns in schemas.items():
-        seen: set[str] = set()
         defs, kinds = [], []
-        for column, kind in columns.items():
-            if column.lower() in seen:  # DuckDB folds case; Kusto does not
-                continue
-            seen.add(column.lower())
+        for column, kind in physical_columns(tuple(columns.items())):
             quoted = column.replace('"', '""')
             defs.append(f'"{quoted}" {_DUCKDB_TYPES.get(kind, "VARCHAR")}')
             kinds.append(kind)

@@ -332,13 +332,11 @@ class KqlEngine(Engine):
 
     def _run(self, query: str) -> RawResult:
         separated = self._memoised("case", query, (), lambda: self._separated(query))
-        if separated is None:
-            raw = self._run_prepared(query)
-            if "externaldata" not in query.lower():
-                return raw  # else its columns may be encoded (`physical_columns`)
-        else:
-            raw = self._run_prepared(separated.text)
-        return dataclasses.replace(raw, columns=[decode_column(c) for c in raw.columns])
+        raw = self._run_prepared(query if separated is None else separated.text)
+        # a result's encoded columns (`_kql_case`: a table or an externaldata holding two
+        # spellings stores the later ones encoded) named back
+        columns = [decode_column(c) for c in raw.columns]
+        return raw if columns == list(raw.columns) else dataclasses.replace(raw, columns=columns)
 
     def _separated(self, query: str) -> Separated | None:
         """`query` with its columns that differ only in case kept apart (`_kql_case`), or

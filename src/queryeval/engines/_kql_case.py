@@ -50,10 +50,14 @@ class CaseIndex:
 
     def __init__(self, tables: dict[str, list[str]]) -> None:
         self.spellings: dict[str, set[str]] = {}
+        self.encoded: set[str] = set()  # tables storing a spelling under its encoded name
         for table, columns in tables.items():
             if "." not in table:
                 for column in columns:
-                    self.spellings.setdefault(column.casefold(), set()).add(column)
+                    spelling = decode_column(column)
+                    self.spellings.setdefault(spelling.casefold(), set()).add(spelling)
+                    if spelling != column:
+                        self.encoded.add(table)
         self.collide = any(len(s) > 1 for s in self.spellings.values())
 
     def might_collide(self, query: str) -> bool:
@@ -61,7 +65,10 @@ class CaseIndex:
         with several spellings), and it has no `union` across tables that collide."""
         if self.collide and "union" in query.lower():
             return True
-        for word in set(_WORD.findall(query)):
+        words = set(_WORD.findall(query))
+        if words & self.encoded:  # a table holding two spellings (its names would show)
+            return True
+        for word in words:
             known = self.spellings.get(word.casefold())
             if known and (len(known) > 1 or word not in known):
                 return True
@@ -123,13 +130,17 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
     used_tables = {n for _, _, n, _ in names if n in tables}
     used_tables |= {t for _, _, legs in wildcards for t in legs}
     spellings: dict[str, set[str]] = {}
+    stored: dict[str, set[str]] = {}  # a spelling a table stores encoded -> those names
     for table in used_tables:
         for column in tables[table]:
-            spellings.setdefault(column.casefold(), set()).add(column)
+            spelling = decode_column(column)
+            spellings.setdefault(spelling.casefold(), set()).add(spelling)
+            if spelling != column:
+                stored.setdefault(spelling, set()).add(column)
     for _, stop, name, _ in names:
         if name not in tables and not query[stop:].lstrip().startswith("("):  # not a call
             spellings.setdefault(name.casefold(), set()).add(name)
-    table_columns = {c for t in used_tables for c in tables[t]}
+    table_columns = {decode_column(c) for t in used_tables for c in tables[t]}
     groups = [sorted(g) for g in spellings.values() if len(g) > 1 and g & table_columns]
     if not groups:
         return None
@@ -138,10 +149,22 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
                          "column names as data")  # fmt: skip
     renamed: dict[str, str] = {}
     for group in groups:
-        in_tables = [s for s in group if s in table_columns]
-        canonical = in_tables[0] if in_tables else group[0]
-        for i, spelling in enumerate(s for s in group if s != canonical):
-            renamed[spelling] = f"{spelling}__qe{i + 1}"
+        # the canonical spelling is one no table stores encoded; a spelling a table stores
+        # encoded keeps that name; the others take the numbers left (DuckDB folds case:
+        # a group's encoded names differ by their number)
+        plain = [s for s in group if s not in stored]
+        in_tables = [s for s in plain if s in table_columns]
+        if not plain or any(len(stored.get(s, ())) > 1 for s in group):
+            raise KqlRefused("columns whose names differ only in case, stored encoded in "
+                             "ways that disagree")  # fmt: skip
+        canonical = in_tables[0] if in_tables else plain[0]
+        taken = {int(n.rsplit("__qe", 1)[1]) for s in group for n in stored.get(s, ())}
+        free = (k for k in range(1, len(group) + len(taken) + 1) if k not in taken)
+        for spelling in group:
+            if spelling in stored:
+                renamed[spelling] = next(iter(stored[spelling]))
+            elif spelling != canonical:
+                renamed[spelling] = f"{spelling}__qe{next(free)}"
     literals = {query[slice(*_span(n))][1:-1] for n in _walk(tree)
                 if _kind(n) == "StringLiteralExpression"}  # fmt: skip
     if literals & set(renamed):
