@@ -68,7 +68,7 @@ def test_json_mapping_paths_as_the_json_mapping_docs_define_them(tmp_path: Path)
     assert rows_of(query, tmp_path / "e.json") == [(1, "v", "fixed")]
     # a mapping that leaves a declared column out: not documented, refused (was the field
     # of the same name, as with no mapping at all)
-    partial = query.replace("c:string", "Obj:dynamic")
+    partial = query.replace("c:string", "c:string, Obj:dynamic")
     with pytest.raises(KqlRefused, match="does not map column 'Obj'"):
         rows_of(partial, tmp_path / "e.json")
 
@@ -90,6 +90,13 @@ def test_a_txt_mapping_of_ordinal_0_and_constants(tmp_path: Path) -> None:
     assert rows_of(query, tmp_path / "ips.txt") == [("10.0.0.1", "ipsum"), ("10.0.0.2", "ipsum")]
     with pytest.raises(KqlRefused, match="Ordinal 0"):
         rows_of(query.replace('"Ordinal": "0"', '"Ordinal": "1"'), tmp_path / "ips.txt")
+    # "either of" Ordinal and ConstValue ("When ConstValue ... Ordinal must be unset"); a
+    # Column the schema does not declare
+    with pytest.raises(KqlRefused, match="several of"):
+        rows_of(query.replace('"ConstValue": "ipsum"', '"ConstValue": "a", "Ordinal": "0"'),
+                tmp_path / "ips.txt")  # fmt: skip
+    with pytest.raises(KqlRefused, match="not declared"):
+        rows_of(query.replace('"Column": "Feed"', '"Column": "Nope"'), tmp_path / "ips.txt")
 
 
 def test_a_timespan_field_in_the_days_hours_minutes_seconds_form(tmp_path: Path) -> None:

@@ -388,6 +388,12 @@ def _mapping(found: Found) -> list[dict[str, Any]] | None:
         if set(props) - {"path", "ordinal", "constvalue"}:
             raise ValueError(f"an ingestionMapping property other than Path, Ordinal, "
                              f"ConstValue: {sorted(set(props))}")  # fmt: skip
+        if len(props) > 1:  # the mapping docs: "either of" them (ConstValue: Ordinal unset)
+            raise ValueError(f"an ingestionMapping element with several of Path, Ordinal, "
+                             f"ConstValue: {sorted(props)}")  # fmt: skip
+        if top["column"] in by_column or top["column"] not in dict(found.columns):
+            raise ValueError(f"an ingestionMapping Column {top['column']!r} mapped twice or "
+                             "not declared")  # fmt: skip
         by_column[top["column"]] = props
     return [by_column.get(name, {}) for name, _ in found.columns]
 
