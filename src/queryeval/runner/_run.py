@@ -239,15 +239,13 @@ class Runner:
 
     def _print_estimate(self) -> None:
         """Before spending: judge calls not in cache, tokens and cost (nothing is called)."""
-        from queryeval.scorers import ScoringContext, estimate, judged_scorers
+        from queryeval.scorers import estimate, judged_scorers
 
-        if not any(judged_scorers(list(self.plan.scorers.values()))):
-            return
-        suite, systems = self.plan.suite, self.plan.systems
-        outputs = {s.name: s.predictions.outputs for s in systems if s.predictions}
-        with contextlib.closing(ScoringContext(suite, cache_dir=cache_dir(suite))) as ctx:
-            line = estimate(suite, self.plan.cases, outputs, ctx=ctx).line()
-        print(f"[queryeval] {line}", file=sys.stderr)
+        if any(judged_scorers(list(self.plan.scorers.values()))):
+            suite, systems = self.plan.suite, self.plan.systems
+            outputs = {s.name: s.predictions.outputs for s in systems if s.predictions}
+            found = estimate(suite, self.plan.cases, outputs, cache_dir=cache_dir(suite))
+            print(f"[queryeval] {found.line()}", file=sys.stderr)
 
     def _keep(self, done: Scored | Batch) -> int:
         """The driver's side of every result: stored, kept for the summary, errors counted
