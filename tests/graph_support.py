@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from queryeval.config import DatabaseConfig
 from queryeval.engines import Engine, build_engine
 from queryeval.resources import RunResources
 from queryeval.runner import load_suite
@@ -40,6 +44,40 @@ def session_engine(name: str, cache: Path) -> Iterator[Engine]:
         yield engine
     finally:
         close()
+
+
+def serve_session_engine(
+    monkeypatch: pytest.MonkeyPatch, engine: Engine, name: str = "movies"
+) -> None:
+    """Runs and contexts started in the test (`run_suite`, `engine_from_context`) get the
+    session's `engine` for database `name` where their suite configures it as the session's
+    suite does (the same checks as `share_engine`): a run on the example graph then queries
+    the session's server instead of starting a JVM of its own (9 s of CPU). Any other
+    database is built as usual."""
+    from queryeval.engines import _factory
+
+    real = _factory.build_engine
+    suite = load_suite(MOVIES_SUITE)
+    ours = suite.databases[name]
+
+    def build(
+        database: str, config: DatabaseConfig, base_dir: Path, *args: Any, **kwargs: Any
+    ) -> Engine:
+        if database == name and _same_database(config, base_dir, ours, suite.base_dir):
+            return engine
+        return real(database, config, base_dir, *args, **kwargs)
+
+    monkeypatch.setattr(_factory, "build_engine", build)
+
+
+def _same_database(
+    config: DatabaseConfig, base_dir: Path, ours: DatabaseConfig, our_base: Path
+) -> bool:
+    """Whether `config` (of a suite in `base_dir`) is the session's database `ours`."""
+    if config.model_dump(exclude={"fixture"}) != ours.model_dump(exclude={"fixture"}):
+        return False
+    theirs = (base_dir / str(config.fixture)).resolve()
+    return theirs == (our_base / str(ours.fixture)).resolve()
 
 
 def share_engine(ctx: RunResources, name: str, engine: Engine) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from graph_support import share_engine, with_built_fixtures
+from graph_support import serve_session_engine, share_engine
 from queryeval.cases import Attempt, Case, Output, load_cases
 from queryeval.engines import Engine, engine_from_context
 from queryeval.engines._cypher import unknown_names
@@ -239,12 +239,14 @@ def test_a_gold_naming_what_the_graph_lacks_is_the_evaluators(ctx: ScoringContex
 
 
 def test_garbage_in_every_prediction_fails_the_example_suite_gate(
-    tmp_path: Path, built_fixtures: Path
+    tmp_path: Path, movies_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The issue's run: every prediction replaced by `MATCH (n:NoSuchLabel) RETURN n`:
-    `executes` is 0 (it was 1.000) and the `executes >= 0.7` gate fails."""
+    `executes` is 0 (it was 1.000) and the `executes >= 0.7` gate fails (the run on the
+    session's server, tests/graph_support.py)."""
+    serve_session_engine(monkeypatch, movies_engine)
     suite = load_suite(SUITE)
-    suite.settings.cache_dir = str(with_built_fixtures(tmp_path / "cache", built_fixtures))
+    suite.settings.cache_dir = str(tmp_path / "cache")
     preds = tmp_path / "garbage.jsonl"
     ids = [c.id for c in load_cases(suite.cases, suite.base_dir)]
     preds.write_text("".join(json.dumps({"case_id": i, "query": GARBAGE}) + "\n" for i in ids))

@@ -10,10 +10,9 @@ import pytest
 import yaml
 
 from fakes.openai_server import ChatRequest, FakeOpenAI, Reply
-from graph_support import with_built_fixtures
-from queryeval.engines import describe_schema, engine_from_context
+from graph_support import serve_session_engine, with_built_fixtures
+from queryeval.engines import Engine, describe_schema
 from queryeval.runner import load_suite, run_suite
-from queryeval.scorers import ScoringContext
 from systems_support import ROOT, answering, feedback_messages, fenced, records
 
 FIXTURE = ROOT / "examples" / "cypher" / "fixtures" / "movies.yaml"
@@ -38,7 +37,8 @@ def suite_path(tmp_path_factory: pytest.TempPathFactory, built_fixtures: Path) -
         "name": "cypher-model",
         "cases": "cases.yaml",
         "databases": {
-            "movies": {"engine": "arcadedb", "fixture": str(FIXTURE), "options": {"timeout_s": 5.0}}
+            # the example suite's database: the session's server serves it (graph_support)
+            "movies": {"engine": "arcadedb", "fixture": str(FIXTURE), "options": {"timeout_s": 2.0}}
         },
         "comparison": {"columns": "permutation"},
         "systems": [
@@ -57,15 +57,8 @@ def suite_path(tmp_path_factory: pytest.TempPathFactory, built_fixtures: Path) -
     return path
 
 
-def test_the_graph_schema_comes_from_the_server(
-    suite_path: Path, tmp_path: Path, built_fixtures: Path
-) -> None:
-    cache = with_built_fixtures(tmp_path / "cache", built_fixtures)
-    ctx = ScoringContext(load_suite(suite_path), cache_dir=cache)
-    try:
-        text = describe_schema(engine_from_context(ctx, "movies"))
-    finally:
-        ctx.close()
+def test_the_graph_schema_comes_from_the_server(movies_engine: Engine) -> None:
+    text = describe_schema(movies_engine)  # the session's server of the example graph
     assert "Node properties:" in text and "The relationships:" in text
     assert "Person {born: INTEGER, name: STRING}" in text
     assert "Movie {" in text and "rating: FLOAT" in text and "title: STRING" in text
@@ -74,7 +67,11 @@ def test_the_graph_schema_comes_from_the_server(
     assert "(:Person)-[:DIRECTED]->(:Movie)" in text
 
 
-def test_cyver_findings_drive_the_refinement_loop(suite_path: Path) -> None:
+def test_cyver_findings_drive_the_refinement_loop(
+    suite_path: Path, movies_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    serve_session_engine(monkeypatch, movies_engine)  # the run queries the session's server
+
     def keanu(request: ChatRequest) -> Reply:
         said = " ".join(feedback_messages(request))
         return fenced(GOLD if "PLAYED_IN" in said else PLAYED, "cypher")
