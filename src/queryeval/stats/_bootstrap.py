@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
@@ -102,6 +101,8 @@ class MeanCIs:
             return PendingCI(Interval(est, est, est, n, "degenerate"))
         alpha = (1 - self.level) / 2
         if n > self.max_bootstrap_n:
+            from statistics import NormalDist  # here: most runs never need it (issue 31)
+
             z = NormalDist().inv_cdf(1 - alpha)
             half = z * float(x.std(ddof=1)) / math.sqrt(n)
             return PendingCI(Interval(est, est - half, est + half, n, "normal"))
