@@ -189,6 +189,12 @@ def test_parse_path_command_line_and_xml_give_the_docs_outputs(kql: KqlEngine) -
     assert row(kql, 'print parse_command_line("echo \\"hello world!\\"", "windows")') == (
         ["echo", "hello world!"],)  # fmt: skip
     assert "quirks" in refused(kql, 'print parse_command_line(@"a\\"" b", "windows")')
+    # parse_csv: quotes escape commas, line feeds and quotes; only the first record is taken
+    query = 'print parse_csv(\'aa,"b,b,b",cc,"Escaping quotes: ""Title""","line1\\nline2"\')'
+    assert row(kql, query) == (["aa", "b,b,b", "cc", 'Escaping quotes: "Title"', "line1\nline2"],)
+    assert row(kql, "print parse_csv('record1,a,b,c\\nrecord2,x,y,z')") == (
+        ["record1", "a", "b", "c"],)  # fmt: skip
+    assert "RFC 4180" in refused(kql, """print parse_csv('a"b')""")
     # parse_xml: null for text that is not XML ("" is not); XML text itself is refused
     assert row(kql, 'print isnull(parse_xml(""))') == (True,)
     assert "documented only" in refused(kql, 'print parse_xml("<e>text</e>")')

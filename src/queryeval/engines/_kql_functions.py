@@ -320,6 +320,21 @@ _PARSE_PATH = (
     "'AlternateDataStreamName', split_part(_qe_p.f, ':', 2)) END)[1] END)"
 )
 
+# parse_csv(text): the fields of its first record as a string array (Kusto's docs: quotes
+# escape commas, line feeds and doubled quotes; only the first record is taken). Text that is
+# not records of such fields (a quote inside an unquoted field) and the empty string are
+# refused (not documented). `_qe_r`: the first record with a comma after each field.
+_CSV_FIELD = r'"(?:[^"]|"")*"|[^,"\r\n]*'
+_CSV_RECORD = f"(?:{_CSV_FIELD})(?:,(?:{_CSV_FIELD}))*"
+_PARSE_CSV = (
+    "(CASE WHEN coalesce({0}, '') = '' "
+    f"OR NOT regexp_full_match({{0}}, '{_CSV_RECORD}(?:\\r?\\n{_CSV_RECORD})*') "
+    f"THEN {_refuse('parse_csv of text that is not comma-separated fields (RFC 4180)')} "
+    f"ELSE to_json(list_transform(regexp_extract_all(regexp_extract({{0}}, '^{_CSV_RECORD}') "
+    f"""|| ',', '({_CSV_FIELD}),', 1), lambda _qe_f: CASE WHEN starts_with(_qe_f, '"') """
+    """THEN replace(_qe_f[2:-2], '""', '"') ELSE _qe_f END)) END)"""
+)
+
 # parse_xml(xml): dynamic, null for text that is not well-formed XML (Kusto's docs): the empty
 # string is none. Converting XML to JSON is documented only by a table of forms (how numbers,
 # white space, mixed content, namespaces come out is not), so any other text is refused.
@@ -472,6 +487,7 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
                "queryeval: CommandLineToArgvW's documented rules"),
         scalar("parse_path", "template", _PARSE_PATH, (1,), ("R9",), "queryeval"),
         scalar("parse_xml", "template", _PARSE_XML, (1,), ("R9",), "queryeval: '' only"),
+        scalar("parse_csv", "template", _PARSE_CSV, (1,), ("R9",), "queryeval: RFC 4180"),
     ]  # fmt: skip
     scalars += [
         scalar(name, "template", _refuse(f"{name}() in a form duckdb-kql does not render"), (),
