@@ -128,3 +128,49 @@ def test_record_columns_hold_each_records_values() -> None:
     assert [r["v:judge"] for r in rows] == [None, None, 0.25]
     assert [r["error"] for r in rows] == [None, "boom", None]
     assert columns.row(2)["v:judge"] == 0.25 and "m:em.f1" not in columns.row(2)
+
+
+def _index_rows(index: Any) -> list[dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = [pq.read_table(p) for p in index.parts]
+    return pa.concat_tables(tables, promote_options="default").to_pylist()
+
+
+def test_an_index_read_in_ranges_of_a_few_lines_is_the_one_read_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """results.jsonl read in ranges of a few lines (bad lines, a repeated record and a torn
+    last line among them), then lines appended: the same rows, parts, counts, bad lines
+    and cases as the index that reads it in one range."""
+    import sys
+
+    from queryeval.viewer import RunIndex, _index
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_viewer import make_run, write_cases
+
+    monkeypatch.setattr(_index, "PART_ROWS", 7)
+    cases = write_cases(tmp_path / "cases.jsonl", 30)
+    run = make_run(tmp_path / "runs" / "r", cases, 30, systems=("a", "b"), seed=5)
+    lines = (run / "results.jsonl").read_bytes().splitlines(keepends=True)
+    body = [*lines[:9], b"not json\n", b"\n", *lines[9:40], lines[3], b"[1]\n", *lines[40:50]]
+    states = {}
+    for size, root in ((1500, tmp_path / "ranges"), (2**30, tmp_path / "whole")):
+        monkeypatch.setattr(_index, "_RANGE_BYTES", size)
+        (run / "results.jsonl").write_bytes(b"".join(body) + b'{"system": "a", "ca')
+        index = RunIndex(run, root, cases_checked=True)
+        first = index.refresh()
+        assert index.torn_tail and first.rows == 51 and first.duplicates == 1
+        assert [b["line"] for b in first.bad] == [10, 44] and first.bad_count == 2
+        with (run / "results.jsonl").open("ab") as f:  # the torn line completed, and more
+            f.write(b'se_id": "c000001"}\n' + b"".join(lines[50:]))
+        state = index.refresh()
+        assert not index.torn_tail and state.rows == 51 + 1 + len(lines) - 50
+        states[size] = ({**state.as_dict(), "generation": "", "inode": 0, "parts": len(
+            state.parts)}, _index_rows(index), index.case("c000004"))  # fmt: skip
+    assert states[1500] == states[2**30]
+    rows = states[1500][1]
+    assert [r["row"] for r in rows] == list(range(len(rows)))
+    assert [r["offset"] for r in rows] == sorted(r["offset"] for r in rows)

@@ -32,12 +32,10 @@ from typing import Any
 
 import orjson
 
-from queryeval._gc import bulk_allocation
-from queryeval.log import LOCK, RESULTS, RUN, LogWriter, RecordColumns, cut_text, read_json
-from queryeval.viewer._gold import Unusual, case_fields, gold_text
+from queryeval.log import LOCK, RESULTS, RUN, LogWriter, RecordColumns, read_json
+from queryeval.viewer._build import PART_ROWS, index_lines, ranges, write_cases_file
 
 VERSION = 1
-PART_ROWS = 50_000  # rows per Parquet part: bounds the memory of indexing a large run
 _META = "meta.json"
 _CASES_PREFIX = "cases-"
 _MAX_BAD = 50  # bad lines listed (all are counted)
@@ -97,7 +95,7 @@ def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
     return columns.row(0)
 
 
-_BATCH_ROWS = 10_000  # rows held as Python lists at once while a part is built (its memory)
+_RANGE_BYTES = 8 * 2**20  # results.jsonl is read a range of about this size at a time
 
 
 @dataclass
@@ -150,7 +148,11 @@ class RunIndex:
     """
 
     def __init__(
-        self, run_dir: Path, root: Path | None = None, *, cases_checked: bool = False
+        self,
+        run_dir: Path,
+        root: Path | None = None,
+        *,
+        cases_checked: bool = False,
     ) -> None:
         self.run_dir = Path(run_dir).resolve()
         # the case files were validated by the run just finished: their cases are read from
@@ -239,69 +241,45 @@ class RunIndex:
         return IndexState(run=str(self.run_dir), generation=secrets.token_hex(4))
 
     def _append(self, results: Path, state: IndexState, size: int) -> None:
+        """Index the lines from `state.size` to `size`, a range of them at a time (the
+        rows of one range held at once)."""
+        import pyarrow as pa
+
         seen = self._keys(state) if state.rows else set()
-        columns = RecordColumns()
-        place: dict[str, list[int]] = {"row": [], "offset": [], "length": []}
-        batches: list[Any] = []  # the part's rows so far as Arrow tables, _BATCH_ROWS each
+        batches: list[Any] = []  # the part's rows so far as Arrow tables
         n = 0
-        lineno = state.lines
-        offset = state.size
+        lineno, offset = state.lines, state.size
         self.torn_tail = False
-
-        def batch() -> None:
-            nonlocal columns, place
-            batches.append(columns.table(place))
-            columns, place = RecordColumns(), {"row": [], "offset": [], "length": []}
-
-        # a batch's rows are thousands of acyclic lists: the cyclic collector is paused
-        with bulk_allocation(), results.open("rb") as f:
-            f.seek(offset)
-            while offset < size:
-                line = f.readline()
-                if not line:
-                    break
-                if not line.endswith(b"\n"):
-                    self.torn_tail = True  # a killed run's torn write, or one being written
-                    break
-                lineno += 1
-                start, offset = offset, offset + len(line)
-                if not line.strip():
-                    continue
-                rec = self._parse(line, lineno, state)
-                if rec is None:
-                    continue
-                columns.add(rec)
-                key = (columns.fixed["system"][-1], columns.fixed["case_id"][-1])
-                if key in seen:
-                    state.duplicates += 1
-                seen.add(key)
-                place["row"].append(state.rows + n)
-                place["offset"].append(start)
-                place["length"].append(len(line))
-                n += 1
-                if len(columns) >= _BATCH_ROWS or n >= PART_ROWS:
-                    batch()
-                if n >= PART_ROWS:
-                    self._write_part(batches, state)
-                    batches, n = [], 0
-        if len(columns):
-            batch()
+        spans = ranges(results, state.size, size, _RANGE_BYTES)
+        for start, end in spans:
+            got = index_lines(results, start, end)
+            for line, why in got.bad:
+                self._bad(state, lineno + line, why)
+            lineno, offset = lineno + got.lines, got.end
+            for table in got.tables:
+                systems, ids = (table.column(c).to_pylist() for c in ("system", "case_id"))
+                for key in zip(systems, ids, strict=True):
+                    if key in seen:
+                        state.duplicates += 1
+                    seen.add(key)
+                at = table.schema.get_field_index("row")
+                while table.num_rows:
+                    piece, table = table.slice(0, PART_ROWS - n), table.slice(PART_ROWS - n)
+                    first = state.rows + n
+                    numbers = pa.array(range(first, first + piece.num_rows), pa.int64())
+                    batches.append(piece.set_column(at, "row", numbers))
+                    n += piece.num_rows
+                    if n >= PART_ROWS:
+                        self._write_part(batches, state)
+                        batches, n = [], 0
+            if got.torn or got.end < end:  # a torn last line, or the file cut meanwhile
+                self.torn_tail = got.torn
+                break
         if n:
             self._write_part(batches, state)
         state.size = offset
         state.lines = lineno
         self._save(state)
-
-    def _parse(self, line: bytes, lineno: int, state: IndexState) -> Mapping[str, Any] | None:
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            self._bad(state, lineno, f"not JSON ({exc})")
-            return None
-        if not isinstance(rec, dict) or "system" not in rec or "case_id" not in rec:
-            self._bad(state, lineno, "not a record (no 'system' and 'case_id')")
-            return None
-        return rec
 
     @staticmethod
     def _bad(state: IndexState, lineno: int, why: str) -> None:
@@ -371,7 +349,7 @@ class RunIndex:
             state.cases_problem = state.cases_problem or (
                 "run.json names no case files: questions and golds are not shown"
             )
-            return
+            return None
         patterns, base = where
         try:
             files = case_files(patterns, base)
@@ -383,95 +361,20 @@ class RunIndex:
             state.cases_problem = (
                 f"the case files cannot be read ({exc}): questions and golds are not shown"
             )
-            return
+            return None
         state.cases_sig = sig
-        if self._cases_file(state).exists():  # built already, for this run or another
+        path = self._cases_file(state)
+        if path.exists():  # built already, for this run or another
             state.has_cases, state.cases_problem = True, None
         else:
-            self._write_cases(patterns, base, state)
+            problem = write_cases_file(path, patterns, base, self.cases_checked)
+            state.has_cases, state.cases_problem = problem is None, problem
         self._save(state)
 
     def _cases_file(self, state: IndexState) -> Path:
         """The cases' Parquet file: one per content of the case files, shared by the runs of
         a suite (kept beside the runs' index folders)."""
         return self.folder.parent / f"{_CASES_PREFIX}{state.cases_sig[:24]}.parquet"
-
-    def _write_cases(self, patterns: list[str], base: Path, state: IndexState) -> None:
-        """The cases' Parquet file, written in batches: a JSONL file is read line by line,
-        so 200,000 cases never stand in memory as models at once."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from queryeval._inputs import jsonl_lines
-        from queryeval.cases import case_files, load_cases_file, parse_case_line
-        from queryeval.errors import InputError
-
-        schema = pa.schema(
-            [("case_id", pa.string()), ("question", pa.string()), ("gold", pa.string()),
-             ("tags", pa.list_(pa.string())), ("case", pa.string())]
-        )  # fmt: skip
-        path = self._cases_file(state)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        columns: list[list[Any]] = [[], [], [], [], []]
-        ids, questions, golds, tags, texts = columns
-        seen: set[str] = set()
-
-        def add(case_id: str, question: str, gold: str, case_tags: list[str], text: str) -> None:
-            if case_id in seen:
-                raise InputError(f"duplicate case id {case_id!r}")
-            seen.add(case_id)
-            ids.append(case_id)
-            questions.append(cut_text(question))
-            golds.append(cut_text(gold))
-            tags.append(case_tags)
-            texts.append(text)
-
-        def line(raw: bytes, file: Path, lineno: int) -> None:
-            """One JSONL line, kept as it is (the case validated from it is this case: no
-            second serialisation of every case); a case the run validated is read from
-            its JSON (`case_fields`), unless its shape is one for the model."""
-            if self.cases_checked:
-                with contextlib.suppress(orjson.JSONDecodeError, Unusual):
-                    add(*case_fields(orjson.loads(raw)), raw.decode())
-                    return
-            case = parse_case_line(raw, file, lineno)
-            add(case.id, case.question, gold_text(case), list(case.tags), raw.decode())
-
-        try:
-            with (
-                bulk_allocation(),
-                pq.ParquetWriter(temporary, schema, compression="zstd") as writer,
-            ):
-
-                def flush() -> None:
-                    if columns[0]:
-                        writer.write_table(pa.table(dict(zip(schema.names, columns, strict=True)),
-                                                    schema=schema))  # fmt: skip
-                        for column in columns:
-                            column.clear()
-
-                for file in case_files(patterns, base):
-                    if file.suffix.lower() in (".jsonl", ".ndjson"):
-                        for lineno, raw in jsonl_lines(file):
-                            line(raw, file, lineno)
-                            if len(columns[0]) >= PART_ROWS:
-                                flush()
-                    else:
-                        for case in load_cases_file(file):
-                            add(case.id, case.question, gold_text(case), list(case.tags),
-                                case.model_dump_json(exclude_defaults=True))  # fmt: skip
-                    flush()
-        except InputError as exc:
-            temporary.unlink(missing_ok=True)
-            state.has_cases = False
-            state.cases_problem = (
-                f"the case files cannot be read ({exc}): questions and golds are not shown"
-            )
-            return
-        os.replace(temporary, path)  # another process may be writing the same file
-        state.has_cases = True
-        state.cases_problem = None
 
     # --- reading ---------------------------------------------------------------------------
 
