@@ -137,6 +137,18 @@ class Family:
     original: dict[str, dict[str, Score]]
     outputs: dict[str, Output]
     replaced: dict[str, dict[str, dict[str, Score]]]  # kind -> case id -> label -> score
+    # the summary of the original outputs and the gates it passes (`original_run`)
+    _original_run: tuple[dict[str, Any], list[str], set[tuple[str, str]]] | None = None
+
+    def original_run(self) -> tuple[dict[str, Any], list[str], set[tuple[str, str]]]:
+        """The summary of the original outputs, the gates checked (`gates_for`) and those it
+        passes: the same for every draw of the property test, so computed once a family."""
+        if self._original_run is None:
+            summary = summary_of(self, {})
+            gates = gates_for(figures(summary, scored=True), self.suite)
+            passed = {(g["gate"], g["system"]) for g in check_gates(gates, summary) if g["passed"]}
+            self._original_run = (summary, gates, passed)
+        return self._original_run
 
 
 def score_family(
@@ -409,7 +421,7 @@ def test_garbage_never_raises_a_figure_or_a_gate(family: Family, data: st.DataOb
         st.dictionaries(st.sampled_from(ids), st.sampled_from(KINDS), max_size=len(ids)),
         label="replacements",
     )
-    base_summary = summary_of(family, {})
+    base_summary, gates, passed_before = family.original_run()
     after_summary = summary_of(family, replace)
     # a figure the original run withheld (flagged) is compared at what was scored
     before, after = figures(base_summary, scored=True), figures(after_summary)
@@ -424,10 +436,6 @@ def test_garbage_never_raises_a_figure_or_a_gate(family: Family, data: st.DataOb
         if not _le(v, None if before.get(k) is None else before[k] * allow[k])
     }
     assert not raised, raised
-    gates = gates_for(before, family.suite)
-    passed_before = {
-        (g["gate"], g["system"]) for g in check_gates(gates, base_summary) if g["passed"]
-    }
     base_entry = base_summary["systems"]["s"]
     newly = [
         g["gate"]
