@@ -14,7 +14,7 @@ from queryeval.engines._base import Execution
 from queryeval.engines._blame import Blame, blame
 from queryeval.engines._factory import engine_from_context
 from queryeval.engines._gold_store import GoldStore
-from queryeval.languages import OrderInfo, top_level_order
+from queryeval.languages import OrderInfo, plainly_unordered, top_level_order
 
 if TYPE_CHECKING:
     from queryeval.resources import RunResources
@@ -128,11 +128,14 @@ class _Orders:
 
 def gold_order(ctx: RunResources, database: str | None, query: str,
                language: str) -> OrderInfo | None:  # fmt: skip
-    """`queryeval.languages.top_level_order(query, language)` of a gold query, or None when
-    it cannot be parsed; kept with the gold cache (when `database` uses it), so a gold is
-    parsed once ever, not once per run."""
+    """`queryeval.languages.top_level_order(query, language)` of a gold query (an SQL gold
+    whose text has no ORDER is not parsed), or None when it cannot be parsed; kept with
+    the gold cache (when `database` uses it), so a gold is parsed once ever, not once per
+    run."""
     memo = ctx.resource("engines:gold-orders", _Orders)
     key = (language, query)
+    if plainly_unordered(query, language):  # microseconds: no memo, no store
+        return OrderInfo(False)
     with memo.lock:
         if key in memo.items:
             memo.items.move_to_end(key)

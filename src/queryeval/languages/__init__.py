@@ -90,6 +90,36 @@ def top_level_order(query: str, language: str = "sql", *, dialect: str | None = 
     return result
 
 
+def result_ordering(query: str, language: str = "sql") -> OrderInfo:
+    """`top_level_order(query, language)` as the result comparator needs it: an SQL query
+    whose text shows no ORDER BY (`sql.plainly_unordered`) is unordered without parsing,
+    whether or not it parses (its rows are a multiset either way). Raises ``ValueError``
+    as `top_level_order` does otherwise.
+
+    >>> result_ordering("SELECT a FROM t", "duckdb"), result_ordering("T | sort by a", "kql")
+    (OrderInfo(ordered=False, keys=()), OrderInfo(ordered=True, keys=('a',)))
+    """
+    if plainly_unordered(query, language):
+        return OrderInfo(False)
+    return top_level_order(query, language)
+
+
+def plainly_unordered(query: str, language: str = "sql") -> bool:
+    """True when ``query`` is SQL (``language`` names SQL or a dialect) whose text alone
+    shows no top-level ordering (`sql.plainly_unordered`: no word ORDER), without parsing;
+    False for an unknown language.
+
+    >>> plainly_unordered("SELECT a FROM t"), plainly_unordered("T | take 3", "kql")
+    (True, False)
+    """
+    if not sql.plainly_unordered(query):
+        return False
+    try:
+        return language_module(language)[0] is sql
+    except ValueError:  # an unknown language: `top_level_order` says so
+        return False
+
+
 def read_only_refusal(
     query: str, language: str = "sql", *, dialect: str | None = None
 ) -> str | None:

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from queryeval.languages import SortKey, top_level_order
+from queryeval.languages import SortKey, result_ordering
 from queryeval.metrics.results._canonical import ValuePolicy
 from queryeval.metrics.results._columns import (
     Alignment,
@@ -313,7 +313,7 @@ def _row_policy(
     parsed = None
     if gold_query is not None:
         try:
-            parsed = top_level_order(gold_query, language or "sql")
+            parsed = result_ordering(gold_query, language or "sql")
         except ValueError as error:
             notes.append(
                 f"gold query not parsed for ordering ({error}); rows compared "
