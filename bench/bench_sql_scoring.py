@@ -17,10 +17,11 @@ suite (bench/_sql_data.py `SHAPES`): `bench` (above), `templates` (ten templates
 3,000-row table, `max_rows` 100,000: numbers and strings come as Arrow tables, dates as
 rows) or `large` (results of 2,000-40,000 rows, through Arrow). `--baseline-src DIR` adds
 the same two runs of another checkout's `src/` (the code before a change) to the rounds, so
-before and after are measured side by side under the same load.
+before and after are measured side by side under the same load; `--src DIR` measures
+another `src/` than this checkout's (a snapshot, while the tree is being edited).
 
     .venv/bin/python bench/bench_sql_scoring.py [--cases 3000] [--rounds 5] [--cores N]
-        [--shape bench|templates|large] [--baseline-src DIR] [--quick]
+        [--shape bench|templates|large] [--baseline-src DIR] [--src DIR] [--quick]
 
 `--workers-ab 200,1000,3000 [--burners K]` measures instead, for each suite size, the run
 with `settings.workers: 1` (in process) against `workers: 2` (forked), cold, interleaved,
@@ -71,8 +72,12 @@ def main() -> None:
         paths = [str(src), os.environ.get("PYTHONPATH", "")]
         return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
-    env = env_for(h.ROOT / "src")
+    env = env_for(args.src)
     compile_package()  # bytecode, as a wheel install leaves it
+    if args.src != h.ROOT / "src":
+        import compileall
+
+        compileall.compile_dir(str(args.src), quiet=1)
     print(f"SQL execution scoring, {args.cases:,} cases, shape {args.shape} "
           f"({SHAPES[args.shape]}); {h.machine()}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="qe-bench-sql-") as tmp:
@@ -174,6 +179,12 @@ def _timed(cmd: list[str], **kw: Any) -> dict[str, float]:
 def _extra_options(p: Any) -> None:
     p.add_argument("--shape", choices=sorted(SHAPES), default="bench")
     p.add_argument("--baseline-src", type=Path, default=None)
+    p.add_argument(
+        "--src",
+        type=Path,
+        default=h.ROOT / "src",
+        help="the src folder measured (default: this checkout's)",
+    )
     p.add_argument("--workers-ab", default="", help="suite sizes: workers 1 against 2")
     p.add_argument("--burners", type=int, default=0, help="CPU-burning processes beside")
 
