@@ -15,6 +15,7 @@ overlay-<name>.html  its page
 """
 
 from queryeval.log._lock import lock_holder, run_lock
+from queryeval.log._override import overridden_score
 from queryeval.log._read import (
     RunLog,
     as_log,
@@ -106,6 +107,7 @@ __all__ = [
     "lock_holder",
     "overlay_file",
     "overlay_review",
+    "overridden_score",
     "read_comparison",
     "read_json",
     "read_log",

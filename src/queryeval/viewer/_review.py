@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from queryeval.errors import InputError
-from queryeval.log import REVIEW, REVIEWED_IN_VIEWER, RUN, LogWriter, read_json
+from queryeval.log import REVIEW, REVIEWED_IN_VIEWER, RUN, LogWriter, overridden_score, read_json
 
 SOURCE = REVIEWED_IN_VIEWER
 _LOCK = ".review.lock"
@@ -87,38 +87,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _overridden(
-    score: Mapping[str, Any] | None, verdict: bool, note: str, reviewer: str, at: str
-) -> dict[str, Any]:
-    score = dict(score or {})
-    details = dict(score.get("details") or {})
-    previous = details.pop("review", None)
-    original = (previous or {}).get("original") or {
-        "status": score.get("status", "ok"),
-        "value": score.get("value"),
-        "passed": score.get("passed"),
-        **({"failure": details["failure"]} if details.get("failure") else {}),
-        **({"explanation": score["explanation"]} if score.get("explanation") else {}),
-    }
-    details.pop("failure", None)
-    details["review"] = {
-        "verdict": "pass" if verdict else "fail",
-        "note": note,
-        "reviewer": reviewer,
-        "at": at,
-        "source": SOURCE,
-        "original": original,
-    }
-    by = f" by {reviewer}" if reviewer else ""
-    return {
-        "value": 1.0 if verdict else 0.0,
-        "status": "ok",
-        "passed": verdict,
-        "details": details,
-        "explanation": f"overridden{by}: {note}" if note else f"overridden{by}",
-    }
-
-
 def _check(text: str, what: str) -> str:
     text = (text or "").strip()
     if not text:
@@ -160,7 +128,9 @@ def add_override(
         current = {k: dict(v) for k, v in scores.items()}
         if mine is not None:
             current.update({k: dict(v) for k, v in (mine.get("scores") or {}).items()})
-        current[scorer] = _overridden(scores.get(scorer), verdict, note, reviewer, _now())
+        current[scorer] = overridden_score(
+            scores.get(scorer), verdict, note, reviewer, at=_now(), source=SOURCE
+        )
         changed = {k: v for k, v in current.items() if (v.get("details") or {}).get("review")}
         entry = {
             "system": system,
