@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -36,12 +37,6 @@ def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     con.execute("CREATE TABLE Audit (Id BIGINT, TargetResources JSON)")
     con.execute("""INSERT INTO Audit VALUES (1, '[{"displayName": "pol", "modifiedProperties": """
                 """[{"newValue": "a"}, {"newValue": "b"}]}]')""")  # fmt: skip
-    # a table with two columns differing only in case (Sentinel's IdentityInfo: AccountUPN and
-    # AccountUpn), the later spelling stored under the case scheme's encoded name
-    con.execute('CREATE TABLE Info (AccountUPN VARCHAR, "AccountUpn__qe1" VARCHAR, n BIGINT)')
-    con.execute("INSERT INTO Info VALUES ('UPPER@x', 'lower@x', 1)")
-    con.execute("CREATE TABLE Logons (AccountUpn VARCHAR)")
-    con.execute("INSERT INTO Logons VALUES ('lower@x'), ('other@x')")
     con.execute("CREATE TABLE Names (x VARCHAR, n BIGINT)")
     con.executemany("INSERT INTO Names VALUES (?, ?)", [("a", 1), ("a", 2), (None, 3), ("b", 3)])
     con.close()
@@ -91,9 +86,17 @@ def test_case_variants_where_names_are_data_are_refused(kql: Engine) -> None:
     assert rows(kql, query) == (["T", "s"], [("Activity", 1.0), ("Storage", 1.0)])
 
 
-def test_a_table_storing_two_spellings_keeps_them_apart(kql: Engine) -> None:
+def test_a_table_storing_two_spellings_keeps_them_apart(tmp_path: Path) -> None:
     # Kusto: "Entity names are case-sensitive": two columns (KQLAdvancedHunting's and
-    # Bert-JanP's IdentityInfo queries name AccountUpn, Sentinel's schema has AccountUPN too)
+    # Bert-JanP's IdentityInfo queries name AccountUpn, Sentinel's schema has AccountUPN too);
+    # the later spelling stored under the case scheme's encoded name
+    con = duckdb.connect(str(tmp_path / "t.duckdb"))
+    con.execute('CREATE TABLE Info (AccountUPN VARCHAR, "AccountUpn__qe1" VARCHAR, n BIGINT)')
+    con.execute("INSERT INTO Info VALUES ('UPPER@x', 'lower@x', 1)")
+    con.execute("CREATE TABLE Logons (AccountUpn VARCHAR)")
+    con.execute("INSERT INTO Logons VALUES ('lower@x'), ('other@x')")
+    con.close()
+    kql = KqlEngine("info", tmp_path / "t.duckdb", Limits(timeout_s=60), "info", NOW)
     assert rows(kql, "Info | project AccountUpn, AccountUPN") == (
         ["AccountUpn", "AccountUPN"], [("lower@x", "UPPER@x")])  # fmt: skip
     assert rows(kql, "Info | take 1")[0] == ["AccountUPN", "AccountUpn", "n"]
@@ -102,6 +105,7 @@ def test_a_table_storing_two_spellings_keeps_them_apart(kql: Engine) -> None:
     assert rows(kql, query) == (["AccountUpn", "AccountUPN"], [("lower@x", "UPPER@x")])
     run = kql.execute("Info | extend b = pack_all()")  # the encoded name would show
     assert run.outcome.kind == "unsupported" and "differ only in case" in run.outcome.message
+    kql.close()
 
 
 def test_case_scheme_leaves_other_queries_alone() -> None:
@@ -243,8 +247,7 @@ def test_search_over_every_table(kql: Engine) -> None:
     assert columns == ["$table", "TimeGenerated"]
     assert got == [("Storage", dt.datetime(2024, 5, 2))]
     _, got = rows(kql, "search * | summarize n = count() by $table | order by $table asc")
-    assert got == [("Activity", 1), ("Audit", 1), ("Info", 1), ("Logons", 2), ("Names", 4),
-                   ("Storage", 1)]
+    assert got == [("Activity", 1), ("Audit", 1), ("Names", 4), ("Storage", 1)]
 
 
 def test_search_in_tables_with_terms_and_column_terms(kql: Engine) -> None:
