@@ -189,10 +189,14 @@ def test_ordered_with_tolerance_and_ties() -> None:
 
 
 def test_unparseable_gold_query_falls_back_to_multiset_with_a_note() -> None:
-    result = compare_results((A, [(2,), (1,)]), (A, [(1,), (2,)]), gold_query="SELEC FROM WHERE (")
+    gold = "SELEC a FROM t ORDER BY ("
+    result = compare_results((A, [(2,), (1,)]), (A, [(1,), (2,)]), gold_query=gold)
     assert result.rows == "multiset"
     assert result.exact
     assert any("not parsed" in note for note in result.notes)
+    # without the word ORDER the text alone shows no ordering: not parsed, nothing to note
+    plain = compare_results((A, [(2,), (1,)]), (A, [(1,), (2,)]), gold_query="SELEC FROM (")
+    assert plain.rows == "multiset" and plain.exact and plain.notes == ()
 
 
 def test_bad_options_are_refused() -> None:
