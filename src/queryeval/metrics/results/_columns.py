@@ -222,8 +222,17 @@ def _best_mapping(gold: list[ColumnView], pred: list[ColumnView]) -> Mapping | N
     assignment on value-multiset overlaps); None when the column counts differ."""
     if len(gold) != len(pred) or not gold:
         return None
-    overlap = [[multiset_overlap(p.codes, g.codes) for p in pred] for g in gold]
-    if len(gold) <= 2:  # most results: no scipy import (a sixth of a small run's time)
+    return best_by_overlap([[multiset_overlap(p.codes, g.codes) for p in pred] for g in gold])
+
+
+def best_by_overlap(overlap: list[list[int]]) -> Mapping:
+    """The bijection of gold columns (rows of `overlap`) to predicted ones (its columns)
+    with the largest total overlap, as `scipy.optimize.linear_sum_assignment` picks it.
+
+    >>> best_by_overlap([[1, 3], [2, 0]])
+    ((0, 1), (1, 0))
+    """
+    if len(overlap) <= 2:  # most results: no scipy import (a sixth of a small run's time)
         return _best_of_two(overlap)
     from scipy.optimize import linear_sum_assignment
 

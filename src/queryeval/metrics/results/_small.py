@@ -40,6 +40,7 @@ from queryeval.metrics.results._columns import (
     Mapping,
     align_by_name,
     align_by_position,
+    best_by_overlap,
 )
 from queryeval.metrics.results._match import MAX_CANDIDATE_PAIRS
 from queryeval.metrics.results._resultset import ResultSet
@@ -926,7 +927,24 @@ def _permutation(
     if k == 1:  # the best mapping of one column is the only one
         outcome = rows.under(((0, 0),))
         return None if outcome is None else (Alignment(((0, 0),), (), ()), outcome, (BEST_NOTE,))
-    return None
+    if rows.policy != "multiset" or _search_steps(k) > max_permutations:
+        return None  # the search might stop at its cap (a note)
+    # the general path scores the mapping keeping the most values in common: the same
+    # assignment on the same overlaps (canonical values are equal exactly when their codes
+    # are, and the tolerance changes no comparison here)
+    best = best_by_overlap(_overlaps(rows))
+    outcome = rows.under(best)
+    return None if outcome is None else (Alignment(best, (), ()), outcome, (BEST_NOTE,))
+
+
+def _overlaps(rows: _Rows) -> list[list[int]]:
+    """For each gold column, the size of its value multiset's intersection with each
+    predicted column's (`multiset_overlap` of their codes in the general path)."""
+    pred = [Counter(column) for column in rows.columns("pred")]
+    return [
+        [sum((counts & other).values()) for other in pred]
+        for counts in map(Counter, rows.columns("gold"))
+    ]
 
 
 def _forced_mapping(rows: _Rows, as_set: bool, same_rows: bool) -> tuple[bool, Mapping | None]:
