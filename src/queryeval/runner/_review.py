@@ -28,7 +28,6 @@ if TYPE_CHECKING:
         ReviewFile,
         ReviewInfo,
         ReviewSummary,
-        ScoreRecord,
     )
     from queryeval.scorers import Scorer
 
@@ -214,6 +213,7 @@ def apply_overrides(
 ) -> list[Record]:
     """The records with the review's verdicts in place of the scorers' (copies), the case
     verdict decided again; InputError for an override that matches no record."""
+    from queryeval.log import overridden_score
     from queryeval.scorers import case_passed
 
     for o in review.overrides:
@@ -228,36 +228,12 @@ def apply_overrides(
         if not (mine := [o for o in review.overrides if _matches(o, rec)]):
             out.append(rec.copy())
             continue
-        scores = {k: v.copy() for k, v in (rec.get("scores") or {}).items()}
+        scores: dict[str, Any] = {k: v.copy() for k, v in (rec.get("scores") or {}).items()}
         for o in mine:
-            scores[o.scorer] = _overridden(scores.get(o.scorer), o)
+            scores[o.scorer] = overridden_score(scores.get(o.scorer), o.verdict, o.note, o.reviewer)
         built = {k: Score.model_construct(**v) for k, v in scores.items()}
         out.append({**rec, "scores": scores, "passed": case_passed(built, dict(scorers))})
     return out
-
-
-def _overridden(score: ScoreRecord | None, o: Override) -> ScoreRecord:
-    score = score or {"value": None, "status": "ok"}
-    details = dict(score.get("details") or {})
-    original = (details.pop("review", None) or {}).get("original") or {
-        "status": score.get("status", "ok"),
-        "value": score.get("value"),
-        "passed": score.get("passed"),
-        **({"failure": details["failure"]} if details.get("failure") else {}),
-        **({"explanation": score["explanation"]} if score.get("explanation") else {}),
-    }
-    details.pop("failure", None)  # the human's verdict stands; the reason stays in `original`
-    verdict = "pass" if o.verdict else "fail"
-    details["review"] = {"verdict": verdict, "note": o.note, "reviewer": o.reviewer,
-                         "original": original}  # fmt: skip
-    by = f" by {o.reviewer}" if o.reviewer else ""
-    return {
-        "value": 1.0 if o.verdict else 0.0,
-        "status": "ok",
-        "passed": o.verdict,
-        "details": details,
-        "explanation": f"overridden{by}: {o.note}" if o.note else f"overridden{by}",
-    }
 
 
 def reviewed(review: Review, records: Sequence[Record]) -> tuple[ReviewSummary, ReviewFile]:
