@@ -386,14 +386,8 @@ def rewrite_kql(query: str, inspector: Inspector | None = None,
     comments only is refused as a let-only one is (Kusto.Language finds no error in it, and
     Kusto's docs require a tabular expression statement of a query)."""
     tokens = tokenize(query)
-    width = _union_width(tokens)
-    if width > MAX_UNION_INPUTS:
-        raise KqlRefused(
-            f"a union of {width} inputs (`union *` or `search *` over a database of that many "
-            f"tables): the embedded engine rewrites and translates each input in Python, about "
-            f"0.4 s of CPU apiece, past a query's time limit beyond {MAX_UNION_INPUTS} inputs; "
-            f"the evaluator's cost, not the query's (Kusto runs it)"
-        )
+    if _union_width(tokens) > MAX_UNION_INPUTS:
+        _check_wide_unions(query, inspector)
     if all(t.text == ";" for t in tokens):
         raise KqlRefused(
             "no query statement found (the query is only comments: Kusto's docs require a "
@@ -419,7 +413,35 @@ def rewrite_kql(query: str, inspector: Inspector | None = None,
     raise KqlRefused("the query kept changing under rewriting")
 
 
-MAX_UNION_INPUTS = 64  # inputs of one union the embedded engine is given (see rewrite_kql)
+MAX_UNION_INPUTS = 64  # inputs of one union whose columns may be asked of the engine
+
+
+def _check_wide_unions(query: str, inspector: Inspector | None) -> None:
+    """KqlRefused for a union of more than `MAX_UNION_INPUTS` inputs of which some input's
+    columns are not known from the catalog (a table, or a table's `project` as
+    `wildcard_unions` writes it): each such input would be rewritten and translated on its
+    own to learn its columns (about 0.4 s of CPU apiece), the evaluator's cost. Decided by
+    the count of inputs alone, the same on a loaded machine."""
+    from queryeval.engines._kql_rewrite_kusto import catalog, static_leg_columns
+
+    tree = parsed(syntax_repaired(query))
+    if tree is None:
+        return
+    q = _Query(query, tree, inspector)
+    lets = q.lets()
+    tables = {t: cols for t, cols in catalog(q).items() if t not in lets}
+    for node in q.nodes:
+        if _kind(node) != "UnionOperator":
+            continue
+        legs = [c for c in _rules(node) if _kind(c) == "UnionOperatorExpression"]
+        unknown = sum(static_leg_columns(q.source(leg), tables) is None for leg in legs)
+        if len(legs) > MAX_UNION_INPUTS and unknown:
+            raise KqlRefused(
+                f"a union of {len(legs)} inputs, {unknown} of them other than a table or its "
+                f"columns: the embedded engine rewrites and translates each such input on its "
+                f"own to learn its columns (about 0.4 s of CPU apiece), past a query's time "
+                f"limit beyond {MAX_UNION_INPUTS} inputs; the evaluator's cost, not the query's"
+            )
 
 
 def _union_width(tokens: list[Any]) -> int:
@@ -454,7 +476,21 @@ def syntax_repaired(text: str) -> str:
     if parsed(text) is not None:
         return text
     repaired = _parenthesized_bounds(_table_calls(text))
+    if parsed(repaired) is None:
+        repaired = _table_names(repaired)
     return repaired if repaired != text and parsed(repaired) is not None else text
+
+
+def _table_names(text: str) -> str:
+    """`table` as a column name (`mv-apply table = ...`, `join ... on table`), which
+    Kusto.Language reads as a name where no `(` follows and duckdb-kql's grammar reads only
+    as the table() function: written `['table']`, the same name."""
+    tokens = tokenize(text)
+    edits = [Edit(t.start, t.end, "['table']") for i, t in enumerate(tokens)
+             if t.kind == "word" and t.text == "table"
+             and (i + 1 == len(tokens) or tokens[i + 1].text != "(")
+             and (i == 0 or tokens[i - 1].text != ".")]  # fmt: skip
+    return _apply(text, edits) if edits else text
 
 
 _TABLE_PARAMETER = "queryeval_table_of_"  # table(p) of a parameter p, until the call gives p
@@ -1477,6 +1513,10 @@ def _make_series(q: _Query) -> list[Edit]:
         if _kind(node) != "MakeSeriesOperator":
             continue
         parts = _rules(node)
+        in_range = next((p for p in parts if _kind(p) == "MakeSeriesOperatorInRangeClause"), None)
+        if in_range is not None:
+            edits.append(_series_in_range(q, in_range))
+            continue
         on = next((p for p in parts if _kind(p) == "MakeSeriesOperatorOnClause"), None)
         bounds = next((p for p in parts if _kind(p) == "MakeSeriesOperatorFromToStepClause"),
                       None)  # fmt: skip
@@ -1519,6 +1559,21 @@ def _make_series(q: _Query) -> list[Edit]:
         a, b = _span(node)
         edits.append(Edit(a, b, text))
     return edits
+
+
+def _series_in_range(q: _Query, clause: Any) -> Edit:
+    """`on T in range(start, stop, step)`, make-series' alternate syntax. Kusto's docs
+    ("make-series operator", Alternate Syntax): the stop value is inclusive, and the axis is
+    binned with bin() (not bin_at), so start may not be in the series. That is the main
+    syntax `from bin(start, step) to bin(stop, step) + step step step`: bins aligned as
+    bin() aligns them, the first one holding start, the last one holding stop."""
+    values = _rules(clause)
+    if len(values) != 3:
+        raise KqlRefused("make-series in range() without start, stop and step")
+    start, stop, step = (f"({q.source(v)})" if _kind(_collapse(v)) == "AdditiveExpression"
+                         else q.source(v) for v in values)  # fmt: skip
+    return Edit(*_span(clause), f"from bin({start}, {step}) to bin({stop}, {step}) + {step} "
+                                f"step {step}")  # fmt: skip
 
 
 def _series_aggregations(q: _Query, parts: list[Any]) -> list[tuple[str, str, Any]]:
@@ -1580,6 +1635,14 @@ def _datetime_like(q: _Query, node: Any) -> bool:
     name bound to one)."""
     if _bin_at_kind(node) == "datetime":
         return True
+    inner = _collapse(node)
+    if _kind(inner) == "AdditiveExpression":  # X + span, X - span: as X
+        return _datetime_like(q, _rules(inner)[0])
+    if _kind(inner) == "ParenthesizedExpression" and len(_rules(inner)) == 1:
+        return _datetime_like(q, _rules(inner)[0])
+    calls = [c for c in _calls(inner) if c.node is inner]
+    if calls and calls[0].name.lower() == "bin" and len(calls[0].args) == 2:
+        return _datetime_like(q, calls[0].arg_value(0))  # bin(datetime, span): a datetime
     name = _as_column(node)
     declaration = q.lets().get(name) if name else None
     if declaration is not None and _kind(declaration) == "LetVariableDeclaration":

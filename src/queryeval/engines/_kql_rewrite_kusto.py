@@ -187,8 +187,12 @@ def _union_types(q: _Query) -> list[Edit]:
             continue
         if not legs:
             continue
+        tables = catalog(q) if len(inputs) > 1 else {}
+        if tables:  # a `let` name is not the table it may shadow
+            tables = {t: cols for t, cols in tables.items() if t not in lets}
         try:
-            columns = [_columns_of(q, node, text, "union") for text, _ in inputs]
+            columns = [static_leg_columns(text, tables) or _columns_of(q, node, text, "union")
+                       for text, _ in inputs]  # fmt: skip
         except KqlRefused:
             continue  # duckdb-kql will run or refuse it as it does
         types: dict[str, set[str]] = {}
@@ -972,8 +976,6 @@ def _abs_timespan(q: _Query) -> list[Edit]:
 # -- evaluate plugins ------------------------------------------------------------------------------
 
 _PLUGIN_REASONS = {
-    "pivot": "its output columns come from the data, in an order Kusto's docs do not define "
-    "(the docs' own example puts ARKANSAS before ARIZONA)",
     "ipv4_lookup": "a join on IPv4 ranges (each row matched to the lookup table's prefixes), "
     "which the embedded engine does not translate",
     "narrow": "its rows come from every column's text, in an order Kusto's docs do not define",
@@ -992,9 +994,52 @@ def _evaluate_plugins(q: _Query) -> list[Edit]:
         name = calls[0].name.lower() if calls else "?"
         if name == "bag_unpack":
             continue
+        if name == "pivot" and calls:
+            return [Edit(*_span(node), _pivot(q, node, calls[0]))]
         reason = _PLUGIN_REASONS.get(name, "a plugin the embedded engine does not run")
         raise KqlRefused(f"evaluate {name}: {reason}")
     return []
+
+
+def _pivot(q: _Query, node: Any, call: Any) -> str:
+    """`evaluate pivot(P [, count()] [, C1, ...])`. Kusto's docs ("pivot plugin"): one
+    output column per unique value of P, each cell the aggregate over the rows of that value
+    (count() by default, 0 where none: the docs' first example), grouped by C1, ... (by
+    default every input column other than P); the columns C1, ..., then the values. The
+    values come from the data, so the input is run first (its distinct values of P as the
+    keys of one bag). The docs leave the order of the value columns open (their example puts
+    ARKANSAS before ARIZONA): here sorted, and a scorer matching columns by name (the
+    default) is not affected. Refused: another aggregate, an output schema, a value that is
+    empty, a group column's name, or another value's name but for case."""
+    if any(call.arg_names()) or len(_rules(node)) != 1:
+        raise KqlRefused("evaluate pivot with named arguments or an output schema")
+    pivot = _as_column(call.arg_value(0)) if call.args else None
+    if pivot is None:
+        raise KqlRefused("evaluate pivot of an expression")
+    rest = [call.arg_value(i) for i in range(1, len(call.args))]
+    if rest and _kind(_collapse(rest[0])) == "CountExpression":
+        if _rules(_collapse(rest[0])):
+            raise KqlRefused("evaluate pivot with count(x)")
+        rest = rest[1:]
+    groups = [_as_column(g) for g in rest]
+    if any(g is None for g in groups):
+        raise KqlRefused("evaluate pivot with an aggregate other than count()")
+    columns = [c for c, _ in q.columns_before(node, "evaluate pivot")]
+    if pivot not in columns or any(g not in columns for g in groups):
+        return q.source(node)  # a name the input lacks: duckdb-kql gives the query's error
+    keys: list[str] = [g for g in groups if g is not None] or [c for c in columns if c != pivot]
+    inspector, prefix = q._before(node, "evaluate pivot")
+    bag = f"{prefix} | summarize _qe_values = make_bag(bag_pack(tostring({quote_name(pivot)}), 1))"
+    values = sorted(key for key, _ in inspector.bag_slots(bag, tuple(q.functions), "_qe_values"))
+    folded = [v.casefold() for v in values] + [k.casefold() for k in keys]
+    if "" in values or len(set(folded)) != len(folded):
+        raise KqlRefused("evaluate pivot: a value that is empty, or a column's name but for case")
+    by = ", ".join(quote_name(k) for k in keys)
+    if not values:
+        return f"distinct {by}" if keys else "take 0"
+    cells = ", ".join(f"{quote_name(v)} = countif(tostring({quote_name(pivot)}) == {_string(v)})"
+                      for v in values)  # fmt: skip
+    return f"summarize {cells} by {by}" if keys else f"summarize {cells}"
 
 
 KUSTO_RULES = (
@@ -1016,3 +1061,241 @@ KUSTO_RULES = (
     _as_operator,
     _star_predicates,
 )
+
+
+# -- union * (and union Pattern*, a source search) over the database's tables ---------------------
+
+# most table columns a wildcard union may carry into its legs when the query may read every
+# column (no summarize/distinct/project/count keeps only named ones first): a count, never a time
+MAX_WILDCARD_COLUMNS = 2000
+_CLOSING = {"SummarizeOperator", "DistinctOperator", "ProjectOperator", "CountOperator"}
+_PASSING = {"WhereOperator", "FilterOperator", "ExtendOperator", "ProjectRenameOperator",
+            "SortOperator", "OrderOperator", "TakeOperator", "LimitOperator", "TopOperator",
+            "MvexpandOperator", "MvExpandOperator", "ParseOperator", "ParseWhereOperator",
+            "SerializeOperator", "SearchOperator"}  # fmt: skip
+# what reads column names as data, or every column: the legs then carry every column
+_READS_ALL = re.compile(
+    r"\*|\b(pack_all|column_ifexists|columnifexists|getschema|buildschema|bag_pack|pack)\b", re.I
+)
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\['(?:[^'\\]|\\.)*'\]|\[\"(?:[^\"\\]|\\.)*\"\]")
+
+
+def wildcard_unions(query: str, tables: dict[str, dict[str, str]]) -> str:
+    """`query` with each `union [withsource=S] Pattern*, ...` (and each source `search`, a
+    union of every table: `searches_as_unions`) written as the union of the tables it
+    matches, from the catalog (`tables`: name -> {column: DuckDB type}), once. Kusto's union
+    docs: the outer union has every column of its inputs, one column per name and type, a
+    name with several types suffixed `_` and the type (`Level_int`, `Level_string`);
+    `withsource` adds a first column naming each row's table. Each leg carries only the
+    columns the query names when what follows the union keeps only named columns (a
+    summarize, distinct, project or count after row-wise operators): the other columns can
+    reach no output. Otherwise every column, up to `MAX_WILDCARD_COLUMNS` in all (a count:
+    past it the query is refused). Left as is: a piped union, `kind=inner`, a pattern that
+    matches no table (duckdb-kql reports Kusto's error).
+
+    >>> wildcard_unions("union withsource=S * | summarize n = count() by S",
+    ...                 {"A": {"a": "BIGINT"}, "B": {"a": "VARCHAR", "b": "BIGINT"}})
+    "union (A | project S = 'A'), (B | project S = 'B') | summarize n = count() by S"
+    >>> wildcard_unions("union * | take 1", {"A": {"a": "BIGINT"}, "B": {"a": "VARCHAR"}})
+    'union (A | project a_long = a), (B | project a_string = a) | take 1'
+    """
+    lowered = query.lower()
+    if "union" not in lowered and "search" not in lowered:
+        return query
+    if "search" in lowered:
+        query = searches_as_unions(query)
+    query = syntax_repaired(query)
+    tree = parsed(query)
+    if tree is None:
+        return query
+    tables = {t: cols for t, cols in tables.items() if "." not in t}
+    names = {_word(w) for w in _WORDS.findall(query)}
+    edits = []
+    for node in _walk(tree):
+        if _kind(node) != "UnionOperator" or _parent(node, "PipedOperator") is not None:
+            continue
+        legs = [c for c in _rules(node) if _kind(c) == "UnionOperatorExpression"]
+        patterns = [_collapse(leg) for leg in legs]
+        if not any(_kind(p) in ("WildcardedEntityExpression", "WildcardedNameReference",
+                                "WildcardedName") for p in patterns):  # fmt: skip
+            continue
+        text = _expanded_union(query, node, legs, tables, names)
+        if text is not None:
+            edits.append((*_span(node), text))
+    for a, b, new in sorted(edits, reverse=True):
+        query = query[:a] + new + query[b:]
+    return query
+
+
+def _word(word: str) -> str:
+    if word.startswith("["):
+        return _literal_value(word[1:-1])
+    return word
+
+
+def _expanded_union(query: str, node: Any, legs: list[Any], tables: dict[str, dict[str, str]],
+                    names: set[str]) -> str | None:  # fmt: skip
+    """The union `node` with its wildcard legs expanded (see `wildcard_unions`), None to leave
+    it as is."""
+    import fnmatch
+
+    source: str | None = None
+    for param in (c for c in _rules(node) if _kind(c) == "RelaxedQueryOperatorParameter"):
+        key, _, value = (x.strip() for x in query[slice(*_span(param))].partition("="))
+        if key.lower() == "withsource":
+            source = value
+        elif (key.lower(), value.lower()) not in (("kind", "outer"), ("isfuzzy", "true"),
+                                                  ("isfuzzy", "false")):  # fmt: skip
+            return None  # kind=inner, hints: left as is
+    matched: list[str] = []
+    for leg in legs:
+        text = query[slice(*_span(leg))].strip()
+        if text in tables:
+            matched.append(text)
+            continue
+        if not re.fullmatch(r"[\w*]+", text) or "*" not in text:
+            return None  # a subquery or a let name beside a wildcard: left as is
+        found = sorted(fnmatch.filter(tables, text))
+        if not found:
+            return None
+        matched.extend(found)
+    pruned = _keeps_named_columns(query, node)
+    kept = {t: [(c, k) for c, k in tables[t].items() if not pruned or c in names]
+            for t in dict.fromkeys(matched)}  # fmt: skip
+    width = sum(len(cols) for cols in kept.values())
+    if not pruned and width > MAX_WILDCARD_COLUMNS:
+        raise KqlRefused(
+            f"a union of {len(matched)} tables ({width} columns in all) whose every column the "
+            f"query may read: past the embedded engine's {MAX_WILDCARD_COLUMNS} columns"
+        )
+    types: dict[str, set[str]] = {}
+    for cols in kept.values():
+        for column, kind in cols:
+            types.setdefault(column, set()).add(kind)
+    out = []
+    for table in matched:
+        items = [f"{quote_name(source)} = {_string(table)}"] if source is not None else []
+        for column, kind in kept[table]:
+            if len(types[column]) == 1:
+                items.append(quote_name(column))
+                continue
+            kql = _kql_type(kind)
+            if kql is None:
+                raise KqlRefused(f"union *: a column {column!r} of the type {kind}")
+            items.append(f"{quote_name(f'{column}_{kql}')} = {quote_name(column)}")
+        if not items:  # the table's rows still count: a column no later operator reads
+            items = ["queryeval_union_row = true"]
+        out.append(f"({quote_name(table)} | project {', '.join(items)})")
+    return "union " + ", ".join(out)
+
+
+def _keeps_named_columns(query: str, union: Any) -> bool:
+    """Whether the pipeline the union heads reaches a summarize, distinct, project or count
+    (keeping only columns it names) through operators that neither read every column nor
+    name columns as data."""
+    pipe = _parent(union, "PipeExpression")
+    if (
+        pipe is None
+        or not _rules(pipe)
+        or _span(_rules(pipe)[0]) != _span(_parent(union, "BeforePipeExpression") or union)
+    ):
+        return False
+    for piped in _rules(pipe)[1:]:
+        operator = _operator(piped)
+        kind = _kind(operator)
+        text = query[slice(*_span(operator))]
+        if kind == "SearchOperator" and re.fullmatch(r"search\s+\*", text.strip()):
+            continue  # every row, no column read
+        if _READS_ALL.search(text) or kind not in _CLOSING | _PASSING:
+            return False
+        if kind in _CLOSING:
+            return True
+    return False
+
+
+_NAME_RE = r"(?:[A-Za-z_][A-Za-z_0-9]*|\['(?:[^'\\]|\\.)*'\])"
+_ITEM = re.compile(rf"\s*({_NAME_RE})(?:\s*=\s*({_NAME_RE}|'(?:[^'\\]|\\.)*'|true))?\s*(?:,|$)")
+_LEG_UNION = re.compile(r"union\s*(\(.*\))\s*\|\s*project\s+([^|()]*)", re.S)
+_LEG_TABLE = re.compile(rf"({_NAME_RE})\s*\|\s*(project-rename|project)\s+([^|()]*)", re.S)
+
+
+def _items(text: str) -> list[tuple[str, str | None]] | None:
+    """`a, b = c, s = 'T'` as (name, source): the source a column name, "'" for a string
+    literal, "!" for true; None when the list is of another form."""
+    out: list[tuple[str, str | None]] = []
+    pos = 0
+    while pos < len(text):
+        match = _ITEM.match(text, pos)
+        if match is None or match.end() == pos:
+            return None
+        value = match.group(2)
+        source: str | None = None
+        if value is not None:
+            source = "'" if value.startswith("'") else "!" if value == "true" else _word(value)
+        out.append((_word(match.group(1)), source))
+        pos = match.end()
+    return out
+
+
+def static_leg_columns(
+    text: str, tables: dict[str, dict[str, str]]
+) -> list[tuple[str, str]] | None:
+    """The columns (name, DuckDB type) of a union leg of the forms `wildcard_unions` and
+    `_kql_case.separate_case` write: `T`, `(T | project ...)`, `(T | project-rename ...)` and
+    `(union (T | project-rename ...) | project ...)`, read from the catalog; None for any
+    other leg (asked of the engine).
+
+    >>> static_leg_columns("(T | project S = 'T', b_long = b)", {"T": {"b": "BIGINT"}})
+    [('S', 'VARCHAR'), ('b_long', 'BIGINT')]
+    """
+    text = text.strip()
+    if text in tables:
+        return list(tables[text].items())
+    if not (text.startswith("(") and text.endswith(")")):
+        return None
+    inner = text[1:-1].strip()
+    nested = _LEG_UNION.fullmatch(inner)
+    if nested is not None:
+        base = static_leg_columns(nested.group(1), tables)
+        return None if base is None else _projected(dict(base), nested.group(2))
+    match = _LEG_TABLE.fullmatch(inner)
+    if match is None or _word(match.group(1)) not in tables:
+        return None
+    columns = dict(tables[_word(match.group(1))])
+    if match.group(2) == "project":
+        return _projected(columns, match.group(3))
+    renames = _items(match.group(3))
+    if renames is None or any(s is None or s in "'!" or s not in columns for _, s in renames):
+        return None
+    moved = {old: new for new, old in renames}
+    return [(moved.get(name, name), kind) for name, kind in columns.items()]
+
+
+def _projected(columns: dict[str, str], text: str) -> list[tuple[str, str]] | None:
+    """The columns of `| project <text>` over `columns` (None for an item it cannot type)."""
+    items = _items(text)
+    if items is None:
+        return None
+    out = []
+    for name, source in items:
+        if source == "'":
+            out.append((name, "VARCHAR"))
+        elif source == "!":
+            out.append((name, "BOOLEAN"))
+        elif (source or name) in columns:
+            out.append((name, columns[source or name]))
+        else:
+            return None
+    return out
+
+
+def catalog(q: _Query) -> dict[str, dict[str, str]]:
+    """The database's tables as the engine reads them, name -> {column: DuckDB type} ({}
+    when the inspector does not say)."""
+    schema = getattr(q.inspector, "cached_schema", None)
+    if schema is None:
+        return {}
+    try:
+        return dict(schema().get("tables", {}))
+    except Exception:  # the catalog cannot be read: every leg asked of the engine
+        return {}
