@@ -111,3 +111,13 @@ def test_evaluate_pivot_counts_each_value_as_a_column(kql: KqlEngine) -> None:
         ("a", 1, 1),
         ("b", 1, 0),
     ]
+
+
+def test_table_as_a_column_name(kql: KqlEngine) -> None:
+    # Sentinel-Queries LAQuery-FindQueryStats.kql: `mv-apply table = toscalar(tablenames) to
+    # typeof(string) on (where QueryText contains ['table']) | summarize count() by ['table']`
+    # (valid for Kusto.Language; duckdb-kql's grammar read `table` only as table()). The
+    # mv-apply docs: each array element against the row, the rows the subquery keeps.
+    query = ("Net | mv-apply table = dynamic(['a', 'x']) to typeof(string) on (where Url == table)"
+             " | summarize n = count() by ['table']")  # fmt: skip
+    assert rows(kql, query) == (["table", "n"], [("a", 2)])
