@@ -121,3 +121,17 @@ def test_table_as_a_column_name(kql: KqlEngine) -> None:
     query = ("Net | mv-apply table = dynamic(['a', 'x']) to typeof(string) on (where Url == table)"
              " | summarize n = count() by ['table']")  # fmt: skip
     assert rows(kql, query) == (["table", "n"], [("a", 2)])
+
+
+def test_mv_apply_with_a_nested_mv_apply(kql: KqlEngine) -> None:
+    # Sentinel-Queries Audit-DetectAdvancedAuditingDisabled.kql: `mv-apply tr = targetResources
+    # on (extend ... | mv-apply mp = tr.modifiedProperties on (where ... | extend ...))` was
+    # refused. The mv-apply docs: each row's array expanded into a subtable, the subquery
+    # applied to it, the results unioned; a nested mv-apply of row-wise operators keeps, per
+    # element, the inner elements its where keeps.
+    query = """print r = dynamic([{"n": "a", "p": [{"d": "x", "v": 1}, {"d": "y", "v": 2}]},
+                                   {"n": "b", "p": [{"d": "x", "v": 3}]}])
+    | mv-apply tr = r on (extend name = tostring(tr.n)
+        | mv-apply mp = tr.p on (where mp.d == "x" | extend v = tolong(mp.v)))
+    | project name, v"""
+    assert sorted(rows(kql, query)[1]) == [("a", 1), ("b", 3)]

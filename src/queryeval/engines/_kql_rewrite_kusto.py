@@ -821,7 +821,9 @@ def _legacy_element(q: _Query) -> list[Edit]:
 
 # -- mv-apply of row-wise operators ------------------------------------------------------------
 
-_ROW_WISE = re.compile(r"\|?\s*(where|filter|extend)\b", re.I)
+# row-wise: each row on its own gives its rows (a nested mv-apply is rewritten in a later pass,
+# or refused there when its own subquery is not row-wise)
+_ROW_WISE = re.compile(r"\|?\s*(where|filter|extend|mv-expand|mv-apply)\b", re.I)
 
 
 def _mv_apply(q: _Query) -> list[Edit]:
@@ -829,13 +831,14 @@ def _mv_apply(q: _Query) -> list[Edit]:
     ("mv-apply operator"): each row is mv-expanded into a subtable, the subquery applied to
     it, the row's other columns added back, the results unioned. With a subquery of only
     row-wise operators (`where`, `extend`; a last `project` of the expanded name) that is
-    `mv-expand` followed by the subquery; the expanded column comes last (Kusto.Language's
+    `mv-expand` followed by the subquery (also with a nested `mv-apply` or `mv-expand` of
+    the row, as row-wise); the expanded column comes last (Kusto.Language's
     result type: `T | mv-apply arr on (...)` moves `arr` after the other columns). Other
     subqueries (summarize, top, take, ...) and options are refused."""
     edits = []
     for node in q.nodes:
-        if _kind(node) != "MvapplyOperator":
-            continue
+        if _kind(node) != "MvapplyOperator" or _parent(node, "MvapplyOperator") is not None:
+            continue  # a nested one: once the outer one is rewritten (its input then known)
         kids = _rules(node)
         items = [k for k in kids if _kind(k) == "MvapplyOperatorExpression"]
         subs = [k for k in kids if _kind(k) == "ContextualSubExpression"]
