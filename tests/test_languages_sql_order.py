@@ -70,7 +70,7 @@ def _corpus() -> tuple[list[str], list[str]]:
     made = list(TRAPS) + [
         rng.choice(["SELECT ", "select ", "(SELECT ", "WITH x AS (SELECT 1) SELECT "])
         + "".join(rng.choices(_PIECES, k=rng.randrange(1, 10)))
-        for _ in range(30)
+        for _ in range(20)
     ]
     return real, made
 
