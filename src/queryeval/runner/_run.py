@@ -120,7 +120,6 @@ class Runner:
         self.info: RunInfo = {}  # run.json as last written
         self.executor: Any = None  # what carried the units (its stats: run.json's `cluster`)
         self._errors: dict[str, tuple[int, str]] = {}  # label -> error scores, the first's
-        self._blocks: dict[int, RunColumns] = {}  # columns of units scored elsewhere, by index
         self._calls: dict[str, dict[str, dict[str, Any]]] = {}  # worker -> system -> counters
 
     def _write_info(self, status: str) -> None:
@@ -233,8 +232,6 @@ class Runner:
                 store.close()
             if not self._calls:  # else the calls were made in the workers
                 self._calls = {"": scheduled.worker.calls()}
-        for index in sorted(self._blocks):
-            self.columns.extend(self._blocks.pop(index))
         return todo, len(self.done)
 
     def _print_estimate(self) -> None:
@@ -257,8 +254,8 @@ class Runner:
                 if score.status == "error":
                     self._count_error(label, 1, score.explanation)
             return 1
-        self.store.write_lines(done.lines)  # a unit scored elsewhere
-        self._blocks[done.index] = done.columns
+        self.store.write_lines(done.lines)  # a unit scored elsewhere (they come in unit order)
+        self.columns.extend(done.columns)
         if done.calls:  # each worker's counters so far (they only grow)
             self._calls[done.worker] = done.calls
         for table in done.columns.systems.values():
