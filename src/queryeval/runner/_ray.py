@@ -22,8 +22,9 @@ import logging
 import os
 import tempfile
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -196,7 +197,7 @@ class RayExecutor:
 
     def limit(self, group: str, n: int) -> AbstractAsyncContextManager[None] | None:
         """The cluster-wide slots of a live system's `group` (None: no limit)."""
-        return _slot(actor) if (actor := self.actors.get(f"systems.{group}")) else None
+        return _Slot(actor) if (actor := self.actors.get(f"systems.{group}")) else None
 
     def share(self, value: Any) -> Any:
         """`value` in the cluster's object store, sent once to every worker (a reference)."""
@@ -400,15 +401,17 @@ class Slots:
         return {"slots": self.n, "peak": self.peak}
 
 
-@contextlib.asynccontextmanager
-async def _slot(actor: Any) -> AsyncIterator[None]:
-    """A slot of a live system's `Slots`, held by the running task."""
-    task = str(import_ray().get_runtime_context().get_task_id())
-    await acall(actor, "acquire", task)
-    try:
-        yield
-    finally:
-        await acall(actor, "release", task)
+@dataclass
+class _Slot:
+    """A slot of a live system's `Slots`, held by the running task (reusable)."""
+
+    actor: Any
+
+    async def __aenter__(self) -> None:
+        await acall(self.actor, "acquire", str(import_ray().get_runtime_context().get_task_id()))
+
+    async def __aexit__(self, *exc: object) -> None:
+        await acall(self.actor, "release", str(import_ray().get_runtime_context().get_task_id()))
 
 
 class Proxy:

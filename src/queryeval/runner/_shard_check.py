@@ -1,12 +1,7 @@
 """The first pass of a large run: workers check every input line, range by range (nothing
-is scored or written), and the driver joins what they found into the units of the second.
-
-A worker validates a range of a cases file (each case kept as its stub) or reads the keys
-(case id, attempt) of a range of a predictions file. The driver then applies, in file
-order, the checks a plain run applies while loading: the first bad line, a duplicate case
-id, a prediction for an unknown case, a second record for one case and attempt, an empty
-predictions file. It holds ids and offsets, never a case or an output.
-"""
+is scored or written); the driver applies, in file order, the checks a plain run applies
+while loading, and cuts the units of the second pass. It holds the cases' stubs, ids and
+offsets, never a case or an output."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The unit of work and the one worker that scores it.
-
-A `Unit` is plain, picklable data: which cases (positions in the run's cases, or a range of
-a cases file), which systems, and where their outputs come from. A `Worker` builds its
-process's state once (scorers, systems, a scoring context from its services) and runs the
-one loop over a unit: every (system, case) not yet stored, its output, every scorer's score,
-on an event loop only where something is asynchronous. In the driver's process it streams
-each `Scored` (`run`); in another it returns the unit's `Batch` (`__call__`).
-"""
+"""The unit of work and the one worker that scores it: a `Unit` is plain, picklable data
+(which cases, which systems, where their outputs are); a `Worker` builds its process's
+state once and runs the one loop over a unit, streaming each `Scored` in the driver (`run`,
+`arun`) or returning the unit's `Batch` in another process (`__call__`)."""
 
 from __future__ import annotations
 
