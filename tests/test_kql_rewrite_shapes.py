@@ -135,3 +135,17 @@ def test_mv_apply_with_a_nested_mv_apply(kql: KqlEngine) -> None:
         | mv-apply mp = tr.p on (where mp.d == "x" | extend v = tolong(mp.v)))
     | project name, v"""
     assert sorted(rows(kql, query)[1]) == [("a", 1), ("b", 3)]
+
+
+def test_union_star_reading_every_column_past_the_limit_is_refused_by_count(
+    kql: KqlEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `union * | take 10` may show every column of every table: past MAX_WILDCARD_COLUMNS
+    # columns in all it is refused (unsupported, the evaluator's), decided by the count of
+    # columns (here 145 > 100), never by a time (was: run to the query's CPU limit).
+    from queryeval.engines import _kql_rewrite_kusto
+
+    monkeypatch.setattr(_kql_rewrite_kusto, "MAX_WILDCARD_COLUMNS", 100)
+    run = kql.execute("union * | where isnotnull(n) | take 10")
+    assert run.outcome.kind == "unsupported"
+    assert "columns in all) whose every column the query may read" in run.outcome.message

@@ -422,7 +422,11 @@ def _check_wide_unions(query: str, inspector: Inspector | None) -> None:
     `wildcard_unions` writes it): each such input would be rewritten and translated on its
     own to learn its columns (about 0.4 s of CPU apiece), the evaluator's cost. Decided by
     the count of inputs alone, the same on a loaded machine."""
-    from queryeval.engines._kql_rewrite_kusto import catalog, static_leg_columns
+    from queryeval.engines._kql_rewrite_kusto import (
+        MAX_WILDCARD_COLUMNS,
+        catalog,
+        static_leg_columns,
+    )
 
     tree = parsed(syntax_repaired(query))
     if tree is None:
@@ -434,8 +438,17 @@ def _check_wide_unions(query: str, inspector: Inspector | None) -> None:
         if _kind(node) != "UnionOperator":
             continue
         legs = [c for c in _rules(node) if _kind(c) == "UnionOperatorExpression"]
-        unknown = sum(static_leg_columns(q.source(leg), tables) is None for leg in legs)
-        if len(legs) > MAX_UNION_INPUTS and unknown:
+        if len(legs) <= MAX_UNION_INPUTS:
+            continue
+        known = [static_leg_columns(q.source(leg), tables) for leg in legs]
+        unknown = sum(cols is None for cols in known)
+        width = sum(len(cols) for cols in known if cols is not None)
+        if not unknown and width > MAX_WILDCARD_COLUMNS:
+            raise KqlRefused(
+                f"a union of {len(legs)} tables ({width} columns in all) whose every column "
+                f"the query may read: past the embedded engine's {MAX_WILDCARD_COLUMNS} columns"
+            )
+        if unknown:
             raise KqlRefused(
                 f"a union of {len(legs)} inputs, {unknown} of them other than a table or its "
                 f"columns: the embedded engine rewrites and translates each such input on its "

@@ -1162,8 +1162,11 @@ def _expanded_union(query: str, node: Any, legs: list[Any], tables: dict[str, di
         if not found:
             return None
         matched.extend(found)
+    from queryeval.engines._kql_case import decode_column
+
     pruned = _keeps_named_columns(query, node)
-    kept = {t: [(c, k) for c, k in tables[t].items() if not pruned or c in names]
+    # a table holding two spellings stores the later one encoded (`_kql_case`): named by it
+    kept = {t: [(c, k) for c, k in tables[t].items() if not pruned or decode_column(c) in names]
             for t in dict.fromkeys(matched)}  # fmt: skip
     width = sum(len(cols) for cols in kept.values())
     if not pruned and width > MAX_WILDCARD_COLUMNS:
@@ -1174,18 +1177,19 @@ def _expanded_union(query: str, node: Any, legs: list[Any], tables: dict[str, di
     types: dict[str, set[str]] = {}
     for cols in kept.values():
         for column, kind in cols:
-            types.setdefault(column, set()).add(kind)
+            types.setdefault(decode_column(column), set()).add(kind)
     out = []
     for table in matched:
         items = [f"{quote_name(source)} = {_string(table)}"] if source is not None else []
         for column, kind in kept[table]:
-            if len(types[column]) == 1:
+            spelling = decode_column(column)
+            if len(types[spelling]) == 1:
                 items.append(quote_name(column))
                 continue
             kql = _kql_type(kind)
             if kql is None:
-                raise KqlRefused(f"union *: a column {column!r} of the type {kind}")
-            items.append(f"{quote_name(f'{column}_{kql}')} = {quote_name(column)}")
+                raise KqlRefused(f"union *: a column {spelling!r} of the type {kind}")
+            items.append(f"{quote_name(f'{spelling}_{kql}')} = {quote_name(column)}")
         if not items:  # the table's rows still count: a column no later operator reads
             items = ["queryeval_union_row = true"]
         out.append(f"({quote_name(table)} | project {', '.join(items)})")
