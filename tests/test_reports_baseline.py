@@ -132,6 +132,11 @@ def test_relative_gate_without_baseline_is_bad_input(tmp_path: Path) -> None:
     )
     assert ok.returncode == 0, ok.stderr
     assert "<testsuite" in (tmp_path / "junit.xml").read_text()
+    # and the run made with --baseline is reported again with it (its run.json names it)
+    (tmp_path / "r" / "comparison.json").unlink()
+    again = _cli("report", str(tmp_path / "r"))
+    assert again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "r" / "comparison.json").read_text())["verdict"]
 
 
 def test_report_command_keeps_the_baseline(runs: dict[str, Path], tmp_path: Path) -> None:

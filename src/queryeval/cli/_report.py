@@ -49,7 +49,7 @@ def report_command(run_dir: Path, review: Path | None = None, partial: bool = Fa
     if not suite_file:
         raise InputError("not a run directory (no run.json)", path=run_dir)
     suite = load_suite(Path(suite_file))
-    plan = plan_run(suite)
+    plan = plan_run(suite, baseline=bool(info.get("baseline")))  # a --baseline run's gates
     if holder is not None or info.get("status") != "complete":
         typer.echo(f"warning: {run_dir}: {_partial_note(holder, info, log, plan)}", err=True)
     recorded = info.get("review") or {}
