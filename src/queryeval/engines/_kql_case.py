@@ -30,7 +30,7 @@ from queryeval.languages.kql import quote_name
 _SUFFIX = re.compile(r"__qe\d+$")
 # what reads column names as data: the encoded names would show
 NAME_READERS = re.compile(
-    r"\b(pack_all|column_ifexists|columnifexists|getschema|bag_unpack|narrow|pivot|"
+    r"\b(pack_all|column_ifexists|columnifexists|getschema|bag_unpack|narrow|"
     # wildcard column lists: project-away/keep/reorder (`project` takes none: a `*` there is
     # a multiplication, `1.0 * Size`)
     r"buildschema|pack\s*\(\s*\*|bag_pack\s*\(\s*\*)\b|\bproject-(away|keep|reorder)\b[^|]*\*",
