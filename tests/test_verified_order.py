@@ -75,3 +75,10 @@ def test_selftest_reports_an_order_dependent_gold(tmp_path) -> None:
     assert "1 order-dependent" in out, out
     flagged = [line for line in out.splitlines() if "order dependent" in line]
     assert flagged and "tied (gold 0)" in flagged[0] and "keyed" not in " ".join(flagged), out
+    # `validate` warns of it too, from its bounded search (8 variants a gold)
+    (tmp_path / "p.jsonl").write_text(
+        '{"case_id": "tied", "query": "SELECT 1"}\n{"case_id": "keyed", "query": "SELECT 1"}\n'
+    )
+    checked = CliRunner().invoke(app, ["validate", str(suite)])
+    warned = [line for line in checked.output.splitlines() if "depends on" in line]
+    assert len(warned) == 1 and "tied (gold 0)" in warned[0], checked.output

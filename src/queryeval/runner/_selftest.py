@@ -308,10 +308,17 @@ def _trouble(do: Callable[..., object], *args: object) -> str | None:
 
 
 def gold_findings(
-    suite: SuiteConfig, cases: Sequence[Case], ctx: ScoringContext, *, skip: Collection[str] = ()
+    suite: SuiteConfig,
+    cases: Sequence[Case],
+    ctx: ScoringContext,
+    *,
+    skip: Collection[str] = (),
+    order_variants: int | None = None,
 ) -> list[GoldFinding]:
     """Every gold query run (from the gold cache when it ran before) and checked (see the
-    module docstring); the databases in `skip` are left alone (the evaluator cannot use them)."""
+    module docstring); the databases in `skip` are left alone (the evaluator cannot use them).
+    `order_variants` bounds the search for order-dependent golds (default: the verified
+    verdicts' `Settings().variants`, 40 databases a gold; `validate` searches 8)."""
     import tempfile
 
     from queryeval.engines import engine_kind_entry
@@ -357,7 +364,8 @@ def gold_findings(
                 if name not in verifiers:
                     from queryeval.verify import Settings, Verifier
 
-                    verifier = Verifier(ctx.engine(name), Settings())
+                    bound = {} if order_variants is None else {"variants": order_variants}
+                    verifier = Verifier(ctx.engine(name), Settings(**bound))
                     verifiers[name] = stack.enter_context(contextlib.closing(verifier))
                 found += _order_findings(note, ctx.engine(name), query.text, verifiers[name])
     return found
