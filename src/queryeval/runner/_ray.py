@@ -208,30 +208,40 @@ class RayExecutor:
         self.map(units, worker, emit)
 
     def map(self, items: Sequence[Any], fn: Callable[[Any], Any], emit: Emit) -> None:
-        """`fn(item)` a task each, emitted in item order; a task lost for good (its slots
-        given back) stops the run when the others have finished."""
+        """`fn(item)` a task each, emitted in item order; a task lost for good stops the run
+        when the others have finished. Tasks are taken as they finish, so a lost one gives its
+        live systems' slots back at once (an earlier task may be waiting for them)."""
         ray, s = import_ray(), self.settings
         self._check_fits()
         task, fn_ref, lost = _remote_apply(), ray.put(fn), list[str]()
         refs = [task.options(num_cpus=s.task_cpus, retry_exceptions=False, **_env(self.env),
                              max_retries=s.max_retries if getattr(item, "pure", True) else 0,
                              ).remote(fn_ref, item) for item in items]  # fmt: skip
-        i = 0
+        position = {ref: i for i, ref in enumerate(refs)}
+        arrived: dict[int, tuple[str, Any] | None] = {}  # before their turn; None: lost
+        pending, turn = list(refs), 0
         try:
-            for i, (ref, item) in enumerate(zip(refs, items, strict=True)):
+            while pending:
+                [ref], pending = ray.wait(pending, num_returns=1)
+                i = position[ref]
                 try:
                     with unwrapped():
-                        node, result = ray.get(ref)
+                        arrived[i] = ray.get(ref)
                 except Lost as exc:
-                    lost.append(f"unit {getattr(item, 'index', i)}: {exc}")
+                    arrived[i] = None
+                    lost.append(f"unit {getattr(items[i], 'index', i)}: {exc}")
                     for name, actor in self.actors.items():
                         if name.startswith("systems."):
                             call(actor, "release", ref.task_id().hex(), True)
-                else:
-                    self.batches_per_node.update([node] if isinstance(item, Unit) else [])
-                    emit(result)
+                while turn in arrived:
+                    if (got := arrived.pop(turn)) is not None:
+                        node, result = got
+                        units = [node] if isinstance(items[turn], Unit) else []
+                        self.batches_per_node.update(units)
+                        emit(result)
+                    turn += 1
         except BaseException:
-            for ref in refs[i:]:
+            for ref in pending:
                 ray.cancel(ref, force=True)
             raise
         if lost:
