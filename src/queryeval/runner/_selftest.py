@@ -9,7 +9,6 @@ from a wrong one, depend on row order, or fail the language's own validity check
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -365,9 +364,9 @@ def gold_findings(
                 if name not in verifiers:
                     from queryeval.verify import Settings, Verifier
 
-                    settings = Settings()
-                    if order_variants is not None:
-                        settings = dataclasses.replace(settings, variants=order_variants)
+                    settings = (
+                        Settings() if order_variants is None else Settings(variants=order_variants)
+                    )
                     verifier = Verifier(ctx.engine(name), settings)
                     verifiers[name] = stack.enter_context(contextlib.closing(verifier))
                 found += _order_findings(note, ctx.engine(name), query.text, verifiers[name])
