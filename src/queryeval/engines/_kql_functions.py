@@ -495,6 +495,9 @@ def _rows(functions: Any) -> tuple[list[Any], list[Any]]:
         for name in _SPECIAL_ONLY
     ]  # fmt: skip
     scalars += [_refused_row(functions, name, why) for name, why in UNREPRODUCIBLE.items()]
+    from queryeval.engines._kql_functions_series import rows as series_rows
+
+    scalars += series_rows(functions)
     return scalars, aggregates
 
 
