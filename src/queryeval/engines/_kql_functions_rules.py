@@ -15,8 +15,9 @@ with its own rules.
   column found, and an unnamed call with an absent column whose default is not a column are
   refused.
 
-    >>> from queryeval.engines._kql_rewrite import rewrite_kql
-    >>> rewrite_kql("T | extend (r, s) = series_fit_2lines(y)").text
+    >>> from queryeval.engines._kql_rewrite import _apply, parsed
+    >>> text = "T | extend (r, s) = series_fit_2lines(y)"
+    >>> _apply(text, _series_fit_2lines(_Query(text, parsed(text), None)))
     'T | extend r = queryeval_fit2_rsquare(y), s = queryeval_fit2_split_idx(y)'
 """
 
