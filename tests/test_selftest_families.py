@@ -180,3 +180,29 @@ def test_golds_sharing_a_reason_are_one_line(tmp_path: Path) -> None:
     flagged = [line for line in out.splitlines() if "non-discriminating:" in line]
     assert len(flagged) == 1 and flagged[0].startswith("  non-discriminating: 6 golds (c0 (gold 0)")
     assert "6 non-discriminating" in out
+
+
+def test_a_gold_of_only_null_is_non_discriminating(tmp_path: Path) -> None:
+    """The audit's `non_discriminating` checks, one implementation for selftest and validate:
+    a gold whose result is one NULL is matched by any query returning NULL (`SELECT NULL`),
+    though on empty tables it gives no rows (so the empty-tables check alone missed it)."""
+    import sqlite3
+
+    db = tmp_path / "shop.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE item (id INTEGER, note TEXT)")
+    con.execute("INSERT INTO item VALUES (1, NULL), (2, 'x')")
+    con.commit()
+    con.close()
+    golds = {"nulls": "SELECT note FROM item WHERE id = 1", "fine": "SELECT id FROM item"}
+    cases = [{"id": cid, "conversation": [{"role": "user", "content": "q", "target":
+              {"query": gold}}]} for cid, gold in golds.items()]  # fmt: skip
+    suite = write_suite(tmp_path / "s", "[execution_match]", cases)
+    databases = f"databases: {{shop: {{engine: sqlite, path: '{db}'}}}}\n"
+    suite.write_text(
+        suite.read_text().replace("cases: cases.jsonl\n", f"cases: cases.jsonl\n{databases}")
+    )
+    code, out = selftest(suite, tmp_path)
+    assert code == 0, out  # both golds match themselves; one is flagged
+    assert "non-discriminating: nulls (gold 0): only null: the gold returns only NULL" in out
+    assert "fine (gold 0)" not in out and "1 non-discriminating" in out

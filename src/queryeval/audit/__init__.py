@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from queryeval._registry import lazy_attributes
 from queryeval.audit._from_review import (
     file_provenance,
     merge_entries,
@@ -29,6 +31,9 @@ from queryeval.audit._report import (
 from queryeval.cases import Case
 from queryeval.config import SuiteConfig
 from queryeval.scorers import ScoringContext
+
+if TYPE_CHECKING:
+    from queryeval.audit._checks import Auditor, Gold, golds_of  # noqa: F401 (lazy, below)
 
 
 def audit_suite(
@@ -70,3 +75,8 @@ __all__ = [
     "write_overlay_file",
     "write_report",
 ]
+
+# the checks of one gold, for the runner (validate, selftest): imported on first use
+__getattr__, __dir__ = lazy_attributes(
+    __name__, {n: ("queryeval.audit._checks", None) for n in ("Auditor", "Gold", "golds_of")}
+)

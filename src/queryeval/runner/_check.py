@@ -22,7 +22,7 @@ from queryeval.errors import InputError
 from queryeval.log import SUMMARY
 
 if TYPE_CHECKING:
-    from queryeval.cases import Case, Query
+    from queryeval.cases import Case
     from queryeval.config import SuiteConfig
     from queryeval.scorers import Scorer
 
@@ -113,22 +113,6 @@ def _files(suite: SuiteConfig) -> dict[str, str]:
     return {n: f for n, c in suite.databases.items() if (f := kinds[c.engine]) is not None}
 
 
-def gold_queries(
-    suite: SuiteConfig, cases: Sequence[Case], ctx: Any, only: Collection[str] | None = None
-) -> Iterator[tuple[Case, int, str, Query]]:
-    """Each gold query of `cases`, its position and the suite's database it runs on (its
-    own, else the case's); golds on no database of the suite (or not in `only`) left out."""
-    from queryeval.scorers.execution import case_database, target_query
-
-    for case in cases:
-        fallback = case_database(case, None, ctx)
-        for index, target in enumerate(case.targets):
-            if (query := target_query(target)) is not None:
-                name = query.database or fallback
-                if name in suite.databases and (only is None or name in only):
-                    yield case, index, str(name), query
-
-
 def gold_problem(
     suite: SuiteConfig,
     cases: Sequence[Case],
@@ -140,17 +124,19 @@ def gold_problem(
     `limit`; None: all) fails with an engine or a schema error (a schema error from two golds
     on: one is that gold's own mistake): no case could be scored there. `only`: the
     databases to try (None: every one)."""
+    from queryeval.audit import golds_of
+
     failures: dict[str, list[tuple[str, str]]] = {}  # database -> (kind, failure) of its golds
     done: set[str] = set()  # databases with a gold that ran, or `limit` golds tried
-    for case, _, name, query in gold_queries(suite, cases, ctx, only):
-        if name in done:
+    for gold in golds_of(suite, cases, ctx)[0]:
+        if (name := gold.database) in done or (only is not None and name not in only):
             continue
-        run = ctx.gold_execution(name, query.text)
+        run = ctx.gold_execution(name, gold.text)
         if run.ok or (kind := run.outcome.kind) not in _UNUSABLE:
             done.add(name)
             continue
         mine = failures.setdefault(name, [])
-        mine.append((kind, f"case {case.id}: {run.outcome.message.splitlines()[0][:200]}"))
+        mine.append((kind, f"case {gold.case.id}: {run.outcome.message.splitlines()[0][:200]}"))
         if len(mine) == limit:
             done.add(name)
     for name, mine in failures.items():

@@ -13,14 +13,12 @@ import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from queryeval.cases import Attempt, Case, Output, Score, Target
 from queryeval.config import ScorerConfig, SuiteConfig
-from queryeval.engines import Engine, empty_twin
+from queryeval.engines import Engine
 from queryeval.errors import InputError
-from queryeval.runner._check import gold_queries
 from queryeval.runner._work import LocalServices, Unit, Worker
 from queryeval.scorers import Scorer, ScoringContext
 
@@ -42,7 +40,7 @@ class GoldFinding:
 
     case_id: str
     gold: int
-    kind: str  # failed | invalid | no_rows | same_on_empty | order_dependent
+    kind: str  # failed | invalid | no_rows | only_null | same_on_empty | order_dependent
     message: str
 
     def line(self) -> str:
@@ -316,50 +314,30 @@ def gold_findings(
     order_variants: int | None = None,
 ) -> list[GoldFinding]:
     """Every gold query run (from the gold cache when it ran before) and checked (see the
-    module docstring); the databases in `skip` are left alone (the evaluator cannot use them).
-    `order_variants` bounds the search for order-dependent golds (default: the verified
-    verdicts' `Settings().variants`, 40 databases a gold; `validate` searches 8)."""
-    import tempfile
-
+    module docstring): the audit's `gold_fails` and `non_discriminating` checks (no rows,
+    only NULL, the same result on empty tables; not its variants), the language's validity
+    check, and the order search; the databases in `skip` are left alone (the evaluator
+    cannot use them). `order_variants` bounds the search for order-dependent golds (default:
+    the verified verdicts' `Settings().variants`, 40 databases a gold; `validate` searches 8)."""
+    from queryeval.audit import Auditor, golds_of
     from queryeval.engines import engine_kind_entry
-    from queryeval.metrics import compare_results
 
     found: list[GoldFinding] = []
-    twins: dict[str, Engine | None] = {}
+    audit = Auditor(suite, cases, ctx, variants=0, checks=("gold_fails", "non_discriminating"))
     verifiers: dict[str, Any] = {}  # database -> its Verifier (variants shared by its golds)
-    with (
-        tempfile.TemporaryDirectory(prefix="queryeval-empty-") as scratch,
-        contextlib.ExitStack() as stack,
-    ):
-        for case, index, name, query in gold_queries(suite, cases, ctx):
-            if name in skip:
+    with contextlib.ExitStack() as stack:
+        stack.callback(audit.close)
+        for gold in golds_of(suite, cases, ctx)[0]:
+            if (name := gold.database) in skip:
                 continue
-            note = functools.partial(GoldFinding, case.id, index)
-            if (invalid := _invalid(ctx.engine(name), query.text)) is not None:
+            note = functools.partial(GoldFinding, gold.case.id, gold.index)
+            if (invalid := _invalid(ctx.engine(name), gold.text)) is not None:
                 found.append(note("invalid", invalid))
-            run = ctx.gold_execution(name, query.text)
-            if not run.ok or run.result is None:
-                found.append(note("failed", f"{run.outcome.kind}: {run.outcome.message}"))
-                continue
-            if not run.result.rows:
-                found.append(note("no_rows", "the gold returns no rows: a query returning "
-                                  "nothing matches it"))  # fmt: skip
-                continue
-            if name not in twins:
-                twin = empty_twin(ctx.engine(name), Path(scratch) / str(len(twins)))
-                twins[name] = stack.enter_context(twin) if twin is not None else None
-            twin = twins[name]
-            if twin is None or not (empty := twin.execute(query.text)).ok or empty.result is None:
-                continue
-            override = case.metadata.get("comparison")
-            policy = {**suite.comparison, **(override if isinstance(override, dict) else {})}
-            same = compare_results(empty.result, run.result, **policy, gold_query=query.text,
-                                   language=twin.dialect)  # fmt: skip
-            if same.exact:
-                found.append(note("same_on_empty", "the gold gives the same result on empty "
-                                  "tables: a query that ignores the data matches it"))  # fmt: skip
+            if flagged := audit.check(gold):  # gold_fails is `failed`, else the reason
+                found += [note(_KIND.get(str(f.evidence.get("reason")), "failed"), f.message)
+                          for f in flagged]  # fmt: skip
             elif engine_kind_entry(suite.databases[name].engine).variants and (
-                _ORDER_SENSITIVE.search(query.text)
+                _ORDER_SENSITIVE.search(gold.text)
             ):
                 if name not in verifiers:
                     from queryeval.verify import Settings, Verifier
@@ -369,8 +347,12 @@ def gold_findings(
                     )
                     verifier = Verifier(ctx.engine(name), settings)
                     verifiers[name] = stack.enter_context(contextlib.closing(verifier))
-                found += _order_findings(note, ctx.engine(name), query.text, verifiers[name])
+                found += _order_findings(note, ctx.engine(name), gold.text, verifiers[name])
     return found
+
+
+# the audit's `non_discriminating` reasons as selftest's and validate's kinds
+_KIND = {"empty": "no_rows", "null": "only_null", "same_on_empty": "same_on_empty"}
 
 
 # The constructs under which a result can depend on row order or ties (a LIMIT, top or take;
