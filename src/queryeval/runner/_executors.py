@@ -10,27 +10,13 @@ import contextlib
 import os
 import signal
 import sys
+from collections import deque
 from collections.abc import Callable, Sequence
-from itertools import repeat
-from typing import Any, Protocol
+from typing import Any
 
 from queryeval._gc import bulk_allocation
 from queryeval.errors import InputError
 from queryeval.runner._work import Emit, Unit, Worker
-
-
-class Executor(Protocol):
-    """Carries units to a worker; `stats`: what it did, for run.json."""
-
-    stats: dict[str, Any]
-
-    def run(self, units: Sequence[Unit], worker: Worker, emit: Emit) -> None:
-        """Score every unit; an exception raised by `emit` stops the run."""
-        ...
-
-    def map(self, items: Sequence[Any], fn: Callable[[Any], Any], emit: Emit) -> None:
-        """Apply a picklable `fn` to every item, `emit` each result in item order."""
-        ...
 
 
 def usable_cores() -> int:
@@ -57,7 +43,6 @@ class LocalExecutor:
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = max(1, workers)
-        self.stats: dict[str, Any] = {}
         self._pool: Any = None
         self._inherit: Worker | None = None
 
@@ -82,17 +67,13 @@ class LocalExecutor:
             for unit in units:
                 worker.run(unit, emit)
             return
-        ctx = worker.start().ctx
-        threads = ctx.engine_threads
         if self._pool is None:
+            ctx = worker.start().ctx
             ctx.close_handles()  # no connection is shared across the fork
-            if threads is None:  # DuckDB's default is every core, in each worker
+            if ctx.engine_threads is None:  # DuckDB's default is every core, in each worker
                 ctx.engine_threads = max(1, usable_cores() // self.workers)
             self._start(worker)
-        try:
-            self.map(units, None if self._inherit is worker else worker, emit)
-        finally:
-            ctx.engine_threads = threads
+        self.map(units, None if self._inherit is worker else worker, emit)
 
     def map(self, items: Sequence[Any], fn: Callable[[Any], Any] | None, emit: Emit) -> None:
         """`fn` over the items (None: the inherited worker's) in the pool, or here for one
@@ -105,9 +86,14 @@ class LocalExecutor:
 
         if self._pool is None:
             self._start(None)
+        pending: deque[Any] = deque()  # about two items a worker in flight, in item order
         try:
-            for result in self._pool.map(_apply, repeat(fn), items):
-                emit(result)
+            for item in items:
+                pending.append(self._pool.submit(_apply, fn, item))
+                if len(pending) > 2 * self.workers:
+                    emit(pending.popleft().result())
+            while pending:
+                emit(pending.popleft().result())
         except BrokenProcessPool as exc:
             raise InputError(
                 "a worker process ended abruptly while scoring (killed by the system, out of "
@@ -116,6 +102,9 @@ class LocalExecutor:
                 "process)",
                 where="settings.workers",
             ) from None
+        finally:
+            for future in pending:  # after an error: what was not started is dropped
+                future.cancel()
 
     def _start(self, worker: Worker | None) -> None:
         import multiprocessing as mp

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from queryeval.cases import case_files
-from queryeval.runner._executors import Executor, LocalExecutor, usable_cores
+from queryeval.runner._executors import LocalExecutor, usable_cores
 from queryeval.runner._plan import RunPlan, suite_reads
 from queryeval.runner._ranges import FileRange, split_file
 from queryeval.runner._shard_check import CaseStub, check_inputs
@@ -32,7 +32,10 @@ if TYPE_CHECKING:
     from queryeval.cases import Case, Output
     from queryeval.config import SuiteConfig
     from queryeval.runner._plan import SystemRun
+    from queryeval.runner._ray import RayExecutor
     from queryeval.scorers import Scorer
+
+    Executor = LocalExecutor | RayExecutor  # the same `run(units, worker, emit)` and `map`
 
 MIN_CASES = 20_000  # below this, a sharded run's forking costs more than it saves
 # below this, forked workers opening the engines again cost more CPU than they save wall
@@ -97,7 +100,7 @@ def schedule(
         if plan.lazy:
             yield Schedule(executor, worker, *_shards(plan, executor, done))
             return
-        workers = getattr(executor, "workers", 1)
+        workers = executor.workers
         if remote:
             worker.cases = ray.share(plan.cases)
             size = settings.ray.batch_size
@@ -175,26 +178,25 @@ def can_shard(suite: SuiteConfig, *, any_size: bool = False) -> bool:
     return lines * len(suite.systems) >= wanted
 
 
-def _ranges(paths: Sequence[Path], workers: int, shards: int | None = None) -> list[FileRange]:
-    """Byte ranges of `paths`: about eight per worker (64 KiB to 4 MiB each), or `shards`."""
-    total = sum(p.stat().st_size for p in paths)
-    size = total // (shards or workers * _SHARDS_PER_WORKER) + 1
-    if not shards:
-        size = max(_MIN_SHARD_BYTES, min(_SHARD_BYTES, size))
-    return [r for path in paths for r in split_file(path, size)]
-
-
 def _shards(
     plan: RunPlan, executor: Executor, done: set[tuple[str, str]]
 ) -> tuple[list[Unit], list[CaseStub]]:
-    """The input files checked by the executor's workers and cut into units (ranges of
-    cases, every system); the cases' stubs in case order."""
-    suite, workers = plan.suite, getattr(executor, "workers", 1)
+    """The input files cut into byte ranges (about eight a worker, 64 KiB to 4 MiB each, or
+    `settings.ray.shards` on Ray), checked by the executor's workers and cut into units
+    (ranges of cases, every system); the cases' stubs in case order."""
+    suite = plan.suite
     shards = suite.settings.ray.shards if suite.settings.executor == "ray" else None
+    cut = shards or executor.workers * _SHARDS_PER_WORKER
+
+    def ranges(paths: Sequence[Path]) -> list[FileRange]:
+        size = sum(p.stat().st_size for p in paths) // cut + 1
+        size = size if shards else max(_MIN_SHARD_BYTES, min(_SHARD_BYTES, size))
+        return [r for path in paths for r in split_file(path, size)]
+
     paths = {cfg.name: suite.resolve(cfg.predictions or "") for cfg in suite.systems}
     return check_inputs(
-        _ranges(case_files(suite.cases, suite.base_dir), workers, shards),
-        {name: _ranges([path], workers, shards) for name, path in paths.items()},
+        ranges(case_files(suite.cases, suite.base_dir)),
+        {name: ranges([path]) for name, path in paths.items()},
         paths,
         executor.map,
         done,
