@@ -31,8 +31,8 @@ from graph_support import share_engine
 from queryeval.cases import Attempt, Case, Output, Score
 from queryeval.config import ScorerConfig, SuiteConfig
 from queryeval.engines import Engine
-from queryeval.runner import case_passed, load_suite, plan_run
-from queryeval.scorers import Scorer, ScoringContext, ascore_case
+from queryeval.runner import load_suite, plan_run
+from queryeval.scorers import Scorer, ScoringContext, ascore_case, case_passed
 from queryeval.stats import RunColumns, check_gates, metric_flagged, parse_gate, summarize
 from queryeval.systems import import_callable, read_prediction_line
 

@@ -466,8 +466,7 @@ def test_sharded_run_refuses_text_that_is_not_utf8_or_a_line_too_long(
 def test_case_verdict_required_and_informational_scorers() -> None:
     from queryeval.cases import Score
     from queryeval.config import ScorerConfig
-    from queryeval.runner import case_passed
-    from queryeval.scorers import build_scorer
+    from queryeval.scorers import build_scorer, case_passed
 
     def scorers(**configs: dict) -> dict:
         return {

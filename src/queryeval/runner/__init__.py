@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     )
     from queryeval.runner._select import CaseSelection
     from queryeval.runner._selftest import SelftestReport, gold_findings, selftest
-    from queryeval.scorers import case_passed
 
 # module -> the names it defines, imported on first use: a run pays neither for the gold
 # self-test nor for the Ray executor nor for a review file's reader unless it uses them
@@ -44,8 +43,6 @@ _MODULES = {
     "_select": "CaseSelection",
     "_selftest": "SelftestReport gold_findings selftest",
 }
-_LAZY = names_by_module(_MODULES, __name__)
-_LAZY["case_passed"] = ("queryeval.scorers", None)
 
 # What users call: load and run a suite (a subset, on another executor), where its run goes,
 # the gold self-test, and a human review file.
@@ -64,4 +61,4 @@ __all__ = [
     "with_executor",
 ]
 
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__getattr__, __dir__ = lazy_attributes(__name__, names_by_module(_MODULES, __name__))
