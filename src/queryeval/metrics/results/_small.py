@@ -253,7 +253,10 @@ def _one_row(
     try:
         if row == gold_row:
             return alignment, RowOutcome(1, 1, 1, None), ()
-        if types.isdisjoint(_FLOATS):  # ints, strings, NULLs, dates: converted as they are
+        # a string, date or NULL no gold cell equals: unequal under every mapping and
+        # tolerance, converted or not (`_apart`)
+        apart = _apart((row,), gold_row)
+        if apart or types.isdisjoint(_FLOATS):  # ints, strings, NULLs, dates as they are
             pred, gold = row, gold_row
         else:
             pred, gold = _converted(row, policy), _converted(gold_row, policy)
@@ -264,12 +267,12 @@ def _one_row(
             k = len(alignment.pairs)
             if _search_steps(k) > max_permutations:
                 return None
-            if set(pred) == set(gold) and Counter(pred) == Counter(gold):
+            if not apart and set(pred) == set(gold) and Counter(pred) == Counter(gold):
                 return None
             notes = _permutation_notes(alignment, g, p)
     except (TypeError, ArithmeticError):  # a signalling NaN decimal
         return None
-    if _tolerance_may_match(options, types, [pred], gold_row):
+    if not apart and _tolerance_may_match(options, types, [pred], gold_row):
         return None
     return alignment, RowOutcome(0, 1, 1, None), notes
 
@@ -316,12 +319,19 @@ def _unequal(
     every predicted cell with a close gold cell, impossible when the unmatched rows' cells
     differ as a multiset and none of them is close to a different gold number; so the
     search finds nothing and scores the names' mapping (or, for one column named
-    differently, the only one), as `_permutation` says."""
+    differently, the only one), as `_permutation` says. Cheaper where it holds: each row
+    left holds a string, date or NULL no gold cell equals (`_apart`): no such row can match
+    at all."""
     alignment, pred_given, gold_given = residue
     policy = options.policy
     n = len(g.rows)
     try:
-        if len(pred_given) == 1 == len(gold_given):  # one row wrong (the most common)
+        # each row left holds a string, date or NULL that no gold cell equals (`_apart`):
+        # none of them can match, converted, under another mapping or within the tolerance
+        apart = bool(pred_given) and _apart(pred_given, gold_bags or g.rows[0])
+        if apart:
+            matched, pred_left = n - len(pred_given), pred_given
+        elif len(pred_given) == 1 == len(gold_given):  # one row wrong (the most common)
             pred_row, gold_row = (
                 _converted(pred_given[0], policy),
                 _converted(gold_given[0], policy),
@@ -342,15 +352,18 @@ def _unequal(
         if columns == "permutation":
             if _search_steps(len(g.columns)) > max_permutations:
                 return None  # the search might stop at its cap (a note)
-            pred_cells = list(chain.from_iterable(pred_left))
-            gold_cells = list(chain.from_iterable(gold_left))
-            if set(pred_cells) == set(gold_cells) and Counter(pred_cells) == Counter(gold_cells):
-                return None  # another mapping might make the rows equal: the search
+            if not apart:
+                pred_cells = list(chain.from_iterable(pred_left))
+                gold_cells = list(chain.from_iterable(gold_left))
+                if set(pred_cells) == set(gold_cells) and Counter(pred_cells) == Counter(
+                    gold_cells
+                ):
+                    return None  # another mapping might make the rows equal: the search
             notes = _permutation_notes(alignment, g, p)
     except (TypeError, ArithmeticError):  # a signalling NaN decimal
         return None
-    if _tolerance_may_match(options, types, pred_left, gold_bags or g.rows[0]):  # 2+ rows: bags
-        return None
+    if not apart and _tolerance_may_match(options, types, pred_left, gold_bags or g.rows[0]):
+        return None  # 2+ rows: the bags
     return alignment, RowOutcome(matched, n, n, None), notes
 
 
@@ -368,6 +381,30 @@ def _tolerance_may_match(
     """Whether a number left unmatched might match a gold number within the tolerance
     (`_isolated` cannot prove otherwise); without floats or decimals none is compared so."""
     return options.tolerant and not types.isdisjoint(_FLOATS) and not _isolated(pred, gold, options)
+
+
+def _apart(pred_left: Rows, gold: tuple[Any, ...] | _Bags) -> bool:
+    """Whether every row of `pred_left` (of plain types, as given or converted: strings,
+    dates and NULLs are their own converted forms) holds a string, a date or a NULL that
+    no gold cell equals: such a row is equal to no gold row under any column mapping, and
+    close to none either (the tolerance compares numbers only; a NULL equals only a NULL, a
+    string or a date only a value of its type), so neither converting the rows, another
+    mapping nor the tolerance can match it. Where it holds, no number is read (`_isolated`
+    reads them all). `gold`: the one gold row, or the gold's columns and the types in each
+    (`_cell_types`): only the columns holding the value's type are searched."""
+    one_row = isinstance(gold, tuple)
+    for row in pred_left:
+        for value in row:
+            kind = type(value)
+            if kind is str or kind is dt.date or value is None:
+                if one_row:
+                    if value not in gold:
+                        break
+                elif not any(kind in held and value in column for column, held in gold):
+                    break
+        else:
+            return False  # no such value in this row
+    return True
 
 
 def _row_numbers(rows: Iterable[Sequence[Any]]) -> list[float | int] | None:
