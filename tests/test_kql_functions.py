@@ -198,3 +198,11 @@ def test_parse_path_command_line_and_xml_give_the_docs_outputs(kql: KqlEngine) -
     # parse_xml: null for text that is not XML ("" is not); XML text itself is refused
     assert row(kql, 'print isnull(parse_xml(""))') == (True,)
     assert "documented only" in refused(kql, 'print parse_xml("<e>text</e>")')
+
+
+def test_the_string_form_of_a_split_is_its_json_text(kql: KqlEngine) -> None:
+    # split() gives a dynamic array; its string form is its JSON text, as duckdb-kql measured
+    # for tostring(dynamic([1,2])) ('[1,2]'); duckdb-kql's list gave 'x[a, b]'
+    query = 'print a = strcat("x", split("a,b", ",")), b = tostring(split("a,\\"b", ","))'
+    assert row(kql, query) == ('x["a","b"]', '["a","\\"b"]')
+    assert row(kql, 'print tostring(dynamic([1, 2])), strcat("a", 1, true)') == ("[1,2]", "a1True")

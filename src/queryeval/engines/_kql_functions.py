@@ -573,6 +573,36 @@ def _sunday_weeks(translate: Any) -> None:
     translate._SPECIAL_FORMS["datetime_diff"] = datetime_diff
 
 
+# DuckDB list types whose JSON text (`to_json`) is Kusto's string form of the same dynamic
+# array: strings, integers, bools (duckdb-kql holds split()/extract_all() results as lists)
+_JSON_LISTS = "('VARCHAR[]', 'BIGINT[]', 'INTEGER[]', 'BOOLEAN[]')"
+
+
+def _list_strings(translate: Any) -> None:
+    """duckdb-kql 1.1 holds `split()` and `extract_all()` results as DuckDB lists, and its
+    KQL string form (`render_kql_tostring`: tostring, strcat, strcat_delim, hashes) casts a
+    list to VARCHAR: `strcat("x", split("a,b", ","))` gave `x[a, b]`. Kusto's string form of
+    a dynamic array is its JSON text, as duckdb-kql measured for `tostring(dynamic([1,2]))`
+    ('[1,2]'), so a list of strings, integers or bools is written as its JSON text (null:
+    ''); a list of anything else (reals, datetimes: their JSON spelling is Kusto's own) is
+    refused at run time. Wrapped only while it is the known one."""
+    original = translate.render_kql_tostring
+    if getattr(original, "__qualname__", None) != "render_kql_tostring":
+        return
+
+    def render_kql_tostring(node: Any) -> str:
+        text = str(original(node))
+        value = translate.render_expr(node)
+        return (f"(CASE WHEN typeof({value}) IN {_JSON_LISTS} "
+                f"THEN coalesce(CAST(to_json({value}) AS VARCHAR), '') "
+                f"WHEN typeof({value}) LIKE '%[]' "
+                f"THEN {_refuse('the string form of an array of other than strings, integers or bools')} "  # noqa: E501
+                f"ELSE {text} END)")  # fmt: skip
+
+    render_kql_tostring.__qualname__ = "queryeval_render_kql_tostring"
+    translate.render_kql_tostring = render_kql_tostring
+
+
 def install() -> None:
     """Add queryeval's rows to duckdb-kql's tables (once per process; idempotent)."""
     global _INSTALLED
@@ -584,6 +614,7 @@ def install() -> None:
 
         scalars, aggregates = _rows(functions)
         _sunday_weeks(translate)
+        _list_strings(translate)
         for spec in scalars:
             functions.SCALAR_FUNCTIONS.setdefault(spec.name, spec)
         for spec in aggregates:

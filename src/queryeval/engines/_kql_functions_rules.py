@@ -3,9 +3,12 @@ alone: each rewrites a call into KQL duckdb-kql runs, with Kusto's answer, or re
 (`KqlRefused`). The query rewriter (`_kql_rewrite_kusto.KUSTO_RULES`) runs `FUNCTION_RULES`
 with its own rules.
 
-- `extend (a, b, ...) = series_fit_2lines(s)`: one column per name, each from queryeval's
-  row for that output (`_kql_functions_series`), in the docs' order; Kusto's docs: this form
-  returns only the named columns. Unnamed, `project` and single-name forms are refused.
+- `extend (a, b, ...) = series_fit_2lines(s)` (and series_fit_line): one column per name,
+  each from queryeval's row for that output (`_kql_functions_series`), in Kusto.Language's
+  order; Kusto's docs: this form returns only the named columns. Unnamed, `project` and
+  single-name forms are refused.
+- `case()`/`iff()`/`iif()` mixing dynamic values with strings: the dynamic ones as their
+  string form (Kusto.Language's result type, see `_case_dynamic_values`).
 - `column_ifexists('name', default)`: the column when the operator's input has it (its name
   exactly, as Kusto's names are case-sensitive), else the default. Kusto.Language types the
   call as the default's type, so a column found is taken only when its type is the default
@@ -17,15 +20,16 @@ with its own rules.
 
     >>> from queryeval.engines._kql_rewrite import _apply, parsed
     >>> text = "T | extend (r, s) = series_fit_2lines(y)"
-    >>> _apply(text, _series_fit_2lines(_Query(text, parsed(text), None)))
+    >>> _apply(text, _series_fits(_Query(text, parsed(text), None)))
     'T | extend r = queryeval_fit2_rsquare(y), s = queryeval_fit2_split_idx(y)'
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from queryeval.engines._kql_functions_series import OUTPUTS
+from queryeval.engines._kql_functions_series import LINE_OUTPUTS, OUTPUTS
 from queryeval.engines._kql_rewrite import (
     Edit,
     KqlRefused,
@@ -46,25 +50,33 @@ from queryeval.languages.kql import quote_name
 _PLAIN_STRING = re.compile(r"'[^'\\\n]*'|\"[^\"\\\n]*\"")
 
 
-def _series_fit_2lines(q: _Query) -> list[Edit]:
+# the functions returning several columns: their rows' prefix and outputs, in order
+_TUPLES = {"series_fit_2lines": ("queryeval_fit2_", OUTPUTS),
+           "series_fit_line": ("queryeval_fit1_", LINE_OUTPUTS)}  # fmt: skip
+
+
+def _series_fits(q: _Query) -> list[Edit]:
     edits = []
     for call in _calls(q.tree):
-        if call.name.lower() != "series_fit_2lines":
+        function = call.name.lower()
+        if function not in _TUPLES:
             continue
+        prefix, outputs = _TUPLES[function]
         whole = _whole_of(call.node)
         operator = getattr(whole, "parentCtx", None)
         clause = _rules(whole)[0] if whole is not None else None
         listed = next((c for c in _rules(clause) if _kind(c) == "NamedExpressionNameList"),
                       None) if clause is not None else None  # fmt: skip
         if _kind(operator) != "ExtendOperator" or listed is None:
-            raise KqlRefused("series_fit_2lines() other than as `extend (a, b, ...) = "
-                             "series_fit_2lines(s)` (its columns' other names)")  # fmt: skip
+            raise KqlRefused(f"{function}() other than as `extend (a, b, ...) = "
+                             f"{function}(s)` (its columns' other names)")  # fmt: skip
         names = [_name_of(c) for c in _rules(listed)]
-        if len(call.args) != 1 or not 1 <= len(names) <= len(OUTPUTS) or None in names:
-            raise KqlRefused("series_fit_2lines() with other than one series and 1-15 names")
+        if len(call.args) != 1 or not 1 <= len(names) <= len(outputs) or None in names:
+            raise KqlRefused(f"{function}() with other than one series and 1-{len(outputs)} "
+                             "names")  # fmt: skip
         series = q.source(call.arg_value(0))
-        parts = [f"{quote_name(str(name))} = queryeval_fit2_{output}({series})"
-                 for name, output in zip(names, OUTPUTS, strict=False)]  # fmt: skip
+        parts = [f"{quote_name(str(name))} = {prefix}{output}({series})"
+                 for name, output in zip(names, outputs, strict=False)]  # fmt: skip
         edits.append(Edit(*_span(whole), ", ".join(parts)))
     return edits
 
@@ -118,4 +130,50 @@ def _column_ifexists(q: _Query) -> list[Edit]:
     return edits
 
 
-FUNCTION_RULES = (_series_fit_2lines, _column_ifexists)
+# calls whose result Kusto.Language types as dynamic, and as string (a plain literal aside)
+_DYNAMIC_CALLS = {"split", "extract_all", "pack_array", "todynamic", "parse_json", "dynamic",
+                  "array_concat", "array_slice", "bag_pack", "pack"}  # fmt: skip
+_STRING_CALLS = {"strcat", "strcat_delim", "tostring", "tolower", "toupper", "substring",
+                 "trim", "trim_start", "trim_end", "replace_string", "strrep"}  # fmt: skip
+
+
+def _static_type(q: _Query, node: Any) -> str | None:
+    """ "dynamic", "string" or None (not known from the text alone) for an expression."""
+    node = _collapse(node)
+    if _kind(node) == "StringLiteralExpression" or _PLAIN_STRING.fullmatch(q.source(node)):
+        return "string"
+    if _kind(node) in ("DynamicLiteralExpression", "ParenthesizedExpression"):
+        return "dynamic" if _kind(node) == "DynamicLiteralExpression" else None
+    calls = [c for c in _calls(node) if c.node is node]
+    if calls and calls[0].name.lower() in _DYNAMIC_CALLS:
+        return "dynamic"
+    if calls and calls[0].name.lower() in _STRING_CALLS:
+        return "string"
+    return None
+
+
+def _case_dynamic_values(q: _Query) -> list[Edit]:
+    """`case()`/`iff()`/`iif()` whose values mix dynamic ones with strings: Kusto.Language
+    types the call as the common type of its values that are not dynamic (ReturnTypeKind
+    CommonNonDynamic), here string, so each dynamic value is taken as its string form
+    (tostring), where duckdb-kql's CASE would not bind. Values of other or unknown types
+    are left as they are."""
+    edits = []
+    for call in _calls(q.tree):
+        name = call.name.lower()
+        if name not in ("case", "iff", "iif") or len(call.args) < 3:
+            continue
+        values = [
+            call.arg_value(i)
+            for i in range(len(call.args))
+            if i == len(call.args) - 1 or (i % 2 == 1 if name == "case" else i > 0)
+        ]
+        types = [_static_type(q, v) for v in values]
+        if "dynamic" not in types or any(t is None for t in types) or "string" not in types:
+            continue
+        edits += [Edit(*_span(v), f"tostring({q.source(v)})")
+                  for v, t in zip(values, types, strict=True) if t == "dynamic"]  # fmt: skip
+    return edits
+
+
+FUNCTION_RULES = (_series_fits, _column_ifexists, _case_dynamic_values)

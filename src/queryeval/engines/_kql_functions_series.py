@@ -1,5 +1,6 @@
-"""series_fit_2lines: Kusto's two-segment linear regression, as rows of duckdb-kql's function
-table (`_kql_functions`) and the rewrite that spreads its tuple over them.
+"""series_fit_2lines and series_fit_line: Kusto's two-segment and one-line linear regressions,
+as rows of duckdb-kql's function table (`_kql_functions`), one per output; the rewrite that
+spreads their tuples over the rows is `_kql_functions_rules`.
 
 Kusto's docs ("series_fit_2lines()", "series_fit_line()"): the function tries every split of
 the series into two parts, fits a least-squares line to each part (series_fit_line, x = 1, 2,
@@ -19,10 +20,9 @@ split equals (to 1e-9 of the total sum of squares) or that a one-point part woul
 (whether a one-point part is fitted is not documented), a constant series or part (r-square
 0/0), a series of fewer than 4 values, and values that are null or not numbers.
 
-In a query, `extend (a, b, ...) = series_fit_2lines(s)` (the docs: only the named columns) is
-rewritten as `extend a = queryeval_fit2_rsquare(s), b = queryeval_fit2_split_idx(s), ...`,
-one row per output in the docs' order; the other forms (unnamed, `project`, a name that is
-not a tuple) are refused.
+series_fit_line: rsquare, slope, variance, rvariance, interception, line_fit of the one line
+at x = 1..n (its docs' example); a constant series' rsquare (0/0), fewer than 2 values and
+values that are null or not numbers are refused.
 """
 
 from __future__ import annotations
@@ -147,11 +147,46 @@ def _best(output: str) -> str:
     )
 
 
+# series_fit_line's outputs in the order of Kusto.Language's tuple
+LINE_OUTPUTS = ("rsquare", "slope", "variance", "rvariance", "interception", "line_fit")
+
+
+def _line(output: str) -> str:
+    """SQL of one output of series_fit_line, `{0}` the series: the least-squares line at
+    x = 1..n (its docs' example: interception -1.666 for line_fit 1.064 at the first value)."""
+    values = "TRY_CAST(to_json({0}) AS DOUBLE[])"
+    s = "_qe_l"
+    result = {
+        "rsquare": f"CASE WHEN {s}.cyy = 0 "
+        f"THEN {_refuse('series_fit_line rsquare of a constant series (0/0)')} "
+        f"ELSE 1 - {_ssr(s)} / {s}.cyy END",
+        "slope": _slope(s),
+        "variance": f"{s}.cyy / ({s}.m - 1)",
+        "rvariance": f"{_ssr(s)} / ({s}.m - 1)",
+        "interception": f"({s}.mean - {_slope(s)} * ({s}.m + 1) / 2.0)",
+        "line_fit": f"to_json({_fit(s, '_qe_d')})",
+    }
+    return (
+        f"(CASE WHEN {values} IS NULL OR len(list_filter({values}, lambda _qe_x: _qe_x IS NULL "
+        f"OR isnan(_qe_x) OR isinf(_qe_x))) > 0 "
+        f"THEN {_refuse('series_fit_line of a value that is null or not a number')} "
+        f"ELSE list_transform([{values}], lambda {_Y}: CASE WHEN len({_Y}) < 2 "
+        f"THEN {_refuse('series_fit_line of fewer than 2 values')} "
+        f"ELSE list_transform([{_centered(_Y, '_qe_t')}], lambda {s}: {result[output]})[1] "
+        "END)[1] END)"
+    )
+
+
 def rows(functions: Any) -> list[Any]:
-    """duckdb-kql scalar rows `queryeval_fit2_<output>(series)`, one per output."""
+    """duckdb-kql scalar rows `queryeval_fit2_<output>(series)` (series_fit_2lines) and
+    `queryeval_fit1_<output>(series)` (series_fit_line), one per output."""
     return [
-        functions.FunctionSpec(f"queryeval_fit2_{name}", "template", _best(name), (1,),
-                               ("R9",) if name == "line_fit" else (),
-                               "queryeval: series_fit_2lines, Kusto's docs")
-        for name in OUTPUTS
+        *(functions.FunctionSpec(f"queryeval_fit2_{name}", "template", _best(name), (1,),
+                                 ("R9",) if name == "line_fit" else (),
+                                 "queryeval: series_fit_2lines, Kusto's docs")
+          for name in OUTPUTS),
+        *(functions.FunctionSpec(f"queryeval_fit1_{name}", "template", _line(name), (1,),
+                                 ("R9",) if name == "line_fit" else (),
+                                 "queryeval: series_fit_line, Kusto's docs")
+          for name in LINE_OUTPUTS),
     ]  # fmt: skip
