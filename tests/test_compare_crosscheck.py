@@ -120,7 +120,10 @@ def test_the_fast_path_is_the_general_path_on_wrong_typed_rows(
         # more than _FEW_DECIMALS rows: the gold's decimals stay decimals
         (1.5, Decimal("9.25"), True),  # far from every number
         (9.25 + 1e-12, Decimal("9.25"), False),  # close to a decimal
-        (0.3, Decimal("9.25"), False),  # another row's decimal 0.3: its float is 0.3
+        (0.3, Decimal("9.25"), True),  # another row's decimal 0.3: its float is 0.3, equal
+        (0.3, Decimal("0.30000000000000001"), True),  # two decimals whose float is 0.3
+        (0.3, Decimal("0.3000000001"), False),  # past the run of 0.3's: a close decimal
+        (Decimal("0.3000000001"), Decimal("0.3"), False),  # close to the run of 0.3's
         (Decimal("9.2500000001"), Decimal("9.25"), False),
         (Decimal("-7.5"), Decimal("NaN"), True),  # a NaN among them: read as floats
         (-7.5, Decimal("Infinity"), False),  # an infinity among them: declined

@@ -516,9 +516,9 @@ def _isolated(pred_left: Rows, gold: tuple[Any, ...] | _Bags, options: Options) 
     twice the tolerance's bound away (a value's close numbers form an interval around it,
     and a farther number on one side is close only if the nearer one is). False where it
     cannot tell cheaply: integers of 2**53 or more, values so small that the bound may
-    underflow, decimals that are no float, a decimal whose float is the value itself. The
-    few numbers of one gold row are checked one by one. `gold`: that row (a tuple), or
-    the gold's columns and the types in each (see `_cell_types`)."""
+    underflow, decimals that are no float. The few numbers of one gold row are checked one
+    by one. `gold`: that row (a tuple), or the gold's columns and the types in each (see
+    `_cell_types`)."""
     abs_tol, rel_tol = options.abs_tol, options.rel_tol
     tiny = 1e-300 / rel_tol if rel_tol else 0.0
     wanted = []  # the finite numbers, once checked for values it cannot tell about
@@ -566,11 +566,17 @@ def _isolated(pred_left: Rows, gold: tuple[Any, ...] | _Bags, options: Options) 
         if decimals:
             key = decimal.Decimal(x)  # exact
             i, j = bisect_left(decimals, key), bisect_right(decimals, key)
-            for d in (decimals[i - 1 : i] if i else []) + decimals[j : j + 1]:
-                number = float(d)
-                if number == x:
-                    return False  # another decimal's float is x: its neighbours unknown
-                near.append(number)
+            # the decimals whose float is x (x itself, as the general path reads them) lie
+            # in one run around x's place (a decimal's float is monotone in it): the
+            # nearest different numbers are just outside it
+            while i and float(decimals[i - 1]) == x:
+                i -= 1
+            while j < len(decimals) and float(decimals[j]) == x:
+                j += 1
+            if i:
+                near.append(float(decimals[i - 1]))
+            if j < len(decimals):
+                near.append(float(decimals[j]))
         for y in near:
             size_y = abs(y)
             if 0 < size_y < tiny or abs(y - x) <= 2.0 * (rel_tol * (size_x + size_y) + abs_tol):
