@@ -237,12 +237,27 @@ def run_queries(schemas: dict[str, dict[str, str]], rows: list[dict[str, Any]],
             if not row["valid"] and (suffix or only_valid):
                 row["kind" + suffix] = row["message" + suffix] = ""
                 continue  # only valid queries are measured on rows
-            outcome = engine.execute(row["query"]).outcome
+            executed = engine.execute(row["query"])
+            outcome = executed.outcome
             row["kind" + suffix], row["message" + suffix] = outcome.kind, outcome.message
+            row["digest" + suffix] = result_digest(executed.result) if outcome.kind == "ok" else ""
     execute_s, execute_cpu = time.perf_counter() - start, time.process_time() - cpu
     for _, engine in engines:
         engine.close()
     return execute_s, execute_cpu
+
+
+def result_digest(result: Any) -> str:
+    """A short hash of a result's column names and its rows as a multiset (each row's JSON
+    text, sorted): two runs of a query give the same digest when they answer the same rows,
+    in whatever order (to show that a code change left an answer as it was)."""
+    import hashlib
+
+    if result is None:
+        return ""
+    rows = sorted(json.dumps(list(r), default=str, sort_keys=True) for r in result.rows)
+    text = json.dumps([list(result.columns), rows])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def did_not_run(row: dict[str, Any]) -> bool:
