@@ -174,3 +174,57 @@ def test_an_index_read_in_ranges_of_a_few_lines_is_the_one_read_at_once(
     rows = states[1500][1]
     assert [r["row"] for r in rows] == list(range(len(rows)))
     assert [r["offset"] for r in rows] == sorted(r["offset"] for r in rows)
+
+
+def test_an_index_built_while_the_run_appends_is_the_index_of_the_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`index_during`: a file that held lines before waits for the run's first append (the
+    workers fork before it), then whole parts are indexed as lines come (a bad line
+    among them), `finish` indexes the rest: the same rows, counts, bad lines and cases as
+    an index of the finished file built at once."""
+    import sys
+    import time
+
+    from queryeval.viewer import RunIndex, _follow, _index, index_during
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_viewer import make_run, write_cases
+
+    monkeypatch.setattr(_index, "PART_ROWS", 7)
+    monkeypatch.setattr(_follow, "POLL_S", 0.005)
+    cases = write_cases(tmp_path / "cases.jsonl", 20)
+    run = make_run(tmp_path / "runs" / "r", cases, 20, systems=("a", "b"), seed=3)
+    lines = (run / "results.jsonl").read_bytes().splitlines(keepends=True)
+    lines[17:17] = [b"not json\n"]
+    results = run / "results.jsonl"
+    results.write_bytes(b"".join(lines[:12]))  # a resumed run's: 12 lines, none indexed
+    root = tmp_path / "during"
+
+    def wait_for(parts: int) -> None:
+        deadline = time.monotonic() + 10
+        while index.parts < parts and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert index.parts == parts
+
+    with index_during(run, root) as index:
+        time.sleep(0.05)  # ten looks at the file: nothing appended, nothing indexed
+        assert index.parts == 0
+        with results.open("ab") as f:
+            f.write(b"".join(lines[12:30]))
+            f.flush()
+            wait_for(4)  # lines 1-28 (27 records and the bad line: the 4th part holds 6)
+            f.write(b"".join(lines[30:]) + b'{"system": "a", "ca')  # and a torn line
+    assert index.finish(run, min_bytes=0) is None
+    during_index, whole_index = (
+        RunIndex(run, root),
+        RunIndex(run, tmp_path / "whole", cases_checked=True),
+    )
+    during, whole = during_index.refresh(), whole_index.refresh()
+    assert during.rows == whole.rows == len(lines) - 1
+    skip = {"generation", "inode", "parts"}
+    assert {k: v for k, v in during.as_dict().items() if k not in skip} == {
+        k: v for k, v in whole.as_dict().items() if k not in skip
+    }
+    assert during.bad == [{"line": 18, "why": during.bad[0]["why"]}]
+    assert _index_rows(during_index) == _index_rows(whole_index)

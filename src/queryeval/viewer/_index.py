@@ -168,9 +168,10 @@ class RunIndex:
 
     # --- building ------------------------------------------------------------------------
 
-    def refresh(self) -> IndexState:
+    def refresh(self, upto: int | None = None) -> IndexState:
         """Index what results.jsonl gained since the last call (or everything, when the file
-        was replaced or cut, or the index is missing); returns the state."""
+        was replaced or cut, or the index is missing); returns the state. `upto`: only the
+        lines before this byte (a line's end: a run still appending, `index_during`)."""
         with self._lock, self._folder_lock():
             results = self.run_dir / RESULTS
             try:
@@ -182,8 +183,9 @@ class RunIndex:
             if state is None or state.inode != stat.st_ino or state.size > stat.st_size:
                 state = self._reset()
                 state.inode = stat.st_ino
-            if stat.st_size > state.size:
-                self._append(results, state, stat.st_size)
+            end = stat.st_size if upto is None else min(upto, stat.st_size)
+            if end > state.size:
+                self._append(results, state, end)
             else:
                 self.torn_tail = False
             self._cases(state)
