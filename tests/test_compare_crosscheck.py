@@ -140,3 +140,30 @@ def test_the_decimals_of_a_larger_gold(pred: Any, gold: Any, isolated: bool) -> 
     wrong = _small._converted((many, pred), opts.policy)
     assert _small._isolated([wrong], bags, opts) is isolated
     assert as_dict(compare_results(p, g)) == as_dict(general(p, g))
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "far"),
+    [
+        ((782.57, Decimal("287.23"), 7), (782.07, Decimal("287.23"), 7), True),  # one far
+        ((1.0 + 1e-12, 2.5, 7), (1.0, 2.5, 8), True),  # near, but 7 is far from every number
+        ((1.0 + 1e-12, 2.5), (1.0, 2.5), False),  # within the tolerance: the general path
+        ((2.5, 1.0 + 1e-12), (1.0, 2.5), False),  # near a cell of another column
+        ((math.nan, 1.0), (2.0, 1.0), True),  # a NaN equal to no cell
+        ((math.inf, 1.0), (2.0, 1.0), True),  # an infinity equal to no cell
+        ((math.inf, 2.0), (math.inf, 2.0 + 1e-12), False),  # the infinity is in the gold
+        ((2.0**53 + 2, 1.0 + 1e-12), (2.0**53, 1.0), False),  # too large to tell; near
+        ((5.0, 1.0), (Decimal("1e400"), 1.0), False),  # a gold decimal past a float
+    ],
+)
+def test_one_far_cell_settles_one_row(pred: Any, gold: Any, far: bool) -> None:
+    names = ["a", "b", "c"][: len(gold)]
+    p, g = ResultSet(names, [pred]), ResultSet(names, [gold])
+    opts = Options(0.0, 1e-9, True, ValuePolicy())
+    try:
+        converted = _small._converted(pred, opts.policy), _small._converted(gold, opts.policy)
+    except OverflowError:  # a decimal past a float's range: the fast path declines first
+        assert not far
+    else:
+        assert _small._far_cell(*converted, opts) is far
+    assert as_dict(compare_results(p, g)) == as_dict(general(p, g))

@@ -262,6 +262,7 @@ def _one_row(
             pred, gold = _converted(row, policy), _converted(gold_row, policy)
             if pred == gold:
                 return None  # equal once converted
+            apart = _far_cell(pred, gold, options)
         notes: tuple[str, ...] = ()
         if columns == "permutation":  # as `_unequal` decides
             k = len(alignment.pairs)
@@ -405,6 +406,47 @@ def _apart(pred_left: Rows, gold: tuple[Any, ...] | _Bags) -> bool:
         else:
             return False  # no such value in this row
     return True
+
+
+def _far_cell(pred: tuple[Any, ...], gold: tuple[Any, ...], options: Options) -> bool:
+    """Whether a cell of the one predicted row equals no cell of the one gold row and lies
+    more than twice the tolerance's bound from each of its numbers (both rows converted):
+    under any mapping that cell meets a gold cell neither equal nor close, so the row
+    matches under none. One such cell is enough (`_isolated` checks every number). False
+    where it cannot tell: a gold value that is no plain converted one (a decimal's
+    canonical form), an integer of 2**53 or more, a value so small that the bound may
+    underflow."""
+    abs_tol, rel_tol = options.abs_tol, options.rel_tol
+    tiny = 1e-300 / rel_tol if rel_tol else 0.0
+    numbers = []
+    for y in gold:
+        kind = type(y)
+        if kind not in _CONVERTED_TYPES:
+            return False
+        if (kind is float or kind is int) and y - y == 0:  # finite
+            size_y = abs(y)
+            if 0 < size_y < tiny or size_y >= _EXACT_FLOAT_INT:
+                return False
+            numbers.append((y, size_y))
+    for x in pred:
+        if x in gold:
+            continue
+        kind = type(x)
+        if kind is not float and kind is not int:
+            if kind in _CONVERTED_TYPES:  # a string, date, NULL or NaN equal to no cell
+                return True
+            continue
+        if x - x != 0:  # an infinity equal to no cell: close to none
+            return True
+        size_x = abs(x)
+        if 0 < size_x < tiny or size_x >= _EXACT_FLOAT_INT:
+            continue
+        for y, size_y in numbers:
+            if abs(y - x) <= 2.0 * (rel_tol * (size_x + size_y) + abs_tol):
+                break
+        else:
+            return True
+    return False
 
 
 def _row_numbers(rows: Iterable[Sequence[Any]]) -> list[float | int] | None:
