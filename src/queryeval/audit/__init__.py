@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from queryeval._registry import lazy_attributes
+from queryeval.audit._checks import Auditor, golds_of  # noqa: F401 (golds_of: the runner's)
 from queryeval.audit._from_review import (
     file_provenance,
     merge_entries,
@@ -32,9 +31,6 @@ from queryeval.cases import Case
 from queryeval.config import SuiteConfig
 from queryeval.scorers import ScoringContext
 
-if TYPE_CHECKING:
-    from queryeval.audit._checks import Auditor, Gold, golds_of  # noqa: F401 (lazy, below)
-
 
 def audit_suite(
     suite: SuiteConfig,
@@ -50,7 +46,6 @@ def audit_suite(
     """Audit every gold of `cases` (see docs/audit.md): the findings and what was covered.
     `predictions` (run folders or JSONL files) and `systems` (suite systems with saved
     predictions) feed `disputed`: `agree` systems agreeing against the gold."""
-    from queryeval.audit._checks import Auditor
     from queryeval.audit._predictions import read_predictions
 
     found = read_predictions(list(predictions), suite, systems)
@@ -75,8 +70,3 @@ __all__ = [
     "write_overlay_file",
     "write_report",
 ]
-
-# the checks of one gold, for the runner (validate, selftest): imported on first use
-__getattr__, __dir__ = lazy_attributes(
-    __name__, {n: ("queryeval.audit._checks", None) for n in ("Auditor", "Gold", "golds_of")}
-)

@@ -18,13 +18,15 @@ import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from queryeval.audit._model import KINDS, AuditReport, Finding
 from queryeval.cases import Case
 from queryeval.config import SuiteConfig
-from queryeval.engines import Engine, Execution
 from queryeval.scorers import ScoringContext
+
+if TYPE_CHECKING:
+    from queryeval.engines import Engine, Execution
 
 MAX_ROWS_SHOWN = 20  # rows of a result kept as evidence
 _HOW = {
