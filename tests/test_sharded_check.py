@@ -27,7 +27,8 @@ def test_sharded_case_stubs_keep_every_field(tmp_path: Path) -> None:
     ranges = split_file(cases, 100)
     assert len(ranges) > 1
     preds_ranges = {"s": split_file(preds, 40)}
-    units, stubs = check_inputs(ranges, preds_ranges, {"s": preds}, LocalExecutor(1).map, set())
+    with LocalExecutor(2) as pool:  # the ranges checked in forked workers
+        units, stubs = check_inputs(ranges, preds_ranges, {"s": preds}, pool.map, set())
     want = [Case.model_validate(c) for c in raw]
     got = [(s.id, s.name, s.tags, s.metadata, s.labels) for s in stubs]
     assert got == [(c.id, c.name, c.tags, c.metadata, c.labels) for c in want]

@@ -76,12 +76,8 @@ class LocalExecutor:
         self.map(units, None if self._inherit is worker else worker, emit)
 
     def map(self, items: Sequence[Any], fn: Callable[[Any], Any] | None, emit: Emit) -> None:
-        """`fn` over the items (None: the inherited worker's) in the pool, or here for one
-        worker; results emitted in item order; the first exception (of `fn`, `emit`) stops it."""
-        if self.workers == 1:
-            for item in items:
-                emit(fn(item))  # type: ignore[misc]  # a worker's units go to `run`
-            return
+        """`fn` over the items (None: the inherited worker's) in the pool; results emitted in
+        item order; the first exception (of `fn`, `emit`) stops it."""
         from concurrent.futures.process import BrokenProcessPool
 
         if self._pool is None:
