@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from queryeval.cli import resume_gc
 from queryeval.cli._audit import audit_command, overlay_command
 from queryeval.cli._calibrate import calibrate_command
 from queryeval.cli._compare import compare_command  # light: heavy imports are inside
@@ -121,70 +121,17 @@ def run(
     Exit codes: 0 complete and gates pass, 1 a gate failed (or, with --strict, a mean is
     flagged for its unscored share), 2 bad input, a broken configuration or a broken scorer.
     """
-    from queryeval.config import ReportConfig
-    from queryeval.runner import CaseSelection, load_suite, run_suite
+    from queryeval.cli._run import run_command  # also run without typer: cli._run_line
 
-    extra = [ReportConfig(kind="junit", path=str(junit.resolve()))] if junit else []
     try:
-        selection = CaseSelection(tuple(filter_ or ()), limit)
-        config = load_suite(suite)
-        if executor is not None or address is not None or shards is not None:
-            from queryeval.runner import with_executor  # the Ray executor's module
-
-            config = with_executor(config, executor, address=address, shards=shards)
-        # this process only runs the suite and exits: what it has imported is frozen out of
-        # the collector's scans for good (run_suite then leaves what it freezes frozen too,
-        # and the exit's final collection has nothing large to scan)
-        gc.freeze()
-        result = run_suite(
-            config,
-            out,
-            resume=resume,
-            overwrite=overwrite,
-            progress=progress,
-            baseline=baseline,
-            extra_reports=extra,
-            use_cache=cache,
-            review=review,
-            selection=selection,
-            retry_errors=retry_errors,
-        )
+        code = run_command(
+            suite, out, resume, overwrite, progress, baseline, junit, cache, strict, review,
+            filter_, limit, retry_errors, executor, address, shards, echo=typer.echo,
+        )  # fmt: skip
     except InputError as exc:
         raise fail_input(exc) from None
-    from queryeval.viewer import index_run
-
-    # the index that `view`, `compare` and `history` read, ready when the run ends (a cache:
-    # a failure to write it is a warning, and they build it when they first read the run)
-    if (problem := index_run(result.out_dir)) is not None:
-        typer.echo(f"warning: the run's index (for view, compare, history): {problem}", err=True)
-    typer.echo(f"run directory: {result.out_dir}")
-    typer.echo(f"  results.jsonl: {result.new_records} new record(s), {result.skipped} resumed")
-    for kind, path in result.reports.items():
-        typer.echo(f"  {kind}: {path}")
-    if result.overlays:
-        from queryeval.audit import overlay_lines
-
-        for content in result.overlays:
-            for line in overlay_lines(content):
-                typer.echo(line)
-    failed = [g for g in result.gates if not g["passed"]]
-    for g in failed:
-        bound = f", bound {g['bound']}" if "bound" in g else ""
-        note = f"; {g['note']}" if g.get("note") else ""
-        typer.echo(
-            f"gate failed: {g['system']}: {g['gate']} (value {g['value']}{bound}{note})",
-            err=True,
-        )
-    flags = result.flags if strict else []
-    for f in flags:
-        typer.echo(
-            f"strict: {f['system']}: {f['scorer']}: {f['unscored_share']:.1%} of the cases "
-            f"unscored or in error (settings.max_unscored_share "
-            f"{config.settings.max_unscored_share:g})",
-            err=True,
-        )
-    if failed or flags:
-        raise typer.Exit(code=1)
+    if code:
+        raise typer.Exit(code=code)
 
 
 @app.command()
@@ -365,8 +312,11 @@ def main() -> None:
     # less CPU on a sharded 100,000-case run, whose workers need those cores. Set before
     # numpy is first imported (nothing the CLI imports up to here loads it).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    args = sys.argv[1:]
+    if args[:1] != ["run"]:
+        resume_gc()  # `run` resumes it once its suite is loaded
     try:
-        app_for(sys.argv[1:])()
+        app_for(args)()
     except InputError as exc:  # pragma: no cover - commands catch their own
         typer.echo(f"error: {exc.render()}", err=True)
         sys.exit(2)
