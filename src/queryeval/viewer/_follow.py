@@ -15,10 +15,18 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from queryeval.log import RESULTS
-from queryeval.viewer import _index
 
+if TYPE_CHECKING:
+    from queryeval.viewer._index import RunIndex
+
+# `queryeval run` indexes its run from this size of results.jsonl on (some 15,000-30,000
+# records: 1.5-3 s of CPU to index); a smaller run is indexed by its first reader in about
+# a second or less, and the run does not pay for it (a 3,000-case SQL run: 0.4-0.7 s of
+# CPU, a sixth of its warm time)
+INDEX_AT_END_MIN_BYTES = 32 * 2**20
 POLL_S = 0.25  # how often the thread looks at the file (a stat while nothing changed)
 _READ_BYTES = 8 * 2**20  # the new bytes are read this much at a time, to count their lines
 
@@ -33,7 +41,8 @@ class RunningIndex:
     >>> with index_during(run, root) as index:
     ...     w = LogWriter(run); w.open_for_append()
     ...     w.append({"system": "s", "case_id": "c1", "scores": {}}); w.close()
-    >>> index.finish(run, min_bytes=0) is None, _index.RunIndex(run, root).refresh().rows
+    >>> from queryeval.viewer import RunIndex
+    >>> index.finish(run, min_bytes=0) is None, RunIndex(run, root).refresh().rows
     (True, 1)
     """
 
@@ -58,14 +67,22 @@ class RunningIndex:
         """Stop the thread, then index what is left of `run_dir` (`index_run`: None when
         done or not needed, else the problem in one line)."""
         self.stop()
-        return _index.index_run(run_dir, self.root, min_bytes)
+        least = INDEX_AT_END_MIN_BYTES if min_bytes is None else min_bytes
+        try:  # a small run's index is left to its first reader, without importing it
+            if (Path(run_dir) / RESULTS).stat().st_size < least:
+                return None
+        except OSError:
+            pass  # index_run says what is wrong
+        from queryeval.viewer._index import index_run
+
+        return index_run(run_dir, self.root, min_bytes)
 
     def _follow(self) -> None:
         """Index whole parts as the lines come (a cache: any failure ends the thread and
         leaves the work to `finish`)."""
         with contextlib.suppress(Exception):
             results = self.run_dir / RESULTS
-            index: _index.RunIndex | None = None
+            index: RunIndex | None = None
             seen: tuple[int, int] | None = None  # (inode, size) when the thread first saw it
             base = pos = count = 0  # the index's end, bytes scanned, lines in [base, pos)
             while not self._stop.wait(POLL_S):
@@ -80,7 +97,9 @@ class RunningIndex:
                 if stat.st_size == seen[1]:
                     continue  # nothing appended yet by this run
                 if index is None:
-                    index = _index.RunIndex(self.run_dir, self.root, cases_checked=True)
+                    from queryeval.viewer._index import RunIndex  # here: a run that grows
+
+                    index = RunIndex(self.run_dir, self.root, cases_checked=True)
                     state = index._load_state()
                     fresh = state is None or state.inode != stat.st_ino
                     base = pos = 0 if fresh or state is None else state.size
@@ -101,6 +120,8 @@ def _cut(path: Path, base: int, pos: int, count: int, size: int) -> tuple[int | 
     """Count the lines of `path` in [pos, size) (`count` of them in [base, pos) already);
     (the end of the last whole number of `PART_ROWS` lines after `base`, or None; the
     lines counted past that end; where the count stopped)."""
+    from queryeval.viewer import _index
+
     rows = _index.PART_ROWS
     with path.open("rb") as f:
         f.seek(pos)

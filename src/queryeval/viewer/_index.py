@@ -33,17 +33,13 @@ from typing import Any
 import orjson
 
 from queryeval.log import LOCK, RESULTS, RUN, LogWriter, RecordColumns, read_json
+from queryeval.viewer import _follow
 from queryeval.viewer._build import PART_ROWS, index_lines, ranges, write_cases_file
 
 VERSION = 1
 _META = "meta.json"
 _CASES_PREFIX = "cases-"
 _MAX_BAD = 50  # bad lines listed (all are counted)
-# `queryeval run` indexes its run at the end from this size of results.jsonl on (some
-# 15,000-30,000 records: 1.5-3 s of CPU to index); a smaller run is indexed by its first
-# reader in about a second or less, and the run does not pay for it (a 3,000-case SQL run:
-# 0.4-0.7 s of CPU, a sixth of its warm time)
-INDEX_AT_END_MIN_BYTES = 32 * 2**20
 
 
 _DB: Any = None
@@ -453,7 +449,7 @@ def index_run(run_dir: Path, root: Path | None = None, min_bytes: int | None = N
     """Build or bring up to date the index of a run that just finished (what `queryeval run`
     does at its end, so that the viewer, `compare` and `history` find a large run's index
     ready), when its results.jsonl has at least `min_bytes` (default
-    `INDEX_AT_END_MIN_BYTES`: a smaller one is indexed by its first reader). Never raises:
+    `_follow.INDEX_AT_END_MIN_BYTES`: a smaller one is indexed by its first reader). Never raises:
     the index is a cache beside the run, so a failure to write it is returned as one line
     (None when done or not needed), and whoever reads the run builds it then. The run has
     validated its case files: their cases are not validated again (`case_fields`).
@@ -469,7 +465,7 @@ def index_run(run_dir: Path, root: Path | None = None, min_bytes: int | None = N
     >>> index_run(run, Path("/dev/null/index"), 0).startswith("cannot write /dev/null/index/")
     True
     """
-    least = INDEX_AT_END_MIN_BYTES if min_bytes is None else min_bytes
+    least = _follow.INDEX_AT_END_MIN_BYTES if min_bytes is None else min_bytes
     try:
         if (Path(run_dir) / RESULTS).stat().st_size < least:
             return None
