@@ -180,9 +180,9 @@ def test_an_index_built_while_the_run_appends_is_the_index_of_the_whole_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`index_during`: a file that held lines before waits for the run's first append (the
-    workers fork before it), then whole parts are indexed as lines come (a bad line
-    among them), `finish` indexes the rest: the same rows, counts, bad lines and cases as
-    an index of the finished file built at once."""
+    workers fork before it), then whole parts are indexed as lines come (a bad line and a
+    repeated record among them), `finish` indexes the rest: the same rows, counts, bad
+    lines and cases as an index of the finished file built at once."""
     import sys
     import time
 
@@ -197,6 +197,7 @@ def test_an_index_built_while_the_run_appends_is_the_index_of_the_whole_file(
     run = make_run(tmp_path / "runs" / "r", cases, 20, systems=("a", "b"), seed=3)
     lines = (run / "results.jsonl").read_bytes().splitlines(keepends=True)
     lines[17:17] = [b"not json\n"]
+    lines.insert(25, lines[2])  # a record repeated, in a later part than the first
     results = run / "results.jsonl"
     results.write_bytes(b"".join(lines[:12]))  # a resumed run's: 12 lines, none indexed
     root = tmp_path / "during"
@@ -226,5 +227,5 @@ def test_an_index_built_while_the_run_appends_is_the_index_of_the_whole_file(
     assert {k: v for k, v in during.as_dict().items() if k not in skip} == {
         k: v for k, v in whole.as_dict().items() if k not in skip
     }
-    assert during.bad == [{"line": 18, "why": during.bad[0]["why"]}]
+    assert during.bad == [{"line": 18, "why": during.bad[0]["why"]}] and during.duplicates == 1
     assert _index_rows(during_index) == _index_rows(whole_index)

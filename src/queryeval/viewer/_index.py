@@ -34,9 +34,12 @@ import orjson
 
 from queryeval.log import LOCK, RESULTS, RUN, LogWriter, RecordColumns, read_json
 from queryeval.viewer import _follow
-from queryeval.viewer._build import PART_ROWS, index_lines, ranges, write_cases_file
+from queryeval.viewer._build import index_lines, ranges, write_cases_file
 
 VERSION = 1
+# rows per Parquet part of the records (bounds the memory of indexing a large run; a run
+# indexed while it runs leaves at most one part for its end: 25,000 SDMX records, ~1 s)
+PART_ROWS = 25_000
 _META = "meta.json"
 _CASES_PREFIX = "cases-"
 _MAX_BAD = 50  # bad lines listed (all are counted)
@@ -150,6 +153,7 @@ class RunIndex:
         root: Path | None = None,
         *,
         cases_checked: bool = False,
+        keep_keys: bool = False,
     ) -> None:
         self.run_dir = Path(run_dir).resolve()
         # the case files were validated by the run just finished: their cases are read from
@@ -161,6 +165,10 @@ class RunIndex:
         self.state = IndexState(run=str(self.run_dir))
         self.torn_tail = False  # the file ends in a partial line (a kill, or a write now)
         self._offsets: tuple[Any, Any, Any, Any] | None = None
+        # `keep_keys` (an index refreshed part by part as its run runs): the (system, case
+        # id)s indexed, kept between refreshes instead of read back from every part each time
+        self._keep_keys = keep_keys
+        self._kept: tuple[tuple[str, int], set[tuple[str, str]]] | None = None
 
     # --- building ------------------------------------------------------------------------
 
@@ -244,7 +252,12 @@ class RunIndex:
         rows of one range held at once)."""
         import pyarrow as pa
 
-        seen = self._keys(state) if state.rows else set()
+        kept = self._kept
+        if kept is not None and kept[0] == (state.generation, state.rows):
+            seen = kept[1]
+        else:
+            seen = self._keys(state) if state.rows else set()
+        self._kept = None
         batches: list[Any] = []  # the part's rows so far as Arrow tables
         n = 0
         lineno, offset = state.lines, state.size
@@ -279,6 +292,8 @@ class RunIndex:
         state.size = offset
         state.lines = lineno
         self._save(state)
+        if self._keep_keys:
+            self._kept = (state.generation, state.rows), seen
 
     @staticmethod
     def _bad(state: IndexState, lineno: int, why: str) -> None:
