@@ -91,17 +91,46 @@ def test_other_lines_are_left_to_typer(args: list[str]) -> None:
     assert _run_line.parse(args) is None
 
 
-def test_every_option_of_the_run_command_is_known() -> None:
-    """A new option of `queryeval run` (in `_app.run`) needs a place in `_run_line`, and
-    its default in `run_command` must be typer's."""
-    command = app.registered_commands[0].callback
-    assert command is not None and command.__name__ == "run"
-    typer_params = inspect.signature(command).parameters
+KINDS = {Path: "path", int: "count", str: "text", list[str]: "many"}
+
+
+def test_the_reader_mirrors_every_parameter_of_typers_run_command() -> None:
+    """Walks the click command typer builds for `run` (names, spellings, flags, defaults,
+    types, no environment variable, prompt or callback): a parameter added to or changed
+    in `_app.run` and not mirrored in `_run_line` (or `run_command`'s defaults) fails
+    here, so the two readers cannot drift apart."""
+    import typing
+
+    import typer
+
+    from queryeval.cli._app import app_for, run
+
+    command = typer.main.get_command(app_for(["run"])).commands["run"]  # type: ignore[attr-defined]
+    hints = typing.get_type_hints(run)
     ours = inspect.signature(_run.run_command).parameters
-    options = {p for p, _ in _run_line._VALUES.values()} | set(_run_line._FLAGS.values())
-    assert set(typer_params) == options | {"suite"}
-    for name, param in typer_params.items():
-        assert ours[name].default == param.default, name
+    seen_values, seen_flags = set(), set()
+    for param in command.params:
+        assert param.envvar is None and param.callback is None and param.nargs == 1
+        assert not getattr(param, "prompt", None) and not param.is_eager
+        bare = typing.get_args(hints[param.name])
+        kind = hints[param.name] if not bare else next(t for t in bare if t is not type(None))
+        if param.name == "suite":
+            assert param.opts == ["suite"] and kind is Path and param.required
+            continue
+        assert ours[param.name].default == param.default, param.name
+        if kind is bool:
+            assert param.is_flag and not param.multiple
+            flag = param.opts[0].removeprefix("--")
+            assert param.opts == [f"--{flag}"] and param.secondary_opts == [f"--no-{flag}"]
+            assert _run_line._FLAGS[flag] == param.name
+            seen_flags.add(flag)
+        else:
+            assert not param.is_flag and param.multiple == (KINDS[kind] == "many")
+            for spelling in param.opts:
+                assert _run_line._VALUES[spelling] == (param.name, KINDS[kind]), spelling
+                seen_values.add(spelling)
+    assert seen_values == set(_run_line._VALUES) and seen_flags == set(_run_line._FLAGS)
+    assert set(ours) - {"echo"} == {param.name for param in command.params}
 
 
 def test_the_fast_path_exits_as_typer(
