@@ -1,7 +1,6 @@
 """Command line interface (typer). `queryeval --help` is answered without importing typer
-(`_help.HELP`), and so is a plain `queryeval run` line (`_run_line`); every other command
-line goes to the typer app (`app`, imported on first use), built with only the command the
-line names (`_app.app_for`)."""
+(`_help.HELP`); every other command line goes to the typer app (`app`, imported on first
+use), built with only the command the line names (`_app.app_for`)."""
 
 from __future__ import annotations
 
@@ -65,14 +64,6 @@ def main() -> None:
         gc.disable()
         _gc_paused = True
     try:
-        if sys.argv[1:2] == ["run"]:
-            # most run lines are read without typer (`_run_line`: 0.08-0.14 s of CPU less)
-            from queryeval.cli import _run_line
-
-            params = _run_line.parse(sys.argv[1:]) if _run_line.plain_streams() else None
-            if params is not None:
-                _run_line.run(params)
-                return
         from queryeval.cli._app import main as run_app
 
         run_app()

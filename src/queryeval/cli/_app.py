@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -121,17 +122,74 @@ def run(
     Exit codes: 0 complete and gates pass, 1 a gate failed (or, with --strict, a mean is
     flagged for its unscored share), 2 bad input, a broken configuration or a broken scorer.
     """
-    from queryeval.cli._run import run_command  # also run without typer: cli._run_line
+    from queryeval.config import ReportConfig
+    from queryeval.runner import CaseSelection, default_out_dir, load_suite, run_suite
 
+    extra = [ReportConfig(kind="junit", path=str(junit.resolve()))] if junit else []
     try:
-        code = run_command(
-            suite, out, resume, overwrite, progress, baseline, junit, cache, strict, review,
-            filter_, limit, retry_errors, executor, address, shards, echo=typer.echo,
-        )  # fmt: skip
+        selection = CaseSelection(tuple(filter_ or ()), limit)
+        config = load_suite(suite)
+        if executor is not None or address is not None or shards is not None:
+            from queryeval.runner import with_executor  # the Ray executor's module
+
+            config = with_executor(config, executor, address=address, shards=shards)
+        # this process only runs the suite and exits: what it has imported is frozen out of
+        # the collector's scans for good (run_suite then leaves what it freezes frozen too,
+        # and the exit's final collection has nothing large to scan); the collector, paused
+        # for the imports by `queryeval.cli.main`, runs from here on
+        gc.freeze()
+        resume_gc()
+        from queryeval.viewer import index_during  # lazy: imports nothing heavy
+
+        # the index that `view`, `compare` and `history` read, built while the run runs and
+        # ready when it ends (a cache: a failure to write it is a warning, and they build it
+        # when they first read the run)
+        with index_during(out if out is not None else default_out_dir(config)) as index:
+            result = run_suite(
+                config,
+                out,
+                resume=resume,
+                overwrite=overwrite,
+                progress=progress,
+                baseline=baseline,
+                extra_reports=extra,
+                use_cache=cache,
+                review=review,
+                selection=selection,
+                retry_errors=retry_errors,
+            )
     except InputError as exc:
         raise fail_input(exc) from None
-    if code:
-        raise typer.Exit(code=code)
+    if (problem := index.finish(result.out_dir)) is not None:
+        typer.echo(f"warning: the run's index (for view, compare, history): {problem}", err=True)
+    typer.echo(f"run directory: {result.out_dir}")
+    typer.echo(f"  results.jsonl: {result.new_records} new record(s), {result.skipped} resumed")
+    for kind, path in result.reports.items():
+        typer.echo(f"  {kind}: {path}")
+    if result.overlays:
+        from queryeval.audit import overlay_lines
+
+        for content in result.overlays:
+            for line in overlay_lines(content):
+                typer.echo(line)
+    failed = [g for g in result.gates if not g["passed"]]
+    for g in failed:
+        bound = f", bound {g['bound']}" if "bound" in g else ""
+        note = f"; {g['note']}" if g.get("note") else ""
+        typer.echo(
+            f"gate failed: {g['system']}: {g['gate']} (value {g['value']}{bound}{note})",
+            err=True,
+        )
+    flags = result.flags if strict else []
+    for f in flags:
+        typer.echo(
+            f"strict: {f['system']}: {f['scorer']}: {f['unscored_share']:.1%} of the cases "
+            f"unscored or in error (settings.max_unscored_share "
+            f"{config.settings.max_unscored_share:g})",
+            err=True,
+        )
+    if failed or flags:
+        raise typer.Exit(code=1)
 
 
 @app.command()
