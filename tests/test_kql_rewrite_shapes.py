@@ -49,8 +49,12 @@ def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KqlEngine]:
 
 
 def _union(kql: KqlEngine, query: str) -> tuple[list[str], list[tuple[object, ...]]]:
-    """`query` as the engine runs it: its wildcard unions expanded from the catalog first."""
-    return rows(kql, wildcard_unions(query, kql.cached_schema()["tables"]))
+    """`query` as the engine runs it (its wildcard unions expanded from the catalog first,
+    `KqlEngine._run`), and as `wildcard_unions` writes it: the same answer."""
+    columns, got = rows(kql, query)
+    written = rows(kql, wildcard_unions(query, kql.cached_schema()["tables"]))
+    assert written[0] == columns and sorted(written[1], key=str) == sorted(got, key=str)
+    return columns, got
 
 
 def test_union_star_names_columns_by_type_and_counts_every_table(kql: KqlEngine) -> None:

@@ -331,12 +331,25 @@ class KqlEngine(Engine):
         return sql
 
     def _run(self, query: str) -> RawResult:
+        # `union *` / `union Pattern*` / a source `search`: one leg per table of the catalog
+        # (`wildcard_unions`), before the case scheme sees which tables the query reads
+        query = self._memoised("wildcards", query, (), lambda: self._wildcards(query))
         separated = self._memoised("case", query, (), lambda: self._separated(query))
         raw = self._run_prepared(query if separated is None else separated.text)
         # a result's encoded columns (`_kql_case`: a table or an externaldata holding two
         # spellings stores the later ones encoded) named back
         columns = [decode_column(c) for c in raw.columns]
         return raw if columns == list(raw.columns) else dataclasses.replace(raw, columns=columns)
+
+    def _wildcards(self, query: str) -> str:
+        """`query` with its wildcard unions and source searches expanded from the catalog
+        (a quick look at its words first)."""
+        lowered = query.lower()
+        if "union" not in lowered and "search" not in lowered:
+            return query
+        from queryeval.engines._kql_rewrite_kusto import wildcard_unions
+
+        return wildcard_unions(query, self.cached_schema()["tables"])
 
     def _separated(self, query: str) -> Separated | None:
         """`query` with its columns that differ only in case kept apart (`_kql_case`), or

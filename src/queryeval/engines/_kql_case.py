@@ -127,21 +127,37 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
             pattern = query[slice(*_span(node))].strip()
             wildcards.append((*_span(node), sorted(fnmatch.filter(tables, pattern))))
     names = _names(tree, query)
-    used_tables = {n for _, _, n, _ in names if n in tables}
-    used_tables |= {t for _, _, legs in wildcards for t in legs}
+    as_columns = _tables_named_as_columns(tree, query, tables)
+    # each table read: the columns it brings into the query (a leg `(T | project ...)` as
+    # `wildcard_unions` writes it brings only those it projects)
+    visible: dict[int, list[tuple[str, str]]] = {}  # (table column, the name it reaches as)
+    for start, stop, name, _ in names:
+        in_wildcard = any(a <= start < b for a, b, _ in wildcards)
+        if name in tables and start not in as_columns and not in_wildcard:
+            visible[start] = _projected_columns(query, stop, tables[name])
+    outputs = {out for cols in visible.values() for _, out in cols}
+    outputs |= {c for _, _, legs in wildcards for t in legs for c in tables[t]}
     spellings: dict[str, set[str]] = {}
     stored: dict[str, set[str]] = {}  # a spelling a table stores encoded -> those names
-    for table in used_tables:
-        for column in tables[table]:
-            spelling = decode_column(column)
-            spellings.setdefault(spelling.casefold(), set()).add(spelling)
-            if spelling != column:
-                stored.setdefault(spelling, set()).add(column)
-    for _, stop, name, _ in names:
-        if name not in tables and not query[stop:].lstrip().startswith("("):  # not a call
+    plain: set[str] = set()  # spellings read as they are spelled
+    for column in outputs:
+        spelling = decode_column(column)
+        spellings.setdefault(spelling.casefold(), set()).add(spelling)
+        if spelling != column:
+            stored.setdefault(spelling, set()).add(column)
+        else:
+            plain.add(spelling)
+    for start, stop, name, _ in names:
+        if (name not in tables or start in as_columns) and not query[stop:].lstrip().startswith(
+            "("
+        ):  # a column, not a call
             spellings.setdefault(name.casefold(), set()).add(name)
-    table_columns = {decode_column(c) for t in used_tables for c in tables[t]}
-    groups = [sorted(g) for g in spellings.values() if len(g) > 1 and g & table_columns]
+    table_columns = {decode_column(c) for c in outputs}
+    # a group: several spellings, or one stored encoded and also read (or named) as spelled
+    plain |= {n for _, stop, n, _ in names if n not in tables}
+    groups = [sorted(g) for g in spellings.values()
+              if (len(g) > 1 or any(s in stored and s in plain for s in g))
+              and g & table_columns]  # fmt: skip
     if not groups:
         return None
     if NAME_READERS.search(query):
@@ -152,12 +168,12 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
         # the canonical spelling is one no table stores encoded; a spelling a table stores
         # encoded keeps that name; the others take the numbers left (DuckDB folds case:
         # a group's encoded names differ by their number)
-        plain = [s for s in group if s not in stored]
-        in_tables = [s for s in plain if s in table_columns]
-        if not plain or any(len(stored.get(s, ())) > 1 for s in group):
+        unstored = [s for s in group if s not in stored]
+        in_tables = [s for s in unstored if s in table_columns]
+        if (not unstored and len(group) > 1) or any(len(stored.get(s, ())) > 1 for s in group):
             raise KqlRefused("columns whose names differ only in case, stored encoded in "
                              "ways that disagree")  # fmt: skip
-        canonical = in_tables[0] if in_tables else plain[0]
+        canonical = in_tables[0] if in_tables else unstored[0] if unstored else None
         taken = {int(n.rsplit("__qe", 1)[1]) for s in group for n in stored.get(s, ())}
         free = (k for k in range(1, len(group) + len(taken) + 1) if k not in taken)
         for spelling in group:
@@ -191,8 +207,8 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
                 edits.append((start, start + len(source.group(1)), ""))
 
     def leg(table: str, start: int = -1) -> str:
-        moves = [f"{quote_name(renamed[c])} = {quote_name(c)}" for c in tables[table]
-                 if c in renamed]  # fmt: skip
+        read = [c for c, _ in visible[start]] if start in visible else tables[table]
+        moves = [f"{quote_name(renamed[c])} = {quote_name(c)}" for c in read if c in renamed]
         for a, b, column in sourced:
             if not a <= start < b:
                 continue
@@ -206,12 +222,13 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
 
     for start, stop, legs in wildcards:
         edits.append((start, stop, ", ".join(leg(t, start) for t in legs)))
+    places = _places(tree, query)
     for start, stop, name, _ in names:
         if any(a <= start < b for a, b, _ in wildcards):
             continue
-        if name in tables:
+        if name in tables and start not in as_columns:
             if leg(name, start) != quote_name(name):
-                where = _place(tree, query, start)
+                where = places.get(start)
                 if where is None:
                     raise KqlRefused(
                         f"columns whose names differ only in case, read from {name} other "
@@ -227,16 +244,99 @@ def separate_case(query: str, tables: dict[str, list[str]]) -> Separated | None:
     return Separated("".join(out) + query[pos:], renamed)
 
 
-def _place(tree: Any, text: str, start: int) -> str | None:
-    """What a table read at `start` needs before its renaming leg: "" for a whole leg of a
-    `union`, "union " for a pipeline's head; None elsewhere."""
+def _places(tree: Any, text: str) -> dict[int, str | None]:
+    """What a table read starting at each offset needs before its renaming leg: "" for a
+    whole leg of a `union`, "union " for a pipeline's head, None (absent) elsewhere; the
+    tree walked once (a union of hundreds of tables reads as many tables)."""
     from queryeval.engines._kql_rewrite import _kind, _span, _walk
 
+    code = re.sub(r"//[^\n]*", lambda m: " " * len(m.group()), text)  # comments as blanks
+    places: dict[int, str | None] = {}
     for node in _walk(tree):
         kind = _kind(node)
-        if kind == "UnionOperatorExpression" and _span(node)[0] == start:
-            return ""
-        if kind == "BeforePipeExpression" and _span(node)[0] == start:
-            before = re.sub(r"//[^\n]*", "", text[:start]).rstrip()  # comments too
-            return "union " if not before or before[-1] in "(;=" else None
-    return None
+        if kind == "UnionOperatorExpression":
+            places.setdefault(_span(node)[0], "")
+        elif kind == "BeforePipeExpression":
+            start = _span(node)[0]
+            before = start - 1
+            while before >= 0 and code[before].isspace():
+                before -= 1
+            places.setdefault(start, "union " if before < 0 or code[before] in "(;=" else None)
+    return places
+
+
+# a leg as `wildcard_unions` writes it: a table's `project` of its columns, closing the leg
+_LEG_PROJECT = re.compile(r"\s*\|\s*project\s+([^|()]*)\)")
+
+
+def _projected_columns(text: str, stop: int, columns: list[str]) -> list[tuple[str, str]]:
+    """The columns of a table read ending at `stop` that reach the rest of the query, with
+    the names they reach it as: those a `(T | project a, b_long = b, S = 'T')` leg
+    projects; every column as it is otherwise.
+
+    >>> _projected_columns("(T | project S = 'T', b_long = b)", 2, ["a", "b"])
+    [('b', 'b_long')]
+    """
+    from queryeval.engines._kql_rewrite_kusto import _items
+
+    match = _LEG_PROJECT.match(text, stop)
+    items = _items(match.group(1)) if match is not None else None
+    if items is None or any(
+        source not in ("'", "!") and (source or name) not in columns for name, source in items
+    ):
+        return [(c, c) for c in columns]
+    return [(source or name, name) for name, source in items if source not in ("'", "!")]
+
+
+# calls whose arguments may be tables (the others take scalars: a name there is a column)
+_TABULAR_CALLS = {"table", "view", "materialize", "toscalar", "database", "cluster",
+                  "externaldata", "range", "find", "union"}  # fmt: skip
+# operators whose expressions are read in the row's scope (a name there is a column)
+_ROW_OPERATORS = {"WhereOperator", "FilterOperator", "ExtendOperator", "ProjectOperator",
+                  "SummarizeOperator", "DistinctOperator", "SortOperator", "OrderOperator",
+                  "TopOperator", "MvexpandOperator", "MvExpandOperator", "ParseOperator",
+                  "MakeSeriesOperator"}  # fmt: skip
+# what takes a table inside such an operator: a subquery, toscalar, a call's arguments
+_TABULAR_NODES = {"PipeExpression", "ToScalarExpression", "PipedOperator", "Statement"}
+
+
+def _tables_named_as_columns(tree: Any, text: str, tables: dict[str, Any]) -> set[int]:
+    """The offsets of the table names read as columns: in an expression of a row-wise
+    operator (`extend Action = coalesce(Operation, OperationName)`, `project Operation`),
+    where Kusto reads a name in the row's scope (a table is no scalar); not in a subquery,
+    `toscalar`, or an argument of a `let` function or of a call that takes tables.
+
+    >>> from queryeval.engines._kql_rewrite import parsed
+    >>> q = "union A, Operation | extend x = coalesce(Operation, 1) | project Operation"
+    >>> sorted(_tables_named_as_columns(parsed(q), q, {"A": [], "Operation": []}))
+    [41, 65]
+    """
+    from queryeval.engines._kql_rewrite import _kind, _rules, _span, _walk
+
+    lets = set()
+    for node in _walk(tree):
+        if _kind(node) in ("LetVariableDeclaration", "LetFunctionDeclaration"):
+            kids = _rules(node)
+            if kids:
+                lets.add(text[slice(*_span(kids[0]))].strip())
+    out: set[int] = set()
+    for node in _walk(tree):
+        if _kind(node) not in ("IdentifierName", "EscapedName"):
+            continue
+        start, stop = _span(node)
+        if text[start:stop] not in tables:
+            continue
+        up = getattr(node, "parentCtx", None)
+        while up is not None:
+            kind = _kind(up)
+            if kind in _ROW_OPERATORS:
+                out.add(start)
+                break
+            if kind in _TABULAR_NODES:
+                break
+            if kind == "NamedFunctionCallExpression":
+                function = text[_span(up)[0] : stop].split("(")[0].strip()
+                if function.lower() in _TABULAR_CALLS or function in lets:
+                    break
+            up = getattr(up, "parentCtx", None)
+    return out

@@ -218,7 +218,27 @@ class _Call:
         return named
 
 
+_CALLS: collections.OrderedDict[int, tuple[Any, list[_Call]]] = collections.OrderedDict()
+
+
 def _calls(tree: Any) -> Iterator[_Call]:
+    """The function calls under `tree`, in preorder; a whole query's tree is searched once
+    (each rule of each pass asks: on a union of hundreds of tables, seconds a search)."""
+    if getattr(tree, "parentCtx", None) is not None:
+        return _find_calls(tree)
+    with _PARSED_LOCK:
+        hit = _CALLS.get(id(tree))
+    if hit is not None and hit[0] is tree:
+        return iter(hit[1])
+    found = list(_find_calls(tree))
+    with _PARSED_LOCK:
+        _CALLS[id(tree)] = (tree, found)  # the tree held: its id is not reused meanwhile
+        while len(_CALLS) > _PARSED_SIZE:
+            _CALLS.popitem(last=False)
+    return iter(found)
+
+
+def _find_calls(tree: Any) -> Iterator[_Call]:
     for node in _walk(tree):
         if _kind(node) != "NamedFunctionCallExpression":
             continue

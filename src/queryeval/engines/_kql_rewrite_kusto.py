@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from queryeval.engines._kql_functions_rules import FUNCTION_RULES
 from queryeval.engines._kql_rewrite import (
     Edit,
     KqlRefused,
@@ -697,12 +698,37 @@ def _search(q: _Query, node: Any) -> str:
             raise KqlRefused(f"search with the option {kind.strip()}")
         sensitive = text == "kind=case_sensitive"
     predicate = _search_predicate(q, predicates[0], sensitive) or "true"
-    columns = [c for c, _ in q.columns_before(node, "search")]
+    if _after_search_union(q, node):
+        columns = [_SEARCH_SOURCE]
+    else:
+        columns = [c for c, _ in q.columns_before(node, "search")]
     if _SEARCH_SOURCE in columns:  # the union of a source search
         return f"where {predicate} | project-rename ['$table'] = {_SEARCH_SOURCE}"
     table = _search_table(q, node)
     listed = ", ".join(quote_name(c) for c in columns)
     return f"where {predicate} | project ['$table'] = {_string(table)}, {listed}"
+
+
+def _after_search_union(q: _Query, node: Any) -> bool:
+    """Whether the piped operator `node` comes right after the union of a source search
+    as `wildcard_unions` writes it, each input typed from the catalog with its table in
+    `_SEARCH_SOURCE` (its columns known without asking the engine)."""
+    pipe, piped = _parent(node, "PipeExpression"), _parent(node, "PipedOperator")
+    kids = _rules(pipe) if pipe is not None else []
+    if len(kids) < 2 or kids[1] is not piped:
+        return False
+    union = _collapse(kids[0])
+    if _kind(union) != "UnionOperator":
+        return False
+    legs = [c for c in _rules(union) if _kind(c) == "UnionOperatorExpression"]
+    if not legs or len(legs) != len(_rules(union)):
+        return False  # options (withsource, kind): left to the engine
+    tables = {t: cols for t, cols in catalog(q).items() if t not in q.lets()}
+    for leg in legs:
+        columns = static_leg_columns(q.source(leg), tables)
+        if columns is None or (_SEARCH_SOURCE, "VARCHAR") not in columns:
+            return False
+    return True
 
 
 def searches_as_unions(query: str) -> str:
@@ -1063,6 +1089,7 @@ KUSTO_RULES = (
     _parse_capture_names,
     _as_operator,
     _star_predicates,
+    *FUNCTION_RULES,
 )
 
 
@@ -1168,6 +1195,11 @@ def _expanded_union(query: str, node: Any, legs: list[Any], tables: dict[str, di
     # a table holding two spellings stores the later one encoded (`_kql_case`): named by it
     kept = {t: [(c, k) for c, k in tables[t].items() if not pruned or decode_column(c) in names]
             for t in dict.fromkeys(matched)}  # fmt: skip
+    if source is not None and any(decode_column(c) == source for cols in kept.values()
+                                  for c, _ in cols):  # fmt: skip
+        # Kusto.Language's union: the withsource column, then the inputs' columns, two
+        # columns of one name; which one a later operator reads is not documented
+        raise KqlRefused(f"union withsource={source} over a table that has a column {source}")
     width = sum(len(cols) for cols in kept.values())
     if not pruned and width > MAX_WILDCARD_COLUMNS:
         raise KqlRefused(
@@ -1181,10 +1213,16 @@ def _expanded_union(query: str, node: Any, legs: list[Any], tables: dict[str, di
     out = []
     for table in matched:
         items = [f"{quote_name(source)} = {_string(table)}"] if source is not None else []
+        folded = [decode_column(c).casefold() for c, _ in kept[table]]
         for column, kind in kept[table]:
             spelling = decode_column(column)
             if len(types[spelling]) == 1:
-                items.append(quote_name(column))
+                if spelling != column and folded.count(spelling.casefold()) == 1:
+                    # stored encoded beside another spelling this leg does not carry: the
+                    # leg names it as the query does (no other spelling to keep apart here)
+                    items.append(f"{quote_name(spelling)} = {quote_name(column)}")
+                else:
+                    items.append(quote_name(column))
                 continue
             kql = _kql_type(kind)
             if kql is None:
@@ -1211,8 +1249,10 @@ def _keeps_named_columns(query: str, union: Any) -> bool:
         operator = _operator(piped)
         kind = _kind(operator)
         text = query[slice(*_span(operator))]
-        if kind == "SearchOperator" and re.fullmatch(r"search\s+\*", text.strip()):
-            continue  # every row, no column read
+        if kind == "SearchOperator":
+            if re.fullmatch(r"search\s+\*", text.strip()):
+                continue  # every row, no column read
+            return False  # a term is matched in every column of every table's rows
         if _READS_ALL.search(text) or kind not in _CLOSING | _PASSING:
             return False
         if kind in _CLOSING:
