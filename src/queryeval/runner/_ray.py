@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import itertools
 import logging
 import os
 import tempfile
@@ -195,9 +196,9 @@ class RayExecutor:
         ctx.actors = self.actors
         return ctx
 
-    def limit(self, group: str, n: int) -> AbstractAsyncContextManager[None] | None:
-        """The cluster-wide slots of a live system's `group` (None: no limit)."""
-        return _Slot(actor) if (actor := self.actors.get(f"systems.{group}")) else None
+    def limit(self, group: str, n: int) -> AbstractAsyncContextManager[None]:
+        """The cluster-wide slots of a live system's `group` (its actor, made by `provider`)."""
+        return _Slot(self.actors[f"systems.{group}"])
 
     def share(self, value: Any) -> Any:
         """`value` in the cluster's object store, sent once to every worker (a reference)."""
@@ -208,22 +209,27 @@ class RayExecutor:
         self.map(units, worker, emit)
 
     def map(self, items: Sequence[Any], fn: Callable[[Any], Any], emit: Emit) -> None:
-        """`fn(item)` a task each, emitted in item order; a task lost for good stops the run
-        when the others have finished. Tasks are taken as they finish, so a lost one gives its
-        live systems' slots back at once (an earlier task may be waiting for them)."""
+        """`fn(item)` a task each, about two a worker in flight, emitted in item order; a task
+        lost for good stops the run when the others have finished. Tasks are taken as they
+        finish, so a lost one gives its live systems' slots back at once (an earlier task may
+        be waiting for them)."""
         ray, s = import_ray(), self.settings
         self._check_fits()
         task, fn_ref, lost = _remote_apply(), ray.put(fn), list[str]()
-        refs = [task.options(num_cpus=s.task_cpus, retry_exceptions=False, **_env(self.env),
-                             max_retries=s.max_retries if getattr(item, "pure", True) else 0,
-                             ).remote(fn_ref, item) for item in items]  # fmt: skip
-        position = {ref: i for i, ref in enumerate(refs)}
+        todo, pending = iter(enumerate(items)), dict[Any, int]()  # task -> its item
         arrived: dict[int, tuple[str, Any] | None] = {}  # before their turn; None: lost
-        pending, turn = list(refs), 0
+        turn, bound = 0, 2 * self.workers
         try:
-            while pending:
-                [ref], pending = ray.wait(pending, num_returns=1)
-                i = position[ref]
+            while True:
+                for i, item in itertools.islice(todo, max(0, bound - len(pending))):
+                    pending[task.options(
+                        num_cpus=s.task_cpus, retry_exceptions=False, **_env(self.env),
+                        max_retries=s.max_retries if getattr(item, "pure", True) else 0,
+                    ).remote(fn_ref, item)] = i  # fmt: skip
+                if not pending:
+                    break
+                [ref], _ = ray.wait(list(pending), num_returns=1)
+                i = pending.pop(ref)
                 try:
                     with unwrapped():
                         arrived[i] = ray.get(ref)

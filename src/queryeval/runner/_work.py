@@ -140,7 +140,7 @@ class Services(Protocol):
         """The scoring context whose services these are."""
         ...
 
-    def limit(self, group: str, n: int) -> AbstractAsyncContextManager[Any] | None:
+    def limit(self, group: str, n: int) -> AbstractAsyncContextManager[Any]:
         """What a live call of `group` holds while it runs (its `concurrency` of `n`)."""
         ...
 
@@ -156,7 +156,7 @@ class LocalServices:
         """The given context, or a plain one."""
         return self.ctx if self.ctx is not None else ScoringContext(suite, cache_dir=cache_dir)
 
-    def limit(self, group: str, n: int) -> AbstractAsyncContextManager[Any] | None:
+    def limit(self, group: str, n: int) -> AbstractAsyncContextManager[Any]:
         """A semaphore of `n` (made in the running loop, so one per state)."""
         import asyncio  # lazily: a run of saved predictions runs no event loop
 
@@ -313,7 +313,7 @@ class Worker:
         group = system.group or system.name
         if group not in self._limits:
             self._limits[group] = self.services.limit(group, system.concurrency)
-        async with self._limits[group] or contextlib.nullcontext():
+        async with self._limits[group]:
             return await system.callable.generate(case)
 
     def __call__(self, unit: Unit) -> Batch:
