@@ -28,13 +28,15 @@ prediction has the same rows shuffled and its columns reordered, or one row chan
 call, in this process, interleaved rounds of many calls: ``compare_results`` with its
 defaults (float tolerance 1e-9, no ``legacy_recall``) against the ``Counter`` compare a
 user writes (columns reordered by name, ``Counter`` of each side, ``&``, the matched count
-and the exact verdict). Two shapes: ``plain`` (an int id, a string, an int count) and
+and the exact verdict). Three shapes: ``plain`` (an int id, a string, an int count),
 ``typed`` (an int id, a float amount with 10% NULLs, a ``Decimal`` price and a ``date``:
-what an ``AVG``, a price column and a day give). Wall and CPU time (``process_time``) per
+what an ``AVG``, a price column and a day give; the wrong row changed in every cell) and
+``typed_number`` (the same columns, the wrong row's amount alone moved: a wrong aggregate).
+Wall and CPU time (``process_time``) per
 call, medians, the load beside them. Target (issue 31): within 2x per call.
 
 Usage: ``python bench/bench_compare.py [--rows N] [--big-rows N] [--rounds R] [--cores C]
-[--quick] [--small-only] [--shapes plain typed]``.
+[--quick] [--small-only] [--shapes plain typed typed_number]``.
 """
 
 from __future__ import annotations
@@ -187,7 +189,9 @@ def compare_once(
 def small_pair(n: int, wrong: bool, seed: int = 11, shape: str = "plain") -> tuple[object, object]:
     """A gold result of `n` rows and its prediction: the same rows shuffled with the columns
     reordered, or (`wrong`) one row changed. ``plain``: (id, name, count); ``typed``: (id,
-    amount: float with NULLs, price: Decimal, day: date)."""
+    amount: float with NULLs, price: Decimal, day: date), the wrong row changed in every
+    cell; ``typed_number``: the same columns, the wrong row's amount moved by 0.5 and its
+    other cells kept (a wrong aggregate)."""
     import datetime as dt
     import random
     from decimal import Decimal
@@ -195,7 +199,7 @@ def small_pair(n: int, wrong: bool, seed: int = 11, shape: str = "plain") -> tup
     from queryeval.metrics import ResultSet
 
     rng = random.Random(seed + n)
-    if shape == "typed":
+    if shape in ("typed", "typed_number"):
         day0 = dt.date(2020, 1, 1)
         rows = [(rng.randrange(10**6),
                  None if rng.random() < 0.1 else round(rng.uniform(0, 1000), 2),
@@ -211,7 +215,10 @@ def small_pair(n: int, wrong: bool, seed: int = 11, shape: str = "plain") -> tup
         names = ["id", "name", "n"]
     shuffled = rows[:]
     rng.shuffle(shuffled)
-    if wrong:
+    if wrong and shape == "typed_number":
+        row = shuffled[0]
+        shuffled[0] = (row[0], 0.5 if row[1] is None else row[1] + 0.5, *row[2:])
+    elif wrong:
         shuffled[0] = other
     order = list(reversed(range(len(names))))
     pred = ResultSet([names[i] for i in order], [tuple(r[i] for i in order) for r in shuffled])
@@ -242,7 +249,9 @@ def per_call(call: Any, shape: str, n: int, wrong: bool, reps: int) -> dict[str,
     return {"seconds": wall, "cpu_seconds": (time.process_time() - cpu) / reps}
 
 
-def small(rounds: int, calls: int, shapes: tuple[str, ...] = ("plain", "typed")) -> None:
+def small(
+    rounds: int, calls: int, shapes: tuple[str, ...] = ("plain", "typed", "typed_number")
+) -> None:
     """compare_results (its defaults) against the Counter compare per call, 1-100 rows."""
     from functools import partial
 
@@ -324,7 +333,7 @@ def _extra_options(parser: object) -> None:
     parser.add_argument("--cases", nargs="*", default=list(CASES))  # type: ignore[attr-defined]
     parser.add_argument("--small-only", action="store_true",  # type: ignore[attr-defined]
                         help="only the per-call comparison of small results")  # fmt: skip
-    parser.add_argument("--shapes", nargs="*", default=["plain", "typed"])  # type: ignore[attr-defined]
+    parser.add_argument("--shapes", nargs="*", default=["plain", "typed", "typed_number"])  # type: ignore[attr-defined]
 
 
 def sized(rows: int, cases: list[str], rounds: int, cores: int) -> dict[str, h.Timing]:
