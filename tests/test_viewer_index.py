@@ -215,6 +215,8 @@ def test_an_index_built_while_the_run_appends_is_the_index_of_the_whole_file(
             f.write(b"".join(lines[12:30]))
             f.flush()
             wait_for(4)  # lines 1-28 (27 records and the bad line: the 4th part holds 6)
+            meta = orjson.loads((RunIndex(run, root).folder / "meta.json").read_bytes())
+            assert meta["rows"] == 27 and meta["duplicates"] == -1  # counted after the run
             f.write(b"".join(lines[30:]) + b'{"system": "a", "ca')  # and a torn line
     assert index.finish(run, min_bytes=0) is None
     during_index, whole_index = (

@@ -99,7 +99,9 @@ class RunningIndex:
                 if index is None:
                     from queryeval.viewer._index import RunIndex  # here: a run that grows
 
-                    index = RunIndex(self.run_dir, self.root, cases_checked=True, keep_keys=True)
+                    index = RunIndex(
+                        self.run_dir, self.root, cases_checked=True, count_repeats=False
+                    )
                     state = index._load_state()
                     fresh = state is None or state.inode != stat.st_ino
                     base = pos = 0 if fresh or state is None else state.size

@@ -118,7 +118,7 @@ class IndexState:
     parts: list[str] = field(default_factory=list)
     bad: list[dict[str, Any]] = field(default_factory=list)
     bad_count: int = 0
-    duplicates: int = 0
+    duplicates: int = 0  # records repeating a (system, case); -1: not counted yet
     systems: list[str] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)  # v:... and m:... seen
     cases_sig: str = ""
@@ -153,7 +153,7 @@ class RunIndex:
         root: Path | None = None,
         *,
         cases_checked: bool = False,
-        keep_keys: bool = False,
+        count_repeats: bool = True,
     ) -> None:
         self.run_dir = Path(run_dir).resolve()
         # the case files were validated by the run just finished: their cases are read from
@@ -165,10 +165,11 @@ class RunIndex:
         self.state = IndexState(run=str(self.run_dir))
         self.torn_tail = False  # the file ends in a partial line (a kill, or a write now)
         self._offsets: tuple[Any, Any, Any, Any] | None = None
-        # `keep_keys` (an index refreshed part by part as its run runs): the (system, case
-        # id)s indexed, kept between refreshes instead of read back from every part each time
-        self._keep_keys = keep_keys
-        self._kept: tuple[tuple[str, int], set[str]] | None = None
+        # not `count_repeats` (an index refreshed part by part while its run runs, beside
+        # the workers): the repeated records are left uncounted (`duplicates` -1: the
+        # readers take the last of each), so no set of every key is held meanwhile; the
+        # first refresh that counts them counts them all (after the run)
+        self._count_repeats = count_repeats
 
     # --- building ------------------------------------------------------------------------
 
@@ -187,9 +188,14 @@ class RunIndex:
             if state is None or state.inode != stat.st_ino or state.size > stat.st_size:
                 state = self._reset()
                 state.inode = stat.st_ino
+            keys = None
+            if state.duplicates < 0 and self._count_repeats:  # left uncounted while it ran
+                keys = self._keys(state)
+                state.duplicates = state.rows - len(keys)
+                self._save(state)
             end = stat.st_size if upto is None else min(upto, stat.st_size)
             if end > state.size:
-                self._append(results, state, end)
+                self._append(results, state, end, keys)
             else:
                 self.torn_tail = False
             self._cases(state)
@@ -247,17 +253,19 @@ class RunIndex:
                     path.unlink(missing_ok=True)
         return IndexState(run=str(self.run_dir), generation=secrets.token_hex(4))
 
-    def _append(self, results: Path, state: IndexState, size: int) -> None:
+    def _append(
+        self, results: Path, state: IndexState, size: int, keys: set[str] | None = None
+    ) -> None:
         """Index the lines from `state.size` to `size`, a range of them at a time (the
-        rows of one range held at once)."""
+        rows of one range held at once); `keys`: those of the parts, when read already."""
         import pyarrow as pa
 
-        kept = self._kept
-        if kept is not None and kept[0] == (state.generation, state.rows):
-            seen = kept[1]
-        else:
-            seen = self._keys(state) if state.rows else set()
-        self._kept = None
+        counting = self._count_repeats
+        if not counting:
+            state.duplicates = -1
+        seen = keys if keys is not None else set()
+        if counting and state.rows and keys is None:
+            seen = self._keys(state)
         batches: list[Any] = []  # the part's rows so far as Arrow tables
         n = 0
         lineno, offset = state.lines, state.size
@@ -269,7 +277,7 @@ class RunIndex:
                 self._bad(state, lineno + line, why)
             lineno, offset = lineno + got.lines, got.end
             for table in got.tables:
-                for key in _keys_of(table):
+                for key in _keys_of(table) if counting else ():
                     if key in seen:
                         state.duplicates += 1
                     seen.add(key)
@@ -291,8 +299,6 @@ class RunIndex:
         state.size = offset
         state.lines = lineno
         self._save(state)
-        if self._keep_keys:
-            self._kept = (state.generation, state.rows), seen
 
     @staticmethod
     def _bad(state: IndexState, lineno: int, why: str) -> None:
