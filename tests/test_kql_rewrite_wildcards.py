@@ -100,3 +100,28 @@ def test_case_separation_reads_the_tree_a_fixed_number_of_times(
     assert separated is not None
     assert separated.text.count("project-rename Ip__qe1 = Ip") == 300
     assert walks <= 8
+
+
+def test_an_inspected_input_leaves_out_the_lets_it_does_not_read() -> None:
+    # Sentinel-Queries LAQuery-FindQueryStats.kql: `let tablenames = search * | summarize
+    # make_set($table); LAQueryLogs | mv-apply ...`: the mv-apply's input (LAQueryLogs) was
+    # inspected with the 693-table union of its unread `let` in front (tens of seconds of CPU)
+    seen: list[str] = []
+
+    class Recorder:
+        def columns(self, query: str, functions: tuple[str, ...]) -> list[tuple[str, str]]:
+            seen.append(query)
+            return [("x", "VARCHAR")]
+
+        def bag_slots(self, query: str, functions: tuple[str, ...],
+                      column: str) -> list[tuple[str, list[str]]]:  # fmt: skip
+            return []
+
+    query = ("let a = 1;\nset truncationmaxrecords = 5;\nlet big = union A, B;\n"
+             "let f = (n: long) { T | take n };\nlet b = T | where x == a;\n"
+             "b | mv-apply y = z on (where y == 1)")  # fmt: skip
+    tree = rewrite.parsed(query)
+    q = rewrite._Query(query, tree, Recorder())
+    mv_apply = next(n for n in rewrite._walk(tree) if rewrite._kind(n) == "MvapplyOperator")
+    q.columns_before(mv_apply, "mv-apply")
+    assert seen == ["let a = 1;\nset truncationmaxrecords = 5;\nlet b = T | where x == a;\nb "]

@@ -351,8 +351,45 @@ class _Query:
             top = _parent(top, "Statement")
         if _parent(pipe, "LetFunctionBody") is not None:
             raise KqlRefused(f"{what} inside a function body")
-        head = self.text[: _span(top)[0]] if top is not None else ""
-        return self.inspector, head + self.text[start:bar]
+        body = self.text[start:bar]
+        head = self._head(top, body) if top is not None else ""
+        return self.inspector, head + body
+
+    def _head(self, top: Any, body: str) -> str:
+        """The statements before `top` that `body` needs: a `let` that neither `body` nor
+        a statement kept after it names is left out (it cannot change the columns flowing
+        into `body`; an unread `let` over a union of hundreds of tables took seconds to
+        inspect with each input)."""
+        query = getattr(top, "parentCtx", None)
+        statements = _rules(query) if query is not None else []
+        if not any(s is top for s in statements):
+            return self.text[: _span(top)[0]]
+        before = statements[: next(i for i, s in enumerate(statements) if s is top)]
+        if not before:
+            return self.text[: _span(top)[0]]
+        starts = [_span(s)[0] for s in before] + [_span(top)[0]]
+        needed = set(_WORD.findall(body))
+        kept: list[str] = []
+        for i in reversed(range(len(before))):
+            segment = self.text[starts[i] : starts[i + 1]]  # the statement and its `;`
+            name = _let_name(before[i])
+            if name is not None and _IDENT.match(name) and name not in needed:
+                continue
+            kept.append(segment)
+            needed |= set(_WORD.findall(segment))
+        return self.text[: starts[0]] + "".join(reversed(kept))
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def _let_name(statement: Any) -> str | None:
+    """The name a top-level `let` statement declares (None for another statement)."""
+    for node in _walk(statement):
+        if _kind(node) in ("LetVariableDeclaration", "LetFunctionDeclaration"):
+            names = [c for c in _rules(node) if _kind(c) in _NAME_NODES]
+            return _name_of(names[0]) if names else None
+    return None
 
 
 def _names_a_missing_name(exc: BaseException) -> bool:
