@@ -585,7 +585,9 @@ def _list_strings(translate: Any) -> None:
     a dynamic array is its JSON text, as duckdb-kql measured for `tostring(dynamic([1,2]))`
     ('[1,2]'), so a list of strings, integers or bools is written as its JSON text (null:
     ''); a list of anything else (reals, datetimes: their JSON spelling is Kusto's own) is
-    refused at run time. Wrapped only while it is the known one."""
+    left to duckdb-kql. No refusal here: DuckDB's `error()` is volatile, which neither a
+    `string_agg` delimiter (a constant) nor `try()` accepts. Wrapped only while it is the
+    known one."""
     original = translate.render_kql_tostring
     if getattr(original, "__qualname__", None) != "render_kql_tostring":
         return
@@ -593,11 +595,8 @@ def _list_strings(translate: Any) -> None:
     def render_kql_tostring(node: Any) -> str:
         text = str(original(node))
         value = translate.render_expr(node)
-        return (f"(CASE WHEN typeof({value}) IN {_JSON_LISTS} "
-                f"THEN coalesce(CAST(to_json({value}) AS VARCHAR), '') "
-                f"WHEN typeof({value}) LIKE '%[]' "
-                f"THEN {_refuse('the string form of an array of other than strings, integers or bools')} "  # noqa: E501
-                f"ELSE {text} END)")  # fmt: skip
+        as_json = f"coalesce(CAST(to_json({value}) AS VARCHAR), '')"
+        return f"(CASE WHEN typeof({value}) IN {_JSON_LISTS} THEN {as_json} ELSE {text} END)"
 
     render_kql_tostring.__qualname__ = "queryeval_render_kql_tostring"
     translate.render_kql_tostring = render_kql_tostring
