@@ -206,3 +206,10 @@ def test_the_string_form_of_a_split_is_its_json_text(kql: KqlEngine) -> None:
     query = 'print a = strcat("x", split("a,b", ",")), b = tostring(split("a,\\"b", ","))'
     assert row(kql, query) == ('x["a","b"]', '["a","\\"b"]')
     assert row(kql, 'print tostring(dynamic([1, 2])), strcat("a", 1, true)') == ("[1,2]", "a1True")
+
+
+def test_strcat_array_with_a_constant_delimiter_binds(kql: KqlEngine) -> None:
+    # the docs' example; a list string form with DuckDB's volatile error() in it made the
+    # delimiter, which string_agg needs constant, fail to bind (m365d-088)
+    assert row(kql, 'print strcat_array(dynamic([1, 2, 3]), "->")') == ("1->2->3",)
+    assert row(kql, 'print strcat_array(split("a,b", ","), "")') == ("ab",)
