@@ -180,9 +180,10 @@ def test_an_index_built_while_the_run_appends_is_the_index_of_the_whole_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`index_during`: a file that held lines before waits for the run's first append (the
-    workers fork before it), then whole parts are indexed as lines come (a bad line and a
-    repeated record among them), `finish` indexes the rest: the same rows, counts, bad
-    lines and cases as an index of the finished file built at once."""
+    workers fork before it) and for the size from which a run is indexed at all, then whole
+    parts are indexed as lines come (a bad line and a repeated record among them), `finish`
+    indexes the rest: the same rows, counts, bad lines and cases as an index of the
+    finished file built at once."""
     import sys
     import time
 
@@ -193,6 +194,7 @@ def test_an_index_built_while_the_run_appends_is_the_index_of_the_whole_file(
 
     monkeypatch.setattr(_index, "PART_ROWS", 7)
     monkeypatch.setattr(_follow, "POLL_S", 0.005)
+    monkeypatch.setattr(_follow, "INDEX_AT_END_MIN_BYTES", 6_000)  # 12 lines: 5.0 KB, 14: 5.8
     cases = write_cases(tmp_path / "cases.jsonl", 20)
     run = make_run(tmp_path / "runs" / "r", cases, 20, systems=("a", "b"), seed=3)
     lines = (run / "results.jsonl").read_bytes().splitlines(keepends=True)
@@ -202,6 +204,11 @@ def test_an_index_built_while_the_run_appends_is_the_index_of_the_whole_file(
     results.write_bytes(b"".join(lines[:12]))  # a resumed run's: 12 lines, none indexed
     root = tmp_path / "during"
 
+    def looked() -> None:  # twice more at the file, whole
+        deadline, now = time.monotonic() + 10, index.looks
+        while index.looks < now + 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+
     def wait_for(parts: int) -> None:
         deadline = time.monotonic() + 10
         while index.parts < parts and time.monotonic() < deadline:
@@ -209,10 +216,14 @@ def test_an_index_built_while_the_run_appends_is_the_index_of_the_whole_file(
         assert index.parts == parts
 
     with index_during(run, root) as index:
-        time.sleep(0.05)  # ten looks at the file: nothing appended, nothing indexed
+        looked()  # nothing appended: nothing indexed
         assert index.parts == 0
         with results.open("ab") as f:
-            f.write(b"".join(lines[12:30]))
+            f.write(b"".join(lines[12:14]))  # appended, two parts' lines, under the threshold
+            f.flush()
+            looked()
+            assert index.parts == 0
+            f.write(b"".join(lines[14:30]))
             f.flush()
             wait_for(4)  # lines 1-28 (27 records and the bad line: the 4th part holds 6)
             meta = orjson.loads((RunIndex(run, root).folder / "meta.json").read_bytes())

@@ -49,6 +49,7 @@ class RunningIndex:
     def __init__(self, run_dir: Path, root: Path | None = None) -> None:
         self.run_dir, self.root = Path(run_dir), root
         self.parts = 0  # parts the thread wrote
+        self.looks = 0  # times it looked at the file
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._follow, name="queryeval-index", daemon=True)
 
@@ -86,6 +87,7 @@ class RunningIndex:
             seen: tuple[int, int] | None = None  # (inode, size) when the thread first saw it
             base = pos = count = 0  # the index's end, bytes scanned, lines in [base, pos)
             while not self._stop.wait(POLL_S):
+                self.looks += 1
                 try:
                     stat = results.stat()
                 except OSError:
@@ -94,8 +96,8 @@ class RunningIndex:
                 if seen is None or seen[0] != stat.st_ino or stat.st_size < seen[1]:
                     seen, index = (stat.st_ino, stat.st_size), None  # new, replaced or cut
                     continue
-                if stat.st_size == seen[1]:
-                    continue  # nothing appended yet by this run
+                if stat.st_size == seen[1] or stat.st_size < INDEX_AT_END_MIN_BYTES:
+                    continue  # nothing appended yet by this run, or a run left to its reader
                 if index is None:
                     from queryeval.viewer._index import RunIndex  # here: a run that grows
 
