@@ -117,11 +117,13 @@ def test_an_inspected_input_leaves_out_the_lets_it_does_not_read() -> None:
                       column: str) -> list[tuple[str, list[str]]]:  # fmt: skip
             return []
 
-    query = ("let a = 1;\nset truncationmaxrecords = 5;\nlet big = union A, B;\n"
+    wide = ", ".join(f"(T{i:03d} | project S = 'T{i:03d}')" for i in range(200))
+    query = (f"let a = 1;\nset truncationmaxrecords = 5;\nlet big = union {wide};\n"
              "let f = (n: long) { T | take n };\nlet b = T | where x == a;\n"
              "b | mv-apply y = z on (where y == 1)")  # fmt: skip
     tree = rewrite.parsed(query)
     q = rewrite._Query(query, tree, Recorder())
     mv_apply = next(n for n in rewrite._walk(tree) if rewrite._kind(n) == "MvapplyOperator")
     q.columns_before(mv_apply, "mv-apply")
-    assert seen == ["let a = 1;\nset truncationmaxrecords = 5;\nlet b = T | where x == a;\nb "]
+    assert seen == ["let a = 1;\nset truncationmaxrecords = 5;\n"
+                    "let f = (n: long) { T | take n };\nlet b = T | where x == a;\nb "]  # fmt: skip

@@ -356,10 +356,10 @@ class _Query:
         return self.inspector, head + body
 
     def _head(self, top: Any, body: str) -> str:
-        """The statements before `top` that `body` needs: a `let` that neither `body` nor
-        a statement kept after it names is left out (it cannot change the columns flowing
-        into `body`; an unread `let` over a union of hundreds of tables took seconds to
-        inspect with each input)."""
+        """The statements before `top` that `body` needs: a long `let` (a union of many
+        tables) that neither `body`, the stored functions nor a statement kept after it
+        names is left out. It cannot change the columns flowing into `body`, and an unread
+        `let` over a union of hundreds of tables took seconds to inspect with each input."""
         query = getattr(top, "parentCtx", None)
         statements = _rules(query) if query is not None else []
         if not any(s is top for s in statements):
@@ -368,12 +368,14 @@ class _Query:
         if not before:
             return self.text[: _span(top)[0]]
         starts = [_span(s)[0] for s in before] + [_span(top)[0]]
-        needed = set(_WORD.findall(body))
+        # the body and the stored functions handed over with it (hoisted `let`s)
+        needed = set(_WORD.findall(" ".join([body, *self.functions])))
         kept: list[str] = []
         for i in reversed(range(len(before))):
             segment = self.text[starts[i] : starts[i + 1]]  # the statement and its `;`
             name = _let_name(before[i])
-            if name is not None and _IDENT.match(name) and name not in needed:
+            if (name is not None and _IDENT.match(name) and name not in needed
+                    and len(segment) > _LONG_LET):  # fmt: skip
                 continue
             kept.append(segment)
             needed |= set(_WORD.findall(segment))
@@ -381,6 +383,7 @@ class _Query:
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_LONG_LET = 4000  # characters of a `let` statement left out of an inspected input unread
 
 
 def _let_name(statement: Any) -> str | None:
