@@ -576,6 +576,7 @@ def _sunday_weeks(translate: Any) -> None:
 # DuckDB list types whose JSON text (`to_json`) is Kusto's string form of the same dynamic
 # array: strings, integers, bools (duckdb-kql holds split()/extract_all() results as lists)
 _JSON_LISTS = "('VARCHAR[]', 'BIGINT[]', 'INTEGER[]', 'BOOLEAN[]')"
+_LIST_CALLS = ("split", "extract_all")  # duckdb-kql's string lists
 
 
 def _list_strings(translate: Any) -> None:
@@ -584,16 +585,27 @@ def _list_strings(translate: Any) -> None:
     list to VARCHAR: `strcat("x", split("a,b", ","))` gave `x[a, b]`. Kusto's string form of
     a dynamic array is its JSON text, as duckdb-kql measured for `tostring(dynamic([1,2]))`
     ('[1,2]'), so a list of strings, integers or bools is written as its JSON text (null:
-    ''); a list of anything else (reals, datetimes: their JSON spelling is Kusto's own) is
-    left to duckdb-kql. No refusal here: DuckDB's `error()` is volatile, which neither a
+    ''): a split() or extract_all() call itself, and a column holding such a list (a
+    run-time typeof); other expressions are left to duckdb-kql (rendering one twice doubles
+    the work at each nesting level: 40 -> 60+ s of preparation for KQLAdvancedHunting:46).
+    A list of anything else (reals, datetimes: their JSON spelling is Kusto's own) is left
+    to duckdb-kql. No refusal here: DuckDB's `error()` is volatile, which neither a
     `string_agg` delimiter (a constant) nor `try()` accepts. Wrapped only while it is the
     known one."""
     original = translate.render_kql_tostring
     if getattr(original, "__qualname__", None) != "render_kql_tostring":
         return
 
+    ir = translate.ir
+
     def render_kql_tostring(node: Any) -> str:
+        # only where the operand is cheap to render again (a column) or a list for sure
+        # (split, extract_all): rendering an expression twice doubles at each nested level
+        if isinstance(node, ir.FunctionCall) and node.name.lower() in _LIST_CALLS:
+            return f"coalesce(CAST(to_json({translate.render_expr(node)}) AS VARCHAR), '')"
         text = str(original(node))
+        if not isinstance(node, ir.ColumnRef):
+            return text
         value = translate.render_expr(node)
         as_json = f"coalesce(CAST(to_json({value}) AS VARCHAR), '')"
         return f"(CASE WHEN typeof({value}) IN {_JSON_LISTS} THEN {as_json} ELSE {text} END)"
