@@ -123,7 +123,7 @@ def run(
     flagged for its unscored share), 2 bad input, a broken configuration or a broken scorer.
     """
     from queryeval.config import ReportConfig
-    from queryeval.runner import CaseSelection, default_out_dir, load_suite, run_suite
+    from queryeval.runner import CaseSelection, load_suite, run_suite
 
     extra = [ReportConfig(kind="junit", path=str(junit.resolve()))] if junit else []
     try:
@@ -139,28 +139,28 @@ def run(
         # for the imports by `queryeval.cli.main`, runs from here on
         gc.freeze()
         resume_gc()
-        from queryeval.viewer import index_during  # lazy: imports nothing heavy
-
-        # the index that `view`, `compare` and `history` read, built while the run runs and
-        # ready when it ends (a cache: a failure to write it is a warning, and they build it
-        # when they first read the run)
-        with index_during(out if out is not None else default_out_dir(config)) as index:
-            result = run_suite(
-                config,
-                out,
-                resume=resume,
-                overwrite=overwrite,
-                progress=progress,
-                baseline=baseline,
-                extra_reports=extra,
-                use_cache=cache,
-                review=review,
-                selection=selection,
-                retry_errors=retry_errors,
-            )
+        result = run_suite(
+            config,
+            out,
+            resume=resume,
+            overwrite=overwrite,
+            progress=progress,
+            baseline=baseline,
+            extra_reports=extra,
+            use_cache=cache,
+            review=review,
+            selection=selection,
+            retry_errors=retry_errors,
+        )
     except InputError as exc:
         raise fail_input(exc) from None
-    if (problem := index.finish(result.out_dir)) is not None:
+    # the index that `view`, `compare` and `history` read, built once the run has ended (a
+    # cache: a failure to write it is a warning, and they build it when they first read the
+    # run). Built while the run runs (`viewer.index_during`), a 100,000-case SDMX run took
+    # 1.10x the CPU and wall on 2 cores (bench_runner_ab.py, load 1-3)
+    from queryeval.viewer import index_run
+
+    if (problem := index_run(result.out_dir)) is not None:
         typer.echo(f"warning: the run's index (for view, compare, history): {problem}", err=True)
     typer.echo(f"run directory: {result.out_dir}")
     typer.echo(f"  results.jsonl: {result.new_records} new record(s), {result.skipped} resumed")
