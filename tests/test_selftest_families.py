@@ -156,25 +156,29 @@ def test_nothing_to_self_test_is_exit_2(tmp_path: Path) -> None:
     assert "nothing to self-test" in out and "1 case(s) without a gold" not in out
 
 
-def test_golds_sharing_a_reason_are_one_line(tmp_path: Path) -> None:
+def shop_suite(tmp_path: Path, table: str, rows: str, golds: dict[str, str]) -> Path:
+    """An execution_match suite over a SQLite database `shop` of one table `item`, a case a gold."""
     import sqlite3
 
     db = tmp_path / "shop.sqlite"
     con = sqlite3.connect(db)
-    con.execute("CREATE TABLE item (id INTEGER, price REAL)")
-    con.execute("INSERT INTO item VALUES (1, 2.5)")
+    con.execute(f"CREATE TABLE item ({table})")
+    con.execute(f"INSERT INTO item VALUES {rows}")
     con.commit()
     con.close()
-    cases = [
-        {"id": f"c{i}", "conversation": [{"role": "user", "content": "q", "target":
-         {"query": f"SELECT id FROM item WHERE price > {100 + i}"}}]}
-        for i in range(6)
-    ]  # fmt: skip
+    cases = [{"id": cid, "conversation": [{"role": "user", "content": "q", "target":
+              {"query": gold}}]} for cid, gold in golds.items()]  # fmt: skip
     suite = write_suite(tmp_path / "s", "[execution_match]", cases)
     databases = f"databases: {{shop: {{engine: sqlite, path: '{db}'}}}}\n"
     suite.write_text(
         suite.read_text().replace("cases: cases.jsonl\n", f"cases: cases.jsonl\n{databases}")
     )
+    return suite
+
+
+def test_golds_sharing_a_reason_are_one_line(tmp_path: Path) -> None:
+    golds = {f"c{i}": f"SELECT id FROM item WHERE price > {100 + i}" for i in range(6)}
+    suite = shop_suite(tmp_path, "id INTEGER, price REAL", "(1, 2.5)", golds)
     code, out = selftest(suite, tmp_path)
     assert code == 0, out  # every gold runs and matches itself; all return no rows
     flagged = [line for line in out.splitlines() if "non-discriminating:" in line]
@@ -186,22 +190,8 @@ def test_a_gold_of_only_null_is_non_discriminating(tmp_path: Path) -> None:
     """The audit's `non_discriminating` checks, one implementation for selftest and validate:
     a gold whose result is one NULL is matched by any query returning NULL (`SELECT NULL`),
     though on empty tables it gives no rows (so the empty-tables check alone missed it)."""
-    import sqlite3
-
-    db = tmp_path / "shop.sqlite"
-    con = sqlite3.connect(db)
-    con.execute("CREATE TABLE item (id INTEGER, note TEXT)")
-    con.execute("INSERT INTO item VALUES (1, NULL), (2, 'x')")
-    con.commit()
-    con.close()
     golds = {"nulls": "SELECT note FROM item WHERE id = 1", "fine": "SELECT id FROM item"}
-    cases = [{"id": cid, "conversation": [{"role": "user", "content": "q", "target":
-              {"query": gold}}]} for cid, gold in golds.items()]  # fmt: skip
-    suite = write_suite(tmp_path / "s", "[execution_match]", cases)
-    databases = f"databases: {{shop: {{engine: sqlite, path: '{db}'}}}}\n"
-    suite.write_text(
-        suite.read_text().replace("cases: cases.jsonl\n", f"cases: cases.jsonl\n{databases}")
-    )
+    suite = shop_suite(tmp_path, "id INTEGER, note TEXT", "(1, NULL), (2, 'x')", golds)
     code, out = selftest(suite, tmp_path)
     assert code == 0, out  # both golds match themselves; one is flagged
     assert "non-discriminating: nulls (gold 0): only null: the gold returns only NULL" in out
