@@ -166,8 +166,10 @@ def shop_suite(tmp_path: Path, table: str, rows: str, golds: dict[str, str]) -> 
     con.execute(f"INSERT INTO item VALUES {rows}")
     con.commit()
     con.close()
-    cases = [{"id": cid, "conversation": [{"role": "user", "content": "q", "target":
-              {"query": gold}}]} for cid, gold in golds.items()]  # fmt: skip
+    cases: list[dict[str, object]] = [
+        {"id": cid, "conversation": [{"role": "user", "content": "q", "target": {"query": gold}}]}
+        for cid, gold in golds.items()
+    ]
     suite = write_suite(tmp_path / "s", "[execution_match]", cases)
     databases = f"databases: {{shop: {{engine: sqlite, path: '{db}'}}}}\n"
     suite.write_text(
