@@ -1,10 +1,39 @@
-"""What the KQL engine tests share: a query's columns and rows, asserted to have run."""
+"""What the KQL engine tests share: an engine on a small DuckDB file, and a query's columns and
+rows, asserted to have run."""
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from queryeval.engines import Engine
+from queryeval.engines import Engine, Limits
+
+
+@contextmanager
+def kql_engine(
+    path: Path,
+    *statements: str,
+    name: str = "t",
+    timeout_s: float = 30,
+    now: dt.datetime = dt.datetime(2024, 1, 1, tzinfo=dt.UTC),
+) -> Iterator[Any]:
+    """The embedded KQL engine on a DuckDB file at `path` made by `statements` (closed on exit)."""
+    import duckdb
+
+    from queryeval.engines._kql import KqlEngine
+
+    con = duckdb.connect(str(path))
+    for statement in statements:
+        con.execute(statement)
+    con.close()
+    engine = KqlEngine(name, path, Limits(timeout_s=timeout_s), name, now)
+    try:
+        yield engine
+    finally:
+        engine.close()
 
 
 def rows(engine: Engine, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:

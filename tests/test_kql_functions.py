@@ -12,22 +12,18 @@ import pytest
 
 pytest.importorskip("duckdb_kql")
 
-from queryeval.engines import Limits
+from kql_support import kql_engine
 from queryeval.engines._kql import KqlEngine
 
 
 @pytest.fixture(scope="module")
 def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KqlEngine]:
-    import duckdb
-
-    path = tmp_path_factory.mktemp("kqlfn") / "t.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE T (Name VARCHAR, Size BIGINT)")
-    con.execute("INSERT INTO T VALUES ('a', 564), ('b', 20010332)")
-    con.close()
-    engine = KqlEngine("t", path, Limits(timeout_s=30), "t", dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
-    yield engine
-    engine.close()
+    with kql_engine(
+        tmp_path_factory.mktemp("kqlfn") / "t.duckdb",
+        "CREATE TABLE T (Name VARCHAR, Size BIGINT)",
+        "INSERT INTO T VALUES ('a', 564), ('b', 20010332)",
+    ) as engine:
+        yield engine
 
 
 def row(engine: KqlEngine, query: str) -> tuple[object, ...]:

@@ -5,14 +5,13 @@ type: string)."""
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
 pytest.importorskip("duckdb_kql")
 
-from queryeval.engines import Limits
+from kql_support import kql_engine
 from queryeval.engines._kql import KqlEngine
 
 DOCS_Y = [1, 2.2, 2.5, 4.7, 5.0, 12, 10.3, 10.3, 9, 8.3, 6.2]
@@ -29,19 +28,15 @@ DOCS_QUERY = f"""print
 
 @pytest.fixture(scope="module")
 def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KqlEngine]:
-    import duckdb
-
-    path = tmp_path_factory.mktemp("kqlrules") / "t.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE StormEvents (State VARCHAR, Injuries BIGINT)")
-    con.execute("INSERT INTO StormEvents VALUES ('FLORIDA', 1), ('GEORGIA', 0)")
-    con.close()
-    engine = KqlEngine("t", path, Limits(timeout_s=30), "t", dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
-    yield engine
-    engine.close()
+    with kql_engine(
+        tmp_path_factory.mktemp("kqlrules") / "t.duckdb",
+        "CREATE TABLE StormEvents (State VARCHAR, Injuries BIGINT)",
+        "INSERT INTO StormEvents VALUES ('FLORIDA', 1), ('GEORGIA', 0)",
+    ) as engine:
+        yield engine
 
 
-def _run(engine: KqlEngine, query: str) -> tuple[str, str, list[str], list[tuple[object, ...]]]:
+def _run(engine: KqlEngine, query: str) -> tuple[str, str, list[str], Sequence[tuple[object, ...]]]:
     run = engine.execute(query)
     if run.result is None:
         return run.outcome.kind, run.outcome.message, [], []

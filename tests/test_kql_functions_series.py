@@ -6,7 +6,6 @@ rewrite of `extend (a, b) = series_fit_2lines(s)` into them: test_kql_functions_
 
 from __future__ import annotations
 
-import datetime as dt
 import statistics
 from collections.abc import Iterator
 
@@ -14,7 +13,7 @@ import pytest
 
 pytest.importorskip("duckdb_kql")
 
-from queryeval.engines import Limits
+from kql_support import kql_engine
 from queryeval.engines._kql import KqlEngine
 
 # series_fit_2lines' docs example, and the values of `line_fit2` its chart shows (read off
@@ -25,13 +24,8 @@ DOCS_CHART = [0.98, 2.03, 3.08, 4.13, 5.18, 11.95, 10.9, 9.87, 8.83, 7.79, 6.76]
 
 @pytest.fixture(scope="module")
 def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KqlEngine]:
-    import duckdb
-
-    path = tmp_path_factory.mktemp("kqlseries") / "t.duckdb"
-    duckdb.connect(str(path)).close()
-    engine = KqlEngine("t", path, Limits(timeout_s=30), "t", dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
-    yield engine
-    engine.close()
+    with kql_engine(tmp_path_factory.mktemp("kqlseries") / "t.duckdb") as engine:
+        yield engine
 
 
 def _reference(y: list[float]) -> dict[str, object]:

@@ -8,11 +8,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 
-import duckdb
 import pytest
 
-from kql_support import rows
-from queryeval.engines import Limits
+from kql_support import kql_engine, rows
 from queryeval.engines import _kql_rewrite as rewrite
 from queryeval.engines._kql import KqlEngine
 from queryeval.engines._kql_case import separate_case
@@ -22,27 +20,27 @@ NOW = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
 
 @pytest.fixture(scope="module")
 def kql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KqlEngine]:
-    path = tmp_path_factory.mktemp("wildcards") / "t.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("BEGIN TRANSACTION")
-    # a table named `Operation` (as Log Analytics has), and a table with a column `Operation`
-    # (OfficeActivity's); their caller address columns differ only in case
-    con.execute("CREATE TABLE Operation (Type VARCHAR, OperationName VARCHAR, "
-                "CallerIpAddress VARCHAR)")  # fmt: skip
-    con.execute("INSERT INTO Operation VALUES ('Operation', 'Ingest', '10.0.0.1')")
-    con.execute("CREATE TABLE Office (Type VARCHAR, Operation VARCHAR, CallerIPAddress VARCHAR)")
-    con.execute("INSERT INTO Office VALUES ('Office', 'FileAccessed', '10.0.0.2')")
-    # a table with `type` and `Type` (DeviceEtw's): the later stored under its encoded name
-    con.execute('CREATE TABLE Etw (type VARCHAR, "Type__qe1" VARCHAR)')
-    con.execute("INSERT INTO Etw VALUES ('t', 'Etw'), ('t', 'Etw')")
-    # a table with a column `TableName` (ADXTableDetails')
-    con.execute("CREATE TABLE Details (TableName VARCHAR, Type VARCHAR)")
-    con.execute("INSERT INTO Details VALUES ('Office', 'Details')")
-    con.execute("COMMIT")
-    con.close()
-    engine = KqlEngine("wildcards", path, Limits(timeout_s=60), "wildcards", NOW)
-    yield engine
-    engine.close()
+    with kql_engine(
+        tmp_path_factory.mktemp("wildcards") / "t.duckdb",
+        "BEGIN TRANSACTION",
+        # a table named `Operation` (as Log Analytics has), and a table with a column
+        # `Operation` (OfficeActivity's); their caller address columns differ only in case
+        "CREATE TABLE Operation (Type VARCHAR, OperationName VARCHAR, CallerIpAddress VARCHAR)",
+        "INSERT INTO Operation VALUES ('Operation', 'Ingest', '10.0.0.1')",
+        "CREATE TABLE Office (Type VARCHAR, Operation VARCHAR, CallerIPAddress VARCHAR)",
+        "INSERT INTO Office VALUES ('Office', 'FileAccessed', '10.0.0.2')",
+        # a table with `type` and `Type` (DeviceEtw's): the later stored under its encoded name
+        'CREATE TABLE Etw (type VARCHAR, "Type__qe1" VARCHAR)',
+        "INSERT INTO Etw VALUES ('t', 'Etw'), ('t', 'Etw')",
+        # a table with a column `TableName` (ADXTableDetails')
+        "CREATE TABLE Details (TableName VARCHAR, Type VARCHAR)",
+        "INSERT INTO Details VALUES ('Office', 'Details')",
+        "COMMIT",
+        name="wildcards",
+        timeout_s=60,
+        now=NOW,
+    ) as engine:
+        yield engine
 
 
 def test_a_table_name_in_a_row_operator_is_read_as_a_column(kql: KqlEngine) -> None:
