@@ -459,13 +459,13 @@ def test_run_writes_the_index_at_its_end_and_a_failure_to_only_warns(
     from typer.testing import CliRunner
 
     from queryeval.cli import app
-    from queryeval.viewer import _follow, index_run
+    from queryeval.viewer import _index, index_run
     from test_runner import make_answer_suite
 
     suite = make_answer_suite(tmp_path / "s", 8)
     root = tmp_path / "index"
     monkeypatch.setenv("QUERYEVAL_INDEX_DIR", str(root))
-    monkeypatch.setattr(_follow, "INDEX_AT_END_MIN_BYTES", 1_000)  # these 8 records: ~3 KB
+    monkeypatch.setattr(_index, "INDEX_AT_END_MIN_BYTES", 1_000)  # these 8 records: ~3 KB
     done = CliRunner().invoke(app, ["run", str(suite), "--out", str(tmp_path / "r")])
     assert done.exit_code == 0, done.stderr
     assert "warning" not in done.stderr

@@ -156,8 +156,8 @@ def run(
         raise fail_input(exc) from None
     # the index that `view`, `compare` and `history` read, built once the run has ended (a
     # cache: a failure to write it is a warning, and they build it when they first read the
-    # run). Built while the run runs (`viewer.index_during`), a 100,000-case SDMX run took
-    # 1.10x the CPU and wall on 2 cores (bench_runner_ab.py, load 1-3)
+    # run). Built by a thread while the run ran, a 100,000-case SDMX run took 1.10x the CPU
+    # and wall on 2 cores (bench_runner_ab.py, load 1-3; 7ec08af)
     from queryeval.viewer import index_run
 
     if (problem := index_run(result.out_dir)) is not None:

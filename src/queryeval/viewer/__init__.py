@@ -23,7 +23,6 @@ if TYPE_CHECKING:
         indexed,
         side_by_side,
     )
-    from queryeval.viewer._follow import RunningIndex, index_during
     from queryeval.viewer._index import (
         RunIndex,
         default_index_root,
@@ -42,7 +41,6 @@ _MODULES = {
     "_app": "build_app case_view run_view text_diff",
     "_catalog": "Catalog Run run_id",
     "_compare": "compare_dirs compare_indexed index_diff indexed side_by_side",
-    "_follow": "RunningIndex index_during",
     "_index": "RunIndex default_index_root index_run iter_run_dirs record_row",
     "_query": "CaseFilter cases_page facets",
     "_review": "add_gold add_override review_file",
@@ -55,7 +53,6 @@ __all__ = [
     "Catalog",
     "Run",
     "RunIndex",
-    "RunningIndex",
     "Viewer",
     "add_gold",
     "add_override",
@@ -67,7 +64,6 @@ __all__ = [
     "default_index_root",
     "facets",
     "index_diff",
-    "index_during",
     "index_run",
     "indexed",
     "iter_run_dirs",

@@ -110,7 +110,7 @@ class Run:
             )
         if state.cases_problem:
             out.append(state.cases_problem)
-        if state.duplicates > 0:  # -1: not counted yet (a run indexed while it runs)
+        if state.duplicates:
             out.append(
                 f"{state.duplicates} record(s) repeat a (system, case) (a resumed or retried "
                 "run): the last one counts"

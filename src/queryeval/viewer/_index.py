@@ -33,16 +33,17 @@ from typing import Any
 import orjson
 
 from queryeval.log import LOCK, RESULTS, RUN, LogWriter, RecordColumns, read_json
-from queryeval.viewer import _follow
-from queryeval.viewer._build import index_lines, ranges, write_cases_file
+from queryeval.viewer._build import PART_ROWS, index_lines, ranges, write_cases_file
 
 VERSION = 1
-# rows per Parquet part of the records (bounds the memory of indexing a large run; a run
-# indexed while it runs leaves at most one part for its end: 25,000 SDMX records, ~1 s)
-PART_ROWS = 25_000
 _META = "meta.json"
 _CASES_PREFIX = "cases-"
 _MAX_BAD = 50  # bad lines listed (all are counted)
+# `queryeval run` indexes its run at the end from this size of results.jsonl on (some
+# 15,000-30,000 records: 1.5-3 s of CPU to index); a smaller run is indexed by its first
+# reader in about a second or less, and the run does not pay for it (a 3,000-case SQL run:
+# 0.4-0.7 s of CPU, a sixth of its warm time)
+INDEX_AT_END_MIN_BYTES = 32 * 2**20
 
 
 _DB: Any = None
@@ -118,7 +119,7 @@ class IndexState:
     parts: list[str] = field(default_factory=list)
     bad: list[dict[str, Any]] = field(default_factory=list)
     bad_count: int = 0
-    duplicates: int = 0  # records repeating a (system, case); -1: not counted yet
+    duplicates: int = 0
     systems: list[str] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)  # v:... and m:... seen
     cases_sig: str = ""
@@ -153,7 +154,6 @@ class RunIndex:
         root: Path | None = None,
         *,
         cases_checked: bool = False,
-        count_repeats: bool = True,
     ) -> None:
         self.run_dir = Path(run_dir).resolve()
         # the case files were validated by the run just finished: their cases are read from
@@ -165,18 +165,12 @@ class RunIndex:
         self.state = IndexState(run=str(self.run_dir))
         self.torn_tail = False  # the file ends in a partial line (a kill, or a write now)
         self._offsets: tuple[Any, Any, Any, Any] | None = None
-        # not `count_repeats` (an index refreshed part by part while its run runs, beside
-        # the workers): the repeated records are left uncounted (`duplicates` -1: the
-        # readers take the last of each), so no set of every key is held meanwhile; the
-        # first refresh that counts them counts them all (after the run)
-        self._count_repeats = count_repeats
 
     # --- building ------------------------------------------------------------------------
 
-    def refresh(self, upto: int | None = None) -> IndexState:
+    def refresh(self) -> IndexState:
         """Index what results.jsonl gained since the last call (or everything, when the file
-        was replaced or cut, or the index is missing); returns the state. `upto`: only the
-        lines before this byte (a line's end: a run still appending, `index_during`)."""
+        was replaced or cut, or the index is missing); returns the state."""
         with self._lock, self._folder_lock():
             results = self.run_dir / RESULTS
             try:
@@ -188,14 +182,8 @@ class RunIndex:
             if state is None or state.inode != stat.st_ino or state.size > stat.st_size:
                 state = self._reset()
                 state.inode = stat.st_ino
-            keys = None
-            if state.duplicates < 0 and self._count_repeats:  # left uncounted while it ran
-                keys = self._keys(state)
-                state.duplicates = state.rows - len(keys)
-                self._save(state)
-            end = stat.st_size if upto is None else min(upto, stat.st_size)
-            if end > state.size:
-                self._append(results, state, end, keys)
+            if stat.st_size > state.size:
+                self._append(results, state, stat.st_size)
             else:
                 self.torn_tail = False
             self._cases(state)
@@ -253,19 +241,12 @@ class RunIndex:
                     path.unlink(missing_ok=True)
         return IndexState(run=str(self.run_dir), generation=secrets.token_hex(4))
 
-    def _append(
-        self, results: Path, state: IndexState, size: int, keys: set[str] | None = None
-    ) -> None:
+    def _append(self, results: Path, state: IndexState, size: int) -> None:
         """Index the lines from `state.size` to `size`, a range of them at a time (the
-        rows of one range held at once); `keys`: those of the parts, when read already."""
+        rows of one range held at once)."""
         import pyarrow as pa
 
-        counting = self._count_repeats
-        if not counting:
-            state.duplicates = -1
-        seen = keys if keys is not None else set()
-        if counting and state.rows and keys is None:
-            seen = self._keys(state)
+        seen = self._keys(state) if state.rows else set()
         batches: list[Any] = []  # the part's rows so far as Arrow tables
         n = 0
         lineno, offset = state.lines, state.size
@@ -277,7 +258,7 @@ class RunIndex:
                 self._bad(state, lineno + line, why)
             lineno, offset = lineno + got.lines, got.end
             for table in got.tables:
-                for key in _keys_of(table) if counting else ():
+                for key in _keys_of(table):
                     if key in seen:
                         state.duplicates += 1
                     seen.add(key)
@@ -483,7 +464,7 @@ def index_run(run_dir: Path, root: Path | None = None, min_bytes: int | None = N
     """Build or bring up to date the index of a run that just finished (what `queryeval run`
     does at its end, so that the viewer, `compare` and `history` find a large run's index
     ready), when its results.jsonl has at least `min_bytes` (default
-    `_follow.INDEX_AT_END_MIN_BYTES`: a smaller one is indexed by its first reader). Never raises:
+    `INDEX_AT_END_MIN_BYTES`: a smaller one is indexed by its first reader). Never raises:
     the index is a cache beside the run, so a failure to write it is returned as one line
     (None when done or not needed), and whoever reads the run builds it then. The run has
     validated its case files: their cases are not validated again (`case_fields`).
@@ -499,7 +480,7 @@ def index_run(run_dir: Path, root: Path | None = None, min_bytes: int | None = N
     >>> index_run(run, Path("/dev/null/index"), 0).startswith("cannot write /dev/null/index/")
     True
     """
-    least = _follow.INDEX_AT_END_MIN_BYTES if min_bytes is None else min_bytes
+    least = INDEX_AT_END_MIN_BYTES if min_bytes is None else min_bytes
     try:
         if (Path(run_dir) / RESULTS).stat().st_size < least:
             return None
